@@ -1,0 +1,47 @@
+"""Build the compiled twin ``clobkit._core_c`` (Cython + the project's own C).
+
+``CLOBKIT_NO_EXTENSIONS=1`` at install time skips the build; the package then
+runs on its pure-Python twin. ``CLOBKIT_SANITIZE=1`` builds with
+AddressSanitizer and UndefinedBehaviorSanitizer (see docs/development.md).
+"""
+
+import os
+import sys
+
+from setuptools import Extension, setup
+
+ext_modules = []
+if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") in ("", "0"):
+    from Cython.Build import cythonize
+
+    if sys.platform == "win32":
+        extra_compile_args = ["/O2"]
+        extra_link_args: list[str] = []
+    else:
+        extra_compile_args = ["-O3", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function"]
+        extra_link_args = []
+        if os.environ.get("CLOBKIT_SANITIZE", "") not in ("", "0"):
+            san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+            extra_compile_args += san
+            extra_link_args += san
+    ext_modules = cythonize(
+        [
+            Extension(
+                "clobkit._core_c",
+                sources=["ext/_core_c.pyx", "ext/keccak.c", "ext/sha256.c"],
+                include_dirs=["ext"],
+                extra_compile_args=extra_compile_args,
+                extra_link_args=extra_link_args,
+            )
+        ],
+        compiler_directives={
+            "language_level": "3",
+            "boundscheck": False,
+            "wraparound": False,
+            "cdivision": True,
+            "initializedcheck": False,
+            "embedsignature": True,
+        },
+    )
+
+setup(ext_modules=ext_modules)

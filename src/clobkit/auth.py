@@ -1,0 +1,7 @@
+"""HMAC-SHA256 request signing of the External Trading API (section 5)."""
+
+from __future__ import annotations
+
+from ._core import RequestSigner, sha256_hex, signature, verify_signature
+
+__all__ = ["RequestSigner", "sha256_hex", "signature", "verify_signature"]

@@ -1,0 +1,184 @@
+"""Every exception clobkit raises, in one tree.
+
+::
+
+    ClobkitError
+    ├── ValidationError (ValueError)      bad input, caught before anything is sent
+    │   ├── AmountError                   price, size, amount, tick, units
+    │   ├── OrderFieldError               order-id fields: uint256, address, side, wallet
+    │   ├── SignatureInputError           request-signing inputs: method, path, key, secret
+    │   └── InsufficientLiquidity         a book side cannot fill a FOK amount
+    ├── ApiError                          the service answered ``success: false``
+    │   ├── InvalidRequest        400     (``invalid request body`` and other 400s)
+    │   │   └── InsufficientBalance 400   (``insufficient balance``)
+    │   ├── AuthenticationError   401     (``unauthorized``)
+    │   ├── PermissionDenied      403     (``forbidden: missing scope <scope>``, IP whitelist)
+    │   ├── NotFound              404
+    │   │   └── OrderBookNotFound 200     (``Order book not found``, ``success: false``)
+    │   ├── RateLimited           429     (``retry_after`` seconds, when the server said)
+    │   ├── RiskControlError      500     (code ``ORDER_FAILED_PLACE_BET``)
+    │   └── ServerError           5xx
+    └── TransportError                    the request never got an answer
+        └── TimeoutError                  ... because it timed out
+
+Validation errors carry ``field`` (the argument's name) and ``value`` (what was
+given) and name both in their message; both core twins raise the same classes
+for the same input. API errors carry ``status``, ``code`` and ``message``.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+__all__ = [
+    "AmountError",
+    "ApiError",
+    "AuthenticationError",
+    "ClobkitError",
+    "InsufficientBalance",
+    "InsufficientLiquidity",
+    "InvalidRequest",
+    "NotFound",
+    "OrderBookNotFound",
+    "OrderFieldError",
+    "PermissionDenied",
+    "RateLimited",
+    "RiskControlError",
+    "ServerError",
+    "SignatureInputError",
+    "TimeoutError",
+    "TransportError",
+    "ValidationError",
+]
+
+
+class ClobkitError(Exception):
+    """Base of every exception raised by clobkit."""
+
+
+class ValidationError(ClobkitError, ValueError):
+    """Bad input, rejected before any request is sent.
+
+    ``field`` names the argument and ``value`` holds what was given.
+    """
+
+    def __init__(self, field: str, value: object, reason: str) -> None:
+        self.field = field
+        self.value = value
+        self.reason = reason
+        super().__init__(f"{field}: {reason} (got {_short_repr(value)})")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.field, self.value, self.reason))
+
+
+class AmountError(ValidationError):
+    """A price, size, amount, tick size or unit count that is not acceptable."""
+
+
+class OrderFieldError(ValidationError):
+    """An order field that does not fit its EIP-712 type (uint256, address, side)."""
+
+
+class SignatureInputError(ValidationError):
+    """A request-signing input that cannot be signed (method, path, key, secret)."""
+
+
+class InsufficientLiquidity(ValidationError):
+    """The book side cannot fill the whole amount (FOK)."""
+
+
+class ApiError(ClobkitError):
+    """The service answered with ``success: false``.
+
+    ``status`` is the HTTP status, ``code`` the optional error code string and
+    ``message`` the ``error`` string of the envelope.
+    """
+
+    def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
+        self.message = message
+        self.status = status
+        self.code = code
+        text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
+        super().__init__(text)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_api_error, (type(self), self.message, self.status, self.code))
+
+
+def _rebuild_api_error(cls: type[ApiError], message: str, status: int, code: str | None) -> ApiError:
+    return cls(message, status=status, code=code)
+
+
+class InvalidRequest(ApiError):
+    """400: the body or parameters were refused."""
+
+
+class InsufficientBalance(InvalidRequest):
+    """400 ``insufficient balance``."""
+
+
+class AuthenticationError(ApiError):
+    """401 ``unauthorized``: missing or bad key, signature, timestamp or nonce."""
+
+
+class PermissionDenied(ApiError):
+    """403: a scope is missing (``scope`` names it) or the IP is not whitelisted."""
+
+    @property
+    def scope(self) -> str | None:
+        prefix = "forbidden: missing scope "
+        return self.message[len(prefix) :] if self.message.startswith(prefix) else None
+
+
+class NotFound(ApiError):
+    """404: the event, market or order does not exist (or is not the caller's)."""
+
+
+class OrderBookNotFound(NotFound):
+    """200 with ``success: false``: the asset has no active order book."""
+
+
+class RateLimited(ApiError):
+    """429: too many requests; ``retry_after`` is in seconds when the server said."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 429,
+        code: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status=status, code=code)
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_rate_limited, (self.message, self.status, self.code, self.retry_after))
+
+
+def _rebuild_rate_limited(
+    message: str, status: int, code: str | None, retry_after: float | None
+) -> RateLimited:
+    return RateLimited(message, status=status, code=code, retry_after=retry_after)
+
+
+class RiskControlError(ApiError):
+    """500 ``ORDER_FAILED_PLACE_BET``: a per-order, daily, monthly or frequency limit."""
+
+
+class ServerError(ApiError):
+    """5xx other than a risk-control refusal."""
+
+
+class TransportError(ClobkitError):
+    """The request did not get an answer (connection refused, reset, protocol error)."""
+
+
+class TimeoutError(TransportError, builtins.TimeoutError):  # noqa: A001 - mirrors httpx's naming
+    """The request timed out."""
+
+
+def _short_repr(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
