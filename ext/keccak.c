@@ -17,6 +17,24 @@
 #define CK_HAVE_X86_SIMD 0
 #endif
 
+/* The AVX-512 path names its intrinsics through CK_MM512 so that a test build
+ * (-DCK_TEST_SIMDE_AVX512) can compile the very same code against SIMDe's
+ * portable emulation and check it on CPUs that lack AVX-512. */
+#if CK_HAVE_X86_SIMD && defined(CK_TEST_SIMDE_AVX512)
+#include <simde/x86/avx512.h>
+#define CK_HAVE_AVX512 1
+#define CK_MM512(f) simde_mm512_##f
+#define CK_AVX512
+typedef simde__m512i ck_m512i;
+#elif CK_HAVE_X86_SIMD
+#define CK_HAVE_AVX512 1
+#define CK_MM512(f) _mm512_##f
+#define CK_AVX512 __attribute__((target("avx512f")))
+typedef __m512i ck_m512i;
+#else
+#define CK_HAVE_AVX512 0
+#endif
+
 #if defined(__GNUC__)
 #define CK_NOINLINE __attribute__((noinline))
 #else
@@ -91,6 +109,9 @@ static inline uint64_t ck_bswap64(uint64_t v) {
     B4 = CK_ROL(CK_XOR(A##l4, d4), r4);                                 \
     CK_CHI(E, y)
 
+/* Column parity; a path with a three-input xor may override CK_XOR5. */
+#define CK_XOR5_PLAIN(a, b, c, d, e) CK_XOR(CK_XOR(CK_XOR(a, b), CK_XOR(c, d)), e)
+
 /* chi as specified; a path may substitute its own CK_CHI. */
 #define CK_CHI_PLAIN(E, y)                                              \
     E##y##a = CK_XOR(B0, CK_ANDN(B1, B2));                              \
@@ -101,11 +122,11 @@ static inline uint64_t ck_bswap64(uint64_t v) {
 
 #define CK_ROUND(T, A, E, rc)                                                        \
     do {                                                                             \
-        T Ca = CK_XOR(CK_XOR(CK_XOR(A##ba, A##ga), CK_XOR(A##ka, A##ma)), A##sa);    \
-        T Ce = CK_XOR(CK_XOR(CK_XOR(A##be, A##ge), CK_XOR(A##ke, A##me)), A##se);    \
-        T Ci = CK_XOR(CK_XOR(CK_XOR(A##bi, A##gi), CK_XOR(A##ki, A##mi)), A##si);    \
-        T Co = CK_XOR(CK_XOR(CK_XOR(A##bo, A##go), CK_XOR(A##ko, A##mo)), A##so);    \
-        T Cu = CK_XOR(CK_XOR(CK_XOR(A##bu, A##gu), CK_XOR(A##ku, A##mu)), A##su);    \
+        T Ca = CK_XOR5(A##ba, A##ga, A##ka, A##ma, A##sa);                         \
+        T Ce = CK_XOR5(A##be, A##ge, A##ke, A##me, A##se);                         \
+        T Ci = CK_XOR5(A##bi, A##gi, A##ki, A##mi, A##si);                         \
+        T Co = CK_XOR5(A##bo, A##go, A##ko, A##mo, A##so);                         \
+        T Cu = CK_XOR5(A##bu, A##gu, A##ku, A##mu, A##su);                         \
         T Da = CK_XOR(Cu, CK_ROL1(Ce));                                              \
         T De = CK_XOR(Ca, CK_ROL1(Ci));                                              \
         T Di = CK_XOR(Ce, CK_ROL1(Co));                                              \
@@ -239,6 +260,7 @@ static void ck_make_consts(const ck_order_ctx *ctx, ck_consts *c) {
 #define CK_XOR(a, b) ((a) ^ (b))
 #define CK_ROL(a, n) (((a) << (n)) | ((a) >> ((64 - (n)) & 63)))
 #define CK_ROL1(a) CK_ROL(a, 1)
+#define CK_XOR5 CK_XOR5_PLAIN
 #define CK_SCALAR_RC(i) ck_rc[i]
 #define T uint64_t
 #define CK_CHI(E, y) CK_CHI_LC_##y(E)
@@ -347,6 +369,7 @@ static void ck_order_ids_scalar(const ck_consts *c, const ck_order *orders, size
 #undef CK_ROL
 #undef CK_ROL1
 #undef CK_CHI
+#undef CK_XOR5
 
 /* ======================= AVX2 path: four orders per vector ======================= */
 
@@ -366,6 +389,7 @@ static void ck_order_ids_scalar(const ck_consts *c, const ck_order *orders, size
 #define CK_ROL1(a) _mm256_or_si256(_mm256_add_epi64(a, a), _mm256_srli_epi64(a, 63))
 #define CK_AVX2_RC(i) _mm256_set1_epi64x((long long)ck_rc[i])
 #define CK_CHI CK_CHI_PLAIN
+#define CK_XOR5 CK_XOR5_PLAIN
 #define T __m256i
 
 static CK_NOINLINE CK_AVX2 void ck_permute_avx2(__m256i *s) {
@@ -483,7 +507,98 @@ static CK_AVX2 void ck_order_ids_avx2(const ck_consts *c, const ck_order *orders
 #undef CK_ROL
 #undef CK_ROL1
 #undef CK_CHI
+#undef CK_XOR5
 #endif /* CK_HAVE_X86_SIMD */
+
+/* ======================= AVX-512 path: eight orders per vector ======================= */
+
+#if CK_HAVE_AVX512
+/* vprolq rotates in one uop; vpternlogq does a three-input xor (0x96) and
+ * all of chi's a ^ (~b & c) (0xd2) in one. */
+#define T ck_m512i
+#define CK_XOR(a, b) CK_MM512(xor_si512)(a, b)
+#define CK_XOR5(a, b, c, d, e) \
+    CK_MM512(ternarylogic_epi64)(CK_MM512(ternarylogic_epi64)(a, b, c, 0x96), d, e, 0x96)
+#define CK_ROL(a, n) CK_MM512(rol_epi64)(a, n)
+#define CK_ROL1(a) CK_MM512(rol_epi64)(a, 1)
+#define CK_CHI(E, y)                                            \
+    E##y##a = CK_MM512(ternarylogic_epi64)(B0, B1, B2, 0xd2);   \
+    E##y##e = CK_MM512(ternarylogic_epi64)(B1, B2, B3, 0xd2);   \
+    E##y##i = CK_MM512(ternarylogic_epi64)(B2, B3, B4, 0xd2);   \
+    E##y##o = CK_MM512(ternarylogic_epi64)(B3, B4, B0, 0xd2);   \
+    E##y##u = CK_MM512(ternarylogic_epi64)(B4, B0, B1, 0xd2)
+#define CK_AVX512_RC(i) CK_MM512(set1_epi64)((long long)ck_rc[i])
+
+static CK_NOINLINE CK_AVX512 void ck_permute_avx512(ck_m512i *s) {
+    CK_PERMUTE_BODY(ck_m512i, CK_AVX512_RC);
+}
+
+#define ZERO CK_MM512(setzero_si512)()
+#define SET1(c) CK_MM512(set1_epi64)((long long)(c))
+#define CK_OR(a, b) CK_MM512(or_si512)(a, b)
+#define CK_SHL(a, n) CK_MM512(slli_epi64)(a, n)
+#define CK_SHR(a, n) CK_MM512(srli_epi64)(a, n)
+#define PERM(s) ck_permute_avx512(s)
+/* Scalar loads into a set: AVX-512F alone has no byte shuffle for the
+ * byte swap, and the gather is a few percent of the permutations anyway. */
+#define CK_GATHER8(name, j)                                                        \
+    CK_MM512(set_epi64)((long long)ck_bswap64(o[7].name.w[j]),                    \
+                        (long long)ck_bswap64(o[6].name.w[j]),                    \
+                        (long long)ck_bswap64(o[5].name.w[j]),                    \
+                        (long long)ck_bswap64(o[4].name.w[j]),                    \
+                        (long long)ck_bswap64(o[3].name.w[j]),                    \
+                        (long long)ck_bswap64(o[2].name.w[j]),                    \
+                        (long long)ck_bswap64(o[1].name.w[j]),                    \
+                        (long long)ck_bswap64(o[0].name.w[j]))
+#define FIELD(name, v0, v1, v2, v3) \
+    (v0 = CK_GATHER8(name, 3), v1 = CK_GATHER8(name, 2), v2 = CK_GATHER8(name, 1), v3 = CK_GATHER8(name, 0))
+#define K(i) CK_MM512(set1_epi64)((long long)c->k[i])
+#define SIDE                                                                      \
+    CK_MM512(slli_epi64)(CK_MM512(set_epi64)(o[7].side, o[6].side, o[5].side, o[4].side, \
+                                             o[3].side, o[2].side, o[1].side, o[0].side), \
+                         56)
+#define DOM(i) dom[i]
+
+static CK_AVX512 void ck_order_ids_avx512_x8(const ck_consts *c, const ck_order *o,
+                                             uint8_t (*out)[32]) {
+    unsigned sel = 0;
+    ck_m512i dom[5];
+    uint64_t lanes[4][8];
+    for (int k = 0; k < 8; k++) sel |= (unsigned)(o[k].neg_risk != 0) << k;
+    for (int i = 0; i < 5; i++)
+        dom[i] = CK_MM512(mask_blend_epi64)((__mmask8)sel, SET1(c->dom[0][i]), SET1(c->dom[1][i]));
+    CK_ORDER_DIGEST_BODY(s);
+    for (int j = 0; j < 4; j++) CK_MM512(storeu_si512)(lanes[j], s[j]);
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < 4; j++) ck_store_le64(out[k] + 8 * j, lanes[j][k]);
+}
+
+static CK_AVX512 void ck_order_ids_avx512(const ck_consts *c, const ck_order *orders, size_t n,
+                                          uint8_t (*out)[32]) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) ck_order_ids_avx512_x8(c, orders + i, out + i);
+    /* Every AVX-512 CPU has AVX2, whose four-wide pass and tail handling fit
+     * the last zero to seven orders. */
+    if (i < n) ck_order_ids_avx2(c, orders + i, n - i, out + i);
+}
+
+#undef T
+#undef ZERO
+#undef SET1
+#undef CK_OR
+#undef CK_SHL
+#undef CK_SHR
+#undef PERM
+#undef FIELD
+#undef K
+#undef SIDE
+#undef DOM
+#undef CK_XOR
+#undef CK_XOR5
+#undef CK_ROL
+#undef CK_ROL1
+#undef CK_CHI
+#endif /* CK_HAVE_AVX512 */
 
 /* ======================= dispatch ======================= */
 
@@ -508,12 +623,24 @@ static int ck_supported(int impl) {
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2");
 #endif
+#if CK_HAVE_AVX512 && defined(CK_TEST_SIMDE_AVX512)
+    case CK_IMPL_AVX512: /* emulated, so runnable anywhere the AVX2 tail is */
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2");
+#elif CK_HAVE_AVX512
+    case CK_IMPL_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+#endif
     default:
         return 0;
     }
 }
 
 static int ck_best_impl(void) {
+#if !defined(CK_TEST_SIMDE_AVX512) /* never pick the slow emulation on its own */
+    if (ck_supported(CK_IMPL_AVX512)) return CK_IMPL_AVX512;
+#endif
     return ck_supported(CK_IMPL_AVX2) ? CK_IMPL_AVX2 : CK_IMPL_PORTABLE;
 }
 
@@ -541,6 +668,11 @@ void ck_order_ids(const ck_order_ctx *ctx, const ck_order *orders, size_t n, uin
 #if CK_HAVE_X86_SIMD
     case CK_IMPL_AVX2:
         ck_order_ids_avx2(&c, orders, n, out);
+        return;
+#endif
+#if CK_HAVE_AVX512
+    case CK_IMPL_AVX512:
+        ck_order_ids_avx512(&c, orders, n, out);
         return;
 #endif
     default:

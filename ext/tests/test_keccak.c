@@ -294,7 +294,7 @@ static ck_u256 *field_of(ck_order *o, int f) {
 }
 
 static void test_order_ids(void) {
-    static const size_t sizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 1000};
+    static const size_t sizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 15, 16, 17, 1000};
     ck_order_ctx ctx;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
         rnd_ctx(&ctx);
@@ -306,23 +306,23 @@ static void test_order_ids(void) {
      * and one field at a time at the maximum, so a misplaced lane shows. */
     for (int pass = 0; pass < 2; pass++) {
         memset(&ctx, pass ? 0xff : 0, sizeof ctx);
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < 16; i++) {
             memset(&orders[i], pass ? 0xff : 0, sizeof orders[i]);
             orders[i].side = (uint8_t)(pass ? (i & 1) : 1);
             orders[i].neg_risk = (uint8_t)((i >> 1) & 1);
         }
-        check_batch(&ctx, 8, pass ? "all ones" : "all zero");
+        check_batch(&ctx, 16, pass ? "all ones" : "all zero");
     }
     rnd_ctx(&ctx);
     for (int f = 0; f < 7; f++) {
-        for (int i = 0; i < 9; i++) {
+        for (int i = 0; i < 17; i++) {
             ck_u256 *v = field_of(&orders[i], f);
             memset(&orders[i], 0, sizeof orders[i]);
             memset(v->w, 0xff, sizeof v->w);
             v->w[i % 4] = (uint64_t)i; /* each limb distinct too */
             orders[i].neg_risk = (uint8_t)(i & 1);
         }
-        check_batch(&ctx, 9, "one field max");
+        check_batch(&ctx, 17, "one field max");
     }
 }
 
@@ -335,10 +335,18 @@ static void test_dispatch(void) {
     CHECK(ck_keccak_set_impl(42) == -1 && ck_keccak_impl() == CK_IMPL_PORTABLE, "bad impl refused");
     ck_keccak_set_impl(CK_IMPL_AUTO);
     CHECK(ck_keccak_impl() == best, "auto restored");
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(CK_TEST_SIMDE_AVX512) /* keccak.c built with the emulated AVX-512 path */
+    CHECK(ck_keccak_set_impl(CK_IMPL_AVX512) == 0, "emulated avx512 available");
+    ck_keccak_set_impl(CK_IMPL_AUTO);
+    CHECK(ck_keccak_impl() != CK_IMPL_AVX512, "auto never picks the emulation");
+#elif defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
     __builtin_cpu_init();
     CHECK((ck_keccak_set_impl(CK_IMPL_AVX512) == 0) == (__builtin_cpu_supports("avx512f") != 0),
           "avx512 availability");
+    ck_keccak_set_impl(CK_IMPL_AUTO);
+#else
+    CHECK(ck_keccak_set_impl(CK_IMPL_AVX2) == -1 && ck_keccak_set_impl(CK_IMPL_AVX512) == -1,
+          "no SIMD paths off x86");
     ck_keccak_set_impl(CK_IMPL_AUTO);
 #endif
     printf("auto path: %s\n", impl_name(best));
