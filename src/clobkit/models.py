@@ -1,10 +1,67 @@
-"""Typed resources of the External Trading API (msgspec Structs)."""
+"""Typed resources of the External Trading API (msgspec Structs).
+
+Every model follows the API text field for field. Decoding is tolerant:
+unknown fields are ignored, optional fields that are missing read as ``None``
+(or an empty list), timestamps are timezone-aware ``datetime`` objects (a
+naive timestamp is read as UTC), and every price, amount, size, share count,
+volume and odds value is an exact ``Decimal`` (money in USDC, shares in
+outcome shares). The simplified shapes shown by the API guides (a market with
+an ``outcomes`` array, a list response whose ``data`` is a bare array, a
+cancel answered by ``success`` alone) decode into the same models.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any, Literal
+
 import msgspec
 
-__all__ = ["WalletInfo"]
+__all__ = [
+    "CancelResult",
+    "EnrichedMarket",
+    "EnrichedMarkets",
+    "Event",
+    "EventPage",
+    "Market",
+    "MarketList",
+    "MarketOutcome",
+    "Order",
+    "OrderPage",
+    "Orderbook",
+    "OrderbookLevel",
+    "Pagination",
+    "PlacedOrder",
+    "PortfolioOrder",
+    "PortfolioOrderPage",
+    "Position",
+    "PositionPage",
+    "RawOrderResult",
+    "Reconnected",
+    "StreamMessage",
+    "Team",
+    "WalletInfo",
+]
+
+#: Order statuses named by the API text, in lifecycle order.
+ORDER_STATUSES = ("pending", "signing", "submitted", "live", "matched", "won", "lost", "cancelled")
+#: Statuses of an order that may still change by trading (``open_orders`` reads these).
+OPEN_STATUSES = ("pending", "signing", "submitted", "live")
+#: Statuses after which an order no longer trades.
+FINAL_STATUSES = ("matched", "won", "lost", "cancelled")
+
+
+def _aware(struct: msgspec.Struct, *names: str) -> None:
+    """Read naive timestamps as UTC (the API text says every timestamp is UTC)."""
+    for name in names:
+        value = getattr(struct, name)
+        if value is not None and value.tzinfo is None:
+            msgspec.structs.force_setattr(struct, name, value.replace(tzinfo=timezone.utc))
+
+
+class _Model(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Base of the API resources: immutable, keyword-only, ignores unknown fields."""
 
 
 class WalletInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -21,3 +78,423 @@ class WalletInfo(msgspec.Struct, frozen=True, kw_only=True):
     signature_type: int = 2
     ctf_exchange: str = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
     neg_risk_exchange: str = "0xC5d563A36AE78145C45a50134d48A1215220f80a"
+
+
+class Team(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """A team (section 2.2). Portfolio records carry only ``name`` and ``logo``."""
+
+    id: int | None = None
+    name: str | None = None
+    short_name: str | None = None
+    name_zh: str | None = None
+    short_name_zh: str | None = None
+    abbreviation: str | None = None
+    logo: str | None = None
+    recent_form: Any = None
+
+
+class EnrichedMarket(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``home_win`` / ``away_win`` of an event list item: price (0.01-0.99) and odds."""
+
+    id: str | None = None
+    token_id: str | None = None
+    token_id_a: str | None = None
+    token_id_b: str | None = None
+    outcome: str | None = None
+    price: Decimal | None = None
+    odds: Decimal | None = None
+
+
+class EnrichedMarkets(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``enriched_markets`` of an event list item (section 2.3)."""
+
+    home_win: EnrichedMarket | None = None
+    away_win: EnrichedMarket | None = None
+    game_start_time: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _aware(self, "game_start_time")
+
+
+class MarketOutcome(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One item of the guides' simplified ``outcomes`` array; ``price`` 0.01-0.99."""
+
+    id: str | None = None
+    name: str | None = None
+    token_id: str | None = None
+    price: Decimal | None = None
+
+
+class Market(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """A market (section 2.4), in any of its shapes: search item, detail, event market.
+
+    Fields a shape does not carry are ``None``. Prices are implied
+    probabilities in 0.01-0.99; ``volume`` and ``liquidity`` are USDC.
+    ``token_id_a`` / ``token_id_b`` are the outcome tokens (orderbook asset ids).
+    """
+
+    id: str
+    external_id: str | None = None
+    condition_id: str | None = None
+    token_id_a: str | None = None
+    token_id_b: str | None = None
+    event_id: str | None = None
+    question: str | None = None
+    description: str | None = None
+    category: str | None = None
+    subcategory: str | None = None
+    outcome_a: str | None = None
+    outcome_b: str | None = None
+    price_a: Decimal | None = None
+    price_b: Decimal | None = None
+    odds_a: Decimal | None = None
+    odds_b: Decimal | None = None
+    volume: Decimal | None = None
+    liquidity: Decimal | None = None
+    end_date: datetime | None = None
+    game_start_time: datetime | None = None
+    status: str | None = None
+    market_type: str | None = None
+    group_item_title: str | None = None
+    neg_risk: bool | None = None
+    is_featured: bool | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    # the guides' simplified shape
+    type: str | None = None
+    outcomes: list[MarketOutcome] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        _aware(self, "end_date", "game_start_time", "created_at", "updated_at")
+
+    def token_id(self, outcome: Literal["a", "b"] | str) -> str | None:
+        """The token id of outcome ``"a"`` or ``"b"`` (from the simplified shape too)."""
+        if outcome == "a":
+            token = self.token_id_a
+        elif outcome == "b":
+            token = self.token_id_b
+        else:
+            raise ValueError(f"outcome must be 'a' or 'b', not {outcome!r}")
+        if token is None and len(self.outcomes) == 2:
+            token = self.outcomes[0 if outcome == "a" else 1].token_id
+        return token
+
+
+class Event(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """A sports event (section 2.1), list or detail shape.
+
+    ``start_time`` (detail only) is the kickoff to schedule by; ``start_date``
+    is when its markets opened. ``volume`` is USDC. ``markets`` is filled on
+    event detail, ``enriched_markets`` on list items.
+    """
+
+    id: str
+    external_id: str | None = None
+    slug: str | None = None
+    title: str | None = None
+    description: str | None = None
+    category: str | None = None
+    subcategory: str | None = None
+    league_id: str | None = None
+    series_id: str | None = None
+    start_date: datetime | None = None
+    start_time: datetime | None = None
+    end_date: datetime | None = None
+    volume: Decimal | None = None
+    trader_count: int | None = None
+    live: bool | None = None
+    ended: bool | None = None
+    is_featured: bool | None = None
+    is_future: bool | None = None
+    team_match_status: str | None = None
+    home_team_id: int | None = None
+    away_team_id: int | None = None
+    game_id: int | None = None
+    home_team: Team | None = None
+    away_team: Team | None = None
+    enriched_markets: EnrichedMarkets | None = None
+    markets: list[Market] = msgspec.field(default_factory=list)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _aware(self, "start_date", "start_time", "end_date", "created_at", "updated_at")
+
+
+class EventPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``GET /events``: one page of events; ``page_size`` items per page."""
+
+    events: list[Event] = msgspec.field(default_factory=list)
+    total_count: int | None = None
+    page: int | None = None
+    page_size: int | None = None
+
+
+class MarketList(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``GET /markets`` (search) and ``GET /events/:id/markets``."""
+
+    markets: list[Market] = msgspec.field(default_factory=list)
+    count: int | None = None
+
+
+class OrderbookLevel(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One price level: ``price`` (0.01-0.99) and ``size`` (USDC available at it)."""
+
+    price: Decimal
+    size: Decimal
+
+
+class Orderbook(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``GET /orderbooks/:asset_id``: bids best (highest) first, asks best (lowest) first.
+
+    ``min_order_size`` is the market's minimum order in USDC; ``updated_at_ms``
+    is milliseconds since the epoch.
+    """
+
+    asset_id: str = ""
+    bids: list[OrderbookLevel] = msgspec.field(default_factory=list)
+    asks: list[OrderbookLevel] = msgspec.field(default_factory=list)
+    hash: str | None = None
+    min_order_size: Decimal | None = None
+    timestamp: datetime | None = None
+    updated_at_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        _aware(self, "timestamp")
+
+    @property
+    def best_bid(self) -> Decimal | None:
+        """Highest bid price, or ``None`` on an empty side."""
+        return max((level.price for level in self.bids), default=None)
+
+    @property
+    def best_ask(self) -> Decimal | None:
+        """Lowest ask price, or ``None`` on an empty side."""
+        return min((level.price for level in self.asks), default=None)
+
+
+class Order(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """An order record (section 2.5).
+
+    ``amount``, ``making_amount``, ``taking_amount``, ``potential_profit`` and
+    ``settlement_amount`` are USDC; ``original_size`` and ``size_matched`` are
+    the order's size and its filled part; ``clob_price`` / ``limit_price`` /
+    ``avg_fill_price`` are prices in 0.01-0.99. ``status`` is one of
+    ``ORDER_STATUSES``; ``side`` ``BUY``/``SELL``; ``order_type`` FOK/GTC/GTD.
+    """
+
+    id: str
+    user_id: str | None = None
+    market_id: str | None = None
+    outcome: str | None = None
+    amount: Decimal | None = None
+    making_amount: Decimal | None = None
+    taking_amount: Decimal | None = None
+    odds: Decimal | None = None
+    potential_profit: Decimal | None = None
+    status: str | None = None
+    side: str | None = None
+    order_type: str | None = None
+    order_source: str | None = None
+    order_source_id: str | None = None
+    clob_order_id: str | None = None
+    original_size: Decimal | None = None
+    size_matched: Decimal | None = None
+    clob_price: Decimal | None = None
+    tx_hashes: list[str] = msgspec.field(default_factory=list)
+    settlement_status: str | None = None
+    settlement_amount: Decimal | None = None
+    settled_at: datetime | None = None
+    submitted_at: datetime | None = None
+    matched_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    limit_price: Decimal | None = None
+    avg_fill_price: Decimal | None = None
+
+    def __post_init__(self) -> None:
+        _aware(self, "settled_at", "submitted_at", "matched_at", "created_at", "updated_at")
+
+    @property
+    def is_open(self) -> bool:
+        """True while the order can still trade (pending, signing, submitted, live)."""
+        return self.status in OPEN_STATUSES
+
+
+class OrderPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``GET /orders``: one page of the caller's orders."""
+
+    orders: list[Order] = msgspec.field(default_factory=list)
+    total_count: int | None = None
+    page: int | None = None
+    page_size: int | None = None
+
+
+class PlacedOrder(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``POST /orders`` answer: the new order's id (status ``pending``)."""
+
+    order_id: str
+    notification_id: str | None = None
+
+
+class RawOrderResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``POST /orders/raw`` answer, with what the client computed and sent.
+
+    ``clob_order_id`` is the exchange order hash precomputed offline from the
+    same fields; ``maker_amount`` / ``taker_amount`` are 6-decimal integer
+    units (1 USDC or 1 share = 1_000_000); ``fee_rate_bps`` basis points.
+    """
+
+    order_id: str
+    clob_order_id: str
+    client_order_id: str
+    token_id: str
+    side: int
+    maker_amount: int
+    taker_amount: int
+    salt: int
+    fee_rate_bps: int
+    nonce: int = 0
+    expiration: int = 0
+    order_type: str = "GTC"
+    neg_risk: bool = False
+    notification_id: str | None = None
+
+
+class CancelResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``DELETE /orders/:id`` answer; ``status`` is ``cancelled``."""
+
+    order_id: str | None = None
+    status: str | None = None
+
+
+class Pagination(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """Portfolio paging: ``per_page`` items per page, pages counted from 1."""
+
+    current_page: int | None = None
+    total_pages: int | None = None
+    total_count: int | None = None
+    per_page: int | None = None
+
+
+class Position(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """An open position (section 2.6).
+
+    ``shares`` / ``available_shares`` / ``reserved_shares`` are outcome
+    shares; ``avg_cost``, ``best_bid``, ``best_ask`` prices in 0.01-0.99;
+    ``bet_amount``, ``expected_win_amount``, ``current_value`` and ``pnl``
+    USDC; ``pnl_percent`` percent. ``outcome`` is the display name,
+    ``raw_outcome`` ``a`` or ``b``.
+    """
+
+    id: int | str | None = None
+    market_id: str | None = None
+    event_id: str | None = None
+    market_name: str | None = None
+    market_type: str | None = None
+    group_item_title: str | None = None
+    event_title: str | None = None
+    event_slug: str | None = None
+    category: str | None = None
+    token_id: str | None = None
+    outcome: str | None = None
+    raw_outcome: str | None = None
+    outcome_a: str | None = None
+    outcome_b: str | None = None
+    shares: Decimal | None = None
+    available_shares: Decimal | None = None
+    reserved_shares: Decimal | None = None
+    avg_cost: Decimal | None = None
+    bet_amount: Decimal | None = None
+    expected_win_amount: Decimal | None = None
+    initial_win_rate: Decimal | None = None
+    current_win_rate: Decimal | None = None
+    current_value: Decimal | None = None
+    pnl: Decimal | None = None
+    pnl_percent: Decimal | None = None
+    best_bid: Decimal | None = None
+    best_ask: Decimal | None = None
+    home_team: Team | None = None
+    away_team: Team | None = None
+    ended: bool | None = None
+    can_cashout: bool | None = None
+    confirming: bool | None = None
+    is_bonus: bool | None = None
+    is_future: bool | None = None
+    market_status: str | None = None
+    updated_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _aware(self, "updated_at")
+
+
+class PositionPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``GET /portfolio/positions``: one page of positions."""
+
+    positions: list[Position] = msgspec.field(default_factory=list)
+    pagination: Pagination = msgspec.field(default_factory=Pagination)
+
+
+class PortfolioOrder(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """A portfolio order-history item (section 2.7); amounts in USDC / shares."""
+
+    id: str
+    market_id: str | None = None
+    event_id: str | None = None
+    event_slug: str | None = None
+    market_name: str | None = None
+    home_team: Team | None = None
+    away_team: Team | None = None
+    outcome: str | None = None
+    side: str | None = None
+    making_amount: Decimal | None = None
+    taking_amount: Decimal | None = None
+    status: str | None = None
+    tx_hashes: list[str] = msgspec.field(default_factory=list)
+    is_bonus: bool | None = None
+    created_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        _aware(self, "created_at")
+
+
+class PortfolioOrderPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """``GET /portfolio/orders``: one page of order history."""
+
+    orders: list[PortfolioOrder] = msgspec.field(default_factory=list)
+    pagination: Pagination = msgspec.field(default_factory=Pagination)
+
+
+class StreamMessage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """One WebSocket message (section 6).
+
+    ``type`` is the message type (``data`` for updates), ``topic`` the topic
+    it belongs to when the server names it, ``data`` the raw payload. For an
+    order topic, ``order`` holds the payload read as an ``Order`` (fields it
+    lacks are ``None``).
+    """
+
+    type: str
+    topic: str | None = None
+    data: Any = None
+    order: Order | None = None
+
+    @property
+    def order_id(self) -> str | None:
+        """The order id an order update refers to (``id`` or ``order_id``)."""
+        if isinstance(self.data, dict):
+            value = self.data.get("id") or self.data.get("order_id")
+            return str(value) if value is not None else None
+        return None
+
+
+class Reconnected(_Model, frozen=True, kw_only=True, omit_defaults=True):
+    """Yielded by a stream after it reconnected and resubscribed.
+
+    Messages sent while it was down are lost: resynchronise from REST (for
+    example with ``Client.open_orders()``). ``attempt`` counts reconnects.
+    """
+
+    topics: list[str] = msgspec.field(default_factory=list)
+    attempt: int = 1
+    type: str = "reconnected"
