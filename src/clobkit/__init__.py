@@ -20,6 +20,7 @@ from .amounts import (
     to_units,
 )
 from .auth import RequestSigner, signature, verify_signature
+from .client import AsyncClient, Client
 from .order_id import OrderHasher, WalletInfo, sign_order_id
 from .salt import new_salt, new_salts
 
@@ -28,6 +29,8 @@ __version__ = "0.1.0"
 __all__ = [
     "IMPLEMENTATION",
     "Amounts",
+    "AsyncClient",
+    "Client",
     "OrderHasher",
     "OrderType",
     "RequestSigner",

@@ -1,0 +1,495 @@
+"""``AsyncClient``: the asyncio I/O shell over ``ClientCore`` (``httpx.AsyncClient``)."""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import AsyncIterator, Iterable
+from datetime import datetime
+from decimal import Decimal
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from .._types import OrderType, Side
+from ..models import (
+    CancelResult,
+    Event,
+    EventPage,
+    Market,
+    Order,
+    Orderbook,
+    OrderPage,
+    PlacedOrder,
+    PortfolioOrder,
+    PortfolioOrderPage,
+    Position,
+    PositionPage,
+    RawOrderResult,
+    WalletInfo,
+)
+from ._base import ClientConfig, ClientCore, Gather, Operation, Pager, Send, Sleep
+from ._stream import Stream, StreamItem
+
+__all__ = ["AsyncClient"]
+
+T = TypeVar("T")
+Number = Decimal | str | int | float
+
+
+class AsyncClient:
+    """Asyncio client of the External Trading API; the twin of ``Client``.
+
+    ``base_url``, ``api_key``, ``api_secret`` and ``clob_url`` default to the
+    ``CLOBKIT_BASE_URL`` / ``CLOBKIT_API_KEY`` / ``CLOBKIT_API_SECRET`` /
+    ``CLOBKIT_CLOB_URL`` environment variables (``clob_url``, the exchange
+    host of the fee-rate query, falls back to ``base_url``). Times are in
+    seconds. GETs retry on 429, 5xx and transport errors; ``place_order`` is
+    never retried; ``place_raw_order`` always carries a ``client_order_id`` and
+    is retried safely. The secret is held only by the request signer and never
+    appears in a repr, log line or exception.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_secret: str | None = None,
+        *,
+        clob_url: str | None = None,
+        ws_url: str | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 3,
+        backoff: float = 0.2,
+        backoff_cap: float = 5.0,
+        max_retry_after: float = 30.0,
+        fee_rate_ttl: float = 300.0,
+        sign_query: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        config, signer = ClientConfig.resolve(
+            base_url,
+            api_key,
+            api_secret,
+            clob_url=clob_url,
+            ws_url=ws_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            backoff_cap=backoff_cap,
+            max_retry_after=max_retry_after,
+            fee_rate_ttl=fee_rate_ttl,
+            sign_query=sign_query,
+        )
+        self._core = ClientCore(config, signer)
+        self._http = httpx.AsyncClient(transport=transport, timeout=config.timeout)
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+
+    def __repr__(self) -> str:
+        config = self._core.config
+        return f"AsyncClient(base_url={config.base_url!r}, api_key={config.api_key!r})"
+
+    @property
+    def config(self) -> ClientConfig:
+        """The resolved settings (without the secret)."""
+        return self._core.config
+
+    # -- I/O driver ------------------------------------------------------------------
+
+    async def _run(self, op: Operation[T]) -> T:
+        send = self._http.send
+        try:
+            effect = op.send(None)
+            while True:
+                result: Any
+                if type(effect) is Send:
+                    try:
+                        result = await send(effect.request)
+                    except httpx.RequestError as exc:
+                        result = exc
+                elif type(effect) is Sleep:
+                    await asyncio.sleep(effect.seconds)
+                    result = None
+                else:
+                    assert type(effect) is Gather
+                    result = await self._gather(effect.operations)
+                effect = op.send(result)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    async def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
+        return list(await asyncio.gather(*(self._run(op) for op in ops)))
+
+    async def _iterate(self, pager: Pager) -> AsyncIterator[Any]:
+        while pager.params is not None:
+            for item in pager.advance(await self._run(self._core.page(pager))):
+                yield item
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Close open streams and the HTTP connection pool."""
+        for stream in list(self._streams):
+            await stream.close()
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- events and markets -------------------------------------------------------------
+
+    async def list_events(
+        self,
+        *,
+        league: str | None = None,
+        sport: str | None = None,
+        category: str | None = None,
+        subcategory: str | None = None,
+        live: bool | None = None,
+        ended: bool | None = None,
+        is_featured: bool | None = None,
+        is_future: bool | None = None,
+        sort_by: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        **filters: Any,
+    ) -> EventPage:
+        """``GET /events``: ``limit`` events from ``offset``; extra filters pass through."""
+        params = dict(
+            league=league,
+            sport=sport,
+            category=category,
+            subcategory=subcategory,
+            live=live,
+            ended=ended,
+            is_featured=is_featured,
+            is_future=is_future,
+            sort_by=sort_by,
+            limit=limit,
+            offset=offset,
+            **filters,
+        )
+        return await self._run(self._core.list_events(params))
+
+    def iter_events(
+        self,
+        *,
+        league: str | None = None,
+        sport: str | None = None,
+        category: str | None = None,
+        subcategory: str | None = None,
+        live: bool | None = None,
+        ended: bool | None = None,
+        is_featured: bool | None = None,
+        is_future: bool | None = None,
+        sort_by: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        **filters: Any,
+    ) -> AsyncIterator[Event]:
+        """Every event matching the filters, fetching ``limit`` per page."""
+        params = dict(
+            league=league,
+            sport=sport,
+            category=category,
+            subcategory=subcategory,
+            live=live,
+            ended=ended,
+            is_featured=is_featured,
+            is_future=is_future,
+            sort_by=sort_by,
+            limit=limit,
+            offset=offset,
+            **filters,
+        )
+        return self._iterate(self._core.events_pager(params))
+
+    async def get_event(self, id_or_slug: str) -> Event:
+        """``GET /events/:id``: an event (detail shape, with ``markets``) by UUID or slug."""
+        return await self._run(self._core.get_event(id_or_slug))
+
+    async def get_event_markets(self, event_id: str) -> list[Market]:
+        """``GET /events/:id/markets``: the event's markets (with odds)."""
+        return await self._run(self._core.get_event_markets(event_id))
+
+    async def search_markets(self, q: str, limit: int = 20) -> list[Market]:
+        """``GET /markets?q=``: markets whose question matches ``q``."""
+        return await self._run(self._core.search_markets(q, limit))
+
+    async def get_market(self, market_id: str) -> Market:
+        """``GET /markets/:id``: one market (detail shape); caches its tokens."""
+        return await self._run(self._core.get_market(market_id))
+
+    async def get_orderbook(self, asset_id: str) -> Orderbook:
+        """``GET /orderbooks/:asset_id``; ``OrderBookNotFound`` when the token has no book."""
+        return await self._run(self._core.get_orderbook(asset_id))
+
+    # -- orders ------------------------------------------------------------------------
+
+    async def place_order(
+        self,
+        market_id: str,
+        *,
+        side: Side | str = "BUY",
+        outcome: str | None = None,
+        amount: Number | None = None,
+        shares: Number | None = None,
+        order_type: OrderType | str = "FOK",
+        limit_price: Number | None = None,
+        token_option: str | None = None,
+        expiration: int | datetime | None = None,
+        take_profit_price: Number | None = None,
+        stop_loss_price: Number | None = None,
+    ) -> PlacedOrder:
+        """``POST /orders``: ``amount`` USDC (BUY) or ``shares`` (SELL); never retried.
+
+        Limit orders (GTC/GTD) need ``limit_price`` (0.01-0.99) and
+        ``token_option`` (``yes``/``no``); GTD needs a future ``expiration``
+        (Unix seconds or aware datetime). ``amount`` is capped at 50,000 USDC.
+        """
+        return await self._run(
+            self._core.place_order(
+                market_id,
+                side=side,
+                outcome=outcome,
+                amount=amount,
+                shares=shares,
+                order_type=order_type,
+                limit_price=limit_price,
+                token_option=token_option,
+                expiration=expiration,
+                take_profit_price=take_profit_price,
+                stop_loss_price=stop_loss_price,
+            )
+        )
+
+    async def place_raw_order(
+        self,
+        market_id: str,
+        outcome: str,
+        side: Side | str | int,
+        price: Number,
+        size: Number | None = None,
+        order_type: OrderType | str = "GTC",
+        expiration: int | datetime | None = None,
+        client_order_id: str | None = None,
+        *,
+        amount: Number | None = None,
+        salt: int | None = None,
+        nonce: int = 0,
+        tick_size: Number = "0.01",
+        round_price: bool = False,
+    ) -> RawOrderResult:
+        """``POST /orders/raw``: ``size`` shares at ``price`` (0.01-0.99), or ``amount``.
+
+        ``amount`` is USDC for a BUY, shares for a SELL (market-order rounding).
+
+        Uses the cached market tokens and ``neg_risk``, wallet and fee rate,
+        draws a salt, precomputes ``clob_order_id`` and retries safely under
+        ``client_order_id`` (generated when not given, at most 64 characters).
+        """
+        return await self._run(
+            self._core.place_raw_order(
+                market_id,
+                outcome,
+                side,
+                price,
+                size,
+                order_type,
+                expiration,
+                client_order_id,
+                amount=amount,
+                salt=salt,
+                nonce=nonce,
+                tick_size=tick_size,
+                round_price=round_price,
+            )
+        )
+
+    async def place_raw_order_amounts(
+        self,
+        market_id: str,
+        outcome: str,
+        side: Side | str | int,
+        maker_amount: int | str,
+        taker_amount: int | str,
+        *,
+        order_type: OrderType | str = "GTC",
+        expiration: int | datetime | None = None,
+        client_order_id: str | None = None,
+        salt: int | None = None,
+        nonce: int = 0,
+        fee_rate_bps: int | None = None,
+    ) -> RawOrderResult:
+        """``POST /orders/raw`` with explicit amounts in 6-decimal units (1 USDC = 1_000_000)."""
+        return await self._run(
+            self._core.place_raw_order_amounts(
+                market_id,
+                outcome,
+                side,
+                maker_amount,
+                taker_amount,
+                order_type=order_type,
+                expiration=expiration,
+                client_order_id=client_order_id,
+                salt=salt,
+                nonce=nonce,
+                fee_rate_bps=fee_rate_bps,
+            )
+        )
+
+    async def cancel_order(self, order_id: str) -> CancelResult:
+        """``DELETE /orders/:id``: cancel a live limit order; never retried."""
+        return await self._run(self._core.cancel_order(order_id))
+
+    async def list_orders(
+        self, status: str | None = None, page: int = 1, page_size: int = 20
+    ) -> OrderPage:
+        """``GET /orders``: one page (``page`` from 1, ``page_size`` at most 100)."""
+        return await self._run(self._core.list_orders(status, page, page_size))
+
+    def iter_orders(self, status: str | None = None, page_size: int = 100) -> AsyncIterator[Order]:
+        """Every order (optionally of one ``status``), page by page."""
+        return self._iterate(self._core.orders_pager(status, page_size))
+
+    async def get_order(self, order_id: str) -> Order:
+        """``GET /orders/:id``; ``NotFound`` when unknown or not the caller's."""
+        return await self._run(self._core.get_order(order_id))
+
+    async def open_orders(self) -> list[Order]:
+        """Orders still trading (pending, signing, submitted, live), read over REST.
+
+        Use it to resynchronise after a stream's ``Reconnected`` marker.
+        """
+        return await self._run(self._core.open_orders())
+
+    async def wait_for_order(
+        self,
+        order_id: str,
+        statuses: Iterable[str] | str | None = None,
+        timeout: float = 30.0,
+        *,
+        poll_interval: float = 0.5,
+    ) -> Order:
+        """Wait until the order reaches one of ``statuses`` (default: matched, won, lost,
+        cancelled), within ``timeout`` seconds, and return it.
+
+        Listens on an open stream of the owner's order topic when there is one,
+        else polls ``GET /orders/:id`` every ``poll_interval`` seconds. Raises
+        ``clobkit.errors.TimeoutError`` on timeout.
+        """
+        core = self._core
+        wanted = core.wait_statuses(statuses)
+        deadline = core.deadline(timeout)
+        order = await self.get_order(order_id)
+        stream = self._order_stream(order)
+        inbox: asyncio.Queue[StreamItem] = asyncio.Queue()
+        if stream is not None:
+            stream.add_listener(inbox.put_nowait)
+            order = await self.get_order(order_id)  # closes the window before listening
+        try:
+            while order.status not in wanted:
+                remaining = deadline - core.clock()
+                if remaining <= 0:
+                    raise core.wait_timeout(order_id, wanted, order)
+                if stream is None or stream.closed:
+                    await asyncio.sleep(min(poll_interval, remaining))
+                    order = await self.get_order(order_id)
+                    continue
+                try:
+                    item = await asyncio.wait_for(
+                        inbox.get(), timeout=min(remaining, max(poll_interval, 5.0))
+                    )
+                except asyncio.TimeoutError:
+                    order = await self.get_order(order_id)  # safety net: re-read now and then
+                    continue
+                if core.stream_says(item, order_id, wanted):
+                    order = await self.get_order(order_id)
+        finally:
+            if stream is not None:
+                stream.remove_listener(inbox.put_nowait)
+        return order
+
+    def _order_stream(self, order: Order) -> Stream | None:
+        if order.user_id is None:
+            return None
+        topic = f"user:{order.user_id}:orders"
+        for stream in list(self._streams):
+            if not stream.closed and topic in stream.topics:
+                return stream
+        return None
+
+    # -- account -------------------------------------------------------------------------
+
+    async def get_wallet(self, refresh: bool = False) -> WalletInfo:
+        """``GET /wallet``: maker/signer addresses; cached for the client's life."""
+        return await self._run(self._core.get_wallet(refresh))
+
+    async def list_positions(self, page: int = 1, per_page: int = 10) -> PositionPage:
+        """``GET /portfolio/positions``: one page (``per_page`` at most 100)."""
+        return await self._run(self._core.list_positions(page, per_page))
+
+    def iter_positions(self, per_page: int = 100) -> AsyncIterator[Position]:
+        """Every open position, page by page."""
+        return self._iterate(self._core.positions_pager(per_page))
+
+    async def list_portfolio_orders(
+        self, side: Side | str | None = None, page: int = 1, per_page: int = 10
+    ) -> PortfolioOrderPage:
+        """``GET /portfolio/orders``: one page of history (``side`` BUY/SELL)."""
+        return await self._run(self._core.list_portfolio_orders(side, page, per_page))
+
+    def iter_portfolio_orders(
+        self, side: Side | str | None = None, per_page: int = 100
+    ) -> AsyncIterator[PortfolioOrder]:
+        """Every portfolio order-history item, page by page."""
+        return self._iterate(self._core.portfolio_orders_pager(side, per_page))
+
+    # -- exchange, caches, stream --------------------------------------------------------------
+
+    async def get_fee_rate(self, token_id: str, refresh: bool = False) -> int:
+        """The token's ``fee_rate_bps`` (basis points) from ``{clob_url}/fee-rate``; cached, TTL."""
+        return await self._run(self._core.fee_rate(token_id, refresh))
+
+    async def prepare(self, market_ids: Iterable[str]) -> None:
+        """Warm the wallet, market-token and fee-rate caches concurrently for these markets."""
+        await self._run(self._core.prepare(market_ids))
+
+    def clear_caches(self) -> None:
+        """Forget cached markets and fee rates (the wallet is kept: it never changes)."""
+        self._core.markets.clear()
+        self._core.fee_rates.clear()
+
+    def stream(
+        self,
+        topics: Iterable[str] | str,
+        *,
+        backoff: float = 0.1,
+        backoff_cap: float = 5.0,
+        open_timeout: float = 10.0,
+        ping_interval: float | None = 20.0,
+    ) -> Stream:
+        """A WebSocket stream of ``topics`` (``user:<id>:orders``, ``market:<token>:book``).
+
+        Connects on ``start()``, ``async with`` or first iteration; reconnects with
+        backoff (seconds), resubscribes and yields ``Reconnected``.
+        """
+        stream = Stream(
+            self._core,
+            topics,
+            backoff=backoff,
+            backoff_cap=backoff_cap,
+            open_timeout=open_timeout,
+            ping_interval=ping_interval,
+        )
+        self._streams.add(stream)
+        return stream

@@ -1,0 +1,452 @@
+"""The WebSocket channel (section 6): typed messages, reconnects, resubscription.
+
+``Stream`` is an async iterator; ``SyncStream`` runs one on a private event
+loop in a background thread for synchronous code. After a reconnect a stream
+yields ``Reconnected``: messages sent while it was down are lost, so the
+caller resynchronises over REST (``Client.open_orders()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import queue
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from types import TracebackType
+from typing import Any
+
+import httpx
+import msgspec
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import InvalidStatus, WebSocketException
+
+from ..errors import ClobkitError, TransportError, ValidationError
+from ..models import Order, Reconnected, StreamMessage
+from ._base import ClientCore, api_error, tolerant_convert
+
+__all__ = ["Stream", "StreamItem", "SyncStream", "book_topic", "orders_topic", "parse_message"]
+
+log = logging.getLogger("clobkit.client.stream")
+
+StreamItem = StreamMessage | Reconnected
+Listener = Callable[[StreamItem], None]
+_ORDERS_TOPIC = re.compile(r"user:[^:]+:orders\Z")
+
+
+def orders_topic(user_id: str) -> str:
+    """``user:<user_id>:orders``: order updates of a user, fills included."""
+    return f"user:{user_id}:orders"
+
+
+def book_topic(token_id: str) -> str:
+    """``market:<token_id>:book``: orderbook updates of a token."""
+    return f"market:{token_id}:book"
+
+
+def _topics(topics: Iterable[str] | str) -> list[str]:
+    chosen = [topics] if isinstance(topics, str) else list(topics)
+    for topic in chosen:
+        if not isinstance(topic, str) or not topic:
+            raise ValidationError("topics", topic, "must be non-empty topic strings")
+    return list(dict.fromkeys(chosen))
+
+
+def parse_message(raw: str | bytes) -> StreamMessage:
+    """A ``StreamMessage`` from one WebSocket text frame; order payloads read as ``Order``."""
+    try:
+        obj = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return StreamMessage(type="invalid", data=raw if isinstance(raw, str) else raw.decode())
+    if not isinstance(obj, dict):
+        return StreamMessage(type="unknown", data=obj)
+    kind = obj.get("type")
+    topic = obj.get("topic") if isinstance(obj.get("topic"), str) else None
+    data = obj.get("data")
+    order = None
+    if (
+        isinstance(data, dict)
+        and (data.get("id") or data.get("order_id"))
+        and (topic is None or _ORDERS_TOPIC.match(topic))
+        and ("status" in data or "size_matched" in data)
+    ):
+        fields = dict(data)
+        fields.setdefault("id", fields.get("order_id"))
+        with contextlib.suppress(msgspec.ValidationError):
+            order = tolerant_convert(fields, Order)
+    return StreamMessage(
+        type=kind if isinstance(kind, str) else "unknown", topic=topic, data=data, order=order
+    )
+
+
+class _End:
+    """Queue sentinel: the stream is over."""
+
+
+_END = _End()
+
+
+class Stream:
+    """Async iterator of ``StreamMessage`` (and ``Reconnected``) for some topics.
+
+    Use ``async with client.stream([...]) as s: async for msg in s: ...``
+    (or iterate directly: the first ``__anext__`` connects). The handshake
+    carries the signed ``X-API-*`` headers. A dropped connection is retried
+    forever with capped exponential backoff (``backoff`` .. ``backoff_cap``
+    seconds); failing the *first* connection raises ``TransportError`` (or the
+    ``ApiError`` of a refused handshake, e.g. 401).
+    """
+
+    def __init__(
+        self,
+        core: ClientCore,
+        topics: Iterable[str] | str,
+        *,
+        backoff: float = 0.1,
+        backoff_cap: float = 5.0,
+        open_timeout: float = 10.0,
+        ping_interval: float | None = 20.0,
+    ) -> None:
+        self._core = core
+        self._topics = _topics(topics)
+        self._backoff = backoff
+        self._backoff_cap = backoff_cap
+        self._open_timeout = open_timeout
+        self._ping_interval = ping_interval
+        self._queue: asyncio.Queue[StreamItem | _End | BaseException] = asyncio.Queue()
+        self._listeners: list[Listener] = []
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._ws: ClientConnection | None = None
+        self._closed = False
+        #: Reconnects so far.
+        self.reconnects = 0
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("open" if self._ws is not None else "idle")
+        return f"Stream(topics={self._topics!r}, {state})"
+
+    @property
+    def topics(self) -> list[str]:
+        """The subscribed topics (resubscribed after every reconnect)."""
+        return list(self._topics)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` ran or the stream failed for good."""
+        return self._closed
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(item)`` for every item, on the stream's event loop."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling ``listener``."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    async def start(self) -> None:
+        """Connect and subscribe; returns once the subscription is sent."""
+        if self._task is None:
+            if self._closed:
+                raise TransportError("stream is closed")
+            self._ready = asyncio.get_running_loop().create_future()
+            self._task = asyncio.create_task(self._run(), name="clobkit-stream")
+        assert self._ready is not None
+        await asyncio.shield(self._ready)
+
+    async def subscribe(self, topics: Iterable[str] | str) -> None:
+        """Add topics; sent at once when connected, and after every reconnect."""
+        new = [t for t in _topics(topics) if t not in self._topics]
+        self._topics.extend(new)
+        ws = self._ws
+        if new and ws is not None:
+            with contextlib.suppress(WebSocketException, OSError):
+                await ws.send(msgspec.json.encode({"action": "subscribe", "topics": new}).decode())
+
+    async def close(self) -> None:
+        """Close the connection and end iteration."""
+        if self._closed and self._task is None:
+            return
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._queue.put_nowait(_END)
+
+    async def __aenter__(self) -> Stream:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __aiter__(self) -> AsyncIterator[StreamItem]:
+        return self
+
+    async def __anext__(self) -> StreamItem:
+        if self._task is None and not self._closed:
+            await self.start()
+        item = await self._queue.get()
+        if isinstance(item, _End):
+            self._queue.put_nowait(item)
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            self._queue.put_nowait(_END)
+            raise item
+        return item
+
+    # -- internals ---------------------------------------------------------------
+
+    def _emit(self, item: StreamItem) -> None:
+        self._queue.put_nowait(item)
+        for listener in tuple(self._listeners):
+            try:
+                listener(item)
+            except Exception:  # noqa: PERF203 - a listener must not kill the stream
+                log.exception("stream listener failed")
+
+    def _fail(self, error: BaseException) -> None:
+        self._closed = True
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(error)
+            self._ready.exception()  # mark retrieved: start() raises it
+        self._queue.put_nowait(error)
+
+    def _headers(self) -> dict[str, str]:
+        path = httpx.URL(self._core.config.ws_url).raw_path.decode("ascii")
+        return self._core.signer.headers("GET", path)
+
+    async def _connect(self) -> ClientConnection:
+        return await connect(
+            self._core.config.ws_url,
+            additional_headers=self._headers(),
+            open_timeout=self._open_timeout,
+            ping_interval=self._ping_interval,
+            user_agent_header="clobkit-python",
+        )
+
+    async def _run(self) -> None:
+        connected_once = False
+        failures = 0
+        while not self._closed:
+            try:
+                ws = await self._connect()
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                body = bytes(exc.response.body or b"")
+                error: ClobkitError = _handshake_error(status, body)
+                if status in (401, 403) or not connected_once:
+                    self._fail(error)
+                    return
+                log.warning("stream handshake refused (%s); retrying", status)
+            except (OSError, WebSocketException, asyncio.TimeoutError, EOFError) as exc:
+                if not connected_once:
+                    self._fail(
+                        TransportError(f"stream connect failed: {type(exc).__name__}: {exc}")
+                    )
+                    return
+                log.info("stream reconnect failed: %s: %s", type(exc).__name__, exc)
+            else:
+                self._ws = ws
+                try:
+                    await ws.send(
+                        msgspec.json.encode(
+                            {"action": "subscribe", "topics": self._topics}
+                        ).decode()
+                    )
+                    if connected_once:
+                        self.reconnects += 1
+                        self._emit(Reconnected(topics=list(self._topics), attempt=self.reconnects))
+                    else:
+                        connected_once = True
+                        if self._ready is not None and not self._ready.done():
+                            self._ready.set_result(None)
+                    failures = 0
+                    async for raw in ws:
+                        self._emit(parse_message(raw))
+                    log.info("stream closed by the server (%s); reconnecting", ws.close_code)
+                except (OSError, WebSocketException, EOFError) as exc:
+                    log.info("stream connection lost: %s: %s", type(exc).__name__, exc)
+                finally:
+                    self._ws = None
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(ws.close(), 1.0)
+            if self._closed:
+                return
+            delay = min(self._backoff_cap, self._backoff * 2.0**failures)
+            failures += 1
+            await asyncio.sleep(delay * (0.5 + 0.5 * self._core.random()))
+
+
+def _handshake_error(status: int, body: bytes) -> ClobkitError:
+    message = f"WebSocket handshake refused with HTTP {status}"
+    code = None
+    try:
+        obj = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        obj = None
+    if isinstance(obj, dict):
+        if isinstance(obj.get("error"), str):
+            message = obj["error"]
+        if isinstance(obj.get("code"), str):
+            code = obj["code"]
+    if status < 400:
+        return TransportError(message)
+    return api_error(status, message, code)
+
+
+class SyncStream:
+    """A ``Stream`` for synchronous code: runs on its own loop in a daemon thread.
+
+    Iterate it (``for msg in client.stream([...])``) or call ``get(timeout)``;
+    ``close()`` (or leaving a ``with`` block) stops the thread. Listeners are
+    called on the stream's thread.
+    """
+
+    def __init__(self, core: ClientCore, topics: Iterable[str] | str, **options: Any) -> None:
+        self._core = core
+        self._topics = _topics(topics)
+        self._options = options
+        self._items: queue.Queue[StreamItem | _End | BaseException] = queue.Queue()
+        self._listeners: list[Listener] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stream: Stream | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SyncStream(topics={self.topics!r}, {'closed' if self._closed else 'open'})"
+
+    @property
+    def topics(self) -> list[str]:
+        """The subscribed topics."""
+        return self._stream.topics if self._stream is not None else list(self._topics)
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close()`` ran or the stream failed for good."""
+        return self._closed or (self._stream is not None and self._stream.closed)
+
+    @property
+    def reconnects(self) -> int:
+        """Reconnects so far."""
+        return self._stream.reconnects if self._stream is not None else 0
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener(item)`` for every item (on the stream's thread)."""
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        """Stop calling ``listener``."""
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    def start(self) -> None:
+        """Connect and subscribe (blocks until subscribed or failed)."""
+        if self._thread is None:
+            if self._closed:
+                raise TransportError("stream is closed")
+            self._thread = threading.Thread(target=self._main, name="clobkit-stream", daemon=True)
+            self._thread.start()
+        self._started.wait()
+        if self._error is not None:
+            raise self._error
+
+    def subscribe(self, topics: Iterable[str] | str) -> None:
+        """Add topics; sent at once when connected, and after every reconnect."""
+        self.start()
+        loop, stream = self._loop, self._stream
+        assert loop is not None
+        assert stream is not None
+        asyncio.run_coroutine_threadsafe(stream.subscribe(topics), loop).result()
+
+    def get(self, timeout: float | None = None) -> StreamItem | None:
+        """The next item, or ``None`` when none came within ``timeout`` seconds."""
+        self.start()
+        try:
+            item = self._items.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if isinstance(item, _End):
+            self._items.put(item)
+            raise StopIteration
+        if isinstance(item, BaseException):
+            self._items.put(_END)
+            raise item
+        return item
+
+    def __iter__(self) -> Iterator[StreamItem]:
+        return self
+
+    def __next__(self) -> StreamItem:
+        item = self.get()
+        assert item is not None
+        return item
+
+    def close(self) -> None:
+        """Close the connection, end iteration and stop the thread."""
+        self._closed = True
+        loop, stream, thread = self._loop, self._stream, self._thread
+        if loop is not None and stream is not None and thread is not None and thread.is_alive():
+            with contextlib.suppress(RuntimeError):
+                asyncio.run_coroutine_threadsafe(stream.close(), loop).result(timeout=5)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        self._items.put(_END)
+
+    def __enter__(self) -> SyncStream:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _dispatch(self, item: StreamItem) -> None:
+        for listener in tuple(self._listeners):
+            try:
+                listener(item)
+            except Exception:  # noqa: PERF203
+                log.exception("stream listener failed")
+
+    def _main(self) -> None:
+        asyncio.run(self._amain())
+
+    async def _amain(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        stream = Stream(self._core, self._topics, **self._options)
+        stream.add_listener(self._dispatch)
+        self._stream = stream
+        try:
+            await stream.start()
+        except BaseException as exc:
+            self._error = exc
+            self._closed = True
+            self._started.set()
+            self._items.put(exc)
+            return
+        self._started.set()
+        try:
+            async for item in stream:
+                self._items.put(item)
+        except BaseException as exc:
+            self._items.put(exc)
+        finally:
+            await stream.close()
+            self._items.put(_END)
