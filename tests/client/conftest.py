@@ -1,0 +1,270 @@
+"""Fixtures of the client tests.
+
+Unit tests drive the sans-I/O core directly or through ``httpx.MockTransport``.
+Integration tests run both clients over real HTTP on loopback against the
+sandbox (``clobkit.sandbox.serve_in_thread``). The ``api`` fixture is
+parametrised over ``sync`` and ``async``: the async flavour runs each
+``AsyncClient`` coroutine on a private event loop, so one test body checks both
+clients against the same server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from clobkit import AsyncClient, Client
+
+SECRET = "unit-test-secret-do-not-leak"
+KEY = "unit-test-key"
+WALLET = {
+    "maker": "0x1111111111111111111111111111111111111111",
+    "signer": "0x2222222222222222222222222222222222222222",
+    "chain_id": 137,
+    "signature_type": 2,
+    "ctf_exchange": "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E",
+    "neg_risk_exchange": "0xC5d563A36AE78145C45a50134d48A1215220f80a",
+}
+MARKET_ID = "11111111-2222-4333-8444-555555555555"
+TOKEN_A = "71321045679252212594626385532706912750332728571942532289631379312455583992563"
+TOKEN_B = "52114319501245915516055106046884209969926127482827954674443846427813813222426"
+
+
+def ok(data: Any, status: int = 200) -> httpx.Response:
+    return httpx.Response(status, json={"success": True, "data": data})
+
+
+def fail(status: int, error: str, code: str | None = None, **headers: str) -> httpx.Response:
+    body: dict[str, Any] = {"success": False, "error": error}
+    if code is not None:
+        body["code"] = code
+    return httpx.Response(status, json=body, headers=headers)
+
+
+class FakeApi:
+    """A programmable MockTransport handler that records every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+        self.routes: dict[tuple[str, str], list[Any]] = {}
+        self.neg_risk = False
+
+    def on(self, method: str, path: str, *responses: Any) -> None:
+        """Answer ``method path`` with ``responses`` in turn (the last one repeats).
+
+        A response may be an ``httpx.Response``, an exception to raise, or a
+        callable taking the request.
+        """
+        self.routes[(method, path)] = list(responses)
+
+    def count(self, method: str, path: str) -> int:
+        return sum(1 for r in self.requests if r.method == method and r.url.path == path)
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        key = (request.method, request.url.path)
+        if key in self.routes:
+            queue = self.routes[key]
+            answer = queue.pop(0) if len(queue) > 1 else queue[0]
+            if isinstance(answer, BaseException):
+                raise answer
+            if callable(answer) and not isinstance(answer, httpx.Response):
+                answer = answer(request)
+            return answer
+        return self.default(request)
+
+    def default(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/api/ext/v1/wallet":
+            return ok(WALLET)
+        if path == f"/api/ext/v1/markets/{MARKET_ID}":
+            return ok(
+                {
+                    "market": {
+                        "id": MARKET_ID,
+                        "token_id_a": TOKEN_A,
+                        "token_id_b": TOKEN_B,
+                        "neg_risk": self.neg_risk,
+                        "question": "Who wins?",
+                    }
+                }
+            )
+        if path == "/fee-rate":
+            return httpx.Response(200, json={"base_fee": 0})
+        if path == "/api/ext/v1/orders/raw":
+            body = json.loads(request.content)
+            return ok({"order_id": "raw-" + body["client_order_id"], "notification_id": ""}, 201)
+        if path == "/api/ext/v1/orders" and request.method == "POST":
+            return ok({"order_id": "o-1", "notification_id": "n-1"}, 201)
+        return fail(404, "not routed in FakeApi")
+
+
+@pytest.fixture
+def fake() -> FakeApi:
+    return FakeApi()
+
+
+def _options(**overrides: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "base_url": "http://api.test",
+        "api_key": KEY,
+        "api_secret": SECRET,
+        "clob_url": "http://clob.test",
+        "backoff": 0.001,
+        "backoff_cap": 0.01,
+    }
+    options.update(overrides)
+    return options
+
+
+@pytest.fixture
+def mock_client(fake: FakeApi) -> Iterator[Client]:
+    with Client(transport=httpx.MockTransport(fake), **_options()) as client:
+        yield client
+
+
+@pytest.fixture
+def make_mock_client(fake: FakeApi) -> Iterator[Callable[..., Client]]:
+    made: list[Client] = []
+
+    def make(**overrides: Any) -> Client:
+        client = Client(transport=httpx.MockTransport(fake), **_options(**overrides))
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+async def mock_aclient(fake: FakeApi) -> Any:
+    async with AsyncClient(transport=httpx.MockTransport(fake), **_options()) as client:
+        yield client
+
+
+# ---------------------------------------------------------------------------
+# The sandbox
+
+
+def _sandbox_module() -> Any:
+    try:
+        from clobkit import sandbox
+    except ImportError as exc:  # pragma: no cover - only before the sandbox lands
+        pytest.skip(f"clobkit.sandbox is not available yet: {exc}")
+    if not hasattr(sandbox, "serve_in_thread"):  # pragma: no cover
+        pytest.skip("clobkit.sandbox.serve_in_thread is not available yet")
+    return sandbox
+
+
+@pytest.fixture(scope="session")
+def serve() -> Callable[..., Any]:
+    """``clobkit.sandbox.serve_in_thread`` (skips while the sandbox is missing)."""
+    return _sandbox_module().serve_in_thread  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def sandbox(serve: Callable[..., Any]) -> Iterator[Any]:
+    """One default sandbox shared by the read-mostly integration tests."""
+    with serve() as sb:
+        yield sb
+
+
+def full_scope_users(sb: Any) -> list[Any]:
+    full = {"markets:read", "orders:read", "orders:write", "portfolio:read"}
+    return [u for u in sb.users if full <= set(u.scopes)]
+
+
+def client_options(sb: Any, user: Any, **overrides: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "base_url": sb.base_url,
+        "api_key": user.api_key,
+        "api_secret": user.api_secret,
+        "clob_url": sb.clob_url,
+        "ws_url": sb.ws_url,
+        "backoff": 0.01,
+        "backoff_cap": 0.1,
+        "timeout": 10.0,
+    }
+    options.update(overrides)
+    return options
+
+
+class SyncFacade:
+    """Calls an ``AsyncClient`` like a ``Client``: each coroutine runs on a private loop."""
+
+    def __init__(self, client: AsyncClient, loop: asyncio.AbstractEventLoop) -> None:
+        self._client = client
+        self._loop = loop
+        self.flavour = "async"
+
+    @property
+    def raw(self) -> AsyncClient:
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._client, name)
+        if not callable(target):
+            return target
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = target(*args, **kwargs)
+            if inspect.isawaitable(result):
+                return self._loop.run_until_complete(result)
+            if hasattr(result, "__anext__"):
+                return iter(self._loop.run_until_complete(_collect(result)))
+            return result
+
+        return call
+
+
+async def _collect(iterator: Any) -> list[Any]:
+    return [item async for item in iterator]
+
+
+@pytest.fixture
+def make_api(request: pytest.FixtureRequest) -> Iterator[Callable[..., Any]]:
+    """``make_api(sb, user, flavour, **options)``: a client (sync, or async behind a facade)."""
+    closers: list[Callable[[], None]] = []
+
+    def make(sb: Any, user: Any, flavour: str, **overrides: Any) -> Any:
+        options = client_options(sb, user, **overrides)
+        if flavour == "sync":
+            client = Client(**options)
+            client.flavour = "sync"  # type: ignore[attr-defined]
+            closers.append(client.close)
+            return client
+        loop = asyncio.new_event_loop()
+
+        async def build() -> AsyncClient:
+            return AsyncClient(**options)
+
+        aclient = loop.run_until_complete(build())
+
+        def close() -> None:
+            loop.run_until_complete(aclient.close())
+            loop.close()
+
+        closers.append(close)
+        return SyncFacade(aclient, loop)
+
+    yield make
+    for close in reversed(closers):
+        close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def flavour(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def api(sandbox: Any, make_api: Callable[..., Any], flavour: str) -> Any:
+    """A full-scope client of the shared sandbox, in both flavours."""
+    return make_api(sandbox, full_scope_users(sandbox)[0], flavour)
