@@ -2,9 +2,11 @@
  *
  * Layout of this file: the permutation round and the per-order absorb
  * sequence are each written once as macros over a small set of lane
- * operations (CK_XOR, CK_ANDN, CK_ROL, ...). Each path -- portable uint64_t,
- * AVX2 with four orders per __m256i -- defines those operations and expands
- * the same macros, so the message layout and padding exist in one place.
+ * operations (CK_XOR, CK_ROL, CK_CHI, ...). Each path -- portable uint64_t,
+ * AVX2 with four orders per __m256i, AVX-512 with eight per __m512i -- defines
+ * those operations and expands the same macros, so the round, the message
+ * layout and the padding exist in one place. Every order costs exactly five
+ * permutations: four for the 416-byte struct encoding, one for the digest.
  */
 #include "keccak.h"
 
