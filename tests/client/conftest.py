@@ -11,8 +11,10 @@ clients against the same server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -268,3 +270,137 @@ def flavour(request: pytest.FixtureRequest) -> str:
 def api(sandbox: Any, make_api: Callable[..., Any], flavour: str) -> Any:
     """A full-scope client of the shared sandbox, in both flavours."""
     return make_api(sandbox, full_scope_users(sandbox)[0], flavour)
+
+
+# ---------------------------------------------------------------------------
+# Network helpers for the integration tests
+
+
+class TcpProxy:
+    """A loopback TCP proxy that can drop every connection and refuse new ones.
+
+    ``kill()`` aborts the live connections (the client sees a reset, not a
+    close handshake); while ``blocked`` new connections are closed at once.
+    """
+
+    def __init__(self, upstream_port: int) -> None:
+        import socket
+
+        self.upstream_port = upstream_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.blocked = False
+        self.accepted = 0
+        self._sockets: list[Any] = []
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._stopped:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.blocked or self._stopped:
+                _abort(client)
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                _abort(client)
+                continue
+            with self._lock:
+                self.accepted += 1
+                self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: Any, dst: Any) -> None:
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _abort(dst)
+
+    def kill(self) -> None:
+        """Reset every live connection."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _abort(sock)
+
+    def close(self) -> None:
+        self._stopped = True
+        self.kill()
+        self.listener.close()
+
+
+def _abort(sock: Any) -> None:
+    import socket
+    import struct
+
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+@pytest.fixture
+def tcp_proxy() -> Iterator[Callable[[int], TcpProxy]]:
+    made: list[TcpProxy] = []
+
+    def make(port: int) -> TcpProxy:
+        proxy = TcpProxy(port)
+        made.append(proxy)
+        return proxy
+
+    yield make
+    for proxy in made:
+        proxy.close()
+
+
+@pytest.fixture
+def black_hole() -> Iterator[str]:
+    """``http://127.0.0.1:PORT``: accepts connections and never answers."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[Any] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(2)
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

@@ -78,7 +78,14 @@ def verify(request: httpx.Request) -> bool:
 
 def test_get_is_signed_over_raw_path_with_query() -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/events", {"live": True, "limit": 5, "league": None}, b"", SHAPES["events"], SAFE)
+    call = Call(
+        "GET",
+        "/api/ext/v1/events",
+        {"live": True, "limit": 5, "league": None},
+        b"",
+        SHAPES["events"],
+        SAFE,
+    )
     request = core.build(call)
     assert request.url.raw_path == b"/api/ext/v1/events?live=true&limit=5"
     assert request.content == b""
@@ -89,16 +96,30 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
     # the signature covers the query: the bare path does not verify
     h = request.headers
     assert not verify_signature(
-        SECRET, "GET", "/api/ext/v1/events", h["X-API-TIMESTAMP"], h["X-API-NONCE"], b"", h["X-API-SIGNATURE"]
+        SECRET,
+        "GET",
+        "/api/ext/v1/events",
+        h["X-API-TIMESTAMP"],
+        h["X-API-NONCE"],
+        b"",
+        h["X-API-SIGNATURE"],
     )
 
 
 def test_sign_query_false_signs_bare_path() -> None:
     core = make_core(sign_query=False)
-    request = core.build(Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", SHAPES["orders"], SAFE))
+    request = core.build(
+        Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", SHAPES["orders"], SAFE)
+    )
     h = request.headers
     assert verify_signature(
-        SECRET, "GET", "/api/ext/v1/orders", h["X-API-TIMESTAMP"], h["X-API-NONCE"], b"", h["X-API-SIGNATURE"]
+        SECRET,
+        "GET",
+        "/api/ext/v1/orders",
+        h["X-API-TIMESTAMP"],
+        h["X-API-NONCE"],
+        b"",
+        h["X-API-SIGNATURE"],
     )
 
 
@@ -276,7 +297,8 @@ def test_retry_after_forms() -> None:
     assert retry_after_seconds("soon") is None
     later = datetime.now(timezone.utc) + timedelta(seconds=30)
     seconds = retry_after_seconds(later.strftime("%a, %d %b %Y %H:%M:%S GMT"))
-    assert seconds is not None and 25 < seconds <= 31
+    assert seconds is not None
+    assert 25 < seconds <= 31
 
 
 def test_non_json_error_bodies() -> None:
@@ -296,9 +318,7 @@ def test_cancel_guide_shape_success_alone() -> None:
     core = make_core()
     result, _ = drive(core.cancel_order("o-9"), [httpx.Response(200, json={"success": True})])
     assert result == CancelResult(order_id="o-9", status="cancelled")
-    result, _ = drive(
-        core.cancel_order("o-9"), [ok({"order_id": "o-9", "status": "cancelled"})]
-    )
+    result, _ = drive(core.cancel_order("o-9"), [ok({"order_id": "o-9", "status": "cancelled"})])
     assert result.status == "cancelled"
 
 
@@ -382,7 +402,11 @@ def test_client_errors_are_not_retried() -> None:
 
 def test_place_order_is_never_retried() -> None:
     core = make_core()
-    for answer in (fail(503, "down"), fail(429, "slow", **{"Retry-After": "0"}), httpx.ReadError("x")):
+    for answer in (
+        fail(503, "down"),
+        fail(429, "slow", **{"Retry-After": "0"}),
+        httpx.ReadError("x"),
+    ):
         op = core.place_order(MARKET_ID, outcome="a", amount=5)
         with pytest.raises((errors.ApiError, errors.TransportError)):
             drive(op, [answer, ok({"order_id": "o"}, 201)])
@@ -402,7 +426,11 @@ def test_raw_order_retries_the_same_bytes_under_one_client_order_id() -> None:
     core = make_core()
     warm(core)
     op = core.place_raw_order(MARKET_ID, "a", "BUY", "0.5", 10)
-    answers = [httpx.ReadError("lost"), fail(503, "down"), ok({"order_id": "x", "notification_id": ""}, 201)]
+    answers = [
+        httpx.ReadError("lost"),
+        fail(503, "down"),
+        ok({"order_id": "x", "notification_id": ""}, 201),
+    ]
     result, effects = drive(op, answers)
     sends = [e.request for e in effects if isinstance(e, Send)]
     assert len(sends) == 3  # warm caches: only the POST, three times
@@ -426,7 +454,10 @@ def test_raw_order_risk_control_is_not_retried() -> None:
 def test_delete_is_not_retried() -> None:
     core = make_core()
     with pytest.raises(errors.ServerError):
-        drive(core.cancel_order("o"), [fail(503, "down"), ok({"order_id": "o", "status": "cancelled"})])
+        drive(
+            core.cancel_order("o"),
+            [fail(503, "down"), ok({"order_id": "o", "status": "cancelled"})],
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -436,17 +467,38 @@ def test_delete_is_not_retried() -> None:
 def test_raw_order_cold_then_warm() -> None:
     core = make_core()
     answers = [
-        ok({"market": {"id": MARKET_ID, "token_id_a": TOKEN_A, "token_id_b": TOKEN_B, "neg_risk": True}}),
+        ok(
+            {
+                "market": {
+                    "id": MARKET_ID,
+                    "token_id_a": TOKEN_A,
+                    "token_id_b": TOKEN_B,
+                    "neg_risk": True,
+                }
+            }
+        ),
         ok(WALLET),
         httpx.Response(200, json={"base_fee": 7}),
         ok({"order_id": "srv-1", "notification_id": ""}, 201),
     ]
-    result, effects = drive(core.place_raw_order(MARKET_ID, "b", "SELL", "0.40", "12.5", salt=42), answers)
+    result, effects = drive(
+        core.place_raw_order(MARKET_ID, "b", "SELL", "0.40", "12.5", salt=42), answers
+    )
     paths = [e.request.url.path for e in effects if isinstance(e, Send)]
-    assert paths == [f"/api/ext/v1/markets/{MARKET_ID}", "/api/ext/v1/wallet", "/fee-rate", "/api/ext/v1/orders/raw"]
+    assert paths == [
+        f"/api/ext/v1/markets/{MARKET_ID}",
+        "/api/ext/v1/wallet",
+        "/fee-rate",
+        "/api/ext/v1/orders/raw",
+    ]
     assert result.order_id == "srv-1"
     assert (result.maker_amount, result.taker_amount) == (12_500_000, 5_000_000)
-    assert (result.token_id, result.side, result.fee_rate_bps, result.neg_risk) == (TOKEN_B, 1, 7, True)
+    assert (result.token_id, result.side, result.fee_rate_bps, result.neg_risk) == (
+        TOKEN_B,
+        1,
+        7,
+        True,
+    )
     expected = OrderHasher(WALLET).order_id(
         token_id=TOKEN_B,
         maker_amount=12_500_000,
@@ -489,7 +541,14 @@ def test_raw_order_market_amounts_and_explicit_amounts() -> None:
     assert (result.maker_amount, result.taker_amount) == (10_000_000, 33_333_300)
     result, effects = drive(
         core.place_raw_order_amounts(
-            MARKET_ID, "a", 0, 1_000_000, 2_000_000, fee_rate_bps=3, salt="5", client_order_id="mine"
+            MARKET_ID,
+            "a",
+            0,
+            1_000_000,
+            2_000_000,
+            fee_rate_bps=3,
+            salt="5",
+            client_order_id="mine",
         ),
         [ok({"order_id": "y"}, 201)],
     )
@@ -502,12 +561,15 @@ def test_fee_rate_cache_expires() -> None:
     now = [1000.0]
     core.clock = lambda: now[0]
     fee, effects = drive(core.fee_rate(TOKEN_A), [httpx.Response(200, json={"base_fee": 1})])
-    assert fee == 1 and len(effects) == 1
+    assert fee == 1
+    assert len(effects) == 1
     fee, effects = drive(core.fee_rate(TOKEN_A), [])
-    assert fee == 1 and effects == []
+    assert fee == 1
+    assert effects == []
     now[0] += 11
     fee, effects = drive(core.fee_rate(TOKEN_A), [httpx.Response(200, json={"base_fee": 2})])
-    assert fee == 2 and len(effects) == 1
+    assert fee == 2
+    assert len(effects) == 1
 
 
 def test_fee_rate_bad_answers() -> None:
@@ -524,7 +586,16 @@ def test_prepare_gathers_lookups() -> None:
     core = make_core()
     answers = [
         ok(WALLET),
-        ok({"market": {"id": MARKET_ID, "token_id_a": TOKEN_A, "token_id_b": TOKEN_B, "neg_risk": False}}),
+        ok(
+            {
+                "market": {
+                    "id": MARKET_ID,
+                    "token_id_a": TOKEN_A,
+                    "token_id_b": TOKEN_B,
+                    "neg_risk": False,
+                }
+            }
+        ),
         httpx.Response(200, json={"base_fee": 0}),
         httpx.Response(200, json={"base_fee": 0}),
     ]
@@ -558,21 +629,97 @@ FUTURE = int(time.time()) + 3600
         ({"outcome": "c", "amount": 5}, errors.OrderFieldError, "outcome"),
         ({"outcome": "a", "amount": 5, "side": "HOLD"}, errors.OrderFieldError, "side"),
         ({"outcome": "a", "amount": 5, "order_type": "IOC"}, errors.OrderFieldError, "order_type"),
-        ({"amount": 5, "order_type": "GTC", "token_option": "yes"}, errors.AmountError, "limit_price"),
-        ({"amount": 5, "order_type": "GTC", "limit_price": 0.5}, errors.OrderFieldError, "token_option"),
-        ({"amount": 5, "order_type": "GTC", "limit_price": 0.5, "token_option": "maybe"}, errors.OrderFieldError, "token_option"),
-        ({"amount": 5, "order_type": "GTC", "limit_price": 1.5, "token_option": "yes"}, errors.AmountError, "limit_price"),
-        ({"amount": 5, "order_type": "GTC", "limit_price": 0.555, "token_option": "yes"}, errors.AmountError, "limit_price"),
-        ({"amount": 5, "order_type": "GTC", "limit_price": 0, "token_option": "yes"}, errors.AmountError, "limit_price"),
-        ({"amount": 5, "order_type": "GTD", "limit_price": 0.5, "token_option": "yes"}, errors.OrderFieldError, "expiration"),
-        ({"amount": 5, "order_type": "GTD", "limit_price": 0.5, "token_option": "yes", "expiration": 1000}, errors.OrderFieldError, "expiration"),
-        ({"amount": 5, "order_type": "GTD", "limit_price": 0.5, "token_option": "yes", "expiration": datetime(2099, 1, 1)}, errors.OrderFieldError, "expiration"),
-        ({"amount": 5, "order_type": "GTC", "limit_price": 0.5, "token_option": "yes", "expiration": FUTURE}, errors.OrderFieldError, "expiration"),
-        ({"outcome": "a", "amount": 5, "take_profit_price": 0.999}, errors.AmountError, "take_profit_price"),
-        ({"outcome": "a", "amount": 5, "stop_loss_price": "0.00"}, errors.AmountError, "stop_loss_price"),
+        (
+            {"amount": 5, "order_type": "GTC", "token_option": "yes"},
+            errors.AmountError,
+            "limit_price",
+        ),
+        (
+            {"amount": 5, "order_type": "GTC", "limit_price": 0.5},
+            errors.OrderFieldError,
+            "token_option",
+        ),
+        (
+            {"amount": 5, "order_type": "GTC", "limit_price": 0.5, "token_option": "maybe"},
+            errors.OrderFieldError,
+            "token_option",
+        ),
+        (
+            {"amount": 5, "order_type": "GTC", "limit_price": 1.5, "token_option": "yes"},
+            errors.AmountError,
+            "limit_price",
+        ),
+        (
+            {"amount": 5, "order_type": "GTC", "limit_price": 0.555, "token_option": "yes"},
+            errors.AmountError,
+            "limit_price",
+        ),
+        (
+            {"amount": 5, "order_type": "GTC", "limit_price": 0, "token_option": "yes"},
+            errors.AmountError,
+            "limit_price",
+        ),
+        (
+            {"amount": 5, "order_type": "GTD", "limit_price": 0.5, "token_option": "yes"},
+            errors.OrderFieldError,
+            "expiration",
+        ),
+        (
+            {
+                "amount": 5,
+                "order_type": "GTD",
+                "limit_price": 0.5,
+                "token_option": "yes",
+                "expiration": 1000,
+            },
+            errors.OrderFieldError,
+            "expiration",
+        ),
+        (
+            {
+                "amount": 5,
+                "order_type": "GTD",
+                "limit_price": 0.5,
+                "token_option": "yes",
+                "expiration": datetime(2099, 1, 1),
+            },
+            errors.OrderFieldError,
+            "expiration",
+        ),
+        (
+            {
+                "amount": 5,
+                "order_type": "GTC",
+                "limit_price": 0.5,
+                "token_option": "yes",
+                "expiration": FUTURE,
+            },
+            errors.OrderFieldError,
+            "expiration",
+        ),
+        (
+            {"outcome": "a", "amount": 5, "take_profit_price": 0.999},
+            errors.AmountError,
+            "take_profit_price",
+        ),
+        (
+            {"outcome": "a", "amount": 5, "stop_loss_price": "0.00"},
+            errors.AmountError,
+            "stop_loss_price",
+        ),
         ({"side": "SELL", "outcome": "a"}, errors.AmountError, "shares"),
         ({"side": "SELL", "shares": -2}, errors.AmountError, "shares"),
-        ({"side": "SELL", "shares": 200_000, "order_type": "GTC", "limit_price": 0.5, "token_option": "no"}, errors.AmountError, "shares"),
+        (
+            {
+                "side": "SELL",
+                "shares": 200_000,
+                "order_type": "GTC",
+                "limit_price": 0.5,
+                "token_option": "no",
+            },
+            errors.AmountError,
+            "shares",
+        ),
     ],
 )
 def test_place_order_validation(kwargs: dict[str, Any], cls: type[Exception], field: str) -> None:
@@ -600,7 +747,8 @@ def test_place_order_valid_shapes() -> None:
         stop_loss_price=None,
     )
     body = json.loads(gtd)
-    assert body["order_type"] == "GTD" and body["limit_price"] == 0.45
+    assert body["order_type"] == "GTD"
+    assert body["limit_price"] == 0.45
     assert body["expiration"] > time.time()
     sell = json.loads(
         core.order_body(
@@ -617,14 +765,30 @@ def test_place_order_valid_shapes() -> None:
             stop_loss_price=None,
         )
     )
-    assert sell == {"market_id": MARKET_ID, "outcome": "b", "side": "SELL", "shares": 3.5, "order_type": "FOK"}
+    assert sell == {
+        "market_id": MARKET_ID,
+        "outcome": "b",
+        "side": "SELL",
+        "shares": 3.5,
+        "order_type": "FOK",
+    }
 
 
 @pytest.mark.parametrize(
     ("args", "kwargs", "cls", "field"),
     [
-        (("a", "BUY", "0.5", 10), {"client_order_id": "x" * 65}, errors.OrderFieldError, "client_order_id"),
-        (("a", "BUY", "0.5", 10), {"client_order_id": ""}, errors.OrderFieldError, "client_order_id"),
+        (
+            ("a", "BUY", "0.5", 10),
+            {"client_order_id": "x" * 65},
+            errors.OrderFieldError,
+            "client_order_id",
+        ),
+        (
+            ("a", "BUY", "0.5", 10),
+            {"client_order_id": ""},
+            errors.OrderFieldError,
+            "client_order_id",
+        ),
         (("a", "BUY", "0.5", 10), {"salt": 10**12 + 1}, errors.OrderFieldError, "salt"),
         (("a", "BUY", "0.5", 10), {"salt": -1}, errors.OrderFieldError, "salt"),
         (("a", "BUY", "0.505", 10), {}, errors.AmountError, "price"),
@@ -739,6 +903,7 @@ def test_shells_hold_no_request_logic() -> None:
 def test_models_roundtrip_is_exact() -> None:
     core = make_core()
     placed, _ = drive(
-        core.place_order(MARKET_ID, outcome="a", amount="0.1"), [ok({"order_id": "o", "notification_id": "n"}, 201)]
+        core.place_order(MARKET_ID, outcome="a", amount="0.1"),
+        [ok({"order_id": "o", "notification_id": "n"}, 201)],
     )
     assert msgspec.json.encode(placed) == b'{"order_id":"o","notification_id":"n"}'

@@ -80,15 +80,19 @@ EVENT_LIST_ITEM = {
 
 
 def test_event_list_shape_reads_every_field() -> None:
-    page = decode("events", {"events": [EVENT_LIST_ITEM], "total_count": 1, "page": 1, "page_size": 20})
+    page = decode(
+        "events", {"events": [EVENT_LIST_ITEM], "total_count": 1, "page": 1, "page_size": 20}
+    )
     assert page.total_count == 1
     event = page.events[0]
     assert isinstance(event, Event)
     assert event.slug == "lakers-vs-celtics"
     assert event.volume == Decimal("12345.67")
     assert event.start_date == datetime(2025, 1, 1, tzinfo=UTC)
-    assert event.created_at is not None and event.created_at.tzinfo is not None
-    assert event.home_team is not None and event.home_team.name_zh == "湖人"
+    assert event.created_at is not None
+    assert event.created_at.tzinfo is not None
+    assert event.home_team is not None
+    assert event.home_team.name_zh == "湖人"
     assert event.enriched_markets is not None
     assert event.enriched_markets.home_win is not None
     assert event.enriched_markets.home_win.price == Decimal("0.55")
@@ -211,7 +215,8 @@ def test_orderbook_levels_are_decimals() -> None:
     assert book.min_order_size == Decimal(5)
     assert book.timestamp == datetime(2025, 1, 1, tzinfo=UTC)
     empty = decode("orderbook", {"asset_id": "1"})
-    assert empty.best_bid is None and empty.best_ask is None
+    assert empty.best_bid is None
+    assert empty.best_ask is None
 
 
 ORDER = {
@@ -256,7 +261,8 @@ def test_order_every_field() -> None:
     assert order.limit_price == Decimal("0.5")
     assert not order.is_open
     minimal = decode("order", {"order": {"id": "o2"}})
-    assert minimal.status is None and minimal.tx_hashes == []
+    assert minimal.status is None
+    assert minimal.tx_hashes == []
 
 
 def test_positions_and_portfolio_orders() -> None:

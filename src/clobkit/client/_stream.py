@@ -176,6 +176,8 @@ class Stream:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        while not self._queue.empty():  # closing ends iteration: drop what was not read
+            self._queue.get_nowait()
         self._queue.put_nowait(_END)
 
     async def __aenter__(self) -> Stream:
@@ -325,6 +327,7 @@ class SyncStream:
         self._started = threading.Event()
         self._error: BaseException | None = None
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
         return f"SyncStream(topics={self.topics!r}, {'closed' if self._closed else 'open'})"
@@ -398,12 +401,15 @@ class SyncStream:
     def close(self) -> None:
         """Close the connection, end iteration and stop the thread."""
         self._closed = True
-        loop, stream, thread = self._loop, self._stream, self._thread
-        if loop is not None and stream is not None and thread is not None and thread.is_alive():
-            with contextlib.suppress(RuntimeError):
-                asyncio.run_coroutine_threadsafe(stream.close(), loop).result(timeout=5)
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None and thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                loop.call_soon_threadsafe(self._close_on_loop)
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
+        with contextlib.suppress(queue.Empty):
+            while True:  # closing ends iteration: drop what was not read
+                self._items.get_nowait()
         self._items.put(_END)
 
     def __enter__(self) -> SyncStream:
@@ -417,6 +423,10 @@ class SyncStream:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _close_on_loop(self) -> None:
+        if self._stream is not None:
+            self._closing = asyncio.ensure_future(self._stream.close())
 
     def _dispatch(self, item: StreamItem) -> None:
         for listener in tuple(self._listeners):

@@ -1,0 +1,300 @@
+"""The WebSocket stream against a local ``websockets`` server: handshake, parsing, reconnects."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from clobkit import AsyncClient, Client, errors, verify_signature
+from clobkit.client import book_topic, orders_topic
+from clobkit.client._stream import parse_message
+from clobkit.models import Reconnected, StreamMessage
+
+from .conftest import KEY, SECRET, FakeApi, ok
+
+
+class WsServer:
+    """A tiny topic server: records handshakes and subscriptions, pushes on demand."""
+
+    def __init__(self) -> None:
+        self.handshakes: list[Headers] = []
+        self.subscriptions: list[list[str]] = []
+        self.connections: list[ServerConnection] = []
+        self.refuse: int | None = None
+        self.port = 0
+
+    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
+        self.handshakes.append(request.headers)
+        if self.refuse is not None:
+            return connection.respond(
+                self.refuse, json.dumps({"success": False, "error": "unauthorized"})
+            )
+        h = request.headers
+        if not verify_signature(
+            SECRET,
+            "GET",
+            request.path,
+            h["X-API-TIMESTAMP"],
+            h["X-API-NONCE"],
+            b"",
+            h["X-API-SIGNATURE"],
+        ):
+            return connection.respond(401, "bad signature")
+        return None
+
+    async def handler(self, connection: ServerConnection) -> None:
+        self.connections.append(connection)
+        with contextlib.suppress(Exception):
+            async for raw in connection:
+                message = json.loads(raw)
+                if message.get("action") == "subscribe":
+                    self.subscriptions.append(message["topics"])
+                    await connection.send(
+                        json.dumps({"type": "subscribed", "topics": message["topics"]})
+                    )
+
+    async def push(self, message: dict[str, Any]) -> None:
+        for connection in list(self.connections):
+            with contextlib.suppress(Exception):
+                await connection.send(json.dumps(message))
+
+    def kill(self) -> None:
+        """Drop every connection without a closing handshake."""
+        for connection in self.connections:
+            connection.transport.abort()
+        self.connections.clear()
+
+    async def wait_subscribed(self, count: int, timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.subscriptions) < count:
+            assert time.monotonic() < deadline, "no subscription arrived"
+            await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def ws_server() -> AsyncIterator[WsServer]:
+    server = WsServer()
+    async with serve(server.handler, "127.0.0.1", 0, process_request=server.process_request) as s:
+        server.port = s.sockets[0].getsockname()[1]
+        yield server
+
+
+def aclient_for(server: WsServer, fake: FakeApi | None = None) -> AsyncClient:
+    transport = httpx.MockTransport(fake or FakeApi())
+    return AsyncClient(
+        "http://api.test",
+        KEY,
+        SECRET,
+        ws_url=f"ws://127.0.0.1:{server.port}/api/ext/v1/ws",
+        transport=transport,
+    )
+
+
+async def next_data(stream: Any, timeout: float = 5.0) -> Any:
+    while True:
+        item = await asyncio.wait_for(stream.__anext__(), timeout)
+        if isinstance(item, Reconnected) or item.type == "data":
+            return item
+
+
+def test_parse_message_shapes() -> None:
+    msg = parse_message(
+        '{"type":"data","topic":"user:u1:orders","data":{"id":"o1","status":"live","size_matched":"2.5","amount":5}}'
+    )
+    assert msg.type == "data"
+    assert msg.topic == "user:u1:orders"
+    assert msg.order is not None
+    assert str(msg.order.size_matched) == "2.5"
+    assert msg.order_id == "o1"
+    via_order_id = parse_message('{"type":"data","data":{"order_id":"o2","status":"matched"}}')
+    assert via_order_id.order is not None
+    assert via_order_id.order.id == "o2"
+    book = parse_message('{"type":"data","topic":"market:1:book","data":{"bids":[],"asks":[]}}')
+    assert book.order is None
+    assert book.data == {"bids": [], "asks": []}
+    assert parse_message("not json").type == "invalid"
+    assert parse_message("[1]").type == "unknown"
+    assert orders_topic("u") == "user:u:orders"
+    assert book_topic("7") == "market:7:book"
+
+
+async def test_stream_signs_subscribes_parses_and_reconnects() -> None:
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1"), book_topic("9")], backoff=0.01)
+        async with stream:
+            await server.wait_subscribed(1)
+            assert server.handshakes[0]["X-API-KEY"] == KEY
+            assert server.subscriptions[0] == ["user:u1:orders", "market:9:book"]
+            await server.push(
+                {"type": "data", "topic": "user:u1:orders", "data": {"id": "o1", "status": "live"}}
+            )
+            msg = await next_data(stream)
+            assert isinstance(msg, StreamMessage)
+            assert msg.order is not None
+            assert msg.order.status == "live"
+
+            server.kill()
+            marker = await next_data(stream)
+            assert isinstance(marker, Reconnected)
+            assert marker.topics == ["user:u1:orders", "market:9:book"]
+            assert marker.attempt == 1
+            await server.wait_subscribed(2)
+            assert server.subscriptions[1] == server.subscriptions[0]
+            assert len(server.handshakes) == 2
+            assert server.handshakes[0]["X-API-NONCE"] != server.handshakes[1]["X-API-NONCE"]
+
+            await server.push(
+                {
+                    "type": "data",
+                    "topic": "user:u1:orders",
+                    "data": {"id": "o1", "status": "matched"},
+                }
+            )
+            msg = await next_data(stream)
+            assert msg.order.status == "matched"
+
+            await stream.subscribe(["market:10:book"])
+            await server.wait_subscribed(3)
+            assert server.subscriptions[2] == ["market:10:book"]
+        assert stream.closed
+        with pytest.raises(StopAsyncIteration):
+            await stream.__anext__()
+
+
+async def test_stream_first_connect_failures() -> None:
+    async with ws_server() as server:
+        server.refuse = 401
+        async with aclient_for(server) as client:
+            with pytest.raises(errors.AuthenticationError):
+                await client.stream(["t"]).start()
+            server.refuse = 403
+            stream = client.stream(["t"])
+            with pytest.raises(errors.PermissionDenied):
+                async for _ in stream:
+                    pass
+    async with AsyncClient("http://api.test", KEY, SECRET, ws_url="ws://127.0.0.1:9/ws") as client:
+        with pytest.raises(errors.TransportError, match="connect failed"):
+            await client.stream(["t"]).start()
+
+
+async def test_wait_for_order_uses_an_open_stream() -> None:
+    fake = FakeApi()
+    statuses = ["live", "live", "matched"]
+    reads: list[float] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        reads.append(time.monotonic())
+        status = statuses.pop(0) if len(statuses) > 1 else statuses[0]
+        return ok({"order": {"id": "o1", "user_id": "u1", "status": status}})
+
+    fake.on("GET", "/api/ext/v1/orders/o1", answer)
+    async with (
+        ws_server() as server,
+        aclient_for(server, fake) as client,
+        client.stream([orders_topic("u1")]),
+    ):
+        await server.wait_subscribed(1)
+        waiter = asyncio.create_task(client.wait_for_order("o1", timeout=10, poll_interval=30))
+        await asyncio.sleep(0.2)
+        assert not waiter.done()  # poll_interval 30 s: nothing but the stream can wake it
+        await server.push(
+            {
+                "type": "data",
+                "topic": "user:u1:orders",
+                "data": {"id": "other", "status": "matched"},
+            }
+        )
+        await server.push(
+            {
+                "type": "data",
+                "topic": "user:u1:orders",
+                "data": {"id": "o1", "status": "matched"},
+            }
+        )
+        order = await asyncio.wait_for(waiter, 5)
+        assert order.status == "matched"
+        assert len(reads) == 3  # first read, re-read after listening, read on the update
+
+
+@pytest.fixture
+def threaded_ws() -> Iterator[tuple[WsServer, asyncio.AbstractEventLoop]]:
+    """The server on its own loop in a thread, for the sync stream."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def main() -> None:
+        async with ws_server() as server:
+            box["server"] = server
+            box["stop"] = asyncio.Event()
+            ready.set()
+            await box["stop"].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(main(),), daemon=True)
+    thread.start()
+    ready.wait(5)
+    yield box["server"], loop
+    loop.call_soon_threadsafe(box["stop"].set)
+    thread.join(5)
+    loop.close()
+
+
+def test_sync_stream_reconnects_and_yields_marker(threaded_ws: tuple[WsServer, Any]) -> None:
+    server, loop = threaded_ws
+
+    def on_loop(coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(5)
+
+    with Client(
+        "http://api.test", KEY, SECRET, ws_url=f"ws://127.0.0.1:{server.port}/api/ext/v1/ws"
+    ) as client:
+        seen: list[Any] = []
+        with client.stream(orders_topic("u1"), backoff=0.01) as stream:
+            stream.add_listener(seen.append)
+            on_loop(server.wait_subscribed(1))
+            on_loop(
+                server.push(
+                    {
+                        "type": "data",
+                        "topic": "user:u1:orders",
+                        "data": {"id": "o", "status": "live"},
+                    }
+                )
+            )
+            items = [stream.get(5), stream.get(5)]
+            assert [i.type for i in items] == ["subscribed", "data"]
+            loop.call_soon_threadsafe(server.kill)
+            item = stream.get(5)
+            assert isinstance(item, Reconnected)
+            assert stream.reconnects == 1
+            assert stream.get(0.01) is not None  # the new "subscribed"
+            assert stream.get(0.05) is None
+            stream.subscribe("market:1:book")
+            on_loop(server.wait_subscribed(3))
+        assert stream.closed
+        assert any(isinstance(i, Reconnected) for i in seen)
+        with pytest.raises(StopIteration):
+            next(stream)
+
+
+def test_sync_stream_refused(threaded_ws: tuple[WsServer, Any]) -> None:
+    server, _ = threaded_ws
+    server.refuse = 401
+    with Client(
+        "http://api.test", KEY, SECRET, ws_url=f"ws://127.0.0.1:{server.port}/ws"
+    ) as client:
+        stream = client.stream(["t"])
+        with pytest.raises(errors.AuthenticationError):
+            stream.start()
+        assert stream.closed
