@@ -469,6 +469,9 @@ cdef class OrderHasher:
         # Scalars are parsed once into a template order. Sequences become
         # tuples (lists are copied: the GIL is released while hashing, and a
         # list mutated meanwhile by another thread must not free our items).
+        cdef int cols[9]
+        cdef PyObject **items[9]
+        cdef int nseq = 0, k
         for c in range(9):
             value = columns[names[c]]
             if _py.is_scalar(value):
@@ -478,6 +481,9 @@ cdef class OrderHasher:
                 if len(<tuple>value) != n:
                     raise _py.OrderFieldError(names[c], f"<{len(value)} items>", "changed length")
                 seqs[c] = value
+                items[c] = PySequence_Fast_ITEMS(value)
+                cols[nseq] = c
+                nseq += 1
         cdef list result = PyList_New(n)
         if n == 0:
             return result
@@ -485,7 +491,6 @@ cdef class OrderHasher:
         cdef ck_order *orders = <ck_order *>malloc(chunk * sizeof(ck_order))
         cdef uint8_t *out = <uint8_t *>malloc(chunk * 32)
         cdef Py_ssize_t start, i, m
-        cdef PyObject **items
         cdef str s
         if orders == NULL or out == NULL:
             free(orders)
@@ -497,12 +502,11 @@ cdef class OrderHasher:
                 m = n - start if n - start < chunk else chunk
                 for i in range(m):
                     orders[i] = tmpl
-                for c in range(9):
-                    if seqs[c] is None:
-                        continue
-                    items = PySequence_Fast_ITEMS(seqs[c]) + start
-                    for i in range(m):
-                        _set(&orders[i], c, <object>items[i], names[c], start + i)
+                # row by row, so the first bad value named is the pure twin's
+                for i in range(m):
+                    for k in range(nseq):
+                        c = cols[k]
+                        _set(&orders[i], c, <object>items[c][start + i], names[c], start + i)
                 _hash(&self.ctx, orders, m, out, workers)
                 for i in range(m):
                     s = _hex_str(out + 32 * i, 32, True)

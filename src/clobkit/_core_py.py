@@ -530,10 +530,13 @@ class OrderHasher:
             "neg_risk": neg_risk,
         }
         n = batch_length(columns)
+        # Scalars first, then the sequences row by row: the first bad value
+        # in that order is the one named, as in the compiled twin.
         parsed: list[list[Any]] = []
+        sequences: list[tuple[list[Any], Sequence[Any], str, Any]] = []
         for name, value in columns.items():
             if name == "sides":
-                parse = parse_side
+                parse: Any = parse_side
             elif name == "neg_risk":
                 parse = parse_flag
             else:
@@ -541,7 +544,12 @@ class OrderHasher:
             if is_scalar(value):
                 parsed.append([parse(value, name)] * n)
             else:
-                parsed.append([parse(v, f"{name}[{i}]") for i, v in enumerate(value)])
+                column: list[Any] = [None] * n
+                parsed.append(column)
+                sequences.append((column, value, name, parse))
+        for i in range(n):
+            for column, value, name, parse in sequences:
+                column[i] = parse(value[i], f"{name}[{i}]")
         tok, mak, tak, sid, sal, fee, non, exp, neg = parsed
         return [
             self._digest(tok[i], mak[i], tak[i], sid[i], sal[i], fee[i], non[i], exp[i], neg[i])

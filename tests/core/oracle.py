@@ -1,0 +1,120 @@
+"""Independent oracles the core is held to.
+
+``decimal_*_amounts`` restate DESIGN.md's rounding rules literally in
+``decimal.Decimal`` (round down to 2 dp, multiply or divide, round up at
+amount decimals + 4 then down at amount decimals, scale by 10**6), the way a
+careful reader of the rules would write them, sharing no code with clobkit.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+
+ROUND = {"0.1": (1, 3), "0.01": (2, 4), "0.001": (3, 5), "0.0001": (4, 6)}  # price, amount decimals
+
+
+def _dp(x: Decimal) -> int:
+    return max(0, -x.normalize().as_tuple().exponent)  # type: ignore[operator]
+
+
+def _down(x: Decimal, places: int) -> Decimal:
+    return x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_FLOOR)
+
+
+def _up(x: Decimal, places: int) -> Decimal:
+    return x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING)
+
+
+def _fit(x: Decimal, amount_dp: int) -> Decimal:
+    if _dp(x) > amount_dp:
+        x = _up(x, amount_dp + 4)
+        if _dp(x) > amount_dp:
+            x = _down(x, amount_dp)
+    return x
+
+
+def _units(x: Decimal) -> int:
+    scaled = x * 10**6
+    assert scaled == scaled.to_integral_value()
+    return int(scaled)
+
+
+def decimal_limit_amounts(side: str, price: str, size: str, tick: str = "0.01") -> tuple[int, int]:
+    with localcontext() as ctx:
+        ctx.prec = 120
+        _, amount_dp = ROUND[tick]
+        p = Decimal(price)
+        shares = _down(Decimal(size), 2)
+        usdc = _fit(shares * p, amount_dp)
+        if side == "BUY":
+            return _units(usdc), _units(shares)
+        return _units(shares), _units(usdc)
+
+
+def decimal_market_amounts(side: str, price: str, amount: str, tick: str = "0.01") -> tuple[int, int]:
+    with localcontext() as ctx:
+        ctx.prec = 120
+        _, amount_dp = ROUND[tick]
+        p = Decimal(price)
+        maker = _down(Decimal(amount), 2)
+        taker = _fit(maker / p, amount_dp) if side == "BUY" else _fit(maker * p, amount_dp)
+        return _units(maker), _units(taker)
+
+
+ORDER_FIELDS = [
+    ("salt", "uint256"),
+    ("maker", "address"),
+    ("signer", "address"),
+    ("taker", "address"),
+    ("tokenId", "uint256"),
+    ("makerAmount", "uint256"),
+    ("takerAmount", "uint256"),
+    ("expiration", "uint256"),
+    ("nonce", "uint256"),
+    ("feeRateBps", "uint256"),
+    ("side", "uint8"),
+    ("signatureType", "uint8"),
+]
+
+
+def eth_account_order_id(wallet: dict[str, object], order: dict[str, int], neg_risk: bool) -> str:
+    """The EIP-712 digest of the Order as eth-account computes it (encode_typed_data)."""
+    from eth_account.messages import _hash_eip191_message, encode_typed_data
+
+    contract = wallet["neg_risk_exchange"] if neg_risk else wallet["ctf_exchange"]
+    message = {
+        "salt": order["salt"],
+        "maker": wallet["maker"],
+        "signer": wallet["signer"],
+        "taker": "0x" + "00" * 20,
+        "tokenId": order["token_id"],
+        "makerAmount": order["maker_amount"],
+        "takerAmount": order["taker_amount"],
+        "expiration": order["expiration"],
+        "nonce": order["nonce"],
+        "feeRateBps": order["fee_rate_bps"],
+        "side": order["side"],
+        "signatureType": wallet["signature_type"],
+    }
+    signable = encode_typed_data(
+        full_message={
+            "types": {
+                "EIP712Domain": [
+                    {"name": "name", "type": "string"},
+                    {"name": "version", "type": "string"},
+                    {"name": "chainId", "type": "uint256"},
+                    {"name": "verifyingContract", "type": "address"},
+                ],
+                "Order": [{"name": n, "type": t} for n, t in ORDER_FIELDS],
+            },
+            "primaryType": "Order",
+            "domain": {
+                "name": "Polymarket CTF Exchange",
+                "version": "1",
+                "chainId": wallet["chain_id"],
+                "verifyingContract": contract,
+            },
+            "message": message,
+        }
+    )
+    return "0x" + _hash_eip191_message(signable).hex()

@@ -1,0 +1,183 @@
+"""Request signing: both twins against hmac/hashlib, built as the API text says."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import pickle
+import re
+import time
+from types import ModuleType
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from clobkit.errors import SignatureInputError
+
+SECRET = "s3cr3t-Ω-key"  # non-ASCII on purpose: the key is the UTF-8 bytes
+
+
+def reference(secret: str | bytes, method: str, path: str, ts: str, nonce: str, body: bytes) -> str:
+    key = secret.encode() if isinstance(secret, str) else secret
+    signing = f"{method}\n{path}\n{ts}\n{nonce}\n{hashlib.sha256(body).hexdigest()}"
+    return hmac.new(key, signing.encode(), hashlib.sha256).hexdigest()
+
+
+paths = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=300).map(lambda p: "/" + p)
+tokens = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=80)
+secrets_ = st.one_of(st.text(min_size=1, max_size=200), st.binary(min_size=1, max_size=200))
+
+
+@given(secret=secrets_, method=st.sampled_from(["GET", "POST", "DELETE", "PUT", "PATCH"]), path=paths,
+       ts=st.integers(0, 2**63), nonce=tokens, body=st.binary(max_size=2000))
+def test_signature_matches_hmac(core: ModuleType, secret: str | bytes, method: str, path: str, ts: int, nonce: str, body: bytes) -> None:
+    want = reference(secret, method, path, str(ts), nonce, body)
+    assert core.signature(secret, method, path, ts, nonce, body) == want
+    assert core.signature(secret, method.lower(), path, str(ts), nonce, body) == want
+    assert core.verify_signature(secret, method, path, ts, nonce, body, want)
+    assert not core.verify_signature(secret, method, path, ts + 1, nonce, body, want)
+    flipped = want[:-1] + ("0" if want[-1] != "0" else "1")
+    assert not core.verify_signature(secret, method, path, ts, nonce, body, flipped)
+
+
+@given(body=st.binary(max_size=700), path=paths)
+def test_headers_sign_what_they_say(core: ModuleType, body: bytes, path: str) -> None:
+    signer = core.RequestSigner("key-1", SECRET)
+    h = signer.headers("POST", path, body)
+    assert set(h) == {"X-API-KEY", "X-API-TIMESTAMP", "X-API-NONCE", "X-API-SIGNATURE"}
+    assert h["X-API-KEY"] == "key-1"
+    assert re.fullmatch(r"[0-9a-f]{32}", h["X-API-NONCE"])
+    assert abs(int(h["X-API-TIMESTAMP"]) - time.time() * 1000) < 5_000
+    assert h["X-API-SIGNATURE"] == reference(SECRET, "POST", path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body)
+
+
+def test_body_as_str_and_empty(core: ModuleType) -> None:
+    signer = core.RequestSigner("k", SECRET)
+    a = signer.headers("POST", "/api/ext/v1/orders", '{"a":"é"}', timestamp_ms=1, nonce="n")
+    b = signer.headers("POST", "/api/ext/v1/orders", '{"a":"é"}'.encode(), timestamp_ms=1, nonce="n")
+    assert a == b
+    e = signer.headers("GET", "/api/ext/v1/wallet", timestamp_ms=1, nonce="n")
+    assert e["X-API-SIGNATURE"] == reference(SECRET, "GET", "/api/ext/v1/wallet", "1", "n", b"")
+    assert signer.headers("GET", "/x", None, timestamp_ms=1, nonce="n") == signer.headers("GET", "/x", b"", timestamp_ms=1, nonce="n")
+    assert signer.headers("GET", "/x", bytearray(b"q"), timestamp_ms=1, nonce="n") == signer.headers("GET", "/x", b"q", timestamp_ms=1, nonce="n")
+
+
+def test_query_string_signing(core: ModuleType) -> None:
+    path = "/api/ext/v1/events?league=nba&limit=5"
+    with_q = core.RequestSigner("k", SECRET).headers("GET", path, timestamp_ms=7, nonce="n")
+    bare = core.RequestSigner("k", SECRET, sign_query=False).headers("GET", path, timestamp_ms=7, nonce="n")
+    assert with_q["X-API-SIGNATURE"] == reference(SECRET, "GET", path, "7", "n", b"")
+    assert bare["X-API-SIGNATURE"] == reference(SECRET, "GET", "/api/ext/v1/events", "7", "n", b"")
+
+
+def test_headers_many(core: ModuleType) -> None:
+    signer = core.RequestSigner("k", SECRET)
+    reqs = [("GET", f"/api/ext/v1/orders/{i}") for i in range(300)] + [["POST", "/api/ext/v1/orders", b"{}"]]
+    out = signer.headers_many(reqs)
+    assert len(out) == 301
+    assert len({h["X-API-NONCE"] for h in out}) == 301
+    for (method, path, *body), h in zip(reqs, out):
+        assert h["X-API-SIGNATURE"] == reference(SECRET, method, path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body[0] if body else b"")
+    assert signer.headers_many(iter([])) == []
+    with pytest.raises(SignatureInputError, match=r"requests\[1\]"):
+        signer.headers_many([("GET", "/a"), ("GET",)])
+    with pytest.raises(SignatureInputError, match="path"):
+        signer.headers_many([("GET", "no-slash")])
+
+
+def test_nonces_are_fresh_after_fork(core: ModuleType) -> None:
+    import os
+
+    signer = core.RequestSigner("k", SECRET)
+    signer.headers("GET", "/warm")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        os.write(w, signer.headers("GET", "/x")["X-API-NONCE"].encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(r, 64).decode()
+    assert child != signer.headers("GET", "/x")["X-API-NONCE"]
+
+
+def test_secret_never_shown(core: ModuleType) -> None:
+    signer = core.RequestSigner("key-9", SECRET)
+    assert SECRET not in repr(signer) and "key-9" in repr(signer)
+    with pytest.raises(TypeError):
+        pickle.dumps(signer)
+    for bad in ("", b"", None, 5):
+        with pytest.raises(SignatureInputError) as info:
+            core.RequestSigner("k", bad)
+        assert info.value.field == "api_secret"
+        with pytest.raises(SignatureInputError):
+            core.signature(bad, "GET", "/", 1, "n")
+
+
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("method", {"method": "GE T"}),
+        ("method", {"method": ""}),
+        ("method", {"method": None}),
+        ("path", {"path": "api/ext/v1"}),
+        ("path", {"path": "/a b"}),
+        ("path", {"path": "/a\nb"}),
+        ("path", {"path": "/é"}),
+        ("path", {"path": b"/x"}),
+        ("timestamp", {"timestamp": -1}),
+        ("timestamp", {"timestamp": "12a"}),
+        ("timestamp", {"timestamp": True}),
+        ("timestamp", {"timestamp": 1.5}),
+        ("nonce", {"nonce": ""}),
+        ("nonce", {"nonce": "a\nb"}),
+        ("nonce", {"nonce": 5}),
+        ("body", {"body": 5}),
+    ],
+)
+def test_bad_signing_input(core: ModuleType, field: str, kwargs: dict[str, object]) -> None:
+    args: dict[str, object] = {"method": "GET", "path": "/api", "timestamp": 1, "nonce": "n", "body": b""}
+    args.update(kwargs)
+    with pytest.raises(SignatureInputError) as info:
+        core.signature(SECRET, **args)
+    assert info.value.field == field
+    # a request that cannot have been signed never verifies
+    assert core.verify_signature(SECRET, *args.values(), "0" * 64) is False
+    signer = core.RequestSigner("k", SECRET)
+    with pytest.raises(SignatureInputError) as info:
+        signer.headers(args["method"], args["path"], args["body"], timestamp_ms=args["timestamp"], nonce=args["nonce"])
+    assert info.value.field == field
+
+
+def test_verify_rejects_malformed_signatures(core: ModuleType) -> None:
+    good = core.signature(SECRET, "GET", "/a", 1, "n")
+    for sig in (None, 5, good.upper(), good[:-1], good + "0", "", "é" * 64):
+        assert core.verify_signature(SECRET, "GET", "/a", 1, "n", b"", sig) is False
+    assert core.verify_signature(SECRET, "GET", "/a", 1, "n", b"", good) is True
+
+
+def test_sha256_hex(core: ModuleType) -> None:
+    for n in (0, 1, 55, 56, 63, 64, 65, 300, 10_000):
+        data = bytes(i % 251 for i in range(n))
+        assert core.sha256_hex(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_forced_sha256_paths_agree() -> None:
+    core_c = pytest.importorskip("clobkit._core_c")
+    tried = []
+    try:
+        for path in ("portable", "sha-ni"):
+            if not core_c.set_implementation(sha256=path):
+                continue
+            tried.append(path)
+            assert core_c.implementation()["sha256"] == path
+            for n in range(0, 400, 7):
+                body = bytes(range(256)) * 2
+                body = body[:n]
+                assert core_c.sha256_hex(body) == hashlib.sha256(body).hexdigest()
+                assert core_c.signature(SECRET * (n % 9 + 1), "POST", "/" + "p" * n, n, "nonce", body) == reference(
+                    SECRET * (n % 9 + 1), "POST", "/" + "p" * n, str(n), "nonce", body
+                )
+    finally:
+        core_c.set_implementation(sha256="auto")
+    assert "portable" in tried

@@ -1,0 +1,121 @@
+"""The compiled and pure twins agree on every input: same result or same error."""
+
+from __future__ import annotations
+
+import importlib
+from decimal import Decimal
+from typing import Any, Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("clobkit._core_c") is None,
+    reason="pure-only run (CLOBKIT_NO_EXTENSIONS=1): there is no second twin to compare",
+)
+
+py = importlib.import_module("clobkit._core_py")
+
+
+def _c() -> Any:
+    return importlib.import_module("clobkit._core_c")
+
+
+def outcome(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:
+    try:
+        return ("ok", fn(*args, **kwargs))
+    except Exception as exc:  # the class and the message are what must match
+        return (type(exc).__name__, str(exc))
+
+
+def same(name: str, *args: Any, attr: str | None = None, obj_args: tuple[Any, ...] = (), **kwargs: Any) -> None:
+    results = []
+    for mod in (py, _c()):
+        target = getattr(mod, name)
+        if attr is not None:
+            target = getattr(target(*obj_args), attr)
+        results.append(outcome(target, *args, **kwargs))
+    assert results[0] == results[1]
+
+
+numbers = st.one_of(
+    st.decimals(allow_nan=True, allow_infinity=True),
+    st.floats(),
+    st.integers(-(10**90), 10**90),
+    st.from_regex(r"[+-]?[0-9]{0,25}(\.[0-9]{0,25})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
+    st.text(max_size=12),
+    st.sampled_from([None, True, False, b"1", [1], "0.01", "0.5", "0.99", "1e-2", "٣", " 1", "1_0"]),
+)
+prices = st.one_of(numbers, st.integers(1, 9999).map(lambda t: str(Decimal(t).scaleb(-4))))
+ticks = st.one_of(st.sampled_from(["0.1", "0.01", "0.001", "0.0001", 0.01, Decimal("0.001"), "0.02", 1]), numbers)
+sides = st.sampled_from(["BUY", "SELL", 0, 1, 2, "buy", None, True, 1.0])
+
+
+@settings(max_examples=500)
+@given(side=sides, price=prices, size=numbers, tick=ticks, round_price=st.booleans())
+def test_amounts_agree(side: Any, price: Any, size: Any, tick: Any, round_price: bool) -> None:
+    same("limit_amounts", side, price, size, tick, round_price=round_price)
+    same("market_amounts", side, price, size, tick, round_price=round_price)
+
+
+@settings(max_examples=500)
+@given(value=numbers)
+def test_units_agree(value: Any) -> None:
+    same("to_units", value)
+    same("from_units", value)
+
+
+uints = st.one_of(
+    st.integers(-(2**300), 2**300),
+    st.integers(0, 2**256 - 1).map(str),
+    st.text(max_size=90),
+    st.from_regex(r"[0-9]{70,90}", fullmatch=True),
+    st.sampled_from([None, True, 1.0, b"1", "", "007", "0" * 150 + "1"]),
+)
+WALLET = {
+    "maker": "0x1111111111111111111111111111111111111111",
+    "signer": "0x2222222222222222222222222222222222222222",
+    "chain_id": 137,
+    "signature_type": 2,
+    "ctf_exchange": "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E",
+    "neg_risk_exchange": "0xC5d563A36AE78145C45a50134d48A1215220f80a",
+}
+
+
+@settings(max_examples=500)
+@given(token=uints, maker=uints, taker=uints, side=sides, salt=uints, fee=uints, nonce=uints, exp=uints,
+       neg=st.sampled_from([True, False, 0, 1, 2, None]))
+def test_order_ids_agree(token: Any, maker: Any, taker: Any, side: Any, salt: Any, fee: Any, nonce: Any, exp: Any, neg: Any) -> None:
+    kwargs = {"token_id": token, "maker_amount": maker, "taker_amount": taker, "side": side, "salt": salt,
+              "fee_rate_bps": fee, "nonce": nonce, "expiration": exp, "neg_risk": neg}
+    same("OrderHasher", attr="order_id", obj_args=(WALLET,), **kwargs)
+    batch = {"token_ids": [token, "1"], "maker_amounts": (1, maker), "taker_amounts": taker, "sides": [0, side],
+             "salts": [salt, salt], "fee_rate_bps": fee, "nonces": [nonce, 0], "expirations": exp, "neg_risk": neg}
+    same("OrderHasher", attr="order_ids", obj_args=(WALLET,), **batch)
+
+
+@settings(max_examples=500)
+@given(wallet=st.fixed_dictionaries({k: st.one_of(st.just(v), st.text(max_size=44), st.integers(-1, 300)) for k, v in WALLET.items()}))
+def test_wallets_agree(wallet: dict[str, Any]) -> None:
+    results = [outcome(lambda m=m: repr(m.OrderHasher(wallet))) for m in (py, _c())]
+    assert results[0] == results[1]
+
+
+texts = st.one_of(st.text(max_size=40), st.sampled_from(["GET", "post", "/api/ext/v1/x?a=1", "", None, 5, b"x"]))
+
+
+@settings(max_examples=500)
+@given(secret=st.one_of(st.text(max_size=20), st.binary(max_size=20), st.none()), method=texts, path=texts,
+       ts=st.one_of(st.integers(-5, 2**70), texts), nonce=texts, body=st.one_of(st.binary(max_size=100), texts))
+def test_signing_agrees(secret: Any, method: Any, path: Any, ts: Any, nonce: Any, body: Any) -> None:
+    same("signature", secret, method, path, ts, nonce, body)
+    same("verify_signature", secret, method, path, ts, nonce, body, "0" * 64)
+    same("RequestSigner", method, path, body, attr="headers", obj_args=("key", secret or "x"), timestamp_ms=ts, nonce=nonce)
+
+
+@settings(max_examples=500)
+@given(levels=st.lists(st.tuples(prices, numbers), max_size=5), side=sides, amount=numbers,
+       order_type=st.sampled_from(["FOK", "FAK", "GTC", "IOC", None]))
+def test_market_price_agrees(levels: Any, side: Any, amount: Any, order_type: Any) -> None:
+    same("market_price", levels, side, amount, order_type)
