@@ -193,9 +193,10 @@ static void blocks_shani(uint32_t st[8], const uint8_t *p, size_t n) {
 
 static int cpu_has_shani(void) {
     unsigned a, b, c, d;
-    /* __get_cpuid_max/__cpuid_count exist in every GCC/clang <cpuid.h>, unlike
-     * __get_cpuid_count (GCC 7+) or __builtin_cpu_supports("sha") (GCC 11+). */
-    if (__get_cpuid_max(0, 0) < 7) return 0;
+    /* __get_cpuid_max/__cpuid_count are in every GCC/clang <cpuid.h>, while
+     * __get_cpuid_count and __builtin_cpu_supports("sha") are missing from
+     * older compilers (gcc 12 has both; we need neither). */
+    if (__get_cpuid_max(0, NULL) < 7) return 0;
     __cpuid(1, a, b, c, d);
     if (!(c & (1u << 19)) || !(c & (1u << 9))) return 0;  /* SSE4.1, SSSE3 */
     __cpuid_count(7, 0, a, b, c, d);
@@ -257,7 +258,7 @@ int ck_sha256_impl(void) {
 
 /* ----------------------------------------------------------------- hashing */
 
-/* Copy n < 64 bytes with a few fixed-size (overlapping) moves: for the short
+/* Copy n <= 64 bytes with a few fixed-size (overlapping) moves: for the short
  * pieces of a signing string this beats a call into libc memcpy, whose call
  * and size dispatch cost more than the copy itself. */
 static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n) {
@@ -266,16 +267,15 @@ static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n) {
         memcpy(d, s, 16);
         memcpy(d + n - 16, s + n - 16, 16);
     } else if (n >= 8) {
-        uint64_t a, b;
-        memcpy(&a, s, 8); memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8); memcpy(d + n - 8, &b, 8);
+        memcpy(d, s, 8);
+        memcpy(d + n - 8, s + n - 8, 8);
     } else if (n >= 4) {
-        uint32_t a, b;
-        memcpy(&a, s, 4); memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4); memcpy(d + n - 4, &b, 4);
+        memcpy(d, s, 4);
+        memcpy(d + n - 4, s + n - 4, 4);
     } else if (n) {
-        uint8_t a = s[0], b = s[n >> 1], c = s[n - 1];
-        d[0] = a; d[n >> 1] = b; d[n - 1] = c;
+        d[0] = s[0];  /* n = 1..3: first, middle and last cover it */
+        d[n >> 1] = s[n >> 1];
+        d[n - 1] = s[n - 1];
     }
 }
 
