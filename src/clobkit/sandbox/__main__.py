@@ -1,0 +1,73 @@
+"""``python -m clobkit.sandbox [--host H] [--port P] [--config FILE] [--strict-query-signing]``.
+
+Prints ``listening on http://HOST:PORT`` once connections are accepted (and the
+default keys when no config file is given), then serves until interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from .config import ConfigError, describe_users, load_config
+from .server import Sandbox
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m clobkit.sandbox",
+        description="Run the clobkit sandbox: a local External Trading API on loopback.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8080, help="port to bind; 0 picks a free one (default 8080)"
+    )
+    parser.add_argument(
+        "--config", help="JSON config file (users, rate limit, risk); see docs/sandbox.md"
+    )
+    parser.add_argument(
+        "--strict-query-signing",
+        action="store_true",
+        help="accept only signatures over the path with its query string",
+    )
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+    except (ConfigError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sandbox = Sandbox(
+            config, host=args.host, port=args.port, strict_query_signing=args.strict_query_signing
+        ).start()
+    except (OSError, RuntimeError) as exc:
+        print(f"error: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    done = threading.Event()
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    print(f"listening on {sandbox.base_url}", flush=True)
+    print(f"  API       {sandbox.base_url}/api/ext/v1", flush=True)
+    print(f"  WebSocket {sandbox.ws_url}", flush=True)
+    print(f"  fee rate  {sandbox.clob_url}/fee-rate?token_id=...", flush=True)
+    if args.config is None:
+        print("default users (see docs/sandbox.md):", flush=True)
+        print(describe_users(sandbox.users), flush=True)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        sandbox.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,653 @@
+"""The sandbox's HTTP and WebSocket routes (Starlette), over one :class:`~.engine.Engine`.
+
+* ``/api/ext/v1/...`` — every endpoint of the API text, signed-request auth,
+  envelopes and the error table;
+* ``/api/ext/v1/ws`` — the WebSocket channel (signed handshake);
+* ``/fee-rate?token_id=`` — the CLOB fee-rate query (the sandbox is its own
+  ``clob_url``; unauthenticated, answers ``{"base_fee": N}``);
+* ``/admin/...`` — loopback-only test controls: settle a market, let the house
+  fill a resting order, move a market's price, deposit, check invariants.
+
+Handlers are thin: parse the query, call the engine (which validates bodies
+and raises ``Rejected``), wrap the result in the envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import Scope
+from starlette.websockets import WebSocket
+
+from .auth import Authenticator
+from .config import SandboxConfig, UserConfig, load_config
+from .engine import LIST_STATUSES, Engine, EngineEvent
+from .errors import Rejected, bad_body, bad_params
+from .views import SORT_FIELDS
+
+__all__ = ["PREFIX", "SandboxState", "create_app"]
+
+PREFIX = "/api/ext/v1"
+log = logging.getLogger("clobkit.sandbox")
+_ENCODER = msgspec.json.Encoder(decimal_format="number")
+_DECODER = msgspec.json.Decoder(float_hook=Decimal)
+_WS_QUEUE = 10_000
+
+
+def encode(payload: object) -> bytes:
+    return _ENCODER.encode(payload)
+
+
+def json_response(
+    payload: object, status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    return Response(
+        encode(payload),
+        status_code=status,
+        headers=dict(headers or {}),
+        media_type="application/json",
+    )
+
+
+def _failure(rejected: Rejected) -> Response:
+    return json_response(rejected.body(), rejected.status, rejected.headers)
+
+
+@dataclass
+class SandboxState:
+    """Everything one app instance owns (no module-level state)."""
+
+    config: SandboxConfig
+    engine: Engine
+    auth: Authenticator
+    hub: Hub
+
+
+def _raw_path(scope: Scope) -> str:
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes) and raw:
+        return raw.decode("latin-1").partition("?")[0]
+    return str(scope.get("path", ""))
+
+
+def _query(scope: Scope) -> str:
+    qs = scope.get("query_string", b"")
+    return qs.decode("latin-1") if isinstance(qs, bytes) else ""
+
+
+def _client_ip(scope: Scope) -> str | None:
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+# -- query parameters ---------------------------------------------------------
+
+
+def q_int(
+    params: Mapping[str, str], name: str, default: int, low: int, high: int | None = None
+) -> int:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    text = raw.strip()
+    if not (text.isascii() and text.lstrip("-").isdigit()) or len(text) > 12:
+        raise bad_params(f"{name} must be an integer")
+    value = int(text)
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise bad_params(f"{name} must be {bound}")
+    return value
+
+
+def q_bool(params: Mapping[str, str], name: str) -> bool | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if value in ("true", "1"):
+        return True
+    if value in ("false", "0"):
+        return False
+    raise bad_params(f"{name} must be true or false")
+
+
+def q_choice(params: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    if raw not in allowed:
+        raise bad_params(f"{name} must be one of {', '.join(allowed)}")
+    return raw
+
+
+def q_text(params: Mapping[str, str], name: str) -> str | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise bad_params(f"{name} must not be empty")
+    return raw.strip()
+
+
+def decode_body(body: bytes) -> Any:
+    if not body.strip():
+        raise bad_body("the body must be a JSON object")
+    try:
+        data = _DECODER.decode(body)
+    except msgspec.DecodeError as exc:
+        raise bad_body(f"malformed JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise bad_body("the body must be a JSON object")
+    return data
+
+
+# -- endpoints ------------------------------------------------------------------
+
+Handler = Callable[[SandboxState, UserConfig, Request, bytes], Any]
+
+
+def api(
+    scope_name: str, handler: Handler, *, status: int = 200
+) -> Callable[[Request], Awaitable[Response]]:
+    """An authenticated endpoint: verify, check scope, run ``handler``, wrap in the envelope."""
+
+    async def endpoint(request: Request) -> Response:
+        st: SandboxState = request.app.state.sandbox
+        try:
+            body = await request.body()
+            user = st.auth.authenticate(
+                method=request.method,
+                path=_raw_path(request.scope),
+                query=_query(request.scope),
+                headers=request.headers,
+                body=body,
+                client_ip=_client_ip(request.scope),
+            )
+            st.auth.require_scope(user, scope_name)
+            data = handler(st, user, request, body)
+            return json_response({"success": True, "data": data}, status)
+        except Rejected as rejected:
+            return _failure(rejected)
+        except Exception:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            return json_response({"success": False, "error": "internal error"}, 500)
+
+    return endpoint
+
+
+def _events(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    p = request.query_params
+    return st.engine.list_events(
+        league=q_text(p, "league"),
+        sport=q_text(p, "sport"),
+        category=q_text(p, "category"),
+        subcategory=q_text(p, "subcategory"),
+        live=q_bool(p, "live"),
+        ended=q_bool(p, "ended"),
+        is_featured=q_bool(p, "is_featured"),
+        is_future=q_bool(p, "is_future"),
+        status=q_choice(p, "status", ("active", "ended")),
+        sort_by=q_choice(p, "sort_by", tuple(SORT_FIELDS)),
+        limit=q_int(p, "limit", 20, 1, 100),
+        offset=q_int(p, "offset", 0, 0),
+    )
+
+
+def _event(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    return st.engine.event_detail(request.path_params["event_id"])
+
+
+def _event_markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    return st.engine.event_markets(request.path_params["event_id"])
+
+
+def _markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    p = request.query_params
+    q = q_text(p, "q")
+    if q is None:
+        raise bad_params("q (search keyword) is required")
+    return st.engine.search_markets(q, q_int(p, "limit", 20, 1, 100))
+
+
+def _market(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    return st.engine.market_detail(request.path_params["market_id"])
+
+
+def _orderbook(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    book = st.engine.orderbook(request.path_params["asset_id"])
+    if book is None:
+        raise Rejected(200, "Order book not found")
+    return book
+
+
+def _place(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    _check_content_type(request)
+    return st.engine.place_order(user.user_id, decode_body(body))
+
+
+def _place_raw(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    _check_content_type(request)
+    return st.engine.place_raw_order(user.user_id, decode_body(body))
+
+
+def _check_content_type(request: Request) -> None:
+    kind = request.headers.get("content-type")
+    if kind is not None and "json" not in kind.lower():
+        raise bad_body("Content-Type must be application/json")
+
+
+def _cancel(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    return st.engine.cancel_order(user.user_id, request.path_params["order_id"])
+
+
+def _orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    p = request.query_params
+    return st.engine.list_orders(
+        user.user_id,
+        status=q_choice(p, "status", LIST_STATUSES),
+        page=q_int(p, "page", 1, 1),
+        page_size=q_int(p, "page_size", 20, 1, 100),
+    )
+
+
+def _order(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    return st.engine.order_detail(user.user_id, request.path_params["order_id"])
+
+
+def _wallet(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    return st.engine.wallet(user.user_id)
+
+
+def _positions(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    p = request.query_params
+    return st.engine.positions(
+        user.user_id, page=q_int(p, "page", 1, 1), per_page=q_int(p, "per_page", 10, 1, 100)
+    )
+
+
+def _portfolio_orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
+    p = request.query_params
+    return st.engine.portfolio_orders(
+        user.user_id,
+        side=q_choice(p, "side", ("BUY", "SELL")),
+        page=q_int(p, "page", 1, 1),
+        per_page=q_int(p, "per_page", 10, 1, 100),
+    )
+
+
+async def fee_rate(request: Request) -> Response:
+    """The CLOB's fee-rate query: ``{"base_fee": N}`` (basis points) for a token."""
+    st: SandboxState = request.app.state.sandbox
+    token = request.query_params.get("token_id")
+    if not token:
+        return json_response({"error": "token_id is required"}, 400)
+    fee = st.engine.fee_rate(token)
+    if fee is None:
+        return json_response({"error": f"no market for token_id {token}"}, 404)
+    return json_response({"base_fee": fee})
+
+
+# -- admin (loopback only) ------------------------------------------------------------
+
+
+def admin(
+    handler: Callable[[SandboxState, Request, Any], Any],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        st: SandboxState = request.app.state.sandbox
+        try:
+            ip = _client_ip(request.scope)
+            try:
+                loopback = ip is not None and ipaddress.ip_address(ip).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
+                raise Rejected(403, "forbidden: admin routes are loopback-only")
+            body = await request.body()
+            data = handler(st, request, decode_body(body) if request.method == "POST" else None)
+            return json_response({"success": True, "data": data})
+        except Rejected as rejected:
+            return _failure(rejected)
+        except Exception:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            return json_response({"success": False, "error": "internal error"}, 500)
+
+    return endpoint
+
+
+def _admin_settle(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.settle(request.path_params["market_id"], body.get("winner"))
+
+
+def _admin_fill(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.house_fill(request.path_params["order_id"], body.get("shares"))
+
+
+def _admin_price(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.set_price(request.path_params["market_id"], body.get("price"))
+
+
+def _admin_deposit(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.deposit(
+        request.path_params["user_id"], body.get("amount"), bonus=bool(body.get("bonus", False))
+    )
+
+
+def _admin_balances(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.balances(request.path_params["user_id"])
+
+
+def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
+    return {
+        "violations": st.engine.check_invariants(),
+        "totals": st.engine.totals(),
+        "stats": dict(st.engine.stats),
+    }
+
+
+# -- WebSocket ------------------------------------------------------------------------------
+
+
+class _Connection:
+    def __init__(self, websocket: WebSocket, user: UserConfig) -> None:
+        self.websocket = websocket
+        self.user = user
+        self.topics: set[str] = set()
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=_WS_QUEUE)
+        self.closing = False
+
+    def send(self, message: object) -> None:
+        if self.closing:
+            return
+        try:
+            self.queue.put_nowait(encode(message))
+        except asyncio.QueueFull:  # a consumer this slow is dropped
+            self.closing = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(None)
+
+    async def pump(self) -> None:
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                await self.websocket.close(code=1008, reason="slow consumer")
+                return
+            await self.websocket.send_text(item.decode("utf-8"))
+
+
+class Hub:
+    """Topic subscriptions and delivery of engine events to WebSocket connections."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.subscribers: dict[str, set[_Connection]] = {}
+        self._last: dict[str, object] = {}
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.engine.add_listener(self._from_engine)
+
+    def stop(self) -> None:
+        self.engine.remove_listener(self._from_engine)
+        self.loop = None
+
+    def _from_engine(self, events: list[EngineEvent]) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # loop shutting down
+            loop.call_soon_threadsafe(self._dispatch, events)
+
+    def _dispatch(self, events: list[EngineEvent]) -> None:
+        markets: dict[str, None] = {}
+        for event in events:
+            if event.kind == "order":
+                topic = f"user:{event.key}:orders"
+                for conn in list(self.subscribers.get(topic, ())):
+                    conn.send({"type": "data", "topic": topic, "data": event.data})
+            else:
+                markets[event.key] = None
+        for market_id in markets:
+            market = self.engine.markets.get(market_id)
+            if market is None:
+                continue
+            for token in (market.fx.token_id_a, market.fx.token_id_b):
+                for kind in ("book", "price"):
+                    topic = f"market:{token}:{kind}"
+                    if self.subscribers.get(topic):
+                        self._publish(topic, token, kind)
+
+    def _payload(self, token: str, kind: str) -> tuple[object, object] | None:
+        if kind == "book":
+            book = self.engine.orderbook(token, allow_empty=True)
+            return None if book is None else (book, (book["bids"], book["asks"]))
+        snap = self.engine.price_snapshot(token)
+        if snap is None:
+            return None
+        return snap, {k: v for k, v in snap.items() if k != "timestamp"}
+
+    def _publish(self, topic: str, token: str, kind: str) -> None:
+        found = self._payload(token, kind)
+        if found is None:
+            return
+        data, key = found
+        if self._last.get(topic) == key:
+            return
+        self._last[topic] = key
+        for conn in list(self.subscribers.get(topic, ())):
+            conn.send({"type": "data", "topic": topic, "data": data})
+
+    def _refusal(self, conn: _Connection, topic: object) -> str | None:
+        if not isinstance(topic, str):
+            return "topics must be strings"
+        parts = topic.split(":")
+        if len(parts) == 3 and parts[0] == "market" and parts[2] in ("book", "price"):
+            if "markets:read" not in conn.user.scopes:
+                return "forbidden: missing scope markets:read"
+            if not self.engine.has_token(parts[1]):
+                return "unknown token"
+            return None
+        if len(parts) == 3 and parts[0] == "user" and parts[2] == "orders":
+            if parts[1] != conn.user.user_id:
+                return "forbidden: cannot subscribe to another user's orders"
+            if "orders:read" not in conn.user.scopes:
+                return "forbidden: missing scope orders:read"
+            return None
+        return "unknown topic"
+
+    def handle(self, conn: _Connection, text: str) -> None:
+        try:
+            message = _DECODER.decode(text)
+        except msgspec.DecodeError:
+            conn.send({"type": "error", "error": "invalid message: not JSON"})
+            return
+        if not isinstance(message, dict):
+            conn.send({"type": "error", "error": "invalid message: expected a JSON object"})
+            return
+        action = message.get("action")
+        if action == "ping":
+            conn.send({"type": "pong"})
+            return
+        if action not in ("subscribe", "unsubscribe"):
+            conn.send({"type": "error", "error": "unknown action (subscribe, unsubscribe or ping)"})
+            return
+        topics = message.get("topics")
+        if not isinstance(topics, list) or not topics:
+            conn.send({"type": "error", "error": "topics must be a non-empty array of strings"})
+            return
+        if action == "unsubscribe":
+            gone = [t for t in topics if isinstance(t, str) and t in conn.topics]
+            for topic in gone:
+                self._unsubscribe(conn, topic)
+            conn.send({"type": "unsubscribed", "topics": gone})
+            return
+        accepted = []
+        for topic in topics:
+            refusal = self._refusal(conn, topic)
+            if refusal is not None:
+                conn.send({"type": "error", "error": refusal, "topic": topic})
+            elif topic not in conn.topics:
+                accepted.append(topic)
+        for topic in accepted:
+            conn.topics.add(topic)
+            self.subscribers.setdefault(topic, set()).add(conn)
+            if topic.startswith("user:"):
+                self.engine.watch_user(conn.user.user_id, +1)
+        conn.send({"type": "subscribed", "topics": accepted})
+        for topic in accepted:
+            _, token, kind = topic.split(":")
+            if topic.startswith("market:"):
+                found = self._payload(token, kind)
+                if found is not None:
+                    conn.send({"type": "snapshot", "topic": topic, "data": found[0]})
+
+    def _unsubscribe(self, conn: _Connection, topic: str) -> None:
+        conn.topics.discard(topic)
+        subs = self.subscribers.get(topic)
+        if subs is not None:
+            subs.discard(conn)
+            if not subs:
+                del self.subscribers[topic]
+                self._last.pop(topic, None)
+        if topic.startswith("user:"):
+            self.engine.watch_user(conn.user.user_id, -1)
+
+    def drop(self, conn: _Connection) -> None:
+        for topic in list(conn.topics):
+            self._unsubscribe(conn, topic)
+
+
+async def websocket_endpoint(websocket: WebSocket) -> None:
+    st: SandboxState = websocket.app.state.sandbox
+    try:
+        user = st.auth.authenticate(
+            method="GET",
+            path=_raw_path(websocket.scope),
+            query=_query(websocket.scope),
+            headers=websocket.headers,
+            body=b"",
+            client_ip=_client_ip(websocket.scope),
+        )
+    except Rejected as rejected:
+        if "websocket.http.response" in websocket.scope.get("extensions", {}):
+            await websocket.send_denial_response(_failure(rejected))
+        else:  # pragma: no cover - every server we run supports denial responses
+            await websocket.close(code=1008, reason=rejected.error)
+        return
+    await websocket.accept()
+    conn = _Connection(websocket, user)
+    pump = asyncio.create_task(conn.pump())
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            text = message.get("text")
+            if text is None:
+                raw = message.get("bytes") or b""
+                text = raw.decode("utf-8", errors="replace")
+            st.hub.handle(conn, text)
+            if pump.done():
+                break
+    finally:
+        st.hub.drop(conn)
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await pump
+
+
+# -- the app ----------------------------------------------------------------------------------
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    message = {404: "not found", 405: "method not allowed"}.get(status, "error")
+    return json_response({"success": False, "error": message}, status)
+
+
+def create_app(
+    config: SandboxConfig | Mapping[str, Any] | None = None,
+    *,
+    strict_query_signing: bool = False,
+    engine: Engine | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Starlette:
+    """A Starlette app serving one sandbox (its own engine, keys, nonces and limits)."""
+    cfg = load_config(config)
+    if strict_query_signing:
+        cfg = cfg.with_strict_query_signing(True)
+    engine = engine if engine is not None else Engine(cfg, clock=clock)
+    hub = Hub(engine)
+    state = SandboxState(config=cfg, engine=engine, auth=Authenticator(cfg, clock=clock), hub=hub)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        hub.start(asyncio.get_running_loop())
+
+        async def ticker() -> None:
+            while True:
+                await asyncio.sleep(0.1)
+                try:
+                    engine.tick()
+                except Exception:  # pragma: no cover - keep ticking
+                    log.exception("engine tick failed")
+
+        task = asyncio.create_task(ticker())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            hub.stop()
+
+    p = PREFIX
+    routes = [
+        Route(f"{p}/events", api("markets:read", _events), methods=["GET"]),
+        Route(f"{p}/events/{{event_id}}", api("markets:read", _event), methods=["GET"]),
+        Route(
+            f"{p}/events/{{event_id}}/markets", api("markets:read", _event_markets), methods=["GET"]
+        ),
+        Route(f"{p}/markets", api("markets:read", _markets), methods=["GET"]),
+        Route(f"{p}/markets/{{market_id}}", api("markets:read", _market), methods=["GET"]),
+        Route(f"{p}/orderbooks/{{asset_id}}", api("markets:read", _orderbook), methods=["GET"]),
+        Route(f"{p}/orders/raw", api("orders:write", _place_raw, status=201), methods=["POST"]),
+        Route(f"{p}/orders", api("orders:write", _place, status=201), methods=["POST"]),
+        Route(f"{p}/orders", api("orders:read", _orders), methods=["GET"]),
+        Route(f"{p}/orders/{{order_id}}", api("orders:read", _order), methods=["GET"]),
+        Route(f"{p}/orders/{{order_id}}", api("orders:write", _cancel), methods=["DELETE"]),
+        Route(f"{p}/wallet", api("orders:read", _wallet), methods=["GET"]),
+        Route(f"{p}/portfolio/positions", api("portfolio:read", _positions), methods=["GET"]),
+        Route(f"{p}/portfolio/orders", api("portfolio:read", _portfolio_orders), methods=["GET"]),
+        WebSocketRoute(f"{p}/ws", websocket_endpoint),
+        Route("/fee-rate", fee_rate, methods=["GET"]),
+        Route("/admin/markets/{market_id}/settle", admin(_admin_settle), methods=["POST"]),
+        Route("/admin/markets/{market_id}/price", admin(_admin_price), methods=["POST"]),
+        Route("/admin/orders/{order_id}/fill", admin(_admin_fill), methods=["POST"]),
+        Route("/admin/users/{user_id}/deposit", admin(_admin_deposit), methods=["POST"]),
+        Route("/admin/users/{user_id}/balances", admin(_admin_balances), methods=["GET"]),
+        Route("/admin/invariants", admin(_admin_invariants), methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _not_found},
+    )
+    app.state.sandbox = state
+    return app

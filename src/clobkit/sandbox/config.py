@@ -1,0 +1,308 @@
+"""Sandbox configuration: users (keys, scopes, balances, IP whitelist), limits and risk.
+
+A configuration is a :class:`SandboxConfig`, or a mapping in the JSON format
+of ``--config FILE``::
+
+    {"users": [{"user_id": "<UUID>", "api_key": "...", "api_secret": "...",
+                "scopes": ["markets:read", "orders:read", "orders:write", "portfolio:read"],
+                "balance": "10000", "bonus_balance": "0", "ip_whitelist": null}],
+     "rate_limit_per_minute": 6000,
+     "risk": {"per_order": "50000", "per_minute": 300, "daily": "250000", "monthly": "2000000"},
+     "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false}
+
+Every key but ``users`` is optional; ``null`` disables a limit. Money is given
+as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+__all__ = [
+    "ALL_SCOPES",
+    "DEFAULT_USERS",
+    "SINGLE_ORDER_MAX",
+    "ConfigError",
+    "RiskConfig",
+    "SandboxConfig",
+    "UserConfig",
+    "load_config",
+]
+
+ALL_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "orders:write", "portfolio:read")
+READ_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "portfolio:read")
+#: The service's hard single-order maximum (USDC); applies to every order, bonus or not.
+SINGLE_ORDER_MAX = Decimal(50_000)
+
+
+class ConfigError(ValueError):
+    """A sandbox configuration value that cannot be used."""
+
+
+def _money(value: object, what: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, (Decimal, str, int, float)):
+        raise ConfigError(f"{what} must be a decimal string or number, got {value!r}")
+    try:
+        amount = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation:
+        raise ConfigError(f"{what} must be a decimal number, got {value!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise ConfigError(f"{what} must be a finite non-negative amount, got {value!r}")
+    if amount != amount.quantize(Decimal("0.000001")):
+        raise ConfigError(f"{what} has more than 6 decimals: {value!r}")
+    return amount
+
+
+def _is_network(entry: object) -> bool:
+    try:
+        ipaddress.ip_network(entry, strict=False)  # type: ignore[arg-type]
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def _optional_money(value: object, what: str) -> Decimal | None:
+    return None if value is None else _money(value, what)
+
+
+def _optional_count(value: object, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{what} must be a non-negative integer or null, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class UserConfig:
+    """One API user: its key pair, scopes, starting balances and optional IP whitelist.
+
+    ``balance`` and ``bonus_balance`` are USDC (``Decimal``; strings and ints are
+    converted). ``ip_whitelist`` is ``None`` (any address) or a list of
+    addresses / CIDR networks. ``maker`` / ``signer`` override the wallet
+    addresses, which are otherwise derived from ``user_id``.
+    """
+
+    user_id: str
+    api_key: str
+    api_secret: str
+    scopes: tuple[str, ...] = ALL_SCOPES
+    balance: Decimal = Decimal(0)
+    bonus_balance: Decimal = Decimal(0)
+    ip_whitelist: tuple[str, ...] | None = None
+    maker: str | None = None
+    signer: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "user_id", str(uuid.UUID(str(self.user_id))))
+        except ValueError:
+            raise ConfigError(f"user_id must be a UUID, got {self.user_id!r}") from None
+        for name in ("api_key", "api_secret"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value or not value.isprintable():
+                raise ConfigError(f"{name} of user {self.user_id} must be a non-empty string")
+        if any(c.isspace() or not c.isascii() for c in self.api_key):
+            raise ConfigError(f"api_key of user {self.user_id} must be printable ASCII")
+        scopes = tuple(self.scopes)
+        unknown = [s for s in scopes if s not in ALL_SCOPES]
+        if unknown:
+            raise ConfigError(f"unknown scopes {unknown} for user {self.user_id}")
+        object.__setattr__(self, "scopes", scopes)
+        object.__setattr__(self, "balance", _money(self.balance, "balance"))
+        object.__setattr__(self, "bonus_balance", _money(self.bonus_balance, "bonus_balance"))
+        if self.ip_whitelist is not None:
+            if isinstance(self.ip_whitelist, str):
+                raise ConfigError("ip_whitelist must be a list of addresses or null")
+            entries = tuple(self.ip_whitelist)
+            bad = [e for e in entries if not _is_network(e)]
+            if bad:
+                raise ConfigError(f"bad ip_whitelist entries {bad!r}")
+            object.__setattr__(self, "ip_whitelist", entries)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> UserConfig:
+        known = {f.name for f in fields(cls)}
+        extra = set(data) - known
+        if extra:
+            raise ConfigError(f"unknown user keys: {sorted(extra)}")
+        missing = {"user_id", "api_key", "api_secret"} - set(data)
+        if missing:
+            raise ConfigError(f"user entry is missing {sorted(missing)}")
+        return cls(**dict(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "api_key": self.api_key,
+            "api_secret": self.api_secret,
+            "scopes": list(self.scopes),
+            "balance": str(self.balance),
+            "bonus_balance": str(self.bonus_balance),
+            "ip_whitelist": None if self.ip_whitelist is None else list(self.ip_whitelist),
+        }
+
+
+@dataclass(frozen=True)
+class RiskConfig:
+    """Risk controls; breaching one answers 500 ``ORDER_FAILED_PLACE_BET``.
+
+    ``per_order`` caps one order's USDC value, ``per_minute`` the number of
+    orders a user places in any 60 s, ``daily`` / ``monthly`` the USDC placed
+    per UTC calendar day / month. ``None`` disables a control. Bonus-funded
+    orders are exempt from all four; the 50,000 USDC single-order maximum
+    applies to every order regardless.
+    """
+
+    per_order: Decimal | None = SINGLE_ORDER_MAX
+    per_minute: int | None = 300
+    daily: Decimal | None = Decimal(250_000)
+    monthly: Decimal | None = Decimal(2_000_000)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "per_order", _optional_money(self.per_order, "risk.per_order"))
+        object.__setattr__(self, "per_minute", _optional_count(self.per_minute, "risk.per_minute"))
+        object.__setattr__(self, "daily", _optional_money(self.daily, "risk.daily"))
+        object.__setattr__(self, "monthly", _optional_money(self.monthly, "risk.monthly"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RiskConfig:
+        extra = set(data) - {f.name for f in fields(cls)}
+        if extra:
+            raise ConfigError(f"unknown risk keys: {sorted(extra)}")
+        return cls(**dict(data))
+
+
+def _user(n: int, name: str, scopes: tuple[str, ...], balance: int) -> UserConfig:
+    return UserConfig(
+        user_id=f"00000000-0000-4000-8000-{n:012d}",
+        api_key=f"sandbox-{name}-key",
+        api_secret=f"sandbox-{name}-secret",
+        scopes=scopes,
+        balance=Decimal(balance),
+    )
+
+
+#: The default users (documented in docs/sandbox.md and printed at start-up).
+DEFAULT_USERS: tuple[UserConfig, ...] = (
+    _user(1, "trader", ALL_SCOPES, 10_000),
+    _user(2, "maker", ALL_SCOPES, 10_000),
+    _user(3, "reader", READ_SCOPES, 0),
+)
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Everything a sandbox instance needs; each instance keeps its own state.
+
+    ``processing_delay_ms`` > 0 makes orders wait that long in each of
+    pending, signing and submitted (0: they walk to live before the 201).
+    ``seed`` picks the deterministic fixtures (events, markets, prices).
+    """
+
+    users: tuple[UserConfig, ...] = DEFAULT_USERS
+    rate_limit_per_minute: int | None = 6000
+    risk: RiskConfig = field(default_factory=RiskConfig)
+    skew_seconds: float = 30.0
+    processing_delay_ms: int = 0
+    strict_query_signing: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        users = tuple(self.users)
+        if not users:
+            raise ConfigError("at least one user is needed")
+        for u in users:
+            if not isinstance(u, UserConfig):
+                raise ConfigError(f"users must be UserConfig instances, got {u!r}")
+        for attr in ("user_id", "api_key"):
+            values = [getattr(u, attr) for u in users]
+            if len(set(values)) != len(values):
+                raise ConfigError(f"duplicate {attr} among users")
+        object.__setattr__(self, "users", users)
+        object.__setattr__(
+            self,
+            "rate_limit_per_minute",
+            _optional_count(self.rate_limit_per_minute, "rate_limit_per_minute"),
+        )
+        if isinstance(self.risk, Mapping):
+            object.__setattr__(self, "risk", RiskConfig.from_dict(self.risk))
+        if isinstance(self.skew_seconds, bool) or not isinstance(self.skew_seconds, (int, float)):
+            raise ConfigError("skew_seconds must be a number")
+        if self.skew_seconds <= 0:
+            raise ConfigError("skew_seconds must be positive")
+        if _optional_count(self.processing_delay_ms, "processing_delay_ms") is None:
+            raise ConfigError("processing_delay_ms must be a non-negative integer")
+        if not isinstance(self.strict_query_signing, bool):
+            raise ConfigError("strict_query_signing must be a boolean")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SandboxConfig:
+        allowed = {f.name for f in fields(cls)}
+        extra = set(data) - allowed
+        if extra:
+            raise ConfigError(f"unknown config keys: {sorted(extra)}")
+        values: dict[str, Any] = dict(data)
+        if "users" in values:
+            raw_users = values["users"]
+            if not isinstance(raw_users, list):
+                raise ConfigError("users must be a list")
+            values["users"] = tuple(
+                u if isinstance(u, UserConfig) else UserConfig.from_dict(u) for u in raw_users
+            )
+        if "risk" in values:
+            risk = values["risk"]
+            if risk is None:
+                values["risk"] = RiskConfig(None, None, None, None)
+            elif not isinstance(risk, RiskConfig):
+                values["risk"] = RiskConfig.from_dict(risk)
+        return cls(**values)
+
+    def with_strict_query_signing(self, strict: bool) -> SandboxConfig:
+        return (
+            self
+            if self.strict_query_signing == strict
+            else replace(self, strict_query_signing=strict)
+        )
+
+    def user_by_key(self) -> dict[str, UserConfig]:
+        return {u.api_key: u for u in self.users}
+
+
+def load_config(
+    source: SandboxConfig | Mapping[str, Any] | str | os.PathLike[str] | None,
+) -> SandboxConfig:
+    """A SandboxConfig from itself, a mapping, a JSON file path, or None (the defaults)."""
+    if source is None:
+        return SandboxConfig()
+    if isinstance(source, SandboxConfig):
+        return source
+    if isinstance(source, Mapping):
+        return SandboxConfig.from_dict(source)
+    with open(source, encoding="utf-8") as fh:
+        try:
+            data = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"config file {os.fspath(source)!r} is not valid JSON: {exc}"
+            ) from None
+    if not isinstance(data, dict):
+        raise ConfigError("the config file must hold a JSON object")
+    return SandboxConfig.from_dict(data)
+
+
+def describe_users(users: Iterable[UserConfig]) -> str:
+    """Human-readable key listing (printed by ``python -m clobkit.sandbox``)."""
+    return "\n".join(
+        f"  user {u.user_id}  key={u.api_key}  secret={u.api_secret}  "
+        f"scopes={','.join(u.scopes)}  balance={u.balance} USDC"
+        + (f"  bonus={u.bonus_balance}" if u.bonus_balance else "")
+        for u in users
+    )

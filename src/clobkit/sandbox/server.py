@@ -1,0 +1,193 @@
+"""Running a sandbox: uvicorn in a background thread on a free loopback port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from decimal import Decimal
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from .app import PREFIX, SandboxState, create_app
+from .config import SandboxConfig, UserConfig, load_config
+from .engine import Engine
+
+__all__ = ["Sandbox", "serve_in_thread"]
+
+ConfigSource = SandboxConfig | Mapping[str, Any] | str | os.PathLike[str] | None
+
+
+class Sandbox:
+    """One running sandbox: its URLs, users, engine and the admin shortcuts.
+
+    ``base_url`` (API under ``/api/ext/v1``), ``clob_url`` (``/fee-rate``) and
+    ``ws_url`` are known once :meth:`start` returns. Two sandboxes in one
+    process share nothing.
+    """
+
+    def __init__(
+        self,
+        config: ConfigSource = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        strict_query_signing: bool = False,
+    ) -> None:
+        cfg = load_config(config)
+        if strict_query_signing:
+            cfg = cfg.with_strict_query_signing(True)
+        self.config = cfg
+        self.app = create_app(cfg)
+        state: SandboxState = self.app.state.sandbox
+        self.engine: Engine = state.engine
+        self.host = host
+        self._port = port
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    # -- addresses ---------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self._port}"
+
+    @property
+    def clob_url(self) -> str:
+        return self.base_url
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.base_url[len("http") :] + PREFIX + "/ws"
+
+    @property
+    def users(self) -> list[UserConfig]:
+        return list(self.config.users)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self, timeout: float = 10.0) -> Sandbox:
+        """Bind, serve in a daemon thread, and return once connections are accepted."""
+        if self._thread is not None:
+            raise RuntimeError("this sandbox is already running")
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self._port))
+        except OSError:
+            sock.close()
+            raise
+        self._port = sock.getsockname()[1]
+        server = uvicorn.Server(
+            uvicorn.Config(
+                self.app,
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=2,
+                ws_ping_interval=None,
+            )
+        )
+        self._server = server
+
+        def run() -> None:
+            try:
+                server.run(sockets=[sock])
+            except BaseException as exc:  # pragma: no cover - surfaced by start()
+                self._error = exc
+            finally:
+                sock.close()
+
+        self._thread = threading.Thread(
+            target=run, name=f"clobkit-sandbox-{self._port}", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError(f"the sandbox failed to start: {self._error!r}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the sandbox did not start in time")
+            time.sleep(0.005)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Shut the server down and wait for its thread."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        server.should_exit = True
+        thread.join(timeout)
+        if thread.is_alive():  # pragma: no cover - a stuck connection
+            server.force_exit = True
+            thread.join(timeout)
+        self._server = self._thread = None
+
+    def __enter__(self) -> Sandbox:
+        return self if self._thread is not None else self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- admin shortcuts (same as the /admin routes) -----------------------------
+
+    def settle(self, market_id: str, winner: str) -> dict[str, Any]:
+        """Resolve a market: winner ``"a"`` or ``"b"``."""
+        return self.engine.settle(market_id, winner)
+
+    def house_fill(self, order_id: str, shares: Decimal | str | int | float) -> dict[str, Any]:
+        """The house takes the other side of ``shares`` of a resting order (a partial fill)."""
+        return self.engine.house_fill(order_id, shares)
+
+    def set_price(self, market_id: str, price: Decimal | str | float) -> dict[str, Any]:
+        """Move the house's mid price of a market (it requotes at once)."""
+        return self.engine.set_price(market_id, price)
+
+    def deposit(
+        self, user_id: str, amount: Decimal | str | int, *, bonus: bool = False
+    ) -> dict[str, Any]:
+        """Credit a user's USDC (or bonus) balance."""
+        return self.engine.deposit(user_id, amount, bonus=bonus)
+
+    def user(self, name_or_id: str) -> UserConfig:
+        """A configured user by user_id or api_key."""
+        for u in self.config.users:
+            if name_or_id in (u.user_id, u.api_key):
+                return u
+        raise KeyError(name_or_id)
+
+
+@contextmanager
+def serve_in_thread(
+    config: ConfigSource = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    strict_query_signing: bool = False,
+) -> Iterator[Sandbox]:
+    """Run a sandbox on ``host:port`` (0: a free port) for the duration of the block."""
+    sandbox = Sandbox(
+        config, host=host, port=port, strict_query_signing=strict_query_signing
+    ).start()
+    try:
+        yield sandbox
+    finally:
+        sandbox.stop()
