@@ -71,7 +71,7 @@ def _checksum_address(raw: bytes) -> str:
     lower = raw.hex()
     digest = keccak256(lower.encode("ascii")).hex()
     return "0x" + "".join(
-        c.upper() if int(h, 16) >= 8 else c for c, h in zip(lower, digest, strict=True)
+        c.upper() if int(h, 16) >= 8 else c for c, h in zip(lower, digest[:40], strict=True)
     )
 
 
