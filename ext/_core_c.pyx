@@ -10,7 +10,7 @@ computes it or raises the canonical error, so both twins agree on every input.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.unicode cimport PyUnicode_GET_LENGTH
 from libc.stdint cimport uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -24,6 +24,9 @@ from clobkit._types import Amounts, Side
 from clobkit._wallet import prepare_wallet
 
 cdef extern from "Python.h":
+    ctypedef struct PyTypeObject:
+        PyObject *(*tp_alloc)(PyTypeObject *, Py_ssize_t) except NULL
+    void PyTuple_SET_ITEM(object t, Py_ssize_t i, object v)
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void *PyUnicode_DATA(object o)
     bint PyUnicode_IS_COMPACT_ASCII(object o)
@@ -130,7 +133,19 @@ __all__ = _py.__all__
 
 # Shared with the pure twin: constants and the canonical (slow-path) parsers.
 cdef object UINT256_MAX = (1 << 256) - 1
-cdef object _tuple_new = tuple.__new__
+cdef PyTypeObject *AMOUNTS = <PyTypeObject *>Amounts
+
+
+cdef inline object _amounts(uint64_t maker, uint64_t taker):
+    """An ``Amounts`` tuple, allocated directly (tuple.__new__ would iterate an argument tuple)."""
+    cdef object t = <object>AMOUNTS.tp_alloc(AMOUNTS, 2)
+    Py_DECREF(t)  # tp_alloc's reference now belongs to t
+    cdef object m = maker, k = taker
+    Py_INCREF(m)
+    Py_INCREF(k)
+    PyTuple_SET_ITEM(t, 0, m)
+    PyTuple_SET_ITEM(t, 1, k)
+    return t
 cdef const char *HEX = b"0123456789abcdef"
 cdef uint64_t POW10[20]
 POW10[0] = 1
@@ -690,8 +705,8 @@ def limit_amounts(side, price, size, tick_size="0.01", *, round_price=False):
         shares = cents * 10_000
         usdc = cents * ticks * POW10[4 - d]
         if s == 0:
-            return _tuple_new(Amounts, (usdc, shares))
-        return _tuple_new(Amounts, (shares, usdc))
+            return _amounts(usdc, shares)
+        return _amounts(shares, usdc)
     return _py.limit_amounts(side, price, size, tick_size, round_price=round_price)
 
 
@@ -704,15 +719,21 @@ def market_amounts(side, price, amount, tick_size="0.01", *, round_price=False):
         s = _side(side, "side", -1)
         maker = cents * 10_000
         if s == 1:
-            return _tuple_new(Amounts, (maker, cents * ticks * POW10[4 - d]))
+            return _amounts(maker, cents * ticks * POW10[4 - d])
         # shares = usdc / price rounded up at d + 6 then down at d + 2 decimals
         if ck_mul_ok(cents, POW10[2 * d + 4], &scaled):
             up = scaled // ticks + (1 if scaled % ticks else 0)
-            return _tuple_new(Amounts, (maker, up // 10_000 * POW10[4 - d]))
+            return _amounts(maker, up // 10_000 * POW10[4 - d])
     return _py.market_amounts(side, price, amount, tick_size, round_price=round_price)
 
 
-to_units = _py.to_units
+def to_units(value, field="value"):
+    """Exact 6-decimal units of a non-negative USDC or share amount: "12.34" -> 12_340_000."""
+    cdef uint64_t m, units
+    cdef int f
+    if _plain(value, &m, &f, 6) and f <= 6 and ck_mul_ok(m, POW10[6 - f], &units):
+        return units
+    return _py.to_units(value, field)
 from_units = _py.from_units
 market_price = _py.market_price
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from Crypto.Hash import keccak as _keccak
 
-from ._types import Amounts, OrderType, Side
+from ._types import Amounts, OrderType
 from ._wallet import UINT256_MAX, prepare_wallet
 from .errors import (
     AmountError,
@@ -119,14 +119,20 @@ def parse_number(value: object, field: str) -> tuple[bool, int, int]:
     return neg and coef != 0, coef, exp
 
 
+def _pow10(n: int) -> int:
+    """10**n for n >= 0 (int ** int is Any to mypy)."""
+    result: int = 10**n
+    return result
+
+
 def _scaled_floor(coef: int, exp: int, k: int) -> int:
     """floor(coef * 10**exp * 10**k) for coef >= 0."""
     shift = exp + k
     if shift >= 0:
-        return coef * 10**shift
+        return coef * _pow10(shift)
     if -shift > len(str(coef)):
         return 0
-    return coef // 10**-shift
+    return coef // _pow10(-shift)
 
 
 def parse_tick(tick_size: object) -> int:
@@ -146,7 +152,7 @@ def parse_price(price: object, decimals: int, round_price: bool, field: str = "p
     neg, coef, exp = parse_number(price, field)
     shift = exp + decimals
     if shift >= 0:
-        ticks = coef * 10**shift
+        ticks = coef * _pow10(shift)
     elif not round_price:
         raise AmountError(
             field, price, f"is not on the tick grid {tick} (pass round_price=True to round it)"
@@ -234,7 +240,7 @@ def to_units(value: object, field: str = "value") -> int:
         raise AmountError(field, value, "must not be negative")
     if exp < -6:
         raise AmountError(field, value, "has more than 6 decimals")
-    units = coef * 10 ** (exp + 6)
+    units = coef * _pow10(exp + 6)
     if units > UINT256_MAX:
         raise AmountError(field, value, "is too large for uint256")
     return units
@@ -251,9 +257,11 @@ def from_units(units: object) -> Decimal:
         units = int(units)
     elif units.bit_length() > 280:
         raise AmountError("units", units, "is too large")
-    with localcontext() as ctx:
-        ctx.prec = 100  # uint256 has 78 digits: the quotient is always exact
-        return Decimal(units) / Decimal(1_000_000)
+    # Built from digits, not by division: exact at any size, no context needed.
+    digits = str(abs(units)).rjust(7, "0")
+    whole, frac = digits[:-6], digits[-6:].rstrip("0")
+    sign = "-" if units < 0 else ""
+    return Decimal(f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}")
 
 
 def _level(level: object, i: int) -> tuple[Fraction, Fraction, object]:
@@ -419,7 +427,9 @@ def batch_length(columns: Mapping[str, object]) -> int:
         if n is None:
             n, first = size, name
         elif size != n:
-            raise OrderFieldError(name, f"<{size} items>", f"has a different length than {first} ({n})")
+            raise OrderFieldError(
+                name, f"<{size} items>", f"has a different length than {first} ({n})"
+            )
     return 1 if n is None else n
 
 
@@ -705,7 +715,7 @@ class RequestSigner:
         timestamp_ms: int | None = None,
         nonce: str | None = None,
     ) -> dict[str, str]:
-        """``X-API-KEY``, ``X-API-TIMESTAMP`` (ms), ``X-API-NONCE`` (32 hex) and ``X-API-SIGNATURE``."""
+        """``X-API-KEY``, ``-TIMESTAMP`` (ms), ``-NONCE`` (32 hex) and ``-SIGNATURE``."""
         m = parse_method(method)
         p = parse_path(path)
         if not self.sign_query:

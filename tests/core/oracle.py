@@ -51,7 +51,9 @@ def decimal_limit_amounts(side: str, price: str, size: str, tick: str = "0.01") 
         return _units(shares), _units(usdc)
 
 
-def decimal_market_amounts(side: str, price: str, amount: str, tick: str = "0.01") -> tuple[int, int]:
+def decimal_market_amounts(
+    side: str, price: str, amount: str, tick: str = "0.01"
+) -> tuple[int, int]:
     with localcontext() as ctx:
         ctx.prec = 120
         _, amount_dp = ROUND[tick]

@@ -50,9 +50,13 @@ def test_sampled_grids_of_other_ticks(core: ModuleType, tick: str) -> None:
         side = rng.choice(["BUY", "SELL"])
         price = rng.choice(prices)
         size = str(Decimal(rng.randrange(1, 10**7)).scaleb(-rng.choice([0, 1, 2, 3, 4])))
-        if core.limit_amounts(side, price, size, tick) != decimal_limit_amounts(side, price, size, tick):
+        if core.limit_amounts(side, price, size, tick) != decimal_limit_amounts(
+            side, price, size, tick
+        ):
             bad.append(("limit", side, price, size))
-        if core.market_amounts(side, price, size, tick) != decimal_market_amounts(side, price, size, tick):
+        if core.market_amounts(side, price, size, tick) != decimal_market_amounts(
+            side, price, size, tick
+        ):
             bad.append(("market", side, price, size))
     assert bad == []
 
@@ -63,7 +67,9 @@ def test_sampled_grids_of_other_ticks(core: ModuleType, tick: str) -> None:
     ticks=st.integers(1, 9999),
     size=st.decimals(min_value=Decimal("0.01"), max_value=Decimal("1e12"), places=6),
 )
-def test_hypothesis_against_decimal(core: ModuleType, side: str, tick: str, ticks: int, size: Decimal) -> None:
+def test_hypothesis_against_decimal(
+    core: ModuleType, side: str, tick: str, ticks: int, size: Decimal
+) -> None:
     d = ROUND[tick][0]
     ticks = ticks % (10**d - 1) + 1
     price = str(Decimal(ticks).scaleb(-d))
@@ -71,13 +77,17 @@ def test_hypothesis_against_decimal(core: ModuleType, side: str, tick: str, tick
         arg = kind(size) if kind is not float else float(str(size))
         if kind is float and Decimal(repr(arg)) != size:
             continue  # a float that does not read back as the same decimal is another input
-        assert core.limit_amounts(side, price, arg, tick) == decimal_limit_amounts(side, price, str(size), tick)
-        assert core.market_amounts(side, price, arg, tick) == decimal_market_amounts(side, price, str(size), tick)
+        assert core.limit_amounts(side, price, arg, tick) == decimal_limit_amounts(
+            side, price, str(size), tick
+        )
+        assert core.market_amounts(side, price, arg, tick) == decimal_market_amounts(
+            side, price, str(size), tick
+        )
 
 
 @pytest.mark.parametrize("size", ["0.29", "0.57", "1.13", "2.01", "16.90"])
 def test_float_cent_regression(core: ModuleType, size: str) -> None:
-    """py-clob-client floors these float sizes a cent low (0.29 * 100 = 28.999...); clobkit keeps them."""
+    """py-clob-client floors these sizes a cent low (0.29 * 100 = 28.99...): clobkit keeps them."""
     cents = int(Decimal(size) * 100)
     for price in ("0.01", "0.37", "0.5", "0.99"):
         for value in (float(size), size, Decimal(size)):
@@ -92,7 +102,7 @@ def test_py_clob_client_really_loses_those_cents() -> None:
     """The regression above is real: the float peer floors 0.29 to 0.28."""
     builder = pytest.importorskip("py_clob_client.order_builder.builder")
     b = builder.OrderBuilder.__new__(builder.OrderBuilder)
-    _, maker, taker = b.get_order_amounts("BUY", 0.29, 0.5, builder.ROUNDING_CONFIG["0.01"])
+    _, _maker, taker = b.get_order_amounts("BUY", 0.29, 0.5, builder.ROUNDING_CONFIG["0.01"])
     assert taker == 280_000  # one cent of size lost
 
 
@@ -109,9 +119,15 @@ def test_examples(core: ModuleType) -> None:
 
 
 def test_round_price(core: ModuleType) -> None:
-    assert core.limit_amounts("BUY", "0.555", "1", round_price=True) == core.limit_amounts("BUY", "0.56", "1")
-    assert core.limit_amounts("BUY", "0.545", "1", round_price=True) == core.limit_amounts("BUY", "0.54", "1")
-    assert core.limit_amounts("BUY", 0.125, "1", round_price=True) == core.limit_amounts("BUY", "0.12", "1")
+    assert core.limit_amounts("BUY", "0.555", "1", round_price=True) == core.limit_amounts(
+        "BUY", "0.56", "1"
+    )
+    assert core.limit_amounts("BUY", "0.545", "1", round_price=True) == core.limit_amounts(
+        "BUY", "0.54", "1"
+    )
+    assert core.limit_amounts("BUY", 0.125, "1", round_price=True) == core.limit_amounts(
+        "BUY", "0.12", "1"
+    )
     with pytest.raises(AmountError, match="price"):
         core.limit_amounts("BUY", "0.004", "1", round_price=True)  # rounds to 0, off the range
     with pytest.raises(AmountError, match="price"):
@@ -126,9 +142,32 @@ def test_huge_values_are_exact(core: ModuleType) -> None:
         core.limit_amounts("SELL", "0.5", "1" + "0" * 75)  # units past uint256
 
 
-BAD_PRICES = ["0.555", "0", "1", "0.00", "1.00", "-0.5", "abc", "", " 0.5", "0.5 ", "1_0", "NaN",
-              "inf", float("nan"), float("inf"), None, True, False, [0.5], Decimal("NaN"),
-              Decimal("-0.5"), 0.001, "0x1", "٠.٥"]
+BAD_PRICES = [
+    "0.555",
+    "0",
+    "1",
+    "0.00",
+    "1.00",
+    "-0.5",
+    "abc",
+    "",
+    " 0.5",
+    "0.5 ",
+    "1_0",
+    "NaN",
+    "inf",
+    float("nan"),
+    float("inf"),
+    None,
+    True,
+    False,
+    [0.5],
+    Decimal("NaN"),
+    Decimal("-0.5"),
+    0.001,
+    "0x1",
+    "٠.٥",
+]
 
 
 @pytest.mark.parametrize("price", BAD_PRICES, ids=repr)
@@ -139,8 +178,24 @@ def test_bad_price(core: ModuleType, price: object) -> None:
     assert "price" in str(info.value)
 
 
-BAD_SIZES = ["0", "0.00", "-1", "0.001", "0.009", -5, 0, 0.0, "abc", None, True, float("nan"),
-             float("-inf"), Decimal("sNaN"), "1e400", "1" * 200]
+BAD_SIZES = [
+    "0",
+    "0.00",
+    "-1",
+    "0.001",
+    "0.009",
+    -5,
+    0,
+    0.0,
+    "abc",
+    None,
+    True,
+    float("nan"),
+    float("-inf"),
+    Decimal("sNaN"),
+    "1e400",
+    "1" * 200,
+]
 
 
 @pytest.mark.parametrize("size", BAD_SIZES, ids=repr)
@@ -208,8 +263,16 @@ def test_units_round_trip(core: ModuleType, units: int) -> None:
     assert core.to_units(str(core.from_units(units))) == units
 
 
-ASKS = [{"price": "0.52", "size": "100"}, {"price": "0.50", "size": "10"}, {"price": "0.55", "size": "1000"}]
-BIDS = [{"price": "0.45", "size": "45"}, {"price": "0.48", "size": "24"}, {"price": "0.40", "size": "400"}]
+ASKS = [
+    {"price": "0.52", "size": "100"},
+    {"price": "0.50", "size": "10"},
+    {"price": "0.55", "size": "1000"},
+]
+BIDS = [
+    {"price": "0.45", "size": "45"},
+    {"price": "0.48", "size": "24"},
+    {"price": "0.40", "size": "400"},
+]
 
 
 def test_market_price_buy_walks_asks_from_the_best(core: ModuleType) -> None:

@@ -24,14 +24,24 @@ def reference(secret: str | bytes, method: str, path: str, ts: str, nonce: str, 
     return hmac.new(key, signing.encode(), hashlib.sha256).hexdigest()
 
 
-paths = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=300).map(lambda p: "/" + p)
+paths = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=300).map(
+    lambda p: "/" + p
+)
 tokens = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=80)
 secrets_ = st.one_of(st.text(min_size=1, max_size=200), st.binary(min_size=1, max_size=200))
 
 
-@given(secret=secrets_, method=st.sampled_from(["GET", "POST", "DELETE", "PUT", "PATCH"]), path=paths,
-       ts=st.integers(0, 2**63), nonce=tokens, body=st.binary(max_size=2000))
-def test_signature_matches_hmac(core: ModuleType, secret: str | bytes, method: str, path: str, ts: int, nonce: str, body: bytes) -> None:
+@given(
+    secret=secrets_,
+    method=st.sampled_from(["GET", "POST", "DELETE", "PUT", "PATCH"]),
+    path=paths,
+    ts=st.integers(0, 2**63),
+    nonce=tokens,
+    body=st.binary(max_size=2000),
+)
+def test_signature_matches_hmac(
+    core: ModuleType, secret: str | bytes, method: str, path: str, ts: int, nonce: str, body: bytes
+) -> None:
     want = reference(secret, method, path, str(ts), nonce, body)
     assert core.signature(secret, method, path, ts, nonce, body) == want
     assert core.signature(secret, method.lower(), path, str(ts), nonce, body) == want
@@ -49,36 +59,50 @@ def test_headers_sign_what_they_say(core: ModuleType, body: bytes, path: str) ->
     assert h["X-API-KEY"] == "key-1"
     assert re.fullmatch(r"[0-9a-f]{32}", h["X-API-NONCE"])
     assert abs(int(h["X-API-TIMESTAMP"]) - time.time() * 1000) < 5_000
-    assert h["X-API-SIGNATURE"] == reference(SECRET, "POST", path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body)
+    assert h["X-API-SIGNATURE"] == reference(
+        SECRET, "POST", path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body
+    )
 
 
 def test_body_as_str_and_empty(core: ModuleType) -> None:
     signer = core.RequestSigner("k", SECRET)
     a = signer.headers("POST", "/api/ext/v1/orders", '{"a":"é"}', timestamp_ms=1, nonce="n")
-    b = signer.headers("POST", "/api/ext/v1/orders", '{"a":"é"}'.encode(), timestamp_ms=1, nonce="n")
+    b = signer.headers(
+        "POST", "/api/ext/v1/orders", '{"a":"é"}'.encode(), timestamp_ms=1, nonce="n"
+    )
     assert a == b
     e = signer.headers("GET", "/api/ext/v1/wallet", timestamp_ms=1, nonce="n")
     assert e["X-API-SIGNATURE"] == reference(SECRET, "GET", "/api/ext/v1/wallet", "1", "n", b"")
-    assert signer.headers("GET", "/x", None, timestamp_ms=1, nonce="n") == signer.headers("GET", "/x", b"", timestamp_ms=1, nonce="n")
-    assert signer.headers("GET", "/x", bytearray(b"q"), timestamp_ms=1, nonce="n") == signer.headers("GET", "/x", b"q", timestamp_ms=1, nonce="n")
+    assert signer.headers("GET", "/x", None, timestamp_ms=1, nonce="n") == signer.headers(
+        "GET", "/x", b"", timestamp_ms=1, nonce="n"
+    )
+    assert signer.headers(
+        "GET", "/x", bytearray(b"q"), timestamp_ms=1, nonce="n"
+    ) == signer.headers("GET", "/x", b"q", timestamp_ms=1, nonce="n")
 
 
 def test_query_string_signing(core: ModuleType) -> None:
     path = "/api/ext/v1/events?league=nba&limit=5"
     with_q = core.RequestSigner("k", SECRET).headers("GET", path, timestamp_ms=7, nonce="n")
-    bare = core.RequestSigner("k", SECRET, sign_query=False).headers("GET", path, timestamp_ms=7, nonce="n")
+    bare = core.RequestSigner("k", SECRET, sign_query=False).headers(
+        "GET", path, timestamp_ms=7, nonce="n"
+    )
     assert with_q["X-API-SIGNATURE"] == reference(SECRET, "GET", path, "7", "n", b"")
     assert bare["X-API-SIGNATURE"] == reference(SECRET, "GET", "/api/ext/v1/events", "7", "n", b"")
 
 
 def test_headers_many(core: ModuleType) -> None:
     signer = core.RequestSigner("k", SECRET)
-    reqs = [("GET", f"/api/ext/v1/orders/{i}") for i in range(300)] + [["POST", "/api/ext/v1/orders", b"{}"]]
+    reqs = [("GET", f"/api/ext/v1/orders/{i}") for i in range(300)] + [
+        ["POST", "/api/ext/v1/orders", b"{}"]
+    ]
     out = signer.headers_many(reqs)
     assert len(out) == 301
     assert len({h["X-API-NONCE"] for h in out}) == 301
-    for (method, path, *body), h in zip(reqs, out):
-        assert h["X-API-SIGNATURE"] == reference(SECRET, method, path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body[0] if body else b"")
+    for (method, path, *body), h in zip(reqs, out, strict=True):
+        assert h["X-API-SIGNATURE"] == reference(
+            SECRET, method, path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body[0] if body else b""
+        )
     assert signer.headers_many(iter([])) == []
     with pytest.raises(SignatureInputError, match=r"requests\[1\]"):
         signer.headers_many([("GET", "/a"), ("GET",)])
@@ -103,7 +127,8 @@ def test_nonces_are_fresh_after_fork(core: ModuleType) -> None:
 
 def test_secret_never_shown(core: ModuleType) -> None:
     signer = core.RequestSigner("key-9", SECRET)
-    assert SECRET not in repr(signer) and "key-9" in repr(signer)
+    assert SECRET not in repr(signer)
+    assert "key-9" in repr(signer)
     with pytest.raises(TypeError):
         pickle.dumps(signer)
     for bad in ("", b"", None, 5):
@@ -136,7 +161,13 @@ def test_secret_never_shown(core: ModuleType) -> None:
     ],
 )
 def test_bad_signing_input(core: ModuleType, field: str, kwargs: dict[str, object]) -> None:
-    args: dict[str, object] = {"method": "GET", "path": "/api", "timestamp": 1, "nonce": "n", "body": b""}
+    args: dict[str, object] = {
+        "method": "GET",
+        "path": "/api",
+        "timestamp": 1,
+        "nonce": "n",
+        "body": b"",
+    }
     args.update(kwargs)
     with pytest.raises(SignatureInputError) as info:
         core.signature(SECRET, **args)
@@ -145,7 +176,13 @@ def test_bad_signing_input(core: ModuleType, field: str, kwargs: dict[str, objec
     assert core.verify_signature(SECRET, *args.values(), "0" * 64) is False
     signer = core.RequestSigner("k", SECRET)
     with pytest.raises(SignatureInputError) as info:
-        signer.headers(args["method"], args["path"], args["body"], timestamp_ms=args["timestamp"], nonce=args["nonce"])
+        signer.headers(
+            args["method"],
+            args["path"],
+            args["body"],
+            timestamp_ms=args["timestamp"],
+            nonce=args["nonce"],
+        )
     assert info.value.field == field
 
 
@@ -175,9 +212,9 @@ def test_forced_sha256_paths_agree() -> None:
                 body = bytes(range(256)) * 2
                 body = body[:n]
                 assert core_c.sha256_hex(body) == hashlib.sha256(body).hexdigest()
-                assert core_c.signature(SECRET * (n % 9 + 1), "POST", "/" + "p" * n, n, "nonce", body) == reference(
-                    SECRET * (n % 9 + 1), "POST", "/" + "p" * n, str(n), "nonce", body
-                )
+                assert core_c.signature(
+                    SECRET * (n % 9 + 1), "POST", "/" + "p" * n, n, "nonce", body
+                ) == reference(SECRET * (n % 9 + 1), "POST", "/" + "p" * n, str(n), "nonce", body)
     finally:
         core_c.set_implementation(sha256="auto")
     assert "portable" in tried

@@ -29,11 +29,17 @@ WALLET: dict[str, Any] = {
 UINTS = ("token_id", "maker_amount", "taker_amount", "salt", "fee_rate_bps", "nonce", "expiration")
 
 uint256 = st.one_of(
-    st.just(0), st.just(MAX), st.just(MAX - 1), st.just(2**64 - 1), st.just(2**64), st.just(2**63),
-    st.integers(0, 10**12), st.integers(0, MAX),
+    st.just(0),
+    st.just(MAX),
+    st.just(MAX - 1),
+    st.just(2**64 - 1),
+    st.just(2**64),
+    st.just(2**63),
+    st.integers(0, 10**12),
+    st.integers(0, MAX),
 )
 orders = st.fixed_dictionaries(
-    {name: uint256 for name in UINTS} | {"side": st.sampled_from([0, 1]), "neg_risk": st.booleans()}
+    dict.fromkeys(UINTS, uint256) | {"side": st.sampled_from([0, 1]), "neg_risk": st.booleans()}
 )
 address = st.binary(min_size=20, max_size=20).map(lambda b: to_checksum_address(b))
 wallets = st.fixed_dictionaries(
@@ -55,7 +61,9 @@ def _args(order: dict[str, Any], spell: Any = int) -> dict[str, Any]:
 
 @settings(max_examples=200)
 @given(wallet=wallets, batch=st.lists(orders, min_size=50, max_size=50), spell=spelling)
-def test_ten_thousand_orders_match_eth_account(core: ModuleType, wallet: dict[str, Any], batch: list[dict[str, Any]], spell: Any) -> None:
+def test_ten_thousand_orders_match_eth_account(
+    core: ModuleType, wallet: dict[str, Any], batch: list[dict[str, Any]], spell: Any
+) -> None:
     """200 examples x 50 orders: singles and the batch equal eth-account's digest."""
     hasher = core.OrderHasher(wallet)
     want = [eth_account_order_id(wallet, o, o["neg_risk"]) for o in batch]
@@ -75,8 +83,16 @@ def test_ten_thousand_orders_match_eth_account(core: ModuleType, wallet: dict[st
 
 
 def test_known_vector(core: ModuleType) -> None:
-    order = {"token_id": 123, "maker_amount": 1, "taker_amount": 2, "side": 0, "salt": 5,
-             "fee_rate_bps": 0, "nonce": 0, "expiration": 0}
+    order = {
+        "token_id": 123,
+        "maker_amount": 1,
+        "taker_amount": 2,
+        "side": 0,
+        "salt": 5,
+        "fee_rate_bps": 0,
+        "nonce": 0,
+        "expiration": 0,
+    }
     hasher = core.OrderHasher(WalletInfo(maker=WALLET["maker"], signer=WALLET["signer"]))
     got = hasher.order_id(**order)
     assert got == "0x60c20b17e69a6a1b9c70d8802edcddd0caef2f75633f8f2803bb9857e7bf3910"
@@ -88,7 +104,7 @@ def test_edges_every_field(core: ModuleType) -> None:
     hasher = core.OrderHasher(WALLET)
     for edge in (0, 1, 2**64 - 1, 2**64, MAX):
         for field in UINTS:
-            order = {k: 7 for k in UINTS} | {"side": 1, field: edge}
+            order = dict.fromkeys(UINTS, 7) | {"side": 1, field: edge}
             for neg in (False, True):
                 want = eth_account_order_id(WALLET, order, neg)
                 assert hasher.order_id(**order, neg_risk=neg) == want
@@ -111,37 +127,84 @@ def test_batch_broadcast_lengths_and_threads(core: ModuleType) -> None:
     hasher = core.OrderHasher(WALLET)
     n = 40_000
     salts = list(range(n))
-    ids = hasher.order_ids(token_ids="77", maker_amounts=10, taker_amounts=[20] * n, sides="BUY", salts=salts)
+    ids = hasher.order_ids(
+        token_ids="77", maker_amounts=10, taker_amounts=[20] * n, sides="BUY", salts=salts
+    )
     assert len(ids) == n
-    assert ids[12345] == hasher.order_id(token_id=77, maker_amount=10, taker_amount=20, side=0, salt=12345)
-    assert hasher.order_ids(token_ids="77", maker_amounts=10, taker_amounts=[20] * n, sides="BUY",
-                            salts=salts, threads=2) == ids
-    assert hasher.order_ids(token_ids="77", maker_amounts=10, taker_amounts=[20] * n, sides="BUY",
-                            salts=salts, threads=3) == ids
-    assert hasher.order_ids(token_ids=[], maker_amounts=[], taker_amounts=[], sides=[], salts=[]) == []
+    assert ids[12345] == hasher.order_id(
+        token_id=77, maker_amount=10, taker_amount=20, side=0, salt=12345
+    )
+    assert (
+        hasher.order_ids(
+            token_ids="77",
+            maker_amounts=10,
+            taker_amounts=[20] * n,
+            sides="BUY",
+            salts=salts,
+            threads=2,
+        )
+        == ids
+    )
+    assert (
+        hasher.order_ids(
+            token_ids="77",
+            maker_amounts=10,
+            taker_amounts=[20] * n,
+            sides="BUY",
+            salts=salts,
+            threads=3,
+        )
+        == ids
+    )
+    assert (
+        hasher.order_ids(token_ids=[], maker_amounts=[], taker_amounts=[], sides=[], salts=[]) == []
+    )
     one = hasher.order_ids(token_ids=1, maker_amounts=2, taker_amounts=3, sides=0, salts=4)
     assert one == [hasher.order_id(token_id=1, maker_amount=2, taker_amount=3, side=0, salt=4)]
     with pytest.raises(OrderFieldError, match="salts"):
-        hasher.order_ids(token_ids=[1, 2], maker_amounts=1, taker_amounts=1, sides=0, salts=[1, 2, 3])
+        hasher.order_ids(
+            token_ids=[1, 2], maker_amounts=1, taker_amounts=1, sides=0, salts=[1, 2, 3]
+        )
     with pytest.raises(OrderFieldError) as info:
-        hasher.order_ids(token_ids=["1", "2", "x"], maker_amounts=1, taker_amounts=1, sides=0, salts=0)
+        hasher.order_ids(
+            token_ids=["1", "2", "x"], maker_amounts=1, taker_amounts=1, sides=0, salts=0
+        )
     assert info.value.field == "token_ids[2]"
     with pytest.raises(OrderFieldError) as info:
-        hasher.order_ids(token_ids=1, maker_amounts=1, taker_amounts=1, sides=[0] * 20000 + ["S"], salts=0)
+        hasher.order_ids(
+            token_ids=1, maker_amounts=1, taker_amounts=1, sides=[0] * 20000 + ["S"], salts=0
+        )
     assert info.value.field == "sides[20000]"
     with pytest.raises(OrderFieldError, match="threads"):
         hasher.order_ids(token_ids=1, maker_amounts=1, taker_amounts=1, sides=0, salts=0, threads=0)
 
 
-BAD_UINTS = [-1, MAX + 1, "-1", "", " 1", "1 ", "1_000", "0x10", "1.0", "١٢", 1.0, None, True, b"1",
-             str(MAX + 1), "9" * 100, [1]]
+BAD_UINTS = [
+    -1,
+    MAX + 1,
+    "-1",
+    "",
+    " 1",
+    "1 ",
+    "1_000",
+    "0x10",
+    "1.0",
+    "١٢",
+    1.0,
+    None,
+    True,
+    b"1",
+    str(MAX + 1),
+    "9" * 100,
+    [1],
+]
 
 
 @pytest.mark.parametrize("field", UINTS)
 @pytest.mark.parametrize("value", BAD_UINTS, ids=repr)
 def test_bad_uint256(core: ModuleType, field: str, value: object) -> None:
     hasher = core.OrderHasher(WALLET)
-    order: dict[str, Any] = {k: 1 for k in UINTS} | {"side": 0, field: value}
+    order: dict[str, Any] = dict.fromkeys(UINTS, 1) | {"side": 0, field: value}
     with pytest.raises(OrderFieldError) as info:
         hasher.order_id(**order)
     assert info.value.field == field
@@ -151,7 +214,9 @@ def test_bad_uint256(core: ModuleType, field: str, value: object) -> None:
 @pytest.mark.parametrize("value", [2, -1, "buy", None, True, 0.0, "0"], ids=repr)
 def test_bad_side(core: ModuleType, value: object) -> None:
     with pytest.raises(OrderFieldError) as info:
-        core.OrderHasher(WALLET).order_id(token_id=1, maker_amount=1, taker_amount=1, side=value, salt=1)
+        core.OrderHasher(WALLET).order_id(
+            token_id=1, maker_amount=1, taker_amount=1, side=value, salt=1
+        )
     assert info.value.field == "side"
 
 
@@ -184,23 +249,34 @@ def test_wallet_spellings(core: ModuleType) -> None:
     lower = {k: (v.lower() if isinstance(v, str) else v) for k, v in WALLET.items()}
     upper = {k: ("0x" + v[2:].upper() if isinstance(v, str) else v) for k, v in WALLET.items()}
     args = {"token_id": 1, "maker_amount": 1, "taker_amount": 1, "side": 0, "salt": 1}
-    ids = {core.OrderHasher(w).order_id(**args) for w in (WALLET, lower, upper, WalletInfo(**WALLET))}
+    ids = {
+        core.OrderHasher(w).order_id(**args) for w in (WALLET, lower, upper, WalletInfo(**WALLET))
+    }
     assert len(ids) == 1
     assert "0x1111111111111111111111111111111111111111" in repr(core.OrderHasher(WALLET))
-    assert core.OrderHasher(WALLET).domain_separator() != core.OrderHasher(WALLET).domain_separator(True)
+    assert core.OrderHasher(WALLET).domain_separator() != core.OrderHasher(WALLET).domain_separator(
+        True
+    )
 
 
 def test_forced_keccak_paths_agree() -> None:
     """Each compiled Keccak path, forced in turn, against eth-account."""
     core_c = pytest.importorskip("clobkit._core_c")
     hasher = core_c.OrderHasher(WALLET)
-    batch = [{k: (i * 7919 + j) ** 5 % (MAX + 1) for j, k in enumerate(UINTS)} | {"side": i % 2} for i in range(67)]
+    batch = [
+        {k: (i * 7919 + j) ** 5 % (MAX + 1) for j, k in enumerate(UINTS)} | {"side": i % 2}
+        for i in range(67)
+    ]
     want = [eth_account_order_id(WALLET, o, i % 3 == 0) for i, o in enumerate(batch)]
     cols = {
-        "token_ids": [o["token_id"] for o in batch], "maker_amounts": [o["maker_amount"] for o in batch],
-        "taker_amounts": [o["taker_amount"] for o in batch], "sides": [o["side"] for o in batch],
-        "salts": [o["salt"] for o in batch], "fee_rate_bps": [o["fee_rate_bps"] for o in batch],
-        "nonces": [o["nonce"] for o in batch], "expirations": [o["expiration"] for o in batch],
+        "token_ids": [o["token_id"] for o in batch],
+        "maker_amounts": [o["maker_amount"] for o in batch],
+        "taker_amounts": [o["taker_amount"] for o in batch],
+        "sides": [o["side"] for o in batch],
+        "salts": [o["salt"] for o in batch],
+        "fee_rate_bps": [o["fee_rate_bps"] for o in batch],
+        "nonces": [o["nonce"] for o in batch],
+        "expirations": [o["expiration"] for o in batch],
         "neg_risk": [i % 3 == 0 for i in range(67)],
     }
     tried = []
@@ -234,9 +310,13 @@ def test_sign_order_id_recovers_signer() -> None:
     hasher = OrderHasher(WALLET | {"signer": account.address})
     oid = hasher.order_id(token_id=1, maker_amount=1, taker_amount=2, side=0, salt=3)
     sig = sign_order_id(oid, "0x" + "42" * 32)
-    assert sig.startswith("0x") and len(sig) == 2 + 130
+    assert sig.startswith("0x")
+    assert len(sig) == 2 + 130
     assert int(sig[-2:], 16) in (27, 28)
-    assert Account._recover_hash(bytes.fromhex(oid[2:]), signature=bytes.fromhex(sig[2:])) == account.address
+    assert (
+        Account._recover_hash(bytes.fromhex(oid[2:]), signature=bytes.fromhex(sig[2:]))
+        == account.address
+    )
     with pytest.raises(OrderFieldError, match="order_id"):
         sign_order_id("0x12", "0x" + "42" * 32)
     with pytest.raises(OrderFieldError) as info:

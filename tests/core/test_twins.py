@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +30,9 @@ def outcome(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any
         return (type(exc).__name__, str(exc))
 
 
-def same(name: str, *args: Any, attr: str | None = None, obj_args: tuple[Any, ...] = (), **kwargs: Any) -> None:
+def same(
+    name: str, *args: Any, attr: str | None = None, obj_args: tuple[Any, ...] = (), **kwargs: Any
+) -> None:
     results = []
     for mod in (py, _c()):
         target = getattr(mod, name)
@@ -45,10 +48,14 @@ numbers = st.one_of(
     st.integers(-(10**90), 10**90),
     st.from_regex(r"[+-]?[0-9]{0,25}(\.[0-9]{0,25})?([eE][+-]?[0-9]{1,3})?", fullmatch=True),
     st.text(max_size=12),
-    st.sampled_from([None, True, False, b"1", [1], "0.01", "0.5", "0.99", "1e-2", "٣", " 1", "1_0"]),
+    st.sampled_from(
+        [None, True, False, b"1", [1], "0.01", "0.5", "0.99", "1e-2", "٣", " 1", "1_0"]
+    ),
 )
 prices = st.one_of(numbers, st.integers(1, 9999).map(lambda t: str(Decimal(t).scaleb(-4))))
-ticks = st.one_of(st.sampled_from(["0.1", "0.01", "0.001", "0.0001", 0.01, Decimal("0.001"), "0.02", 1]), numbers)
+ticks = st.one_of(
+    st.sampled_from(["0.1", "0.01", "0.001", "0.0001", 0.01, Decimal("0.001"), "0.02", 1]), numbers
+)
 sides = st.sampled_from(["BUY", "SELL", 0, 1, 2, "buy", None, True, 1.0])
 
 
@@ -84,38 +91,105 @@ WALLET = {
 
 
 @settings(max_examples=500)
-@given(token=uints, maker=uints, taker=uints, side=sides, salt=uints, fee=uints, nonce=uints, exp=uints,
-       neg=st.sampled_from([True, False, 0, 1, 2, None]))
-def test_order_ids_agree(token: Any, maker: Any, taker: Any, side: Any, salt: Any, fee: Any, nonce: Any, exp: Any, neg: Any) -> None:
-    kwargs = {"token_id": token, "maker_amount": maker, "taker_amount": taker, "side": side, "salt": salt,
-              "fee_rate_bps": fee, "nonce": nonce, "expiration": exp, "neg_risk": neg}
+@given(
+    token=uints,
+    maker=uints,
+    taker=uints,
+    side=sides,
+    salt=uints,
+    fee=uints,
+    nonce=uints,
+    exp=uints,
+    neg=st.sampled_from([True, False, 0, 1, 2, None]),
+)
+def test_order_ids_agree(
+    token: Any,
+    maker: Any,
+    taker: Any,
+    side: Any,
+    salt: Any,
+    fee: Any,
+    nonce: Any,
+    exp: Any,
+    neg: Any,
+) -> None:
+    kwargs = {
+        "token_id": token,
+        "maker_amount": maker,
+        "taker_amount": taker,
+        "side": side,
+        "salt": salt,
+        "fee_rate_bps": fee,
+        "nonce": nonce,
+        "expiration": exp,
+        "neg_risk": neg,
+    }
     same("OrderHasher", attr="order_id", obj_args=(WALLET,), **kwargs)
-    batch = {"token_ids": [token, "1"], "maker_amounts": (1, maker), "taker_amounts": taker, "sides": [0, side],
-             "salts": [salt, salt], "fee_rate_bps": fee, "nonces": [nonce, 0], "expirations": exp, "neg_risk": neg}
+    batch = {
+        "token_ids": [token, "1"],
+        "maker_amounts": (1, maker),
+        "taker_amounts": taker,
+        "sides": [0, side],
+        "salts": [salt, salt],
+        "fee_rate_bps": fee,
+        "nonces": [nonce, 0],
+        "expirations": exp,
+        "neg_risk": neg,
+    }
     same("OrderHasher", attr="order_ids", obj_args=(WALLET,), **batch)
 
 
 @settings(max_examples=500)
-@given(wallet=st.fixed_dictionaries({k: st.one_of(st.just(v), st.text(max_size=44), st.integers(-1, 300)) for k, v in WALLET.items()}))
+@given(
+    wallet=st.fixed_dictionaries(
+        {
+            k: st.one_of(st.just(v), st.text(max_size=44), st.integers(-1, 300))
+            for k, v in WALLET.items()
+        }
+    )
+)
 def test_wallets_agree(wallet: dict[str, Any]) -> None:
     results = [outcome(lambda m=m: repr(m.OrderHasher(wallet))) for m in (py, _c())]
     assert results[0] == results[1]
 
 
-texts = st.one_of(st.text(max_size=40), st.sampled_from(["GET", "post", "/api/ext/v1/x?a=1", "", None, 5, b"x"]))
+texts = st.one_of(
+    st.text(max_size=40), st.sampled_from(["GET", "post", "/api/ext/v1/x?a=1", "", None, 5, b"x"])
+)
 
 
 @settings(max_examples=500)
-@given(secret=st.one_of(st.text(max_size=20), st.binary(max_size=20), st.none()), method=texts, path=texts,
-       ts=st.one_of(st.integers(-5, 2**70), texts), nonce=texts, body=st.one_of(st.binary(max_size=100), texts))
-def test_signing_agrees(secret: Any, method: Any, path: Any, ts: Any, nonce: Any, body: Any) -> None:
+@given(
+    secret=st.one_of(st.text(max_size=20), st.binary(max_size=20), st.none()),
+    method=texts,
+    path=texts,
+    ts=st.one_of(st.integers(-5, 2**70), texts),
+    nonce=texts,
+    body=st.one_of(st.binary(max_size=100), texts),
+)
+def test_signing_agrees(
+    secret: Any, method: Any, path: Any, ts: Any, nonce: Any, body: Any
+) -> None:
     same("signature", secret, method, path, ts, nonce, body)
     same("verify_signature", secret, method, path, ts, nonce, body, "0" * 64)
-    same("RequestSigner", method, path, body, attr="headers", obj_args=("key", secret or "x"), timestamp_ms=ts, nonce=nonce)
+    same(
+        "RequestSigner",
+        method,
+        path,
+        body,
+        attr="headers",
+        obj_args=("key", secret or "x"),
+        timestamp_ms=ts,
+        nonce=nonce,
+    )
 
 
 @settings(max_examples=500)
-@given(levels=st.lists(st.tuples(prices, numbers), max_size=5), side=sides, amount=numbers,
-       order_type=st.sampled_from(["FOK", "FAK", "GTC", "IOC", None]))
+@given(
+    levels=st.lists(st.tuples(prices, numbers), max_size=5),
+    side=sides,
+    amount=numbers,
+    order_type=st.sampled_from(["FOK", "FAK", "GTC", "IOC", None]),
+)
 def test_market_price_agrees(levels: Any, side: Any, amount: Any, order_type: Any) -> None:
     same("market_price", levels, side, amount, order_type)

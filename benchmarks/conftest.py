@@ -1,0 +1,155 @@
+"""Benchmark fixtures, the hashing floors, and the ratio table printed after a run.
+
+Figures are ratios measured in one run (these machines are noisy): clobkit vs
+each peer, and clobkit vs the floors F (five Keccak-f[1600] permutations, one
+order id's work, as OpenSSL does it single-stream through hashlib.sha3_256)
+and S (one SHA-256 compression through hashlib.sha256). Each benchmark stores
+``extra_info["per"]``: how many operations one timed call performs.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RESULTS = Path(__file__).parent / "results"
+
+# (name, benchmark, reference, kind, target): kind "floor" divides by a floor,
+# "speedup" divides the reference's time by the benchmark's.
+TARGETS: list[tuple[str, str, str, str, float]] = [
+    (
+        "order_ids 100k, 1 thread, x F per order (#5: <= 0.8)",
+        "test_order_ids_batch[c-1]",
+        "F",
+        "floor",
+        0.8,
+    ),
+    (
+        "order_ids 100k, threads=2 vs 1, throughput (#5: >= 1.8)",
+        "test_order_ids_batch[c-2]",
+        "test_order_ids_batch[c-1]",
+        "speedup",
+        1.8,
+    ),
+    ("order_id single call, x F (#5: <= 1.5)", "test_order_id_single[c]", "F", "floor", 1.5),
+    (
+        "headers_many vs hmac+hashlib+secrets, speedup",
+        "test_headers_many[c]",
+        "test_headers_many_stdlib",
+        "speedup",
+        3.0,
+    ),
+    (
+        "headers vs hmac+hashlib+secrets, speedup",
+        "test_headers[c]",
+        "test_headers_stdlib",
+        "speedup",
+        1.5,
+    ),
+    (
+        "headers_many per 300-byte raw-order request, x S (#5)",
+        "test_headers_many[c]",
+        "S",
+        "floor",
+        12.0,
+    ),
+    (
+        "limit_amounts vs py-clob-client, speedup",
+        "test_limit_amounts[c]",
+        "test_limit_amounts_py_clob_client",
+        "speedup",
+        10.0,
+    ),
+    (
+        "market_amounts vs py-clob-client, speedup",
+        "test_market_amounts[c]",
+        "test_market_amounts_py_clob_client",
+        "speedup",
+        10.0,
+    ),
+    (
+        "order_id vs py-order-utils, speedup",
+        "test_order_id_single[c]",
+        "test_order_id_py_order_utils",
+        "speedup",
+        50.0,
+    ),
+    (
+        "order_id vs eth-account encode_typed_data, speedup",
+        "test_order_id_single[c]",
+        "test_order_id_eth_account",
+        "speedup",
+        50.0,
+    ),
+]
+
+
+def per_op(bench: Any) -> float:
+    """Best (minimum) seconds per single operation of a benchmark."""
+    return float(bench.stats.min) / float(bench.extra_info.get("per", 1))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
+    session = getattr(config, "_benchmarksession", None)
+    if session is None or not session.benchmarks:
+        return
+    by_name = {b.name: b for b in session.benchmarks if b}
+    floors = {}
+    if "test_floor_keccak" in by_name:
+        floors["F"] = per_op(by_name["test_floor_keccak"]) * 5
+    if "test_floor_sha256" in by_name:
+        floors["S"] = per_op(by_name["test_floor_sha256"])
+    rows = []
+    for label, name, ref, kind, target in TARGETS:
+        if name not in by_name or (ref not in floors and ref not in by_name):
+            continue
+        t = per_op(by_name[name])
+        if kind == "floor":
+            ratio = t / floors[ref]
+            ok = ratio <= target
+            rows.append(
+                {
+                    "what": label,
+                    "ratio": round(ratio, 3),
+                    "target": f"<= {target}",
+                    "ok": ok,
+                    "ns": round(t * 1e9, 1),
+                }
+            )
+        else:
+            ratio = per_op(by_name[ref]) / t
+            ok = ratio >= target
+            rows.append(
+                {
+                    "what": label,
+                    "ratio": round(ratio, 2),
+                    "target": f">= {target}",
+                    "ok": ok,
+                    "ns": round(t * 1e9, 1),
+                    "peer_ns": round(per_op(by_name[ref]) * 1e9, 1),
+                }
+            )
+    write = terminalreporter.write_line
+    write("")
+    f_ns, s_ns = floors.get("F", 0) * 1e9, floors.get("S", 0) * 1e9
+    write(f"clobkit ratios (one run; F = {f_ns:.0f} ns, S = {s_ns:.1f} ns)")
+    for r in rows:
+        mark = "ok  " if r["ok"] else "MISS"
+        write(f"  {mark} {r['what']:<58} {r['ratio']:>8}  (target {r['target']})")
+    RESULTS.mkdir(exist_ok=True)
+    out = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "machine": " ".join(
+            (platform.machine(), platform.python_implementation(), platform.python_version())
+        ),
+        "floors_ns": {k: round(v * 1e9, 1) for k, v in floors.items()},
+        "ratios": rows,
+        "per_op_ns": {name: round(per_op(b) * 1e9, 1) for name, b in sorted(by_name.items())},
+    }
+    (RESULTS / "core.json").write_text(json.dumps(out, indent=2) + "\n")
