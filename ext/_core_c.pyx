@@ -74,6 +74,11 @@ cdef extern from *:
         return lo;
     #endif
     }
+    /* Zero memory in a way the compiler may not drop as a dead store. */
+    static void ck_wipe(void *p, size_t n) {
+        volatile unsigned char *v = (volatile unsigned char *)p;
+        while (n--) *v++ = 0;
+    }
     /* 128-bit product check: a * b fits in 64 bits. */
     static int ck_mul_ok(uint64_t a, uint64_t b, uint64_t *out) {
     #if defined(__GNUC__) || defined(__clang__)
@@ -88,6 +93,7 @@ cdef extern from *:
     long ck_getpid()
     long long ck_now_ms()
     int ck_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+    void ck_wipe(void *p, size_t n)
     uint64_t ck_muladd(uint64_t a, uint64_t b, uint64_t c, uint64_t *hi) nogil
     void ck_order_ids_flat(const ck_order_ctx *ctx, const ck_order *orders, size_t n, uint8_t *out) nogil
 
@@ -983,6 +989,10 @@ cdef class RequestSigner:
 
     def __reduce__(self):
         raise TypeError("RequestSigner cannot be pickled (it holds a secret)")
+
+    def __dealloc__(self):
+        # the padded-key states are as good as the secret: wipe them
+        ck_wipe(&self._hk, sizeof(ck_hmac_key))
 
     cdef dict _headers(self, object method, object path, object body, object timestamp_ms, object nonce):
         cdef char sig[64]

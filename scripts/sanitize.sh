@@ -13,4 +13,4 @@ CLOBKIT_SANITIZE=1 python setup.py -q build_ext --inplace
 export LD_PRELOAD="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1"  # CPython's own allocations are not ours to judge
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-PYTHONPATH="$work/src" python -m pytest -q -p no:cacheprovider "${@:-tests/core}"
+PYTHONPATH="$work/src" python -u -m pytest -q -p no:cacheprovider "${@:-tests/core}"
