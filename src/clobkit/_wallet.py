@@ -22,7 +22,14 @@ DOMAIN_VERSION = "1"
 UINT256_MAX = (1 << 256) - 1
 
 _HEX = frozenset("0123456789abcdefABCDEF")
-_WALLET_FIELDS = ("maker", "signer", "chain_id", "signature_type", "ctf_exchange", "neg_risk_exchange")
+_WALLET_FIELDS = (
+    "maker",
+    "signer",
+    "chain_id",
+    "signature_type",
+    "ctf_exchange",
+    "neg_risk_exchange",
+)
 
 
 class PreparedWallet(NamedTuple):
@@ -40,7 +47,7 @@ class PreparedWallet(NamedTuple):
 
 
 def parse_address(value: object, field: str, keccak256: Callable[[bytes], bytes]) -> bytes:
-    """20 address bytes from ``0x`` + 40 hex; a mixed-case address must carry a valid EIP-55 checksum."""
+    """20 address bytes from ``0x`` + 40 hex; mixed case must be a valid EIP-55 checksum."""
     if not isinstance(value, str):
         raise OrderFieldError(field, value, "must be a 0x-prefixed hex address string")
     if len(value) != 42 or value[:2] not in ("0x", "0X") or not _HEX.issuperset(value[2:]):
@@ -54,7 +61,9 @@ def parse_address(value: object, field: str, keccak256: Callable[[bytes], bytes]
 def checksum(lower_hex: str, keccak256: Callable[[bytes], bytes]) -> str:
     """EIP-55 mixed-case form of 40 lowercase hex digits (no 0x)."""
     digest = keccak256(lower_hex.encode("ascii")).hex()
-    return "".join(c.upper() if int(h, 16) >= 8 else c for c, h in zip(lower_hex, digest))
+    return "".join(
+        c.upper() if int(h, 16) >= 8 else c for c, h in zip(lower_hex, digest, strict=False)
+    )
 
 
 def _small_int(value: object, field: str, low: int, high: int) -> int:

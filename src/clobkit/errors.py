@@ -106,7 +106,9 @@ class ApiError(ClobkitError):
         return (_rebuild_api_error, (type(self), self.message, self.status, self.code))
 
 
-def _rebuild_api_error(cls: type[ApiError], message: str, status: int, code: str | None) -> ApiError:
+def _rebuild_api_error(
+    cls: type[ApiError], message: str, status: int, code: str | None
+) -> ApiError:
     return cls(message, status=status, code=code)
 
 

@@ -30,5 +30,7 @@ def sign_order_id(order_id: str, private_key: str | bytes) -> str:
     try:
         signed = Account.unsafe_sign_hash(bytes.fromhex(order_id[2:]), private_key)
     except (ValueError, TypeError):
-        raise OrderFieldError("private_key", HIDDEN, "is not a valid secp256k1 private key") from None
+        raise OrderFieldError(
+            "private_key", HIDDEN, "is not a valid secp256k1 private key"
+        ) from None
     return "0x" + bytes(signed.signature).hex()
