@@ -35,6 +35,7 @@ cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
     object PyDict_New()
+    dict _PyDict_NewPresized(Py_ssize_t n)
     int PyDict_SetItem(object d, object k, object v) except -1
 
 cdef extern from *:
@@ -860,51 +861,64 @@ cdef inline object _text(object value, int kind):
     return _py.parse_token(value, "nonce")
 
 
-cdef inline void _feed(ck_sha256_ctx *ctx, object text, Py_ssize_t limit, bint newline) noexcept:
+cdef inline Py_ssize_t _put(char *dst, object text, Py_ssize_t limit) noexcept:
+    """Copy an ASCII str (at most ``limit`` chars when limit >= 0) and a newline; return the length."""
     cdef const char *s = NULL
     cdef Py_ssize_t n = 0
     _ascii_view(text, &s, &n)
     if 0 <= limit < n:
         n = limit
-    ck_sha256_update(ctx, <const uint8_t *>s, n)
-    if newline:
-        ck_sha256_update(ctx, <const uint8_t *>b"\n", 1)
+    memcpy(dst, s, n)
+    dst[n] = 10  # '\n'
+    return n + 1
 
 
 cdef int _sign(const ck_hmac_key *key, object method, object path, bint sign_query,
                object ts, object nonce, object body, char *sig_hex) except -1:
-    """HMAC of METHOD\\nPATH\\nTS\\nNONCE\\nhex(sha256(body)) into 64 hex chars.
-
-    Pieces are fed to the HMAC in place: no signing string is ever built.
-    """
-    cdef Py_ssize_t path_cut = -1, i
-    cdef const char *ps = NULL
-    cdef Py_ssize_t pn = 0
-    cdef uint8_t digest[32]
-    cdef char body_hex[64]
-    cdef ck_sha256_ctx ctx
+    """Validate (the pure twin words any error), then sign."""
     method = _text(method, K_METHOD)
     path = _text(path, K_PATH)
     ts = _text(ts, K_TS)
     nonce = _text(nonce, K_NONCE)
     if type(body) is not bytes:
         body = _py.parse_body(body)
+    return _sign_valid(key, method, path, sign_query, ts, nonce, body, sig_hex)
+
+
+cdef int _sign_valid(const ck_hmac_key *key, str method, str path, bint sign_query,
+                     str ts, str nonce, bytes body, char *sig_hex) except -1:
+    """HMAC of METHOD\\nPATH\\nTS\\nNONCE\\nhex(sha256(body)) into 64 hex chars.
+
+    The inputs are validated ASCII; the signing string is assembled in a stack
+    buffer (heap only for paths of hundreds of characters) and hashed in one call.
+    """
+    cdef char stack[512]
+    cdef char *buf = stack
+    cdef Py_ssize_t cut = -1, i, total, off
+    cdef const char *ps = NULL
+    cdef Py_ssize_t pn = 0
+    cdef uint8_t digest[32]
+    _ascii_view(path, &ps, &pn)
     if not sign_query:
-        _ascii_view(path, &ps, &pn)
         for i in range(pn):
             if ps[i] == 63:  # '?'
-                path_cut = i
+                cut = i
                 break
+    total = PyUnicode_GET_LENGTH(method) + pn + PyUnicode_GET_LENGTH(ts) + PyUnicode_GET_LENGTH(nonce) + 68
+    if total > 512:
+        buf = <char *>malloc(total)
+        if buf == NULL:
+            raise MemoryError()
+    off = _put(buf, method, -1)
+    off += _put(buf + off, path, cut)
+    off += _put(buf + off, ts, -1)
+    off += _put(buf + off, nonce, -1)
     ck_sha256(<const uint8_t *>PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body), digest)
-    _hex_into(digest, 32, body_hex)
-    ck_hmac_sha256_begin(key, &ctx)
-    _feed(&ctx, method, -1, True)
-    _feed(&ctx, path, path_cut, True)
-    _feed(&ctx, ts, -1, True)
-    _feed(&ctx, nonce, -1, True)
-    ck_sha256_update(&ctx, <const uint8_t *>body_hex, 64)
-    ck_hmac_sha256_end(key, &ctx, digest)
+    _hex_into(digest, 32, buf + off)
+    ck_hmac_sha256(key, <const uint8_t *>buf, off + 64, digest)
     _hex_into(digest, 32, sig_hex)
+    if buf != stack:
+        free(buf)
     return 0
 
 
@@ -961,6 +975,22 @@ def verify_signature(secret, method, path, timestamp, nonce, body, sig):
     return diff == 0
 
 
+# Requests signed within one millisecond share the timestamp string.
+cdef long long _ts_ms = -1
+cdef str _ts_str = ""
+
+
+cdef str _now_text():
+    global _ts_ms, _ts_str
+    cdef long long now = ck_now_ms()
+    if now < 0:
+        return _py.parse_timestamp(_py._now_ms())
+    if now != _ts_ms:
+        _ts_str = str(now)
+        _ts_ms = now
+    return _ts_str
+
+
 cdef str H_KEY = "X-API-KEY"
 cdef str H_TS = "X-API-TIMESTAMP"
 cdef str H_NONCE = "X-API-NONCE"
@@ -996,17 +1026,14 @@ cdef class RequestSigner:
 
     cdef dict _headers(self, object method, object path, object body, object timestamp_ms, object nonce):
         cdef char sig[64]
-        cdef long long now
         method = _text(method, K_METHOD)
         path = _text(path, K_PATH)
-        if timestamp_ms is None:
-            now = ck_now_ms()
-            ts = str(now) if now >= 0 else _py.parse_timestamp(_py._now_ms())
-        else:
-            ts = _text(timestamp_ms, K_TS)
+        ts = _now_text() if timestamp_ms is None else _text(timestamp_ms, K_TS)
         n = _hex_str(_random16(), 16, False) if nonce is None else _text(nonce, K_NONCE)
-        _sign(&self._hk, method, path, self.sign_query, ts, n, body, sig)
-        cdef dict h = PyDict_New()
+        if type(body) is not bytes:
+            body = _py.parse_body(body)
+        _sign_valid(&self._hk, method, path, self.sign_query, ts, n, body, sig)
+        cdef dict h = _PyDict_NewPresized(4)
         PyDict_SetItem(h, H_KEY, self.api_key)
         PyDict_SetItem(h, H_TS, ts)
         PyDict_SetItem(h, H_NONCE, n)
