@@ -88,7 +88,7 @@ class Authenticator:
             raise _unauthorized("unknown API key")
         if not (ts.isascii() and ts.isdigit()) or len(ts) > 16:
             raise _unauthorized("X-API-TIMESTAMP must be milliseconds since the epoch")
-        now = int(self._clock() * 1000)
+        now = round(self._clock() * 1000)
         stamp = int(ts)
         if abs(now - stamp) > self._skew_ms:
             window = f"{self._skew_ms / 1000:g} s"

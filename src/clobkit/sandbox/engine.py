@@ -466,7 +466,7 @@ class Engine:
     # -- plumbing --------------------------------------------------------
 
     def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
+        return round(self._clock() * 1000)
 
     @contextmanager
     def _op(self) -> Iterator[int]:
@@ -565,9 +565,9 @@ class Engine:
 
     def _tick(self, now: int) -> None:
         while self._due and self._due[0][0] <= now:
-            _, _, order = heapq.heappop(self._due)
+            due, _, order = heapq.heappop(self._due)
             if order.is_open and order.status != "live":
-                self._step(order, now)
+                self._step(order, due)  # steps that fell due while nobody looked catch up
         while self._expiries and self._expiries[0][0] <= now:
             _, _, order = heapq.heappop(self._expiries)
             if order.is_open:
@@ -1720,10 +1720,12 @@ class Engine:
                 f"market {market.id}: supply a {sa}, b {sb}, collateral {market.collateral}"
             )
         for side, book in ((BID, market.bids), (ASK, market.asks)):
-            for price in range(101):
+            for price, level in enumerate(book):
+                if not level:
+                    continue
                 errors.extend(
                     f"market {market.id}: bad resting order {o.id} ({o.status})"
-                    for o in book[price]
+                    for o in level
                     if not (
                         o.status == "live"
                         and o.resting
