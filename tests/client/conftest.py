@@ -349,8 +349,12 @@ def _abort(sock: Any) -> None:
     import socket
     import struct
 
+    # shutdown() wakes a thread blocked in recv() on the socket (close() alone
+    # does not); linger 0 turns the close into a reset rather than a FIN.
     with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
     with contextlib.suppress(OSError):
         sock.close()
 

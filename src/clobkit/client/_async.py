@@ -477,10 +477,12 @@ class AsyncClient:
         backoff_cap: float = 5.0,
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
+        ack_timeout: float = 1.0,
     ) -> Stream:
         """A WebSocket stream of ``topics`` (``user:<id>:orders``, ``market:<token>:book``).
 
-        Connects on ``start()``, ``async with`` or first iteration; reconnects with
+        Connects on ``start()``, ``async with`` or first iteration (returning once
+        the server acknowledged, or after ``ack_timeout`` s); reconnects with
         backoff (seconds), resubscribes and yields ``Reconnected``.
         """
         stream = Stream(
@@ -490,6 +492,7 @@ class AsyncClient:
             backoff_cap=backoff_cap,
             open_timeout=open_timeout,
             ping_interval=ping_interval,
+            ack_timeout=ack_timeout,
         )
         self._streams.add(stream)
         return stream

@@ -96,7 +96,10 @@ class Stream:
     carries the signed ``X-API-*`` headers. A dropped connection is retried
     forever with capped exponential backoff (``backoff`` .. ``backoff_cap``
     seconds); failing the *first* connection raises ``TransportError`` (or the
-    ``ApiError`` of a refused handshake, e.g. 401).
+    ``ApiError`` of a refused handshake, e.g. 401). After subscribing, the
+    stream waits up to ``ack_timeout`` seconds for the server's first answer
+    (the API text names no acknowledgement; the sandbox sends ``subscribed``)
+    before ``start()`` returns or ``Reconnected`` is yielded.
     """
 
     def __init__(
@@ -108,6 +111,7 @@ class Stream:
         backoff_cap: float = 5.0,
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
+        ack_timeout: float = 1.0,
     ) -> None:
         self._core = core
         self._topics = _topics(topics)
@@ -115,6 +119,7 @@ class Stream:
         self._backoff_cap = backoff_cap
         self._open_timeout = open_timeout
         self._ping_interval = ping_interval
+        self._ack_timeout = ack_timeout
         self._queue: asyncio.Queue[StreamItem | _End | BaseException] = asyncio.Queue()
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[None] | None = None
@@ -237,6 +242,15 @@ class Stream:
             user_agent_header="clobkit-python",
         )
 
+    async def _first_message(self, ws: ClientConnection) -> str | bytes | None:
+        """The server's first answer to the subscription (its acknowledgement), if it
+        comes within ``ack_timeout``: the stream counts as subscribed only then, so
+        nothing published after ``start()`` returns (or after ``Reconnected``) is lost."""
+        try:
+            return await asyncio.wait_for(ws.recv(), self._ack_timeout)
+        except asyncio.TimeoutError:
+            return None
+
     async def _run(self) -> None:
         connected_once = False
         failures = 0
@@ -266,6 +280,7 @@ class Stream:
                             {"action": "subscribe", "topics": self._topics}
                         ).decode()
                     )
+                    first = await self._first_message(ws)
                     if connected_once:
                         self.reconnects += 1
                         self._emit(Reconnected(topics=list(self._topics), attempt=self.reconnects))
@@ -273,6 +288,8 @@ class Stream:
                         connected_once = True
                         if self._ready is not None and not self._ready.done():
                             self._ready.set_result(None)
+                    if first is not None:
+                        self._emit(parse_message(first))
                     failures = 0
                     async for raw in ws:
                         self._emit(parse_message(raw))

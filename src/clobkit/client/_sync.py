@@ -479,11 +479,13 @@ class Client:
         backoff_cap: float = 5.0,
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
+        ack_timeout: float = 1.0,
     ) -> SyncStream:
         """A WebSocket stream of ``topics`` (``user:<id>:orders``, ``market:<token>:book``).
 
-        Connects on ``start()``, ``with`` or first iteration; reconnects with
-        backoff (seconds), resubscribes and yields ``Reconnected``.
+        Connects on ``start()``, ``with`` or first iteration (returning once the
+        server acknowledged, or after ``ack_timeout`` s); reconnects with backoff
+        (seconds), resubscribes and yields ``Reconnected``.
         """
         stream = SyncStream(
             self._core,
@@ -492,6 +494,7 @@ class Client:
             backoff_cap=backoff_cap,
             open_timeout=open_timeout,
             ping_interval=ping_interval,
+            ack_timeout=ack_timeout,
         )
         self._streams.add(stream)
         return stream

@@ -1,0 +1,298 @@
+"""Retries against the sandbox: lost responses, injected 5xx, the sandbox's rate limit.
+
+The failing transports forward every request to the real sandbox and only
+then lose the answer, which is exactly the case where a naive retry would
+place a second order.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from clobkit import errors
+
+from .conftest import full_scope_users
+from .helpers import market_with_book, resting_buy_price
+
+RAW = "/api/ext/v1/orders/raw"
+ORDERS = "/api/ext/v1/orders"
+
+
+class _Plan:
+    """What to break: lose the first ``lose`` answers to ``method path`` (after the
+    server handled them), or answer the first ``fail`` of them with a 503."""
+
+    def __init__(self, method: str, path: str, *, lose: int = 0, fail: int = 0) -> None:
+        self.method, self.path = method, path
+        self.lose, self.fail = lose, fail
+        self.seen: list[httpx.Request] = []
+
+    def matches(self, request: httpx.Request) -> bool:
+        return request.method == self.method and request.url.path == self.path
+
+    def injected_503(self, request: httpx.Request) -> httpx.Response | None:
+        if self.fail > 0:
+            self.fail -= 1
+            return httpx.Response(
+                503, json={"success": False, "error": "injected: service unavailable"}
+            )
+        return None
+
+    def should_lose(self) -> bool:
+        if self.lose > 0:
+            self.lose -= 1
+            return True
+        return False
+
+
+class FailingTransport(httpx.HTTPTransport):
+    def __init__(self, plan: _Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not self.plan.matches(request):
+            return super().handle_request(request)
+        self.plan.seen.append(request)
+        injected = self.plan.injected_503(request)
+        if injected is not None:
+            return injected
+        response = super().handle_request(request)
+        if self.plan.should_lose():
+            response.read()
+            response.close()
+            raise httpx.ReadError("injected: the answer was lost", request=request)
+        return response
+
+
+class AsyncFailingTransport(httpx.AsyncHTTPTransport):
+    def __init__(self, plan: _Plan) -> None:
+        super().__init__()
+        self.plan = plan
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if not self.plan.matches(request):
+            return await super().handle_async_request(request)
+        self.plan.seen.append(request)
+        injected = self.plan.injected_503(request)
+        if injected is not None:
+            return injected
+        response = await super().handle_async_request(request)
+        if self.plan.should_lose():
+            await response.aread()
+            await response.aclose()
+            raise httpx.ReadError("injected: the answer was lost", request=request)
+        return response
+
+
+def failing(flavour: str, plan: _Plan) -> httpx.BaseTransport | httpx.AsyncBaseTransport:
+    return FailingTransport(plan) if flavour == "sync" else AsyncFailingTransport(plan)
+
+
+def order_ids(api: Any) -> set[str]:
+    return {o.id for o in api.iter_orders(page_size=100)}
+
+
+def test_raw_order_retried_after_lost_answers_places_one_order(
+    sandbox: Any, make_api: Any, flavour: str
+) -> None:
+    me = full_scope_users(sandbox)[0]
+    plain = make_api(sandbox, me, flavour)
+    market = market_with_book(plain, "nba")
+    price = resting_buy_price(plain.get_orderbook(market.token_id_a))
+    before = order_ids(plain)
+
+    plan = _Plan("POST", RAW, lose=2)
+    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan))
+    api.prepare([market.id])
+    result = api.place_raw_order(market.id, "a", "BUY", price, 40)
+
+    assert len(plan.seen) == 3  # two lost answers, then the answer
+    bodies = {r.content for r in plan.seen}
+    assert len(bodies) == 1  # the very same bytes each time ...
+    assert json.loads(plan.seen[0].content)["client_order_id"] == result.client_order_id
+    assert len({r.headers["X-API-NONCE"] for r in plan.seen}) == 3  # ... signed afresh
+    new = order_ids(plain) - before
+    assert new == {result.order_id}  # no duplicate order
+    assert plain.get_order(result.order_id).clob_order_id == result.clob_order_id
+    plain.cancel_order(result.order_id)
+
+
+def test_raw_order_retried_after_injected_5xx(sandbox: Any, make_api: Any, flavour: str) -> None:
+    me = full_scope_users(sandbox)[0]
+    plain = make_api(sandbox, me, flavour)
+    market = market_with_book(plain, "nba")
+    price = resting_buy_price(plain.get_orderbook(market.token_id_a))
+    before = order_ids(plain)
+    plan = _Plan("POST", RAW, fail=2, lose=1)
+    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan))
+    result = api.place_raw_order(market.id, "a", "BUY", price, 40)
+    assert len(plan.seen) == 4  # 503, 503, lost, answered
+    assert order_ids(plain) - before == {result.order_id}
+    plain.cancel_order(result.order_id)
+
+
+def test_place_order_is_never_retried(sandbox: Any, make_api: Any, flavour: str) -> None:
+    me = full_scope_users(sandbox)[0]
+    plain = make_api(sandbox, me, flavour)
+    market = market_with_book(plain, "nba")
+    price = resting_buy_price(plain.get_orderbook(market.token_id_a))
+    before = order_ids(plain)
+
+    lost = _Plan("POST", ORDERS, lose=1)
+    api = make_api(sandbox, me, flavour, transport=failing(flavour, lost))
+    with pytest.raises(errors.TransportError):
+        api.place_order(
+            market.id, amount="2", order_type="GTC", limit_price=price, token_option="yes"
+        )
+    assert len(lost.seen) == 1
+    placed = order_ids(plain) - before
+    assert len(placed) == 1  # the server did place it: a retry would have doubled it
+    plain.cancel_order(placed.pop())
+
+    unavailable = _Plan("POST", ORDERS, fail=1)
+    api = make_api(sandbox, me, flavour, transport=failing(flavour, unavailable))
+    with pytest.raises(errors.ServerError) as info:
+        api.place_order(market.id, outcome="a", amount="1")
+    assert info.value.status == 503
+    assert len(unavailable.seen) == 1
+
+
+def test_gets_retry_injected_5xx_and_lost_answers(
+    sandbox: Any, make_api: Any, flavour: str
+) -> None:
+    me = full_scope_users(sandbox)[0]
+    plan = _Plan("GET", "/api/ext/v1/wallet", fail=2, lose=1)
+    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan))
+    assert api.get_wallet().maker
+    assert len(plan.seen) == 4
+    plan = _Plan("GET", "/api/ext/v1/orders", fail=5)
+    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan), max_retries=2)
+    with pytest.raises(errors.ServerError) as info:
+        api.list_orders()
+    assert info.value.status == 503
+    assert len(plan.seen) == 3
+
+
+# ---------------------------------------------------------------------------
+# The sandbox's own rate limit: a sliding 60 s window per API key, answered by
+# 429 with ``Retry-After`` (whole seconds until the window has room again).
+
+RATE = 30  # requests per minute and key
+
+
+def rate_user(n: int) -> dict[str, Any]:
+    return {
+        "user_id": f"20000000-0000-4000-8000-{n:012d}",
+        "api_key": f"rate-key-{n}",
+        "api_secret": f"rate-secret-{n}",
+        "scopes": ["markets:read", "orders:read", "orders:write", "portfolio:read"],
+        "balance": "1000",
+        "ip_whitelist": None,
+    }
+
+
+@pytest.fixture
+def rate_sandbox(serve: Any) -> Any:
+    with serve({"users": [rate_user(1), rate_user(2)], "rate_limit_per_minute": RATE}) as sb:
+        yield sb
+
+
+def exhaust(api: Any) -> errors.RateLimited:
+    """Spend the key's window (the client must not retry: ``max_retries=0``)."""
+    for _ in range(RATE + 1):
+        try:
+            api.get_wallet(refresh=True)
+        except errors.RateLimited as exc:  # noqa: PERF203
+            return exc
+    raise AssertionError("the sandbox never rate limited")
+
+
+def test_rate_limit_is_typed_and_never_blindly_retried(
+    rate_sandbox: Any, make_api: Any, flavour: str
+) -> None:
+    me, other = rate_sandbox.users
+    setup = make_api(rate_sandbox, other, flavour)  # another key: its own window
+    market = market_with_book(setup, "nba")
+
+    limited = exhaust(make_api(rate_sandbox, me, flavour, max_retries=0))
+    assert limited.status == 429
+    assert limited.code == "RATE_LIMITED"
+    assert limited.retry_after is not None
+    assert 0 < limited.retry_after <= 60
+
+    # Retry-After beyond max_retry_after: raised at once, not slept on or hammered
+    gets = _Plan("GET", "/api/ext/v1/orders")
+    impatient = make_api(
+        rate_sandbox, me, flavour, max_retries=5, max_retry_after=1,
+        transport=failing(flavour, gets),
+    )  # fmt: skip
+    started = time.perf_counter()
+    with pytest.raises(errors.RateLimited):
+        impatient.list_orders()
+    assert time.perf_counter() - started < 1
+    assert len(gets.seen) == 1
+
+    # POST /orders is never retried, whatever the client would accept to wait
+    posts = _Plan("POST", ORDERS)
+    patient = make_api(
+        rate_sandbox, me, flavour, max_retries=5, max_retry_after=120,
+        transport=failing(flavour, posts),
+    )  # fmt: skip
+    started = time.perf_counter()
+    with pytest.raises(errors.RateLimited):
+        patient.place_order(market.id, outcome="a", amount="2")
+    assert time.perf_counter() - started < 1
+    assert len(posts.seen) == 1
+
+
+@pytest.mark.slow
+def test_rate_limit_waited_out_places_each_raw_order_once(rate_sandbox: Any, make_api: Any) -> None:
+    """Both clients hit the sandbox's limit, sleep out its Retry-After (up to a
+    minute: the window is 60 s) and then place their raw order exactly once."""
+    import threading
+
+    me, _ = rate_sandbox.users
+    setup = make_api(rate_sandbox, me, "sync")
+    market = market_with_book(setup, "nba")
+    price = resting_buy_price(setup.get_orderbook(market.token_id_a))
+    plans = {flavour: _Plan("POST", RAW) for flavour in ("sync", "async")}
+    clients = {
+        flavour: make_api(
+            rate_sandbox,
+            me,
+            flavour,
+            max_retries=3,
+            max_retry_after=65,
+            transport=failing(flavour, plans[flavour]),
+        )
+        for flavour in ("sync", "async")
+    }
+    for client in clients.values():
+        client.prepare([market.id])
+    exhaust(make_api(rate_sandbox, me, "sync", max_retries=0))
+
+    results: dict[str, Any] = {}
+
+    def place(flavour: str) -> None:
+        results[flavour] = clients[flavour].place_raw_order(market.id, "a", "BUY", price, 40)
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=place, args=(f,)) for f in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(90)
+    waited = time.perf_counter() - started
+    assert set(results) == {"sync", "async"}
+    assert waited > 1  # the Retry-After was slept on
+    for flavour, plan in plans.items():
+        assert len(plan.seen) >= 2, flavour  # refused with 429, then retried
+        assert len({r.content for r in plan.seen}) == 1, flavour
+    placed = {o.id for o in setup.iter_orders(page_size=100)}
+    assert placed == {results["sync"].order_id, results["async"].order_id}  # once each
