@@ -683,6 +683,7 @@ class ClientCore:
         self.signer = signer
         self._base = httpx.URL(config.base_url)
         self._base_path = self._base.raw_path.decode("ascii").rstrip("/")
+        self._urls: dict[str, httpx.URL] = {}
         self.wallet: WalletInfo | None = None
         self.hasher: OrderHasher | None = None
         self.markets: dict[str, MarketInfo] = {}
@@ -702,7 +703,14 @@ class ClientCore:
         if call.url is not None:
             url = httpx.URL(call.url, params=params)
         else:
-            url = self._base.copy_with(raw_path=(self._base_path + call.path).encode("ascii"))
+            cached = self._urls.get(call.path)  # parsing a URL costs more than signing it
+            if cached is None:
+                raw_path = (self._base_path + call.path).encode("ascii")
+                cached = self._base.copy_with(raw_path=raw_path)
+                if len(self._urls) >= 256:
+                    self._urls.clear()
+                self._urls[call.path] = cached
+            url = cached
             if params:
                 url = url.copy_merge_params(params)
         headers = {"Accept": _JSON, "User-Agent": _USER_AGENT}
