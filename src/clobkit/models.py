@@ -18,7 +18,12 @@ from typing import Any, Literal
 
 import msgspec
 
+from .errors import OrderFieldError
+
 __all__ = [
+    "FINAL_STATUSES",
+    "OPEN_STATUSES",
+    "ORDER_STATUSES",
     "CancelResult",
     "EnrichedMarket",
     "EnrichedMarkets",
@@ -174,7 +179,7 @@ class Market(_Model, frozen=True, kw_only=True, omit_defaults=True):
         elif outcome == "b":
             token = self.token_id_b
         else:
-            raise ValueError(f"outcome must be 'a' or 'b', not {outcome!r}")
+            raise OrderFieldError("outcome", outcome, "must be 'a' or 'b'")
         if token is None and len(self.outcomes) == 2:
             token = self.outcomes[0 if outcome == "a" else 1].token_id
         return token

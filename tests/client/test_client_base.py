@@ -907,3 +907,20 @@ def test_models_roundtrip_is_exact() -> None:
         [ok({"order_id": "o", "notification_id": "n"}, 201)],
     )
     assert msgspec.json.encode(placed) == b'{"order_id":"o","notification_id":"n"}'
+
+
+def test_market_detail_without_neg_risk_or_tokens() -> None:
+    core = make_core()
+    guide = {
+        "market": {
+            "id": MARKET_ID,
+            "outcomes": [
+                {"id": "1", "name": "A", "token_id": TOKEN_A, "price": 0.5},
+                {"id": "2", "name": "B", "token_id": TOKEN_B, "price": 0.5},
+            ],
+        }
+    }
+    info, _ = drive(core.market_info(MARKET_ID), [ok(guide)])
+    assert (info.token_id_a, info.token_id_b, info.neg_risk) == (TOKEN_A, TOKEN_B, False)
+    with pytest.raises(errors.ServerError, match="no token ids"):
+        drive(make_core().market_info(MARKET_ID), [ok({"market": {"id": MARKET_ID}})])

@@ -868,7 +868,7 @@ class ClientCore:
         market = yield from self._get(
             "/markets/" + _segment(market_id, "market_id", OrderFieldError), "market"
         )
-        self._remember(market)
+        self._remember(market, detail=True)
         return market  # type: ignore[no-any-return]
 
     def get_orderbook(self, asset_id: str) -> Operation[Orderbook]:
@@ -1071,17 +1071,26 @@ class ClientCore:
         info = self.markets.get(market_id)
         if info is None:
             market = yield from self.get_market(market_id)
-            info = self.markets.get(market_id)
+            info = self.markets.get(market.id) or self.markets.get(market_id)
             if info is None:
-                raise ServerError(f"market {market.id} has no token ids", status=200)
+                raise ServerError(
+                    f"market {market.id}: the detail carries no token ids", status=200
+                )
         return info
 
-    def _remember(self, market: Market) -> None:
-        if market.neg_risk is None:
-            return  # shapes without neg_risk cannot say which exchange hashes the order
+    def _remember(self, market: Market, *, detail: bool = False) -> None:
+        """Cache a market's tokens and ``neg_risk``. Only the detail and search shapes
+        carry ``neg_risk``; a detail without it (guide shape) is read as a CTF market."""
+        if market.neg_risk is None and not detail:
+            return
         info = market_info(market)
-        if info is not None:
-            self.markets[market.id] = info
+        if info is None:
+            return
+        if market.neg_risk is None:
+            log.warning(
+                "market %s has no neg_risk: hashing its orders for the CTF exchange", market.id
+            )
+        self.markets[market.id] = info
 
     def fee_rate(self, token_id: str, refresh: bool = False) -> Operation[int]:
         """``fee_rate_bps`` of a token from the exchange's fee-rate query (cached, TTL)."""
