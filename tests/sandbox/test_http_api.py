@@ -638,3 +638,31 @@ def test_admin_routes(fresh: Any) -> None:
         r = admin.post(f"/admin/markets/{m.id}/settle", json={"winner": "c"})
         assert r.status_code == 400
         assert admin.get("/admin/nothing").status_code == 404
+
+
+def test_gtd_expires_on_the_wall_clock(fresh: Any) -> None:
+    """The background ticker cancels a GTD order once its expiration second has come."""
+    import time
+
+    sb: Sandbox = fresh()
+    m = book_market(sb.engine)
+    with SignedClient(sb.base_url, sb.user(TRADER)) as c:
+        expiration = int(time.time()) + 1
+        order_id = c.place(
+            {
+                "market_id": m.id,
+                "order_type": "GTD",
+                "token_option": "yes",
+                "limit_price": "0.05",
+                "amount": 5,
+                "expiration": expiration,
+            }
+        )
+        assert c.order(order_id)["status"] == "live"
+        deadline = time.monotonic() + 5
+        while c.order(order_id)["status"] == "live":
+            assert time.monotonic() < deadline, "the GTD order did not expire"
+            time.sleep(0.05)
+        assert time.time() >= expiration
+        assert c.order(order_id)["status"] == "cancelled"
+        assert sb.engine.balances(TRADER)["cash_reserved"] == 0
