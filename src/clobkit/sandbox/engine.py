@@ -1309,6 +1309,7 @@ class Engine:
             for quote in list(market.house_quotes.values()):
                 self._finish(quote, "cancelled", now)
             self._touch(market, now)
+            self._settle_touched(now)  # requote now, so the answer shows the new book
             return views.market_detail(self, market)
 
     # -- take profit / stop loss ---------------------------------------------------
