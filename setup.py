@@ -18,8 +18,8 @@ if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") in ("", "0"):
         extra_compile_args = ["/O2"]
         extra_link_args: list[str] = []
     else:
-        extra_compile_args = ["-O3", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function"]
-        extra_link_args = []
+        extra_compile_args = ["-O3", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function", "-pthread"]
+        extra_link_args = ["-pthread"]
         if os.environ.get("CLOBKIT_SANITIZE", "") not in ("", "0"):
             san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
             extra_compile_args += san
@@ -28,7 +28,7 @@ if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") in ("", "0"):
         [
             Extension(
                 "clobkit._core_c",
-                sources=["ext/_core_c.pyx", "ext/keccak.c", "ext/sha256.c"],
+                sources=["ext/_core_c.pyx", "ext/keccak.c", "ext/sha256.c", "ext/workers.c"],
                 include_dirs=["ext"],
                 extra_compile_args=extra_compile_args,
                 extra_link_args=extra_link_args,

@@ -17,7 +17,6 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
 import os as _os
-from concurrent.futures import ThreadPoolExecutor as _ThreadPoolExecutor
 
 from clobkit import _core_py as _py
 from clobkit._types import Amounts, Side
@@ -121,6 +120,19 @@ cdef extern from "keccak.h":
     void ck_keccak256(const uint8_t *inp, size_t length, uint8_t *out) nogil
     int ck_keccak_set_impl(int impl)
     int ck_keccak_impl()
+
+cdef extern from "workers.h":
+    ctypedef struct ck_job:
+        const ck_order_ctx *ctx
+        const ck_order *orders
+        uint8_t *out
+        size_t n
+        size_t block
+        size_t next
+    void ck_job_run(ck_job *job) nogil
+    int ck_pool_start(ck_job *job, int helpers) nogil
+    void ck_pool_wait() nogil
+
 
 cdef extern from "sha256.h":
     ctypedef struct ck_sha256_ctx:
@@ -331,31 +343,8 @@ cdef inline int _flag(object value, object field, Py_ssize_t i) except -1:
 # ---------------------------------------------------------------------------
 # Order ids
 
-cdef Py_ssize_t CHUNK = 16384  # orders parsed, hashed and emitted per round
-cdef object _pool = None
-cdef int _pool_size = 0
-
-
-cdef object _executor(int workers):
-    global _pool, _pool_size
-    if _pool is None or _pool_size < workers:
-        if _pool is not None:
-            _pool.shutdown(wait=False)
-        _pool = _ThreadPoolExecutor(max_workers=workers, thread_name_prefix="clobkit-hash")
-        _pool_size = workers
-    return _pool
-
-
-cdef class _Slice:
-    """A share of one chunk, hashed by a worker thread without the GIL."""
-    cdef const ck_order_ctx *ctx
-    cdef const ck_order *orders
-    cdef size_t n
-    cdef uint8_t *out
-
-    def __call__(self):
-        with nogil:
-            ck_order_ids_flat(self.ctx, self.orders, self.n, self.out)
+cdef Py_ssize_t CHUNK = 8192  # orders parsed, hashed and emitted per round
+cdef size_t BLOCK = 256  # orders a thread takes at a time (whole SIMD groups)
 
 
 cdef enum:
@@ -510,72 +499,75 @@ cdef class OrderHasher:
         if n == 0:
             return result
         cdef Py_ssize_t chunk = CHUNK if n > CHUNK else n
-        cdef ck_order *orders = <ck_order *>malloc(chunk * sizeof(ck_order))
-        cdef uint8_t *out = <uint8_t *>malloc(chunk * 32)
-        cdef Py_ssize_t start, i, m
-        cdef str s
-        if orders == NULL or out == NULL:
-            free(orders)
-            free(out)
-            raise MemoryError()
+        cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk, k_, lo, m
+        cdef ck_order *orders[2]
+        cdef uint8_t *outs[2]
+        cdef int b, helpers
+        cdef ck_job job
+        orders[0] = <ck_order *>malloc(chunk * sizeof(ck_order))
+        orders[1] = <ck_order *>malloc(chunk * sizeof(ck_order))
+        outs[0] = <uint8_t *>malloc(chunk * 32)
+        outs[1] = <uint8_t *>malloc(chunk * 32)
         try:
-            start = 0
-            while start < n:
-                m = n - start if n - start < chunk else chunk
-                for i in range(m):
-                    orders[i] = tmpl
-                # row by row, so the first bad value named is the pure twin's
-                for i in range(m):
-                    for k in range(nseq):
-                        c = cols[k]
-                        _set(&orders[i], c, <object>items[c][start + i], names[c], start + i)
-                _hash(&self.ctx, orders, m, out, workers)
-                for i in range(m):
-                    s = _hex_str(out + 32 * i, 32, True)
-                    Py_INCREF(s)
-                    PyList_SET_ITEM(result, start + i, s)
-                start += m
+            if orders[0] == NULL or orders[1] == NULL or outs[0] == NULL or outs[1] == NULL:
+                raise MemoryError()
+            # A pipeline: while native helper threads hash chunk k, this
+            # thread parses chunk k + 1 and emits the strings of chunk k - 1
+            # (both need the GIL), then joins the hashing of chunk k.
+            _parse(orders[0], &tmpl, 0, chunk, nseq, cols, items, names)
+            for k_ in range(nchunks):
+                b = k_ & 1
+                lo = k_ * chunk
+                m = chunk if n - lo > chunk else n - lo
+                job.ctx = &self.ctx
+                job.orders = orders[b]
+                job.out = outs[b]
+                job.n = <size_t>m
+                job.block = BLOCK
+                job.next = 0
+                helpers = ck_pool_start(&job, workers - 1) if workers > 1 and <size_t>m > BLOCK else 0
+                try:
+                    if k_ + 1 < nchunks:
+                        _parse(orders[b ^ 1], &tmpl, lo + chunk,
+                               chunk if n - lo - chunk > chunk else n - lo - chunk, nseq, cols, items, names)
+                    if k_ > 0:
+                        _emit(result, outs[b ^ 1], lo - chunk, chunk)
+                finally:
+                    # helpers read this chunk's buffers: join them before anything else
+                    with nogil:
+                        ck_job_run(&job)
+                        if helpers:
+                            ck_pool_wait()
+            lo = (nchunks - 1) * chunk
+            _emit(result, outs[(nchunks - 1) & 1], lo, n - lo)
         finally:
-            free(orders)
-            free(out)
+            free(orders[0])
+            free(orders[1])
+            free(outs[0])
+            free(outs[1])
         return result
 
 
-cdef int _hash(const ck_order_ctx *ctx, const ck_order *orders, Py_ssize_t m,
-               uint8_t *out, int workers) except -1:
-    """Hash m parsed orders, split across ``workers`` threads (the caller is one)."""
-    cdef Py_ssize_t share, lo, first
-    cdef _Slice piece
-    cdef int w
-    if workers > m // 128:
-        workers = <int>(m // 128)
-    if workers <= 1:
-        with nogil:
-            ck_order_ids_flat(ctx, orders, m, out)
-        return 0
-    share = (m + workers - 1) // workers
-    share = (share + 7) & ~(<Py_ssize_t>7)  # whole SIMD groups per worker
-    first = share if share < m else m
-    pool = _executor(workers - 1)
-    futures = []
-    try:
-        lo = first
-        for w in range(1, workers):
-            if lo >= m:
-                break
-            piece = _Slice.__new__(_Slice)
-            piece.ctx = ctx
-            piece.orders = orders + lo
-            piece.n = <size_t>(share if lo + share <= m else m - lo)
-            piece.out = out + 32 * lo
-            futures.append(pool.submit(piece))
-            lo += share
-        with nogil:
-            ck_order_ids_flat(ctx, orders, <size_t>first, out)
-    finally:
-        # the buffers are freed by the caller: never return before every worker is done
-        for f in futures:
-            f.result()
+cdef int _parse(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssize_t m, int nseq,
+                const int *cols, PyObject ***items, list names) except -1:
+    """Orders start .. start + m - 1 into ``orders``, row by row (the first bad value is named)."""
+    cdef Py_ssize_t i
+    cdef int k, c
+    for i in range(m):
+        orders[i] = tmpl[0]
+        for k in range(nseq):
+            c = cols[k]
+            _set(&orders[i], c, <object>items[c][start + i], names[c], start + i)
+    return 0
+
+
+cdef int _emit(list result, const uint8_t *out, Py_ssize_t start, Py_ssize_t m) except -1:
+    cdef Py_ssize_t i
+    cdef str s
+    for i in range(m):
+        s = _hex_str(out + 32 * i, 32, True)
+        Py_INCREF(s)
+        PyList_SET_ITEM(result, start + i, s)
     return 0
 
 

@@ -335,3 +335,40 @@ def test_compiled_twin_loaded() -> None:
     else:
         importlib.import_module("clobkit._core_c")
         assert clobkit.IMPLEMENTATION == "c"
+
+
+def test_batches_from_many_python_threads(core: ModuleType) -> None:
+    """Callers racing for the native helper pool still get every id right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    hasher = core.OrderHasher(WALLET)
+    n = 20_000
+    cols = {"token_ids": "5", "maker_amounts": 1, "taker_amounts": 2, "sides": 1}
+    want = hasher.order_ids(**cols, salts=list(range(n)))
+    with ThreadPoolExecutor(6) as pool:
+        results = list(
+            pool.map(
+                lambda t: hasher.order_ids(**cols, salts=list(range(n)), threads=t),
+                [2, 3, 2, 4, 1, 2],
+            )
+        )
+    assert all(r == want for r in results)
+
+
+def test_batch_threads_after_fork(core: ModuleType) -> None:
+    """A forked child has none of the parent's helper threads; threads= must still work."""
+    import os
+
+    hasher = core.OrderHasher(WALLET)
+    n = 20_000
+    cols = {"token_ids": "5", "maker_amounts": 1, "taker_amounts": 2, "sides": 0}
+    want = hasher.order_ids(**cols, salts=list(range(n)), threads=2)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        ok = hasher.order_ids(**cols, salts=list(range(n)), threads=2) == want
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    assert os.read(r, 1) == b"1"
+    assert status == 0

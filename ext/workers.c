@@ -1,0 +1,120 @@
+/* See workers.h. POSIX threads where available; elsewhere the caller hashes alone. */
+#include "workers.h"
+
+void ck_job_run(ck_job *job) {
+    for (;;) {
+#if defined(_MSC_VER)
+        size_t lo = (size_t)_InterlockedExchangeAdd64((volatile __int64 *)&job->next, (__int64)job->block);
+#else
+        size_t lo = __atomic_fetch_add(&job->next, job->block, __ATOMIC_RELAXED);
+#endif
+        if (lo >= job->n) return;
+        size_t m = job->n - lo < job->block ? job->n - lo : job->block;
+        ck_order_ids(job->ctx, job->orders + lo, m, (uint8_t(*)[32])(job->out + 32 * lo));
+    }
+}
+
+#if defined(_WIN32) || !(defined(__unix__) || defined(__APPLE__))
+
+int ck_pool_start(ck_job *job, int helpers) {
+    (void)job;
+    (void)helpers;
+    return 0;
+}
+void ck_pool_wait(void) {}
+
+#else
+
+#include <pthread.h>
+
+#define CK_MAX_HELPERS 256
+
+static struct {
+    pthread_mutex_t mu;   /* guards everything below */
+    pthread_cond_t work;  /* a new generation was posted */
+    pthread_cond_t done;  /* active dropped to 0 */
+    pthread_mutex_t own;  /* held by the caller between start and wait */
+    ck_job *job;
+    unsigned long gen;
+    int wanted;  /* helpers taking the current generation */
+    int active;  /* helpers still running it */
+    int started; /* threads alive */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
+          PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0};
+
+/* The generation current when each helper was created (before the job that
+ * created it was posted), so a helper that starts late still takes that job. */
+static unsigned long born[CK_MAX_HELPERS];
+
+static void *helper(void *arg) {
+    int index = (int)(intptr_t)arg;
+    pthread_mutex_lock(&pool.mu);
+    unsigned long seen = born[index];
+    for (;;) {
+        while (pool.gen == seen) pthread_cond_wait(&pool.work, &pool.mu);
+        seen = pool.gen;
+        if (index >= pool.wanted) continue; /* not needed this time */
+        ck_job *job = pool.job;
+        pthread_mutex_unlock(&pool.mu);
+        ck_job_run(job);
+        pthread_mutex_lock(&pool.mu);
+        if (--pool.active == 0) pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
+/* A forked child has none of the parent's threads: start from scratch. */
+static void after_fork_child(void) {
+    pthread_mutex_init(&pool.mu, NULL);
+    pthread_mutex_init(&pool.own, NULL);
+    pthread_cond_init(&pool.work, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.started = pool.active = pool.wanted = 0;
+    pool.job = NULL;
+}
+
+int ck_pool_start(ck_job *job, int helpers) {
+    static int atfork_done = 0;
+    if (helpers <= 0) return 0;
+    if (helpers > CK_MAX_HELPERS) helpers = CK_MAX_HELPERS;
+    if (pthread_mutex_trylock(&pool.own) != 0) return 0; /* in use by another caller */
+    pthread_mutex_lock(&pool.mu);
+    if (!atfork_done) {
+        pthread_atfork(NULL, NULL, after_fork_child);
+        atfork_done = 1;
+    }
+    while (pool.started < helpers) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        born[pool.started] = pool.gen;
+        int rc = pthread_create(&t, &attr, helper, (void *)(intptr_t)pool.started);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) break;
+        pool.started++;
+    }
+    if (helpers > pool.started) helpers = pool.started;
+    if (helpers == 0) {
+        pthread_mutex_unlock(&pool.mu);
+        pthread_mutex_unlock(&pool.own);
+        return 0;
+    }
+    pool.job = job;
+    pool.wanted = helpers;
+    pool.active = helpers;
+    pool.gen++;
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.mu);
+    return helpers;
+}
+
+void ck_pool_wait(void) {
+    pthread_mutex_lock(&pool.mu);
+    while (pool.active > 0) pthread_cond_wait(&pool.done, &pool.mu);
+    pool.job = NULL;
+    pthread_mutex_unlock(&pool.mu);
+    pthread_mutex_unlock(&pool.own);
+}
+
+#endif
