@@ -7,6 +7,7 @@ the fast path does not recognise is handed to the pure twin, which either
 computes it or raises the canonical error, so both twins agree on every input.
 """
 
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
@@ -34,18 +35,21 @@ cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
     object PyDict_New()
-    dict _PyDict_NewPresized(Py_ssize_t n)
+    dict PyDict_Copy(object d)
     int PyDict_SetItem(object d, object k, object v) except -1
 
 cdef extern from *:
     """
     #include <time.h>
+    /* Nonce bytes pooled in this process must never be reused by a forked
+       child: fork marks the pool stale (getpid() per request is a syscall). */
+    static volatile int ck_nonces_stale = 1;
     #if defined(_WIN32)
-    #include <process.h>
-    #define ck_getpid() ((long)_getpid())
+    static void ck_watch_fork(void) {}
     #else
-    #include <unistd.h>
-    #define ck_getpid() ((long)getpid())
+    #include <pthread.h>
+    static void ck_mark_stale(void) { ck_nonces_stale = 1; }
+    static void ck_watch_fork(void) { pthread_atfork(NULL, NULL, ck_mark_stale); }
     #endif
     static long long ck_now_ms(void) {
         struct timespec ts;
@@ -74,6 +78,19 @@ cdef extern from *:
         return lo;
     #endif
     }
+    /* Lowercase hex through a 256-entry table of character pairs: one load
+       and one 2-byte store per input byte. */
+    static uint16_t ck_hex_pairs[256];
+    static void ck_hex_init(void) {
+        const char *digits = "0123456789abcdef";
+        for (int b = 0; b < 256; b++) {
+            char pair[2] = {digits[b >> 4], digits[b & 15]};
+            memcpy(&ck_hex_pairs[b], pair, 2);
+        }
+    }
+    static void ck_hex(const uint8_t *in, size_t n, char *out) {
+        for (size_t i = 0; i < n; i++) memcpy(out + 2 * i, &ck_hex_pairs[in[i]], 2);
+    }
     /* Zero memory in a way the compiler may not drop as a dead store. */
     static void ck_wipe(void *p, size_t n) {
         volatile unsigned char *v = (volatile unsigned char *)p;
@@ -90,10 +107,13 @@ cdef extern from *:
     #endif
     }
     """
-    long ck_getpid()
+    int ck_nonces_stale
+    void ck_watch_fork()
     long long ck_now_ms()
     int ck_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
     void ck_wipe(void *p, size_t n)
+    void ck_hex(const uint8_t *inp, size_t n, char *out) nogil
+    void ck_hex_init()
     uint64_t ck_muladd(uint64_t a, uint64_t b, uint64_t c, uint64_t *hi) nogil
     void ck_order_ids_flat(const ck_order_ctx *ctx, const ck_order *orders, size_t n, uint8_t *out) nogil
 
@@ -165,7 +185,7 @@ cdef inline object _amounts(uint64_t maker, uint64_t taker):
     PyTuple_SET_ITEM(t, 0, m)
     PyTuple_SET_ITEM(t, 1, k)
     return t
-cdef const char *HEX = b"0123456789abcdef"
+ck_hex_init()
 cdef uint64_t POW10[20]
 POW10[0] = 1
 for _i in range(1, 20):
@@ -207,17 +227,12 @@ cdef inline str _hex_str(const uint8_t *data, Py_ssize_t n, bint prefix):
     if prefix:
         out[0] = 48  # '0'
         out[1] = 120  # 'x'
-    for i in range(n):
-        out[off + 2 * i] = HEX[data[i] >> 4]
-        out[off + 2 * i + 1] = HEX[data[i] & 15]
+    ck_hex(data, n, out + off)
     return s
 
 
 cdef inline void _hex_into(const uint8_t *data, Py_ssize_t n, char *out) noexcept nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        out[2 * i] = HEX[data[i] >> 4]
-        out[2 * i + 1] = HEX[data[i] & 15]
+    ck_hex(data, n, out)
 
 
 cdef inline bint _ascii_view(object s, const char **data, Py_ssize_t *n):
@@ -229,21 +244,44 @@ cdef inline bint _ascii_view(object s, const char **data, Py_ssize_t *n):
     return True
 
 
+cdef class _Bytes:
+    """A read-only view of any bytes-like object (bytes without a buffer request)."""
+    cdef Py_buffer buf
+    cdef bint held
+    cdef const uint8_t *data
+    cdef Py_ssize_t n
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.buf)
+
+
+cdef _Bytes _bytes(object data):
+    cdef _Bytes v = _Bytes.__new__(_Bytes)
+    if type(data) is bytes:
+        v.data = <const uint8_t *>PyBytes_AS_STRING(data)
+        v.n = PyBytes_GET_SIZE(data)
+        return v
+    PyObject_GetBuffer(data, &v.buf, PyBUF_SIMPLE)  # raises TypeError for non-buffers
+    v.held = True
+    v.data = <const uint8_t *>v.buf.buf
+    v.n = v.buf.len
+    return v
+
+
 def keccak256(data):
-    """Keccak-256 (Ethereum's, not SHA3-256) of ``data``."""
-    cdef const uint8_t[::1] view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    """Keccak-256 (Ethereum's, not SHA3-256) of ``data`` (any bytes-like object)."""
+    cdef _Bytes v = _bytes(data)
     cdef uint8_t out[32]
-    with nogil:
-        ck_keccak256(&view[0] if view.shape[0] else <const uint8_t *>b"", view.shape[0], out)
+    ck_keccak256(v.data, v.n, out)
     return PyBytes_FromStringAndSize(<char *>out, 32)
 
 
 def sha256_hex(data):
-    """Lowercase hex SHA-256 of ``data``."""
-    cdef const uint8_t[::1] view = memoryview(data).cast("B") if not isinstance(data, bytes) else data
+    """Lowercase hex SHA-256 of ``data`` (any bytes-like object)."""
+    cdef _Bytes v = _bytes(data)
     cdef uint8_t out[32]
-    with nogil:
-        ck_sha256(&view[0] if view.shape[0] else <const uint8_t *>b"", view.shape[0], out)
+    ck_sha256(v.data, v.n, out)
     return _hex_str(out, 32, False)
 
 
@@ -792,21 +830,20 @@ def new_salt():
 # ---------------------------------------------------------------------------
 # Request signing
 
-# Nonce bytes come from a pool filled by os.urandom, discarded after a fork so
-# a child never repeats its parent's nonces. The GIL serialises access.
+# Nonce bytes come from a pool filled by os.urandom; a fork marks it stale so a
+# child never repeats its parent's nonces. The GIL serialises access.
 cdef bytes _pool_bytes = b""
 cdef Py_ssize_t _pool_pos = 0
-cdef long _pool_pid = -1
-cdef Py_ssize_t NONCE_POOL = 4096
+cdef Py_ssize_t NONCE_POOL = 16384
+ck_watch_fork()
 
 
 cdef const uint8_t *_random16() except NULL:
-    global _pool_bytes, _pool_pos, _pool_pid
-    cdef long pid = ck_getpid()
-    if _pool_pos + 16 > PyBytes_GET_SIZE(_pool_bytes) or pid != _pool_pid:
+    global _pool_bytes, _pool_pos, ck_nonces_stale
+    if _pool_pos + 16 > PyBytes_GET_SIZE(_pool_bytes) or ck_nonces_stale:
+        ck_nonces_stale = 0
         _pool_bytes = _os.urandom(NONCE_POOL)
         _pool_pos = 0
-        _pool_pid = pid
     _pool_pos += 16
     return <const uint8_t *>PyBytes_AS_STRING(_pool_bytes) + _pool_pos - 16
 
@@ -998,6 +1035,7 @@ cdef class RequestSigner:
     """
 
     cdef ck_hmac_key _hk
+    cdef dict _template
     cdef readonly str api_key
     cdef readonly bint sign_query
 
@@ -1005,6 +1043,7 @@ cdef class RequestSigner:
         self.api_key = _py.parse_token(api_key, "api_key")
         _key(&self._hk, api_secret)
         self.sign_query = _py.parse_flag(sign_query, "sign_query")
+        self._template = {H_KEY: self.api_key, H_TS: "", H_NONCE: "", H_SIG: ""}
 
     def __repr__(self):
         return f"RequestSigner(api_key={self.api_key!r}, sign_query={bool(self.sign_query)})"
@@ -1025,8 +1064,7 @@ cdef class RequestSigner:
         if type(body) is not bytes:
             body = _py.parse_body(body)
         _sign_valid(&self._hk, method, path, self.sign_query, ts, n, body, sig)
-        cdef dict h = _PyDict_NewPresized(4)
-        PyDict_SetItem(h, H_KEY, self.api_key)
+        cdef dict h = PyDict_Copy(self._template)
         PyDict_SetItem(h, H_TS, ts)
         PyDict_SetItem(h, H_NONCE, n)
         PyDict_SetItem(h, H_SIG, _hex_text(sig))

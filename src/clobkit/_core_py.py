@@ -363,7 +363,7 @@ def new_salt() -> int:
 
 def keccak256(data: bytes) -> bytes:
     """Keccak-256 (Ethereum's, not SHA3-256) of ``data``."""
-    return _keccak.new(data=bytes(data), digest_bits=256).digest()
+    return _keccak.new(data=bytes(memoryview(data)), digest_bits=256).digest()
 
 
 def parse_side(value: object, field: str = "side") -> int:
