@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from ._core import OrderHasher, keccak256
 from ._core_py import HIDDEN
+from ._wallet import checksum, parse_address
 from .errors import OrderFieldError
 from .models import WalletInfo
 
-__all__ = ["OrderHasher", "WalletInfo", "keccak256", "sign_order_id"]
+__all__ = ["OrderHasher", "WalletInfo", "checksum_address", "keccak256", "sign_order_id"]
 
 _HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def checksum_address(address: str | bytes) -> str:
+    """EIP-55 mixed-case form of an address (``0x`` + 40 hex digits, or 20 raw bytes)."""
+    raw = (
+        bytes(address)
+        if isinstance(address, (bytes, bytearray)) and len(address) == 20
+        else parse_address(address, "address", keccak256)
+    )
+    return "0x" + checksum(raw.hex(), keccak256)
 
 
 def sign_order_id(order_id: str, private_key: str | bytes) -> str:

@@ -372,3 +372,14 @@ def test_batch_threads_after_fork(core: ModuleType) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.read(r, 1) == b"1"
     assert status == 0
+
+
+def test_checksum_address() -> None:
+    from clobkit.order_id import checksum_address
+
+    for raw in (bytes(20), b"\xff" * 20, bytes(range(20))):
+        assert checksum_address(raw) == to_checksum_address(raw)
+        assert checksum_address("0x" + raw.hex()) == to_checksum_address(raw)
+    assert checksum_address(WALLET["ctf_exchange"].lower()) == WALLET["ctf_exchange"]
+    with pytest.raises(OrderFieldError, match="address"):
+        checksum_address("0x123")

@@ -42,7 +42,7 @@ from typing import Any
 
 from clobkit import OrderHasher, WalletInfo, limit_amounts, market_amounts, market_price, new_salt
 from clobkit.errors import InsufficientLiquidity, ValidationError
-from clobkit.order_id import keccak256
+from clobkit.order_id import checksum_address, keccak256
 
 from . import views
 from .config import SINGLE_ORDER_MAX, SandboxConfig, UserConfig, load_config
@@ -66,21 +66,12 @@ POLYGON_CTF = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
 POLYGON_NEG_RISK = "0xC5d563A36AE78145C45a50134d48A1215220f80a"
 
 
-def _checksum_address(raw: bytes) -> str:
-    """EIP-55 form of a 20-byte address."""
-    lower = raw.hex()
-    digest = keccak256(lower.encode("ascii")).hex()
-    return "0x" + "".join(
-        c.upper() if int(h, 16) >= 8 else c for c, h in zip(lower, digest[:40], strict=True)
-    )
-
-
 def derive_wallet(user: UserConfig) -> WalletInfo:
     """The user's wallet: maker/signer derived from user_id unless configured."""
-    maker = user.maker or _checksum_address(
+    maker = user.maker or checksum_address(
         keccak256(f"clobkit-sandbox:maker:{user.user_id}".encode())[12:]
     )
-    signer = user.signer or _checksum_address(
+    signer = user.signer or checksum_address(
         keccak256(f"clobkit-sandbox:signer:{user.user_id}".encode())[12:]
     )
     return WalletInfo(
