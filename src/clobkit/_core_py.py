@@ -189,6 +189,15 @@ def _amounts(maker: int, taker: int, field: str, value: object) -> Amounts:
     return Amounts(maker, taker)
 
 
+def _terms(
+    side: object, price: object, tick_size: object, round_price: bool, value: object, field: str
+) -> tuple[int, int, int, int]:
+    """Side (0/1), price decimals, price in ticks, and ``value`` floored to hundredths."""
+    s = parse_side(side)
+    decimals = parse_tick(tick_size)
+    return s, decimals, parse_price(price, decimals, round_price), _hundredths(value, field)
+
+
 def limit_amounts(
     side: object,
     price: object,
@@ -198,15 +207,10 @@ def limit_amounts(
     round_price: bool = False,
 ) -> Amounts:
     """Maker/taker amounts (6-decimal units) of a limit order of ``size`` shares at ``price``."""
-    s = parse_side(side)
-    decimals = parse_tick(tick_size)
-    ticks = parse_price(price, decimals, round_price)
-    cents = _hundredths(size, "size")
+    s, decimals, ticks, cents = _terms(side, price, tick_size, round_price, size, "size")
     shares = cents * 10_000
-    usdc = cents * ticks * 10 ** (4 - decimals)
-    if s == 0:
-        return _amounts(usdc, shares, "size", size)
-    return _amounts(shares, usdc, "size", size)
+    usdc = cents * ticks * _pow10(4 - decimals)  # shares x price: exact in units
+    return _amounts(usdc, shares, "size", size) if s == 0 else _amounts(shares, usdc, "size", size)
 
 
 def market_amounts(
@@ -218,19 +222,15 @@ def market_amounts(
     round_price: bool = False,
 ) -> Amounts:
     """Maker/taker amounts of a market order: ``amount`` is USDC for a BUY, shares for a SELL."""
-    s = parse_side(side)
-    decimals = parse_tick(tick_size)
-    ticks = parse_price(price, decimals, round_price)
-    cents = _hundredths(amount, "amount")
-    maker = cents * 10_000
+    s, decimals, ticks, cents = _terms(side, price, tick_size, round_price, amount, "amount")
     if s == 0:
         # shares = usdc / price, rounded up at (amount decimals + 4) then down
         # at amount decimals (= price decimals + 2); in units of 10**-(d+6):
-        up = -(-(cents * 10 ** (2 * decimals + 4)) // ticks)
-        taker = up // 10_000 * 10 ** (4 - decimals)
+        up = -(-(cents * _pow10(2 * decimals + 4)) // ticks)
+        taker = up // 10_000 * _pow10(4 - decimals)
     else:
-        taker = cents * ticks * 10 ** (4 - decimals)
-    return _amounts(maker, taker, "amount", amount)
+        taker = cents * ticks * _pow10(4 - decimals)
+    return _amounts(cents * 10_000, taker, "amount", amount)
 
 
 def to_units(value: object, field: str = "value") -> int:
