@@ -1,0 +1,210 @@
+"""``clobkit bench`` (clobkit.bench): structure and correctness columns of a quick run, memory.
+
+No timing assertions: timings only have to exist and be positive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clobkit import IMPLEMENTATION, bench
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATIONS = ["order_id", "limit_amounts", "market_amounts", "headers", "floors"]
+ROW_KEYS = {
+    "implementation",
+    "kind",
+    "per_op_ns",
+    "x_clobkit",
+    "x_F",
+    "x_S",
+    "correctness",
+    "compared",
+    "mismatches",
+    "expect_equal",
+}
+# peer row name prefix -> the module it needs
+ORDER_ID_PEERS = {
+    "py-order-utils": "py_order_utils",
+    "eth-account": "eth_account",
+    "pure Python EIP-712": "Crypto",
+}
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One ``--quick`` run through main(): its exit code, stdout, JSON report and PNG path."""
+    out = tmp_path_factory.mktemp("bench")
+    argv = ["--quick", "--json", str(out / "r.json")]
+    if installed("matplotlib"):
+        argv += ["--png", str(out / "r.png")]
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+        code = bench.main(argv)
+    return {
+        "code": code,
+        "stdout": stdout.getvalue(),
+        "report": json.loads((out / "r.json").read_text()),
+        "png": out / "r.png",
+    }
+
+
+def rows(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    (op,) = [op for op in report["operations"] if op["key"] == key]
+    return list(op["rows"])
+
+
+def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
+    assert quick["code"] == 0
+    text = quick["stdout"]
+    header = next(line for line in text.splitlines() if line.startswith("operation"))
+    for column in bench.HEADERS:
+        assert column in header
+    for title in ("order id", "limit amounts", "market amounts", "request headers", "floors"):
+        assert any(line.startswith(title) for line in text.splitlines()), title
+    assert "Amounts grid: tick 0.01" in text
+    assert "peak ÷ (in + out)" in text
+
+
+def test_json_structure(quick: dict[str, Any]) -> None:
+    report = quick["report"]
+    assert {"date", "machine", "settings", "floors_ns", "operations", "amounts_grid"} <= set(report)
+    assert report["ok"] is True
+    assert report["settings"]["batch"] == bench.QUICK.batch
+    assert [op["key"] for op in report["operations"]] == OPERATIONS
+    assert report["floors_ns"]["F"] > 0
+    assert report["floors_ns"]["S"] > 0
+    for op in report["operations"]:
+        for r in op["rows"]:
+            assert set(r) == ROW_KEYS
+            assert r["per_op_ns"] > 0
+        if op["key"] != "floors":
+            assert op["rows"][0]["kind"] == "clobkit"
+            assert op["rows"][0]["x_clobkit"] == 1.0
+    m = report["machine"]
+    assert m["core"] == IMPLEMENTATION
+    assert bench.machine_line(m) in quick["stdout"]
+
+
+def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> None:
+    order_rows = rows(quick["report"], "order_id")
+    names = [r["implementation"] for r in order_rows]
+    assert names[:3] == [
+        "clobkit order_id",
+        f"clobkit order_ids ×{bench.QUICK.batch:,}, threads=1",
+        f"clobkit order_ids ×{bench.QUICK.batch:,}, threads=2",
+    ]
+    for r in order_rows[1:3]:  # the batches, checked against order_id
+        assert r["compared"] == bench.QUICK.batch
+        assert r["mismatches"] == 0
+    for prefix, module in ORDER_ID_PEERS.items():
+        found = [r for r in order_rows if r["implementation"].startswith(prefix)]
+        if not installed(module):
+            assert not found
+            assert any(prefix.split()[0] in n for n in quick["report"]["notes"])
+            continue
+        (r,) = found
+        assert r["compared"] == 2 * bench.QUICK.checks  # both exchanges
+        assert r["mismatches"] == 0
+        assert r["correctness"].startswith("ids equal: ")
+
+
+def test_amounts_grid_counts(quick: dict[str, Any]) -> None:
+    grid = quick["report"]["amounts_grid"]
+    assert grid["points"] == 99 * bench.QUICK.sizes_max_cents * 2
+    for kind in ("limit", "market"):
+        assert grid[kind]["clobkit_vs_decimal"] == 0
+        amount_rows = rows(quick["report"], f"{kind}_amounts")
+        assert amount_rows[0]["mismatches"] == 0
+        assert amount_rows[0]["compared"] == grid["points"]
+        if installed("py_clob_client"):
+            bad = grid[kind]["py_clob_client_vs_clobkit"]
+            assert bad > 0  # its float rounding loses a cent on sizes such as 0.29
+            assert bad == grid[kind]["py_clob_client_vs_decimal"]
+            (peer,) = [r for r in amount_rows if r["implementation"].startswith("py-clob-client")]
+            assert peer["mismatches"] == bad
+            assert peer["expect_equal"] is False
+            assert f"≠ clobkit: {bad:,} of" in peer["correctness"]
+            assert grid[kind]["py_clob_client_examples"]
+
+
+def test_signatures_agree_with_stdlib(quick: dict[str, Any]) -> None:
+    sign_rows = rows(quick["report"], "headers")
+    assert [r["kind"] for r in sign_rows] == ["clobkit", "clobkit", "peer"]
+    for r in sign_rows:
+        assert r["compared"] == bench.QUICK.checks
+        assert r["mismatches"] == 0
+
+
+def test_png_written(quick: dict[str, Any]) -> None:
+    if not installed("matplotlib"):
+        pytest.skip("matplotlib is not installed (the bench extra installs it)")
+    assert quick["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_markdown_table(quick: dict[str, Any]) -> None:
+    md = bench.format_markdown(quick["report"])
+    table = [line for line in md.splitlines() if line.startswith("| ")]
+    assert table[0] == "| " + " | ".join(bench.HEADERS) + " |"
+    assert all(line.count(" | ") == len(bench.HEADERS) - 1 for line in table[:3])
+    body_rows = sum(len(op["rows"]) for op in quick["report"]["operations"])
+    assert len(table) >= 2 + body_rows  # header, alignment, rows (+ the memory table)
+    assert quick["report"]["date"] in md
+
+
+def test_missing_peers_are_skipped_with_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> Any:
+        raise ModuleNotFoundError("No module named 'nope'", name="nope")
+
+    monkeypatch.setattr(bench, "ORDER_ID_PEERS", [("nope-utils", "nope order id", missing)])
+    monkeypatch.setattr(bench, "py_clob_client_amount_fns", missing)
+    tiny = bench.Settings(1, 0.1, 100, 3, 1 << 12, 0, 4)
+    notes: list[str] = []
+    op = bench.order_id_operation(tiny, notes, lambda _: None)
+    ops, grid = bench.amounts_operations(tiny, notes, lambda _: None)
+    assert [c.kind for c in op.contenders] == ["clobkit"] * 3
+    assert grid["limit"]["py_clob_client_vs_clobkit"] is None
+    assert [c.name for c in ops[0].contenders] == [
+        "clobkit limit_amounts",
+        "Decimal rules, hand-written",
+    ]
+    assert len(notes) == 2
+    assert all("not installed (nope)" in n and "clobkit[bench]" in n for n in notes)
+
+
+def test_compare_wrapper_runs_from_the_repository() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--markdown" in done.stdout
+
+
+def test_memory_peak_within_twice_inputs_and_outputs() -> None:
+    """Issue #5: a 1,000,000-order batch peaks at no more than 2 × its inputs + outputs."""
+    orders = 1_000_000 if IMPLEMENTATION == "c" else 50_000  # the pure twin is ~20x slower
+    results = bench.measure_memory(orders, threads=(1, 2))
+    assert [r["threads"] for r in results] == [1, 2]
+    for r in results:
+        assert r["orders"] == orders
+        assert r["inputs_bytes"] > 0
+        assert r["outputs_bytes"] >= orders * 66
+        assert r["peak_increase_bytes"] > 0
+        assert r["ratio"] <= 2, r
