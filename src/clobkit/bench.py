@@ -1093,7 +1093,9 @@ def format_text(report: dict[str, Any]) -> str:
 
 def format_markdown(report: dict[str, Any]) -> str:
     """The report as Markdown (for README)."""
-    lines = [*_preamble(report), ""]
+    lines = []
+    for p in _preamble(report):
+        lines += [p, ""]
     lines += _md_table(HEADERS, table_rows(report), {2, 3, 4, 5})
     lines += [""]
     for e in _epilogue(report):
