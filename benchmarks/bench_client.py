@@ -14,8 +14,6 @@ Run: python -m pytest benchmarks/bench_client.py
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import statistics
 import time
 from collections.abc import Iterator
@@ -46,27 +44,11 @@ USER = {
 }
 
 
-def _nodelay(sock: socket.socket) -> None:
-    if sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Any]:
-    # asyncio only sets TCP_NODELAY on sockets created with proto IPPROTO_TCP;
-    # a listening socket made with proto 0 leaves every accepted connection
-    # with Nagle on, and each keep-alive response then waits ~40 ms for a
-    # delayed ACK. That would drown the client's overhead in a constant, so the
-    # benchmark turns Nagle off for the sandbox's connections.
-    base_events: Any = asyncio.base_events
-    original = base_events._set_nodelay
-    base_events._set_nodelay = _nodelay
-    try:
-        config = {"users": [USER], "rate_limit_per_minute": None, "risk": None}
-        with sandbox_server.serve_in_thread(config) as sb:
-            yield sb
-    finally:
-        base_events._set_nodelay = original
+    config = {"users": [USER], "rate_limit_per_minute": None, "risk": None}
+    with sandbox_server.serve_in_thread(config) as sb:
+        yield sb
 
 
 @pytest.fixture(scope="module")

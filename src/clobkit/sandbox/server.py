@@ -82,7 +82,10 @@ class Sandbox:
         if self._thread is not None:
             raise RuntimeError("this sandbox is already running")
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio disables Nagle only on sockets whose
+        # protocol says TCP, and with Nagle on every keep-alive answer waits
+        # ~40 ms for the client's delayed ACK.
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self._port))
