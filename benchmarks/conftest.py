@@ -135,6 +135,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
                     "peer_ns": round(per_op(by_name[ref]) * 1e9, 1),
                 }
             )
+    if not rows:
+        return
     write = terminalreporter.write_line
     write("")
     f_ns, s_ns = floors.get("F", 0) * 1e9, floors.get("S", 0) * 1e9
