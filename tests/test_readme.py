@@ -1,0 +1,141 @@
+"""README.md is a test: its code blocks run against a sandbox, so the README cannot rot.
+
+A sandbox is started with ``serve_in_thread``; the ``CLOBKIT_*`` variables the
+README tells the user to set point at it. Every ``python`` block runs as a
+script in a fresh interpreter, every ``sh`` block in ``bash -euo pipefail``
+with ``clobkit`` on PATH, each in its own temporary directory. In ``sh``
+blocks, ``export CLOBKIT_...=...`` lines are checked against the variables set
+here and dropped (their values are placeholders). ``console`` and ``text``
+blocks show output and are not run; unlabelled blocks are not run either (the
+first one holds the two fresh-machine commands: CI runs its second line).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+from clobkit.sandbox import Sandbox, serve_in_thread
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+RUN_KINDS = ("python", "sh")
+SHOWN_KINDS = ("", "console", "text")
+EXPORT = re.compile(r"^export (CLOBKIT_[A-Z_]+)=\S*(\s+#.*)?$")
+# commands that must not run from a test: use a console block for them
+UNSAFE = ("pip install", "pytest", "clobkit sandbox", "clobkit bench", "python -m clobkit.sandbox")
+
+
+class Block(NamedTuple):
+    kind: str
+    line: int  # line of the opening fence, from 1
+    text: str
+
+
+def blocks(text: str) -> list[Block]:
+    """The fenced code blocks of a Markdown text."""
+    found: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        match = re.match(r"^```(\S*)\s*$", lines[i])
+        if match is None:
+            i += 1
+            continue
+        start = i
+        i += 1
+        body: list[str] = []
+        while i < len(lines) and not lines[i].startswith("```"):
+            body.append(lines[i])
+            i += 1
+        if i == len(lines):
+            raise AssertionError(f"README.md:{start + 1}: unclosed code block")
+        found.append(Block(match.group(1), start + 1, "\n".join(body) + "\n"))
+        i += 1
+    return found
+
+
+BLOCKS = blocks(README.read_text(encoding="utf-8"))
+
+
+def of_kind(kind: str) -> list[Block]:
+    return [b for b in BLOCKS if b.kind == kind]
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with serve_in_thread() as sb:
+        yield sb
+
+
+@pytest.fixture(scope="module")
+def environ(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The process environment of a block: the sandbox's settings, ``clobkit`` on PATH."""
+    bin_dir = tmp_path_factory.mktemp("bin")
+    shim = bin_dir / "clobkit"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m clobkit "$@"\n')
+    shim.chmod(0o755)
+    trader = sandbox.users[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CLOBKIT_")}
+    env.update(
+        CLOBKIT_BASE_URL=sandbox.base_url,
+        CLOBKIT_API_KEY=trader.api_key,
+        CLOBKIT_API_SECRET=trader.api_secret,
+        CLOBKIT_CLOB_URL=sandbox.clob_url,
+        PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+    )
+    return env
+
+
+def run(argv: list[str], env: dict[str, str], cwd: Path, where: str) -> None:
+    done = subprocess.run(
+        argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, (
+        f"README.md:{where} failed (exit {done.returncode})\n"
+        f"--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
+    )
+
+
+def test_first_block_is_the_two_fresh_machine_commands() -> None:
+    first = BLOCKS[0]
+    lines = first.text.splitlines()
+    assert first.kind == ""
+    assert len(lines) == 2
+    assert lines[0].startswith("pip install ")
+    assert lines[0].endswith(" && clobkit demo")
+    assert lines[1] == "pip install '.[dev]' && python -m pytest"
+
+
+def test_every_block_kind_is_known_and_enough_run() -> None:
+    for block in BLOCKS:
+        assert block.kind in RUN_KINDS + SHOWN_KINDS, f"README.md:{block.line}: {block.kind!r}"
+    assert len(of_kind("python")) >= 8
+    assert len(of_kind("sh")) >= 4
+
+
+@pytest.mark.parametrize("block", of_kind("python"), ids=lambda b: f"line-{b.line}")
+def test_python_block(block: Block, environ: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / f"readme_{block.line}.py"
+    script.write_text(block.text)
+    run([sys.executable, str(script)], environ, tmp_path, str(block.line))
+
+
+@pytest.mark.parametrize("block", of_kind("sh"), ids=lambda b: f"line-{b.line}")
+def test_sh_block(block: Block, environ: dict[str, str], tmp_path: Path) -> None:
+    lines = []
+    for line in block.text.splitlines():
+        export = EXPORT.match(line)
+        if export is not None:
+            assert export.group(1) in environ, f"README.md:{block.line}: {export.group(1)} unset"
+            continue
+        for command in UNSAFE:
+            assert command not in line, f"README.md:{block.line}: {command!r} in an sh block"
+        lines.append(line)
+    run(["bash", "-euo", "pipefail", "-c", "\n".join(lines)], environ, tmp_path, str(block.line))
