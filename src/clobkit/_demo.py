@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ._core import IMPLEMENTATION
 from .amounts import from_units, limit_amounts
@@ -25,6 +25,7 @@ from .salt import new_salt
 
 if TYPE_CHECKING:
     from .cli import Connection
+    from .sandbox import Sandbox
 
 __all__ = ["run_demo"]
 
@@ -165,7 +166,7 @@ def _loop(
     league: str,
     started: float,
     *,
-    sandbox: Any,
+    sandbox: Sandbox | None,
     user_id: str | None,
 ) -> int:
     steps.title(f"Browse upcoming {league} events: GET /events?league={league}")

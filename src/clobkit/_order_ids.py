@@ -290,8 +290,9 @@ class JsonlOrders:
         if not texts:
             return ""
         if '"order_id"' not in "".join(texts):
-            heads = map(_CUT_LAST, texts)
-            return "".join(map(_WITH_ID.format, heads, ids))
+            if set(map(_LAST, texts)) != {"}"}:  # trailing spaces
+                texts = list(map(str.rstrip, texts))
+            return "".join(map(_WITH_ID.format, map(_CUT_LAST, texts), ids))
         parts = []
         for obj, oid in zip(objs, ids, strict=True):
             obj["order_id"] = oid
@@ -300,6 +301,7 @@ class JsonlOrders:
 
 
 _CUT_LAST = itemgetter(slice(None, -1))
+_LAST = itemgetter(slice(-1, None))
 _WITH_ID = '{}, "order_id": "{}"}}\n'
 
 
@@ -443,10 +445,15 @@ def run(
         sys.stderr.isatty() if progress is None else progress,
         sys.stderr,
     )
+    try:
+        out = open(part, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        source.close()
+        raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
     started = time.perf_counter()
     written = rejected = 0
     try:
-        with source, open(part, "w", encoding="utf-8", newline="") as out:
+        with source, out:
             fmt: CsvOrders | JsonlOrders
             if kind == "csv":
                 fmt = CsvOrders(source.readline())
@@ -486,8 +493,6 @@ def run(
         os.replace(part, target)
     except UnicodeDecodeError as exc:
         raise InputError(f"{input_path} is not UTF-8 text ({exc.reason})") from None
-    except OSError as exc:
-        raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
     finally:
         bar.clear()
         if part.exists():

@@ -569,12 +569,16 @@ def _run(call: Callable[[], int], command: str) -> int:
     except ClobkitError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except BrokenPipeError:  # clobkit salts 1000000 | head
+        _silence_stdout()
+        return EXIT_OK
+    except OSError as exc:  # disk full, a file vanished mid-run
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"{prog}: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        _silence_stdout()
-        return EXIT_OK
 
 
 def _silence_stdout() -> None:

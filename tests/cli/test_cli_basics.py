@@ -202,3 +202,16 @@ def test_bench_says_clearly_when_it_is_not_installed(
     assert result.code == 1
     assert "clobkit.bench" in one_line_error(result.err)
     assert "not part of this install" in result.err
+
+
+def test_salts_into_a_closed_pipe_is_quiet() -> None:
+    done = subprocess.run(
+        f'"{sys.executable}" -m clobkit salts 2000000 | head -1',
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert len(done.stdout.split()) == 1
+    assert done.stderr == ""

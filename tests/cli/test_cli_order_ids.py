@@ -394,3 +394,39 @@ def test_through_a_real_process(
     )
     assert ok.code == 0
     assert ok.err == ""
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n"], ids=["lf", "crlf"])
+def test_line_ends_and_trailing_spaces(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path], eol: str
+) -> None:
+    rows = orders(4)
+    wallet = str(wallet_files["data"])
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_bytes("".join(json.dumps(r) + "  " + eol for r in rows).encode())
+    assert cli("order-ids", "--wallet", wallet, str(src), str(dst)).code == 0
+    assert [r["order_id"] for r in read_rows(dst)] == [expected_id(r) for r in rows]
+    src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
+    src.write_bytes(
+        eol.join(
+            ["token_id,maker_amount,taker_amount,side,salt"]
+            + [
+                f"{r['token_id']},{r['maker_amount']},{r['taker_amount']},{r['side']},{r['salt']}"
+                for r in rows
+            ]
+        ).encode()
+        + eol.encode()
+    )
+    assert cli("order-ids", "--wallet", wallet, str(src), str(dst)).code == 0
+    assert [r["order_id"] for r in read_rows(dst)] == [expected_id(r) for r in rows]
+
+
+def test_unwritable_output_is_one_line(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    src = tmp_path / "in.csv"
+    write_csv(src, orders(2))
+    out = tmp_path / "no" / "such" / "dir" / "out.csv"
+    result = cli("order-ids", "--wallet", str(wallet_files["data"]), str(src), str(out))
+    assert result.code == 2
+    assert "cannot write" in one_line_error(result.err)
