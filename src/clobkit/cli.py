@@ -274,7 +274,8 @@ def _cmd_call(args: argparse.Namespace) -> int:
         if response.is_success:
             return EXIT_OK
         raise Failed(f"HTTP {response.status_code} {response.reason_phrase}") from None
-    print(json.dumps(payload, indent=2, ensure_ascii=False))
+    utf8 = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "") == "utf8"
+    print(json.dumps(payload, indent=2, ensure_ascii=not utf8))
     if isinstance(payload, dict) and payload.get("success") is False:
         code = payload.get("code")
         error = payload.get("error") or payload.get("message") or "request failed"
