@@ -33,6 +33,7 @@ from .order_id import OrderHasher
 __all__ = ["DEFAULT_BATCH", "run"]
 
 DEFAULT_BATCH = 50_000
+SALT_MAX = 10**12  # the service's range for raw-order salts
 REQUIRED = ("token_id", "maker_amount", "taker_amount", "side", "salt")
 OPTIONAL = ("fee_rate_bps", "nonce", "expiration", "neg_risk")
 FIELDS = REQUIRED + OPTIONAL
@@ -317,7 +318,7 @@ def hash_batch(
         done: list[str] = hasher.order_ids(
             **dict(zip(KEYWORDS, cols, strict=True)), threads=threads
         )
-        return list[str | None](done), []
+        return _refuse_big_salts(parsed, list[str | None](done), [])
     except ValidationError:
         pass
     # one row at a time: the core names the field and value of each bad row
@@ -331,6 +332,37 @@ def hash_batch(
         except ValidationError as exc:
             ids.append(None)
             rejects.append((line, str(exc)))
+    return _refuse_big_salts(parsed, ids, rejects)
+
+
+def _too_big(salt: object) -> bool:
+    if type(salt) is str:
+        digits = salt.lstrip("0")
+        return len(digits) > 13 or (len(digits) == 13 and digits > "1000000000000")
+    return type(salt) is int and salt > SALT_MAX
+
+
+def _refuse_big_salts(
+    parsed: Parsed, ids: list[str | None], rejects: list[tuple[int, str]]
+) -> tuple[list[str | None], list[tuple[int, str]]]:
+    """Rows whose salt the service refuses (POST /orders/raw takes [0, 10**12]) get no id.
+
+    The exchange struct hashes any uint256 salt, so the core does not refuse
+    these; an id for an order the service will not take is a lost order.
+    """
+    salts = parsed.columns["salt"]
+    if not isinstance(salts, list):
+        salts = [salts] * len(parsed.lines)
+    bad = [i for i, salt in enumerate(salts) if _too_big(salt) and ids[i] is not None]
+    for i in bad:
+        ids[i] = None
+        rejects.append(
+            (
+                parsed.lines[i],
+                f"salt: must lie in [0, 10**12] for POST /orders/raw (got {salts[i]!r})",
+            )
+        )
+    rejects.sort()
     return ids, rejects
 
 

@@ -430,3 +430,35 @@ def test_unwritable_output_is_one_line(
     result = cli("order-ids", "--wallet", str(wallet_files["data"]), str(src), str(out))
     assert result.code == 2
     assert "cannot write" in one_line_error(result.err)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+@pytest.mark.parametrize("batch", ["1", "50000"])
+def test_salts_the_service_refuses_are_rejected(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path], fmt: str, batch: str
+) -> None:
+    """The core hashes any uint256 salt; a raw order's salt must lie in [0, 10**12]."""
+    rows = orders(5)
+    rows[1]["salt"] = 10**12  # the largest the service takes
+    rows[2]["salt"] = 10**12 + 1
+    rows[3]["salt"] = "0" * 20 + "7"  # leading zeros: still 7
+    rows[4]["salt"] = str(2**255)
+    src, dst = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
+    (write_csv if fmt == "csv" else write_jsonl)(src, rows)
+    result = cli(
+        "order-ids",
+        "--wallet",
+        str(wallet_files["data"]),
+        str(src),
+        str(dst),
+        "--batch-size",
+        batch,
+    )
+    assert result.code == 1
+    first = 2 if fmt == "csv" else 1  # the line of rows[0]
+    reported = re.findall(r"line (\d+): salt: must lie in \[0, 10\*\*12\]", result.err)
+    assert sorted(map(int, reported)) == [first + 2, first + 4]
+    written = read_rows(dst)
+    assert [str(r["salt"]) for r in written] == [str(rows[i]["salt"]) for i in (0, 1, 3)]
+    for row in written:
+        assert row["order_id"] == expected_id(row)
