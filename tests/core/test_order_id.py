@@ -383,3 +383,19 @@ def test_checksum_address() -> None:
     assert checksum_address(WALLET["ctf_exchange"].lower()) == WALLET["ctf_exchange"]
     with pytest.raises(OrderFieldError, match="address"):
         checksum_address("0x123")
+
+
+def test_import_self_check_trusts_the_simd_paths_here() -> None:
+    """Every SIMD Keccak path this CPU runs agrees with the portable one at import;
+    one that did not would be distrusted and never used (ids stay exact, only slower)."""
+    core_c = pytest.importorskip("clobkit._core_c")
+    before = core_c.implementation()
+    assert core_c.self_check() == []
+    assert core_c.implementation() == before  # the check restores the path in use
+    try:
+        assert core_c.set_implementation(keccak="portable")
+        assert core_c.self_check() == []
+        assert core_c.implementation()["keccak"] == "portable"
+    finally:
+        core_c.set_implementation(keccak="auto")
+    assert core_c.implementation() == before
