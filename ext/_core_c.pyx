@@ -30,11 +30,8 @@ cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
     void *PyUnicode_DATA(object o)
     bint PyUnicode_IS_COMPACT_ASCII(object o)
-    object PySequence_Fast(object o, const char *m)
-    Py_ssize_t PySequence_Fast_GET_SIZE(object o)
     PyObject **PySequence_Fast_ITEMS(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
-    object PyDict_New()
     dict PyDict_Copy(object d)
     int PyDict_SetItem(object d, object k, object v) except -1
 
@@ -155,15 +152,10 @@ cdef extern from "workers.h":
 
 
 cdef extern from "sha256.h":
-    ctypedef struct ck_sha256_ctx:
-        pass
     ctypedef struct ck_hmac_key:
         pass
     void ck_sha256(const uint8_t *inp, size_t length, uint8_t *out) nogil
-    void ck_sha256_update(ck_sha256_ctx *ctx, const uint8_t *data, size_t length) nogil
     void ck_hmac_sha256_init(ck_hmac_key *key, const uint8_t *secret, size_t length) nogil
-    void ck_hmac_sha256_begin(const ck_hmac_key *key, ck_sha256_ctx *ctx) nogil
-    void ck_hmac_sha256_end(const ck_hmac_key *key, ck_sha256_ctx *ctx, uint8_t *out) nogil
     void ck_hmac_sha256(const ck_hmac_key *key, const uint8_t *msg, size_t length, uint8_t *out) nogil
     int ck_sha256_set_impl(int impl)
     int ck_sha256_impl()
@@ -357,7 +349,7 @@ cdef inline bint _u256_digits(const char *s, Py_ssize_t n, ck_u256 *out) noexcep
     cdef Py_ssize_t i = 0, k
     cdef uint64_t chunk, mul, carry
     cdef int j
-    if n == 0 or n > 78 + 64:
+    if n == 0 or n > 128:  # longer (leading zeros) goes to the pure twin
         return False
     out.w[0] = out.w[1] = out.w[2] = out.w[3] = 0
     while i < n:
