@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from itertools import islice, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import msgspec
 
@@ -179,7 +179,7 @@ class CsvOrders:
 
     def render(self, parsed: Parsed, ids: list[str | None]) -> str:
         texts = parsed.texts
-        done: list[str] = ids  # type: ignore[assignment]
+        done = cast("list[str]", ids)  # no None left once filtered below
         if None in ids:
             texts = [t for t, oid in zip(texts, ids, strict=True) if oid is not None]
             done = [oid for oid in ids if oid is not None]
