@@ -147,22 +147,37 @@ static void blocks_portable(uint32_t st[8], const uint8_t *p, size_t n) {
 #define NI_SCHED(m0, m1, m2, m3) \
     (m0 = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(m0, m1), _mm_alignr_epi8(m3, m2, 4)), m3))
 
-__attribute__((target("sha,sse4.1")))
-static void blocks_shani(uint32_t st[8], const uint8_t *p, size_t n) {
-    const __m128i bswap = _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3);
+#define NI_TARGET __attribute__((target("sha,sse4.1")))
+
+/* Message words i*4 .. i*4+3 of the block at p, in the CPU's word order. */
+#define NI_WORDS(p, i)                                                    \
+    _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)((p) + 16 * (i))), \
+                     _mm_set_epi8(12, 13, 14, 15, 8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3))
+
+/* A..H to the ABEF / CDGH register pair sha256rnds2 works on, and back. */
+NI_TARGET static inline void ni_load(const uint32_t st[8], __m128i *s0, __m128i *s1) {
     __m128i abcd = _mm_loadu_si128((const __m128i *)st);        /* lanes A B C D */
     __m128i efgh = _mm_loadu_si128((const __m128i *)(st + 4));  /* lanes E F G H */
     __m128i t = _mm_shuffle_epi32(abcd, 0xB1);                  /* B A D C */
     efgh = _mm_shuffle_epi32(efgh, 0x1B);                       /* H G F E */
-    __m128i s0 = _mm_alignr_epi8(t, efgh, 8);                   /* F E B A = "ABEF" */
-    __m128i s1 = _mm_blend_epi16(efgh, t, 0xF0);                /* H G D C = "CDGH" */
+    *s0 = _mm_alignr_epi8(t, efgh, 8);                          /* F E B A = "ABEF" */
+    *s1 = _mm_blend_epi16(efgh, t, 0xF0);                       /* H G D C = "CDGH" */
+}
 
+NI_TARGET static inline void ni_store(uint32_t st[8], __m128i s0, __m128i s1) {
+    __m128i t = _mm_shuffle_epi32(s0, 0x1B);                    /* A B E F */
+    s1 = _mm_shuffle_epi32(s1, 0xB1);                           /* G H C D */
+    _mm_storeu_si128((__m128i *)st, _mm_blend_epi16(t, s1, 0xF0));         /* A B C D */
+    _mm_storeu_si128((__m128i *)(st + 4), _mm_alignr_epi8(s1, t, 8));      /* E F G H */
+}
+
+NI_TARGET
+static void blocks_shani(uint32_t st[8], const uint8_t *p, size_t n) {
+    __m128i s0, s1;
+    ni_load(st, &s0, &s1);
     for (; n; n--, p += 64) {
         const __m128i save0 = s0, save1 = s1;
-        __m128i m0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 0)), bswap);
-        __m128i m1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16)), bswap);
-        __m128i m2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 32)), bswap);
-        __m128i m3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 48)), bswap);
+        __m128i m0 = NI_WORDS(p, 0), m1 = NI_WORDS(p, 1), m2 = NI_WORDS(p, 2), m3 = NI_WORDS(p, 3);
         NI_R4(m0, 0); NI_R4(m1, 4); NI_R4(m2, 8); NI_R4(m3, 12);
         /* Straight-line: the rnds2 chain (latency-bound) sets the pace, and
          * the out-of-order core overlaps the schedule ops with it. */
@@ -181,14 +196,7 @@ static void blocks_shani(uint32_t st[8], const uint8_t *p, size_t n) {
         s0 = _mm_add_epi32(s0, save0);
         s1 = _mm_add_epi32(s1, save1);
     }
-
-    /* Back from ABEF/CDGH to A..H. */
-    t = _mm_shuffle_epi32(s0, 0x1B);                            /* A B E F */
-    s1 = _mm_shuffle_epi32(s1, 0xB1);                           /* G H C D */
-    abcd = _mm_blend_epi16(t, s1, 0xF0);                        /* A B C D */
-    efgh = _mm_alignr_epi8(s1, t, 8);                           /* E F G H */
-    _mm_storeu_si128((__m128i *)st, abcd);
-    _mm_storeu_si128((__m128i *)(st + 4), efgh);
+    ni_store(st, s0, s1);
 }
 
 static int cpu_has_shani(void) {
@@ -279,10 +287,9 @@ static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n) {
     }
 }
 
-/* Pad the last rem (< 64) bytes at p, with total message length `total`
- * bytes, and compress them: one blocks() call for the 1 or 2 final blocks. */
-static void finish(uint32_t st[8], const uint8_t *p, size_t rem, uint64_t total) {
-    uint8_t blk[128];
+/* The last rem (< 64) bytes at p of a message of `total` bytes, padded into
+ * blk: returns the number of final blocks, 1 or 2. */
+static size_t pad(uint8_t blk[128], const uint8_t *p, size_t rem, uint64_t total) {
     size_t nb = rem < 56 ? 1 : 2;
     copy_small(blk, p, rem);
     blk[rem] = 0x80;
@@ -290,7 +297,13 @@ static void finish(uint32_t st[8], const uint8_t *p, size_t rem, uint64_t total)
     total <<= 3;  /* bit length, big-endian in the last 8 bytes */
     store_be32(blk + nb * 64 - 8, (uint32_t)(total >> 32));
     store_be32(blk + nb * 64 - 4, (uint32_t)total);
-    blocks(st, blk, nb);
+    return nb;
+}
+
+/* Pad and compress the final 1 or 2 blocks in one blocks() call. */
+static void finish(uint32_t st[8], const uint8_t *p, size_t rem, uint64_t total) {
+    uint8_t blk[128];
+    blocks(st, blk, pad(blk, p, rem, total));
 }
 
 static void put_digest(const uint32_t st[8], uint8_t out[32]) {
@@ -345,6 +358,115 @@ void ck_sha256(const uint8_t *in, size_t len, uint8_t out[32]) {
     put_digest(st, out);
 }
 
+/* ------------------------------------------------------ two messages at once */
+
+/* One SHA-NI message is a single dependency chain of sha256rnds2, each waiting
+ * for the one before, so the unit idles most cycles. Two independent messages
+ * interleaved fill those cycles: on Zen 3 a block then costs 21.7 ns instead
+ * of 42 (three or four messages gain nothing more: the SHA unit is then busy).
+ * A lane is one message in flight: its whole blocks read in place, then its
+ * padded tail. */
+typedef struct {
+    uint32_t h[8];
+    const uint8_t *p;   /* whole blocks, read in place */
+    size_t n;           /* how many */
+    size_t ntail;       /* padded final blocks in tail: 1 or 2 */
+    uint8_t tail[128];
+} lane;
+
+/* A lane for len bytes at m, continuing from state h after `prefix` bytes. */
+static void lane_start(lane *l, const uint32_t h[8], const uint8_t *m, size_t len, uint64_t prefix) {
+    size_t whole = len & ~(size_t)63;
+    memcpy(l->h, h, sizeof l->h);
+    l->p = m;
+    l->n = len >> 6;
+    /* (m may be NULL when len == 0, and NULL + 0 is undefined in C) */
+    l->ntail = pad(l->tail, whole ? m + whole : m, len & 63, prefix + len);
+}
+
+static inline const uint8_t *lane_block(const lane *l, size_t i) {
+    return i < l->n ? l->p + 64 * i : l->tail + 64 * (i - l->n);
+}
+
+/* Compress a lane's blocks from the i-th on, one message at a time. */
+static void lane_from(lane *l, size_t i) {
+    if (i < l->n) blocks(l->h, l->p + 64 * i, l->n - i), i = l->n;
+    if (i < l->n + l->ntail) blocks(l->h, l->tail + 64 * (i - l->n), l->n + l->ntail - i);
+}
+
+#if CK_HAVE_SHANI
+/* NI_R4 and NI_SCHED for both lanes, their message words in ma0..3 / mb0..3. */
+#define NI2_R4(j, i)                                                                   \
+    do {                                                                               \
+        const __m128i k_ = _mm_load_si128((const __m128i *)(K + (i)));                 \
+        const __m128i wa_ = _mm_add_epi32(ma##j, k_), wb_ = _mm_add_epi32(mb##j, k_);  \
+        a1 = _mm_sha256rnds2_epu32(a1, a0, wa_);                                       \
+        b1 = _mm_sha256rnds2_epu32(b1, b0, wb_);                                       \
+        a0 = _mm_sha256rnds2_epu32(a0, a1, _mm_shuffle_epi32(wa_, 0x0E));              \
+        b0 = _mm_sha256rnds2_epu32(b0, b1, _mm_shuffle_epi32(wb_, 0x0E));              \
+    } while (0)
+#define NI2_SCHED(j0, j1, j2, j3) \
+    (NI_SCHED(ma##j0, ma##j1, ma##j2, ma##j3), NI_SCHED(mb##j0, mb##j1, mb##j2, mb##j3))
+
+NI_TARGET static void lanes2_shani(lane *a, lane *b) {
+    const size_t na = a->n + a->ntail, nb = b->n + b->ntail, both = na < nb ? na : nb;
+    size_t i;
+    __m128i a0, a1, b0, b1;
+    ni_load(a->h, &a0, &a1);
+    ni_load(b->h, &b0, &b1);
+    for (i = 0; i < both; i++) {
+        const uint8_t *pa = lane_block(a, i), *pb = lane_block(b, i);
+        const __m128i sa0 = a0, sa1 = a1, sb0 = b0, sb1 = b1;
+        __m128i ma0 = NI_WORDS(pa, 0), ma1 = NI_WORDS(pa, 1), ma2 = NI_WORDS(pa, 2), ma3 = NI_WORDS(pa, 3);
+        __m128i mb0 = NI_WORDS(pb, 0), mb1 = NI_WORDS(pb, 1), mb2 = NI_WORDS(pb, 2), mb3 = NI_WORDS(pb, 3);
+        NI2_R4(0, 0); NI2_R4(1, 4); NI2_R4(2, 8); NI2_R4(3, 12);
+        NI2_SCHED(0, 1, 2, 3); NI2_R4(0, 16);
+        NI2_SCHED(1, 2, 3, 0); NI2_R4(1, 20);
+        NI2_SCHED(2, 3, 0, 1); NI2_R4(2, 24);
+        NI2_SCHED(3, 0, 1, 2); NI2_R4(3, 28);
+        NI2_SCHED(0, 1, 2, 3); NI2_R4(0, 32);
+        NI2_SCHED(1, 2, 3, 0); NI2_R4(1, 36);
+        NI2_SCHED(2, 3, 0, 1); NI2_R4(2, 40);
+        NI2_SCHED(3, 0, 1, 2); NI2_R4(3, 44);
+        NI2_SCHED(0, 1, 2, 3); NI2_R4(0, 48);
+        NI2_SCHED(1, 2, 3, 0); NI2_R4(1, 52);
+        NI2_SCHED(2, 3, 0, 1); NI2_R4(2, 56);
+        NI2_SCHED(3, 0, 1, 2); NI2_R4(3, 60);
+        a0 = _mm_add_epi32(a0, sa0); a1 = _mm_add_epi32(a1, sa1);
+        b0 = _mm_add_epi32(b0, sb0); b1 = _mm_add_epi32(b1, sb1);
+    }
+    ni_store(a->h, a0, a1);
+    ni_store(b->h, b0, b1);
+    lane_from(a, both);  /* the longer message's remaining blocks */
+    lane_from(b, both);
+}
+#endif
+
+/* Compress both lanes whole: interleaved on SHA-NI, one after the other on
+ * the portable path (already throughput-bound, nothing to gain). */
+static void lanes2(lane *a, lane *b) {
+#if CK_HAVE_SHANI
+    blocks_fn fn = CK_LOAD(g_blocks);
+    if (fn == blocks_resolve) CK_STORE(g_blocks, fn = best_impl());
+    if (fn == blocks_shani) {
+        lanes2_shani(a, b);
+        return;
+    }
+#endif
+    lane_from(a, 0);
+    lane_from(b, 0);
+}
+
+void ck_sha256_x2(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, uint8_t outa[32],
+                  uint8_t outb[32]) {
+    lane la, lb;
+    lane_start(&la, IV, a, alen, 0);
+    lane_start(&lb, IV, b, blen, 0);
+    lanes2(&la, &lb);
+    put_digest(la.h, outa);
+    put_digest(lb.h, outb);
+}
+
 /* ------------------------------------------------------------------- HMAC */
 
 /* Clear key-derived stack bytes; volatile so the stores are not elided. */
@@ -391,6 +513,22 @@ static void hmac_outer(const ck_hmac_key *key, const uint32_t inner[8], uint8_t 
 void ck_hmac_sha256_end(const ck_hmac_key *key, ck_sha256_ctx *ctx, uint8_t out[32]) {
     finish(ctx->h, ctx->buf, ctx->buflen, ctx->total);
     hmac_outer(key, ctx->h, out);
+}
+
+void ck_hmac_sha256_x2(const ck_hmac_key *key, const uint8_t *a, size_t alen, const uint8_t *b,
+                       size_t blen, uint8_t outa[32], uint8_t outb[32]) {
+    lane la, lb;
+    uint8_t da[32], db[32];
+    lane_start(&la, key->inner, a, alen, 64);
+    lane_start(&lb, key->inner, b, blen, 64);
+    lanes2(&la, &lb);
+    put_digest(la.h, da);
+    put_digest(lb.h, db);
+    lane_start(&la, key->outer, da, 32, 64);  /* the outer hash: one block each */
+    lane_start(&lb, key->outer, db, 32, 64);
+    lanes2(&la, &lb);
+    put_digest(la.h, outa);
+    put_digest(lb.h, outb);
 }
 
 void ck_hmac_sha256(const ck_hmac_key *key, const uint8_t *msg, size_t len, uint8_t out[32]) {
