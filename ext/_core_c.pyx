@@ -33,6 +33,8 @@ cdef extern from "Python.h":
     PyObject **PySequence_Fast_ITEMS(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int *overflow) except? -1
     dict PyDict_Copy(object d)
+    void _incref "Py_INCREF"(PyObject *o)
+    void _decref "Py_DECREF"(PyObject *o)
     int PyDict_SetItem(object d, object k, object v) except -1
 
 cdef extern from *:
@@ -75,19 +77,6 @@ cdef extern from *:
         return lo;
     #endif
     }
-    /* Lowercase hex through a 256-entry table of character pairs: one load
-       and one 2-byte store per input byte. */
-    static uint16_t ck_hex_pairs[256];
-    static void ck_hex_init(void) {
-        const char *digits = "0123456789abcdef";
-        for (int b = 0; b < 256; b++) {
-            char pair[2] = {digits[b >> 4], digits[b & 15]};
-            memcpy(&ck_hex_pairs[b], pair, 2);
-        }
-    }
-    static void ck_hex(const uint8_t *in, size_t n, char *out) {
-        for (size_t i = 0; i < n; i++) memcpy(out + 2 * i, &ck_hex_pairs[in[i]], 2);
-    }
     /* Zero memory in a way the compiler may not drop as a dead store. */
     static void ck_wipe(void *p, size_t n) {
         volatile unsigned char *v = (volatile unsigned char *)p;
@@ -109,8 +98,6 @@ cdef extern from *:
     long long ck_now_ms()
     int ck_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
     void ck_wipe(void *p, size_t n)
-    void ck_hex(const uint8_t *inp, size_t n, char *out) nogil
-    void ck_hex_init()
     uint64_t ck_muladd(uint64_t a, uint64_t b, uint64_t c, uint64_t *hi) nogil
     void ck_order_ids_flat(const ck_order_ctx *ctx, const ck_order *orders, size_t n, uint8_t *out) nogil
 
@@ -160,6 +147,20 @@ cdef extern from "sha256.h":
     int ck_sha256_set_impl(int impl)
     int ck_sha256_impl()
 
+cdef extern from "sign.h":
+    ctypedef struct ck_request:
+        const char *method
+        const char *path
+        const char *ts
+        const char *nonce
+        size_t method_len, path_len, ts_len, nonce_len
+        const uint8_t *body
+        size_t body_len
+        char *sig
+    int ck_sign_requests(const ck_hmac_key *key, const ck_request *reqs, size_t n) nogil
+    void ck_hex(const uint8_t *inp, size_t n, char *out) nogil
+    void ck_expand_seed(const uint8_t *seed, uint8_t *out, size_t n) nogil
+
 __all__ = _py.__all__
 
 # Shared with the pure twin: constants and the canonical (slow-path) parsers.
@@ -177,7 +178,6 @@ cdef inline object _amounts(uint64_t maker, uint64_t taker):
     PyTuple_SET_ITEM(t, 0, m)
     PyTuple_SET_ITEM(t, 1, k)
     return t
-ck_hex_init()
 cdef uint64_t POW10[20]
 POW10[0] = 1
 for _i in range(1, 20):
@@ -284,10 +284,6 @@ cdef inline str _hex_str(const uint8_t *data, Py_ssize_t n, bint prefix):
         out[1] = 120  # 'x'
     ck_hex(data, n, out + off)
     return s
-
-
-cdef inline void _hex_into(const uint8_t *data, Py_ssize_t n, char *out) noexcept nogil:
-    ck_hex(data, n, out)
 
 
 cdef inline bint _ascii_view(object s, const char **data, Py_ssize_t *n):
@@ -885,22 +881,26 @@ def new_salt():
 # ---------------------------------------------------------------------------
 # Request signing
 
-# Nonce bytes come from a pool filled by os.urandom; a fork marks it stale so a
-# child never repeats its parent's nonces. The GIL serialises access.
-cdef bytes _pool_bytes = b""
-cdef Py_ssize_t _pool_pos = 0
-cdef Py_ssize_t NONCE_POOL = 16384
+# Nonce bytes come from a pool: SHA-256 in counter mode under 32 fresh bytes
+# from os.urandom per refill (see ck_expand_seed). A fork marks the pool stale
+# so a child never repeats its parent's nonces. The GIL serialises access.
+cdef enum:
+    NONCE_POOL = 4096  # bytes: 256 nonces per seed
+cdef uint8_t _pool[NONCE_POOL]
+cdef Py_ssize_t _pool_pos = NONCE_POOL
 ck_watch_fork()
 
 
 cdef const uint8_t *_random16() except NULL:
-    global _pool_bytes, _pool_pos, ck_nonces_stale
-    if _pool_pos + 16 > PyBytes_GET_SIZE(_pool_bytes) or ck_nonces_stale:
+    global _pool_pos, ck_nonces_stale
+    cdef bytes seed
+    if _pool_pos + 16 > NONCE_POOL or ck_nonces_stale:
+        seed = _os.urandom(32)
         ck_nonces_stale = 0
-        _pool_bytes = _os.urandom(NONCE_POOL)
+        ck_expand_seed(<const uint8_t *>PyBytes_AS_STRING(seed), _pool, NONCE_POOL // 32)
         _pool_pos = 0
     _pool_pos += 16
-    return <const uint8_t *>PyBytes_AS_STRING(_pool_bytes) + _pool_pos - 16
+    return _pool + _pool_pos - 16
 
 
 cdef enum:
@@ -945,18 +945,6 @@ cdef inline object _text(object value, int kind):
     return _py.parse_token(value, "nonce")
 
 
-cdef inline Py_ssize_t _put(char *dst, object text, Py_ssize_t limit) noexcept:
-    """Copy an ASCII str (at most ``limit`` chars when limit >= 0) and a newline; return the length."""
-    cdef const char *s = NULL
-    cdef Py_ssize_t n = 0
-    _ascii_view(text, &s, &n)
-    if 0 <= limit < n:
-        n = limit
-    memcpy(dst, s, n)
-    dst[n] = 10  # '\n'
-    return n + 1
-
-
 cdef int _sign(const ck_hmac_key *key, object method, object path, bint sign_query,
                object ts, object nonce, object body, char *sig_hex) except -1:
     """Validate (the pure twin words any error), then sign."""
@@ -969,40 +957,36 @@ cdef int _sign(const ck_hmac_key *key, object method, object path, bint sign_que
     return _sign_valid(key, method, path, sign_query, ts, nonce, body, sig_hex)
 
 
+cdef inline void _request(ck_request *r, str method, str path, bint sign_query, str ts, str nonce,
+                          bytes body, char *sig) noexcept:
+    """Point ``r`` at validated ASCII fields (borrowed: the caller keeps them alive)."""
+    cdef Py_ssize_t i, n = 0
+    cdef const char *t = NULL
+    _ascii_view(method, &t, &n)
+    r.method, r.method_len = t, n
+    _ascii_view(path, &t, &n)
+    if not sign_query:
+        for i in range(n):
+            if t[i] == 63:  # '?': the bare path is signed
+                n = i
+                break
+    r.path, r.path_len = t, n
+    _ascii_view(ts, &t, &n)
+    r.ts, r.ts_len = t, n
+    _ascii_view(nonce, &t, &n)
+    r.nonce, r.nonce_len = t, n
+    r.body = <const uint8_t *>PyBytes_AS_STRING(body)
+    r.body_len = PyBytes_GET_SIZE(body)
+    r.sig = sig
+
+
 cdef int _sign_valid(const ck_hmac_key *key, str method, str path, bint sign_query,
                      str ts, str nonce, bytes body, char *sig_hex) except -1:
-    """HMAC of METHOD\\nPATH\\nTS\\nNONCE\\nhex(sha256(body)) into 64 hex chars.
-
-    The inputs are validated ASCII; the signing string is assembled in a stack
-    buffer (heap only for paths of hundreds of characters) and hashed in one call.
-    """
-    cdef char stack[512]
-    cdef char *buf = stack
-    cdef Py_ssize_t cut = -1, i, total, off
-    cdef const char *ps = NULL
-    cdef Py_ssize_t pn = 0
-    cdef uint8_t digest[32]
-    _ascii_view(path, &ps, &pn)
-    if not sign_query:
-        for i in range(pn):
-            if ps[i] == 63:  # '?'
-                cut = i
-                break
-    total = PyUnicode_GET_LENGTH(method) + pn + PyUnicode_GET_LENGTH(ts) + PyUnicode_GET_LENGTH(nonce) + 68
-    if total > 512:
-        buf = <char *>malloc(total)
-        if buf == NULL:
-            raise MemoryError()
-    off = _put(buf, method, -1)
-    off += _put(buf + off, path, cut)
-    off += _put(buf + off, ts, -1)
-    off += _put(buf + off, nonce, -1)
-    ck_sha256(<const uint8_t *>PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body), digest)
-    _hex_into(digest, 32, buf + off)
-    ck_hmac_sha256(key, <const uint8_t *>buf, off + 64, digest)
-    _hex_into(digest, 32, sig_hex)
-    if buf != stack:
-        free(buf)
+    """HMAC of METHOD\\nPATH\\nTS\\nNONCE\\nhex(sha256(body)) into 64 hex chars."""
+    cdef ck_request r
+    _request(&r, method, path, sign_query, ts, nonce, body, sig_hex)
+    if ck_sign_requests(key, &r, 1) != 0:
+        raise MemoryError()
     return 0
 
 
@@ -1081,6 +1065,20 @@ cdef str H_NONCE = "X-API-NONCE"
 cdef str H_SIG = "X-API-SIGNATURE"
 
 
+cdef enum:
+    SIGN_CHUNK = 32  # requests signed per pass of headers_many
+    HELD = 4    # references held per pending request: method, path, body, nonce
+
+
+cdef inline void _release(PyObject **held, Py_ssize_t n) noexcept:
+    cdef Py_ssize_t j
+    for j in range(n):
+        _decref(held[j])
+
+
+cdef object _UNSEEN = object()
+
+
 cdef class RequestSigner:
     """Signs requests with one API key: the four ``X-API-*`` headers.
 
@@ -1093,12 +1091,15 @@ cdef class RequestSigner:
     cdef dict _template
     cdef readonly str api_key
     cdef readonly bint sign_query
+    # headers_many's last method and path objects, and what they validated to
+    cdef object _method_seen, _method_ok, _path_seen, _path_ok
 
     def __init__(self, api_key, api_secret, *, sign_query=True):
         self.api_key = _py.parse_token(api_key, "api_key")
         _key(&self._hk, api_secret)
         self.sign_query = _py.parse_flag(sign_query, "sign_query")
         self._template = {H_KEY: self.api_key, H_TS: "", H_NONCE: "", H_SIG: ""}
+        self._method_seen = self._path_seen = _UNSEEN  # (None is a request's possible bad input)
 
     def __repr__(self):
         return f"RequestSigner(api_key={self.api_key!r}, sign_query={bool(self.sign_query)})"
@@ -1130,20 +1131,82 @@ cdef class RequestSigner:
         return self._headers(method, path, body, timestamp_ms, nonce)
 
     def headers_many(self, requests):
-        """Headers for each ``(method, path)`` or ``(method, path, body)`` of a batch."""
+        """Headers for each ``(method, path)`` or ``(method, path, body)`` of a batch.
+
+        Requests are signed 32 at a time, two by two, so that their
+        SHA-256 work interleaves (see ext/sign.c); a chunk shares one reading
+        of the clock, so a timestamp is at most one chunk's work (~15 us) old.
+        """
         cdef list out = []
-        cdef Py_ssize_t i = 0
-        for request in requests:
-            if type(request) is tuple and len(<tuple>request) == 3:
-                out.append(self._headers((<tuple>request)[0], (<tuple>request)[1], (<tuple>request)[2], None, None))
-            elif isinstance(request, (tuple, list)) and len(request) in (2, 3):
-                out.append(self._headers(request[0], request[1], request[2] if len(request) == 3 else b"", None, None))
-            else:
-                raise _py.SignatureInputError(
-                    f"requests[{i}]", request, "must be (method, path) or (method, path, body)"
-                )
-            i += 1
+        cdef ck_request reqs[SIGN_CHUNK]
+        cdef char sigs[SIGN_CHUNK * 64]
+        cdef PyObject *held[SIGN_CHUNK * HELD]  # owned references the pending requests point into
+        cdef Py_ssize_t i = 0, k = 0
+        cdef str ts = None
+        try:
+            for request in requests:
+                if k == 0:
+                    ts = _now_text()
+                self._prepare(request, i, ts, &reqs[k], &sigs[64 * k], &held[HELD * k])
+                k += 1
+                i += 1
+                if k == SIGN_CHUNK:
+                    self._emit(reqs, sigs, held, k, ts, out)
+                    _release(held, HELD * k)
+                    k = 0
+            if k:
+                self._emit(reqs, sigs, held, k, ts, out)
+        finally:
+            _release(held, HELD * k)
         return out
+
+    cdef int _prepare(self, object request, Py_ssize_t i, str ts, ck_request *r, char *sig,
+                      PyObject **held) except -1:
+        """Validate request ``i`` and point ``r`` at it; on success hold its objects."""
+        if type(request) is tuple and len(<tuple>request) == 3:
+            method, path, body = (<tuple>request)[0], (<tuple>request)[1], (<tuple>request)[2]
+        elif isinstance(request, (tuple, list)) and len(request) in (2, 3):
+            method, path = request[0], request[1]
+            body = request[2] if len(request) == 3 else b""
+        else:
+            raise _py.SignatureInputError(
+                f"requests[{i}]", request, "must be (method, path) or (method, path, body)"
+            )
+        # a batch mostly repeats a few method and path objects: check each once
+        if method is not self._method_seen:
+            self._method_ok = _text(method, K_METHOD)
+            self._method_seen = method
+        if path is not self._path_seen:
+            self._path_ok = _text(path, K_PATH)
+            self._path_seen = path
+        method, path = self._method_ok, self._path_ok
+        if type(body) is not bytes:
+            body = _py.parse_body(body)
+        nonce = _hex_str(_random16(), 16, False)
+        _request(r, method, path, self.sign_query, ts, nonce, body, sig)
+        # the request tuple may be a list the caller could change under us:
+        # hold what r points into until the chunk is signed
+        held[0], held[1], held[2], held[3] = <PyObject *>method, <PyObject *>path, <PyObject *>body, <PyObject *>nonce
+        _incref(held[0])
+        _incref(held[1])
+        _incref(held[2])
+        _incref(held[3])
+        return 0
+
+    cdef int _emit(self, ck_request *reqs, const char *sigs, PyObject **held, Py_ssize_t k, str ts,
+                   list out) except -1:
+        """Sign ``k`` prepared requests and append their header dicts to ``out``."""
+        cdef Py_ssize_t j
+        cdef dict h
+        if ck_sign_requests(&self._hk, reqs, k) != 0:
+            raise MemoryError()
+        for j in range(k):
+            h = PyDict_Copy(self._template)
+            PyDict_SetItem(h, H_TS, ts)
+            PyDict_SetItem(h, H_NONCE, <object>held[HELD * j + 3])
+            PyDict_SetItem(h, H_SIG, _hex_text(sigs + 64 * j))
+            out.append(h)
+        return 0
 
 
 self_check()

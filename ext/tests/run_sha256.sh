@@ -1,5 +1,6 @@
 #!/bin/sh
-# Build and run the standalone SHA-256 tests (ext/tests/test_sha256.c).
+# Build and run the standalone SHA-256 and request-signing tests
+# (ext/tests/test_sha256.c, ext/tests/test_sign.c).
 #
 #   ext/tests/run_sha256.sh          tests: ASan+UBSan, plain (+ valgrind),
 #                                    setup.py flags, portable-only build
@@ -20,10 +21,20 @@ trap 'rm -rf "$out"' EXIT INT TERM
 src="$here/test_sha256.c $ext/sha256.c"
 warn="-std=c99 -Wall -Wextra -Werror -pedantic"
 
-build() {  # build NAME FLAGS...
+sign_src="$here/test_sign.c $ext/sign.c $ext/sha256.c"
+
+build() {  # build NAME FLAGS...: both test programs, NAME and NAME-sign
     name=$1; shift
     # shellcheck disable=SC2086
     $CC $warn "$@" $src -o "$out/$name"
+    # shellcheck disable=SC2086
+    $CC $warn "$@" $sign_src -o "$out/$name-sign"
+}
+
+run() {  # run NAME [WRAPPER...]: both test programs
+    name=$1; shift
+    "$@" "$out/$name"
+    "$@" "$out/$name-sign"
 }
 
 if [ "${1:-}" = bench ]; then
@@ -40,27 +51,27 @@ fi
 
 echo "== ASan + UBSan, -O2"
 build asan -O2 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 "$out/asan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 run asan
 
 echo "== plain -O2"
 build plain -O2 -g
-"$out/plain"
+run plain
 
 if command -v valgrind >/dev/null 2>&1; then
     # Valgrind does not emulate SHA-NI and hides it from CPUID, so only the
     # portable path (and the fallback of the runtime detection) runs here.
     echo "== valgrind (plain -O2 build)"
-    valgrind -q --error-exitcode=1 "$out/plain"
+    run plain valgrind -q --error-exitcode=1 --leak-check=full
 else
     echo "== valgrind not found: skipped"
 fi
 
 echo "== setup.py flags: -O3 -fno-strict-aliasing"
 build setup -O3 -fno-strict-aliasing
-"$out/setup"
+run setup
 
 echo "== portable-only build (as on ARM / MSVC): -DCK_SHA256_NO_SHANI"
 build portable -O2 -DCK_SHA256_NO_SHANI
-"$out/portable"
+run portable
 
-echo "all sha256 test builds passed"
+echo "all sha256 and sign test builds passed"

@@ -6,7 +6,9 @@ import hashlib
 import hmac
 import pickle
 import re
+import sys
 import time
+from collections import Counter
 from types import ModuleType
 
 import pytest
@@ -108,6 +110,59 @@ def test_headers_many(core: ModuleType) -> None:
         signer.headers_many([("GET", "/a"), ("GET",)])
     with pytest.raises(SignatureInputError, match="path"):
         signer.headers_many([("GET", "no-slash")])
+
+
+requests_ = st.lists(
+    st.tuples(
+        st.sampled_from(["GET", "POST", "DELETE", "post"]),
+        st.one_of(paths, st.just("/api/ext/v1/orders/raw"), st.just("/" + "p" * 600 + "?q=1")),
+        st.binary(max_size=700),
+    ),
+    max_size=70,  # past two 32-request chunks, odd and even counts
+)
+
+
+@given(reqs=requests_, sign_query=st.booleans())
+def test_headers_many_sign_each_request(
+    core: ModuleType, reqs: list[tuple[str, str, bytes]], sign_query: bool
+) -> None:
+    """Requests are signed two by two in chunks: mixed lengths, lone last ones, long paths."""
+    signer = core.RequestSigner("k", SECRET, sign_query=sign_query)
+    out = signer.headers_many(reqs)
+    assert len(out) == len(reqs)
+    for (method, path, body), h in zip(reqs, out, strict=True):
+        signed_path = path if sign_query else path.split("?")[0]
+        assert h["X-API-SIGNATURE"] == reference(
+            SECRET, method.upper(), signed_path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body
+        )
+
+
+def test_headers_many_holds_and_releases_its_inputs(core: ModuleType) -> None:
+    """A bad request mid-chunk raises, and leaves no reference behind."""
+    signer = core.RequestSigner("k", SECRET)
+    body = bytes(range(200))
+    path = "/api/ext/v1/" + "x" * 40
+    before = sys.getrefcount(body), sys.getrefcount(path)
+    reqs: list[object] = [("POST", path, body)] * 40 + [("POST", "bad path", body)]
+    with pytest.raises(SignatureInputError) as info:
+        signer.headers_many(reqs)
+    assert info.value.field == "path"
+    del reqs, info
+    out = signer.headers_many([["POST", path, body]] * 33)
+    assert len(out) == 33
+    del signer  # (it remembers the last path it checked)
+    assert (sys.getrefcount(body), sys.getrefcount(path)) == before
+
+
+def test_nonces_unique_and_uniform(core: ModuleType) -> None:
+    """20,000 nonces (many pool refills): all distinct, hex digits uniform (chi-square)."""
+    signer = core.RequestSigner("k", SECRET)
+    nonces = [h["X-API-NONCE"] for h in signer.headers_many([("GET", "/a")] * 20_000)]
+    assert len(set(nonces)) == len(nonces)
+    counts = Counter("".join(nonces))
+    expected = 32 * len(nonces) / 16
+    chi2 = sum((counts[d] - expected) ** 2 / expected for d in "0123456789abcdef")
+    assert chi2 < 37.7  # 15 degrees of freedom: p = 0.001
 
 
 def test_nonces_are_fresh_after_fork(core: ModuleType) -> None:
@@ -215,6 +270,15 @@ def test_forced_sha256_paths_agree() -> None:
                 assert core_c.signature(
                     SECRET * (n % 9 + 1), "POST", "/" + "p" * n, n, "nonce", body
                 ) == reference(SECRET * (n % 9 + 1), "POST", "/" + "p" * n, str(n), "nonce", body)
+            # the two-at-a-time path: each body paired with a shorter and a longer one
+            signer = core_c.RequestSigner("k", SECRET)
+            reqs = [
+                ("POST", "/" + "p" * n, bytes(i % 256 for i in range(m))) for m in range(0, 700, 61)
+            ]
+            for (method, path, body), h in zip(reqs, signer.headers_many(reqs), strict=True):
+                assert h["X-API-SIGNATURE"] == reference(
+                    SECRET, method, path, h["X-API-TIMESTAMP"], h["X-API-NONCE"], body
+                )
     finally:
         core_c.set_implementation(sha256="auto")
     assert "portable" in tried
