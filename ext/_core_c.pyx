@@ -1198,11 +1198,12 @@ cdef class RequestSigner:
         """Sign ``k`` prepared requests and append their header dicts to ``out``."""
         cdef Py_ssize_t j
         cdef dict h
+        cdef dict stamped = PyDict_Copy(self._template)  # the chunk's timestamp set once
+        PyDict_SetItem(stamped, H_TS, ts)
         if ck_sign_requests(&self._hk, reqs, k) != 0:
             raise MemoryError()
         for j in range(k):
-            h = PyDict_Copy(self._template)
-            PyDict_SetItem(h, H_TS, ts)
+            h = PyDict_Copy(stamped)
             PyDict_SetItem(h, H_NONCE, <object>held[HELD * j + 3])
             PyDict_SetItem(h, H_SIG, _hex_text(sigs + 64 * j))
             out.append(h)

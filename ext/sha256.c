@@ -291,9 +291,11 @@ static inline void copy_small(uint8_t *d, const uint8_t *s, size_t n) {
  * blk: returns the number of final blocks, 1 or 2. */
 static size_t pad(uint8_t blk[128], const uint8_t *p, size_t rem, uint64_t total) {
     size_t nb = rem < 56 ? 1 : 2;
+    /* zero whole blocks first: fixed-size stores instead of a libc memset call */
+    memset(blk, 0, 64);
+    if (nb == 2) memset(blk + 64, 0, 64);
     copy_small(blk, p, rem);
     blk[rem] = 0x80;
-    memset(blk + rem + 1, 0, nb * 64 - 8 - rem - 1);
     total <<= 3;  /* bit length, big-endian in the last 8 bytes */
     store_be32(blk + nb * 64 - 8, (uint32_t)(total >> 32));
     store_be32(blk + nb * 64 - 4, (uint32_t)total);

@@ -4,8 +4,9 @@
 #
 #   ext/tests/run_sha256.sh          tests: ASan+UBSan, plain (+ valgrind),
 #                                    setup.py flags, portable-only build
-#   ext/tests/run_sha256.sh bench    micro-benchmark (setup.py's -O3 flags) next
-#                                    to OpenSSL's per-block cost via hashlib
+#   ext/tests/run_sha256.sh bench    micro-benchmarks (setup.py's -O3 flags): per
+#                                    block, and per signed request, next to
+#                                    OpenSSL's per-block cost via hashlib
 #
 # CC (default gcc) and PYTHON (default python3; used only by bench) may be set.
 # Binaries go to a temporary directory that is removed on exit.
@@ -46,6 +47,7 @@ best = min((lambda t0: (hashlib.sha256(b), time.perf_counter() - t0)[1])(time.pe
 print("%.3f" % (best / (len(b) / 64) * 1e9))')
     echo "OpenSSL per-block cost: hashlib.sha256 over 64 MiB, best of 7 ($PYTHON)"
     "$out/bench" bench "$openssl"
+    "$out/bench-sign" bench "$openssl"
     exit 0
 fi
 

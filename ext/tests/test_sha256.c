@@ -1,8 +1,9 @@
 /* Standalone tests and micro-benchmark for ext/sha256.c.
  *
  *   ./test_sha256                 run every test with every available path
- *   ./test_sha256 bench [ns]      ns per block per path and per typical request;
- *                                 with ns = OpenSSL's ns per block, also ratios
+ *   ./test_sha256 bench [ns]      ns per block per path, one message and two at
+ *                                 a time; with ns = OpenSSL's ns per block, ratios
+ *                                 (a signed request: test_sign.c's bench)
  *
  * Build and run via ext/tests/run_sha256.sh. Exit status 0 only if all pass.
  */
@@ -433,64 +434,21 @@ static double bench_blocks_x2(void) {
     return best / (16.0 * (sizeof a / 64));
 }
 
-/* The signing flow: hex body hash, then HMAC over a 140-byte signing string
- * fed in five pieces (timestamp, method, path, query, body hash). 9 blocks. */
-static double bench_request(void) {
-    static const char *ts = "1700000000000", *method = "POST",
-                      *path = "/api/v3/orders/place/batch/items/limits", *query = "?symbol=BTC-USDT&x=1";
-    static uint8_t body[300 + 256];
-    uint8_t secret[48], dig[32], mac[32];
-    char hex[65];
-    ck_hmac_key key;
-    ck_sha256_ctx c;
-    double best = 1e30;
-    int rep, i, iters = 20000;
-    size_t off = 0, zero = zero_vol;  /* zero, but opaque to the compiler */
-    size_t total = strlen(ts) + strlen(method) + strlen(path) + strlen(query) + 64;
-    if (total != 140) fprintf(stderr, "signing string is %zu bytes\n", total);
-    fill(body, 300);
-    fill(secret, sizeof secret);
-    ck_hmac_sha256_init(&key, secret, sizeof secret);
-    for (rep = 0; rep < 15; rep++) {
-        double t = now_ns();
-        for (i = 0; i < iters; i++) {
-            ck_sha256(body + off, 300, dig);
-            to_hex(dig, 32, hex);
-            ck_hmac_sha256_begin(&key, &c);
-            ck_sha256_update(&c, (const uint8_t *)ts, 13);
-            ck_sha256_update(&c, (const uint8_t *)method, 4);
-            ck_sha256_update(&c, (const uint8_t *)path, strlen(path));
-            ck_sha256_update(&c, (const uint8_t *)query, strlen(query));
-            ck_sha256_update(&c, (const uint8_t *)hex, 64);
-            ck_hmac_sha256_end(&key, &c, mac);
-            off = mac[0] & zero;  /* serialise requests without touching memory */
-        }
-        t = (now_ns() - t) / iters;
-        if (t < best) best = t;
-    }
-    sink = mac[0];
-    return best;
-}
-
 static int bench(double openssl_ns) {
     static const int impls[] = {CK_SHA_PORTABLE, CK_SHA_NI};
     static const char *names[] = {"portable", "sha-ni"};
     int i;
     if (openssl_ns > 0) printf("OpenSSL (hashlib) %8.2f ns/block (given)\n", openssl_ns);
     for (i = 0; i < 2; i++) {
-        double blk, blk2, req;
+        double blk, blk2;
         if (ck_sha256_set_impl(impls[i]) != 0) {
             printf("%-8s  not available on this CPU/build\n", names[i]);
             continue;
         }
         blk = bench_blocks();
         blk2 = bench_blocks_x2();
-        req = bench_request();
-        printf("%-8s  %8.2f ns/block (%.2f two at a time)  %8.1f ns/typical request (%.2f blocks' worth)",
-               names[i], blk, blk2, req, req / blk);
-        if (openssl_ns > 0)
-            printf("  | vs OpenSSL: block x%.2f, request = %.2f OpenSSL blocks", blk / openssl_ns,
-                   req / openssl_ns);
+        printf("%-8s  %8.2f ns/block, %8.2f two at a time", names[i], blk, blk2);
+        if (openssl_ns > 0) printf("  | x OpenSSL: %.2f, %.2f", blk / openssl_ns, blk2 / openssl_ns);
         printf("\n");
     }
     ck_sha256_set_impl(CK_SHA_AUTO);
