@@ -957,9 +957,12 @@ cdef int _sign(const ck_hmac_key *key, object method, object path, bint sign_que
     return _sign_valid(key, method, path, sign_query, ts, nonce, body, sig_hex)
 
 
-cdef inline void _request(ck_request *r, str method, str path, bint sign_query, str ts, str nonce,
+cdef inline void _request(ck_request *r, str method, str path, bint sign_query, str nonce,
                           bytes body, char *sig) noexcept:
-    """Point ``r`` at validated ASCII fields (borrowed: the caller keeps them alive)."""
+    """Point ``r`` at validated ASCII fields, all but the timestamp (see _stamp).
+
+    The pointers are borrowed: the caller keeps the objects alive until signed.
+    """
     cdef Py_ssize_t i, n = 0
     cdef const char *t = NULL
     _ascii_view(method, &t, &n)
@@ -971,8 +974,6 @@ cdef inline void _request(ck_request *r, str method, str path, bint sign_query, 
                 n = i
                 break
     r.path, r.path_len = t, n
-    _ascii_view(ts, &t, &n)
-    r.ts, r.ts_len = t, n
     _ascii_view(nonce, &t, &n)
     r.nonce, r.nonce_len = t, n
     r.body = <const uint8_t *>PyBytes_AS_STRING(body)
@@ -980,11 +981,21 @@ cdef inline void _request(ck_request *r, str method, str path, bint sign_query, 
     r.sig = sig
 
 
+cdef inline void _stamp(ck_request *r, Py_ssize_t k, str ts) noexcept:
+    """Point the timestamp of ``k`` requests at ``ts`` (validated digits)."""
+    cdef const char *t = NULL
+    cdef Py_ssize_t n = 0, j
+    _ascii_view(ts, &t, &n)
+    for j in range(k):
+        r[j].ts, r[j].ts_len = t, n
+
+
 cdef int _sign_valid(const ck_hmac_key *key, str method, str path, bint sign_query,
                      str ts, str nonce, bytes body, char *sig_hex) except -1:
     """HMAC of METHOD\\nPATH\\nTS\\nNONCE\\nhex(sha256(body)) into 64 hex chars."""
     cdef ck_request r
-    _request(&r, method, path, sign_query, ts, nonce, body, sig_hex)
+    _request(&r, method, path, sign_query, nonce, body, sig_hex)
+    _stamp(&r, 1, ts)
     if ck_sign_requests(key, &r, 1) != 0:
         raise MemoryError()
     return 0
@@ -1067,7 +1078,7 @@ cdef str H_SIG = "X-API-SIGNATURE"
 
 cdef enum:
     SIGN_CHUNK = 32  # requests signed per pass of headers_many
-    HELD = 4    # references held per pending request: method, path, body, nonce
+    HELD = 4  # references held per pending request: method, path, body, nonce
 
 
 cdef inline void _release(PyObject **held, Py_ssize_t n) noexcept:
@@ -1133,36 +1144,34 @@ cdef class RequestSigner:
     def headers_many(self, requests):
         """Headers for each ``(method, path)`` or ``(method, path, body)`` of a batch.
 
-        Requests are signed 32 at a time, two by two, so that their
-        SHA-256 work interleaves (see ext/sign.c); a chunk shares one reading
-        of the clock, so a timestamp is at most one chunk's work (~15 us) old.
+        Requests are signed 32 at a time, two by two, so that their SHA-256
+        work interleaves (see ext/sign.c). The 32 share one reading of the
+        clock, taken when they are signed.
         """
         cdef list out = []
         cdef ck_request reqs[SIGN_CHUNK]
         cdef char sigs[SIGN_CHUNK * 64]
         cdef PyObject *held[SIGN_CHUNK * HELD]  # owned references the pending requests point into
         cdef Py_ssize_t i = 0, k = 0
-        cdef str ts = None
         try:
             for request in requests:
-                if k == 0:
-                    ts = _now_text()
-                self._prepare(request, i, ts, &reqs[k], &sigs[64 * k], &held[HELD * k])
+                self._prepare(request, i, &reqs[k], &sigs[64 * k], &held[HELD * k])
                 k += 1
                 i += 1
                 if k == SIGN_CHUNK:
-                    self._emit(reqs, sigs, held, k, ts, out)
+                    self._emit(reqs, sigs, held, k, out)
                     _release(held, HELD * k)
                     k = 0
             if k:
-                self._emit(reqs, sigs, held, k, ts, out)
+                self._emit(reqs, sigs, held, k, out)
         finally:
             _release(held, HELD * k)
         return out
 
-    cdef int _prepare(self, object request, Py_ssize_t i, str ts, ck_request *r, char *sig,
+    cdef int _prepare(self, object request, Py_ssize_t i, ck_request *r, char *sig,
                       PyObject **held) except -1:
         """Validate request ``i`` and point ``r`` at it; on success hold its objects."""
+        cdef Py_ssize_t j
         if type(request) is tuple and len(<tuple>request) == 3:
             method, path, body = (<tuple>request)[0], (<tuple>request)[1], (<tuple>request)[2]
         elif isinstance(request, (tuple, list)) and len(request) in (2, 3):
@@ -1183,23 +1192,26 @@ cdef class RequestSigner:
         if type(body) is not bytes:
             body = _py.parse_body(body)
         nonce = _hex_str(_random16(), 16, False)
-        _request(r, method, path, self.sign_query, ts, nonce, body, sig)
-        # the request tuple may be a list the caller could change under us:
-        # hold what r points into until the chunk is signed
-        held[0], held[1], held[2], held[3] = <PyObject *>method, <PyObject *>path, <PyObject *>body, <PyObject *>nonce
-        _incref(held[0])
-        _incref(held[1])
-        _incref(held[2])
-        _incref(held[3])
+        _request(r, method, path, self.sign_query, nonce, body, sig)
+        # the request may be a list the caller could change under us: hold
+        # what r points into until the chunk is signed
+        held[0] = <PyObject *>method
+        held[1] = <PyObject *>path
+        held[2] = <PyObject *>body
+        held[3] = <PyObject *>nonce
+        for j in range(HELD):
+            _incref(held[j])
         return 0
 
-    cdef int _emit(self, ck_request *reqs, const char *sigs, PyObject **held, Py_ssize_t k, str ts,
+    cdef int _emit(self, ck_request *reqs, const char *sigs, PyObject **held, Py_ssize_t k,
                    list out) except -1:
-        """Sign ``k`` prepared requests and append their header dicts to ``out``."""
+        """Stamp and sign ``k`` prepared requests; append their header dicts to ``out``."""
         cdef Py_ssize_t j
         cdef dict h
-        cdef dict stamped = PyDict_Copy(self._template)  # the chunk's timestamp set once
+        cdef str ts = _now_text()
+        cdef dict stamped = PyDict_Copy(self._template)  # the timestamp set once per chunk
         PyDict_SetItem(stamped, H_TS, ts)
+        _stamp(reqs, k, ts)
         if ck_sign_requests(&self._hk, reqs, k) != 0:
             raise MemoryError()
         for j in range(k):

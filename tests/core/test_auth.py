@@ -9,6 +9,7 @@ import re
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -152,6 +153,23 @@ def test_headers_many_holds_and_releases_its_inputs(core: ModuleType) -> None:
     assert len(out) == 33
     del signer  # (it remembers the last path it checked)
     assert (sys.getrefcount(body), sys.getrefcount(path)) == before
+
+
+def test_headers_many_stamps_when_signing(core: ModuleType) -> None:
+    """A slow iterable gets timestamps no older than each of its requests."""
+    signer = core.RequestSigner("k", SECRET)
+    yielded: list[float] = []
+
+    def slow() -> Iterator[tuple[str, str]]:
+        for i in range(3):
+            if i:
+                time.sleep(0.03)
+            yielded.append(time.time())
+            yield ("GET", f"/a/{i}")
+
+    out = signer.headers_many(slow())
+    for t, h in zip(yielded, out, strict=True):
+        assert int(h["X-API-TIMESTAMP"]) >= int(t * 1000) - 1
 
 
 def test_nonces_unique_and_uniform(core: ModuleType) -> None:
