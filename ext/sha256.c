@@ -147,6 +147,22 @@ static void blocks_portable(uint32_t st[8], const uint8_t *p, size_t n) {
 #define NI_SCHED(m0, m1, m2, m3) \
     (m0 = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(m0, m1), _mm_alignr_epi8(m3, m2, 4)), m3))
 
+/* The 64 rounds of a block, for one lane or two: R4(j, i) runs rounds
+ * i..i+3 on message quad j (0..3); SCHED(j0, j1, j2, j3) computes the next
+ * quad over j0 from the four before it, oldest first. */
+#define NI_BLOCK(R4, SCHED)                                     \
+    do {                                                        \
+        R4(0, 0); R4(1, 4); R4(2, 8); R4(3, 12);                \
+        SCHED(0, 1, 2, 3); R4(0, 16); SCHED(1, 2, 3, 0); R4(1, 20); \
+        SCHED(2, 3, 0, 1); R4(2, 24); SCHED(3, 0, 1, 2); R4(3, 28); \
+        SCHED(0, 1, 2, 3); R4(0, 32); SCHED(1, 2, 3, 0); R4(1, 36); \
+        SCHED(2, 3, 0, 1); R4(2, 40); SCHED(3, 0, 1, 2); R4(3, 44); \
+        SCHED(0, 1, 2, 3); R4(0, 48); SCHED(1, 2, 3, 0); R4(1, 52); \
+        SCHED(2, 3, 0, 1); R4(2, 56); SCHED(3, 0, 1, 2); R4(3, 60); \
+    } while (0)
+#define NI1_R4(j, i) NI_R4(m##j, i)
+#define NI1_SCHED(j0, j1, j2, j3) NI_SCHED(m##j0, m##j1, m##j2, m##j3)
+
 #define NI_TARGET __attribute__((target("sha,sse4.1")))
 
 /* Message words i*4 .. i*4+3 of the block at p, in the CPU's word order. */
@@ -178,21 +194,9 @@ static void blocks_shani(uint32_t st[8], const uint8_t *p, size_t n) {
     for (; n; n--, p += 64) {
         const __m128i save0 = s0, save1 = s1;
         __m128i m0 = NI_WORDS(p, 0), m1 = NI_WORDS(p, 1), m2 = NI_WORDS(p, 2), m3 = NI_WORDS(p, 3);
-        NI_R4(m0, 0); NI_R4(m1, 4); NI_R4(m2, 8); NI_R4(m3, 12);
         /* Straight-line: the rnds2 chain (latency-bound) sets the pace, and
          * the out-of-order core overlaps the schedule ops with it. */
-        NI_SCHED(m0, m1, m2, m3); NI_R4(m0, 16);
-        NI_SCHED(m1, m2, m3, m0); NI_R4(m1, 20);
-        NI_SCHED(m2, m3, m0, m1); NI_R4(m2, 24);
-        NI_SCHED(m3, m0, m1, m2); NI_R4(m3, 28);
-        NI_SCHED(m0, m1, m2, m3); NI_R4(m0, 32);
-        NI_SCHED(m1, m2, m3, m0); NI_R4(m1, 36);
-        NI_SCHED(m2, m3, m0, m1); NI_R4(m2, 40);
-        NI_SCHED(m3, m0, m1, m2); NI_R4(m3, 44);
-        NI_SCHED(m0, m1, m2, m3); NI_R4(m0, 48);
-        NI_SCHED(m1, m2, m3, m0); NI_R4(m1, 52);
-        NI_SCHED(m2, m3, m0, m1); NI_R4(m2, 56);
-        NI_SCHED(m3, m0, m1, m2); NI_R4(m3, 60);
+        NI_BLOCK(NI1_R4, NI1_SCHED);
         s0 = _mm_add_epi32(s0, save0);
         s1 = _mm_add_epi32(s1, save1);
     }
@@ -421,19 +425,7 @@ NI_TARGET static void lanes2_shani(lane *a, lane *b) {
         const __m128i sa0 = a0, sa1 = a1, sb0 = b0, sb1 = b1;
         __m128i ma0 = NI_WORDS(pa, 0), ma1 = NI_WORDS(pa, 1), ma2 = NI_WORDS(pa, 2), ma3 = NI_WORDS(pa, 3);
         __m128i mb0 = NI_WORDS(pb, 0), mb1 = NI_WORDS(pb, 1), mb2 = NI_WORDS(pb, 2), mb3 = NI_WORDS(pb, 3);
-        NI2_R4(0, 0); NI2_R4(1, 4); NI2_R4(2, 8); NI2_R4(3, 12);
-        NI2_SCHED(0, 1, 2, 3); NI2_R4(0, 16);
-        NI2_SCHED(1, 2, 3, 0); NI2_R4(1, 20);
-        NI2_SCHED(2, 3, 0, 1); NI2_R4(2, 24);
-        NI2_SCHED(3, 0, 1, 2); NI2_R4(3, 28);
-        NI2_SCHED(0, 1, 2, 3); NI2_R4(0, 32);
-        NI2_SCHED(1, 2, 3, 0); NI2_R4(1, 36);
-        NI2_SCHED(2, 3, 0, 1); NI2_R4(2, 40);
-        NI2_SCHED(3, 0, 1, 2); NI2_R4(3, 44);
-        NI2_SCHED(0, 1, 2, 3); NI2_R4(0, 48);
-        NI2_SCHED(1, 2, 3, 0); NI2_R4(1, 52);
-        NI2_SCHED(2, 3, 0, 1); NI2_R4(2, 56);
-        NI2_SCHED(3, 0, 1, 2); NI2_R4(3, 60);
+        NI_BLOCK(NI2_R4, NI2_SCHED);
         a0 = _mm_add_epi32(a0, sa0); a1 = _mm_add_epi32(a1, sa1);
         b0 = _mm_add_epi32(b0, sb0); b1 = _mm_add_epi32(b1, sb1);
     }
@@ -459,14 +451,20 @@ static void lanes2(lane *a, lane *b) {
     lane_from(b, 0);
 }
 
-void ck_sha256_x2(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, uint8_t outa[32],
-                  uint8_t outb[32]) {
+/* a and b from state h after `prefix` bytes, two at a time, to digests. */
+static void hash2(const uint32_t h[8], uint64_t prefix, const uint8_t *a, size_t alen, const uint8_t *b,
+                  size_t blen, uint8_t outa[32], uint8_t outb[32]) {
     lane la, lb;
-    lane_start(&la, IV, a, alen, 0);
-    lane_start(&lb, IV, b, blen, 0);
+    lane_start(&la, h, a, alen, prefix);
+    lane_start(&lb, h, b, blen, prefix);
     lanes2(&la, &lb);
     put_digest(la.h, outa);
     put_digest(lb.h, outb);
+}
+
+void ck_sha256_x2(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen, uint8_t outa[32],
+                  uint8_t outb[32]) {
+    hash2(IV, 0, a, alen, b, blen, outa, outb);
 }
 
 /* ------------------------------------------------------------------- HMAC */
@@ -519,18 +517,9 @@ void ck_hmac_sha256_end(const ck_hmac_key *key, ck_sha256_ctx *ctx, uint8_t out[
 
 void ck_hmac_sha256_x2(const ck_hmac_key *key, const uint8_t *a, size_t alen, const uint8_t *b,
                        size_t blen, uint8_t outa[32], uint8_t outb[32]) {
-    lane la, lb;
     uint8_t da[32], db[32];
-    lane_start(&la, key->inner, a, alen, 64);
-    lane_start(&lb, key->inner, b, blen, 64);
-    lanes2(&la, &lb);
-    put_digest(la.h, da);
-    put_digest(lb.h, db);
-    lane_start(&la, key->outer, da, 32, 64);  /* the outer hash: one block each */
-    lane_start(&lb, key->outer, db, 32, 64);
-    lanes2(&la, &lb);
-    put_digest(la.h, outa);
-    put_digest(lb.h, outb);
+    hash2(key->inner, 64, a, alen, b, blen, da, db);
+    hash2(key->outer, 64, da, 32, db, 32, outa, outb);  /* the outer hash: one block each */
 }
 
 void ck_hmac_sha256(const ck_hmac_key *key, const uint8_t *msg, size_t len, uint8_t out[32]) {

@@ -14,23 +14,8 @@
 #include <time.h>
 
 #include "../sha256.h"
+#include "check.h"
 
-static int failures, checks;
-
-#define CHECK(cond, ...)                                                       \
-    do {                                                                       \
-        checks++;                                                              \
-        if (!(cond)) {                                                         \
-            failures++;                                                        \
-            if (failures <= 30) {                                              \
-                fprintf(stderr, "FAIL %s:%d [%s]: ", __FILE__, __LINE__, impl_name); \
-                fprintf(stderr, __VA_ARGS__);                                  \
-                fputc('\n', stderr);                                           \
-            }                                                                  \
-        }                                                                      \
-    } while (0)
-
-static const char *impl_name = "-";
 
 /* ------------------------------------------------------------ reference */
 /* Deliberately the textbook form: full 64-word schedule, loop over rounds,

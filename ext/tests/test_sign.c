@@ -14,18 +14,7 @@
 #include <time.h>
 
 #include "../sign.h"
-
-static int failures, checks;
-#define CHECK(cond, ...)                                   \
-    do {                                                   \
-        checks++;                                          \
-        if (!(cond)) {                                     \
-            failures++;                                    \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                  \
-            fputc('\n', stderr);                           \
-        }                                                  \
-    } while (0)
+#include "check.h"
 
 static unsigned long long rng = 0x2545f4914f6cdd1dull;
 static unsigned rnd(void) {  /* xorshift64: reproducible test data */
@@ -169,6 +158,7 @@ int main(int argc, char **argv) {
     test_hex();
     for (i = 0; i < 2; i++) {
         if (ck_sha256_set_impl(impls[i]) != 0) continue;
+        impl_name = i ? "sha-ni" : "portable";
         tried++;
         test_expand();
         test_batches();
