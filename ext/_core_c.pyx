@@ -1025,7 +1025,7 @@ def signature(secret, method, path, timestamp, nonce, body=b""):
     if type(body) is not bytes:
         body = _py.parse_body(body)
     _key(&key, secret)
-    _sign(&key, method, path, True, timestamp, nonce, body, sig)
+    _sign_valid(&key, method, path, True, timestamp, nonce, body, sig)
     return _hex_text(sig)
 
 
