@@ -242,6 +242,15 @@ static inline void blocks(uint32_t st[8], const uint8_t *p, size_t n) {
     CK_LOAD(g_blocks)(st, p, n);
 }
 
+#if CK_HAVE_SHANI
+/* The back end in use, resolved now if nothing has hashed yet. */
+static blocks_fn current_blocks(void) {
+    blocks_fn fn = CK_LOAD(g_blocks);
+    if (fn == blocks_resolve) CK_STORE(g_blocks, fn = best_impl());
+    return fn;
+}
+#endif
+
 int ck_sha256_set_impl(int impl) {
     blocks_fn fn;
     switch (impl) {
@@ -260,10 +269,8 @@ int ck_sha256_set_impl(int impl) {
 }
 
 int ck_sha256_impl(void) {
-    blocks_fn fn = CK_LOAD(g_blocks);
-    if (fn == blocks_resolve) CK_STORE(g_blocks, fn = best_impl());
 #if CK_HAVE_SHANI
-    if (fn == blocks_shani) return CK_SHA_NI;
+    if (current_blocks() == blocks_shani) return CK_SHA_NI;
 #endif
     return CK_SHA_PORTABLE;
 }
@@ -440,9 +447,7 @@ NI_TARGET static void lanes2_shani(lane *a, lane *b) {
  * the portable path (already throughput-bound, nothing to gain). */
 static void lanes2(lane *a, lane *b) {
 #if CK_HAVE_SHANI
-    blocks_fn fn = CK_LOAD(g_blocks);
-    if (fn == blocks_resolve) CK_STORE(g_blocks, fn = best_impl());
-    if (fn == blocks_shani) {
+    if (current_blocks() == blocks_shani) {
         lanes2_shani(a, b);
         return;
     }
