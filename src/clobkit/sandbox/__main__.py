@@ -2,6 +2,7 @@
 
 Prints ``listening on http://HOST:PORT`` once connections are accepted (and the
 default keys when no config file is given), then serves until interrupted.
+``--state FILE`` keeps the state in an SQLite file across restarts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import FrameType
 
 from .config import ConfigError, describe_users, load_config
 from .server import Sandbox
+from .store import StateFileError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -34,6 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="accept only signatures over the path with its query string",
     )
+    parser.add_argument(
+        "--state",
+        metavar="FILE",
+        help="SQLite file keeping orders, balances and nonces across restarts (default: memory)",
+    )
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
@@ -42,9 +49,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         sandbox = Sandbox(
-            config, host=args.host, port=args.port, strict_query_signing=args.strict_query_signing
-        ).start()
+            config,
+            host=args.host,
+            port=args.port,
+            strict_query_signing=args.strict_query_signing,
+            state=args.state,
+        )
+    except StateFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        sandbox.start()
     except (OSError, RuntimeError) as exc:
+        sandbox.close_state()
         print(f"error: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     done = threading.Event()

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from .auth import Authenticator
 from .config import SandboxConfig, UserConfig, load_config
 from .engine import LIST_STATUSES, Engine, EngineEvent
 from .errors import Rejected, bad_body, bad_params
+from .store import CommitBeforeAnswer, StateStore
 from .views import SORT_FIELDS
 
 __all__ = ["PREFIX", "SandboxState", "create_app"]
@@ -75,6 +77,7 @@ class SandboxState:
     engine: Engine
     auth: Authenticator
     hub: Hub
+    store: StateStore | None = None
 
 
 def _raw_path(scope: Scope) -> str:
@@ -587,14 +590,28 @@ def create_app(
     strict_query_signing: bool = False,
     engine: Engine | None = None,
     clock: Callable[[], float] = time.time,
+    state: str | os.PathLike[str] | None = None,
 ) -> Starlette:
-    """A Starlette app serving one sandbox (its own engine, keys, nonces and limits)."""
+    """A Starlette app serving one sandbox (its own engine, keys, nonces and limits).
+
+    ``state``: an SQLite state file to restore from and commit every change to
+    (docs/sandbox.md, "State file"); ``None`` keeps everything in memory.
+    """
     cfg = load_config(config)
     if strict_query_signing:
         cfg = cfg.with_strict_query_signing(True)
-    engine = engine if engine is not None else Engine(cfg, clock=clock)
+    store = _open_store(state, engine, clock)
+    try:
+        engine = engine if engine is not None else Engine(cfg, clock=clock, store=store)
+        auth = Authenticator(cfg, clock=clock, on_nonce=None if store is None else store.note_nonce)
+        if store is not None:
+            auth.restore_nonces(store.nonces())
+    except BaseException:
+        if store is not None:
+            store.close()
+        raise
     hub = Hub(engine)
-    state = SandboxState(config=cfg, engine=engine, auth=Authenticator(cfg, clock=clock), hub=hub)
+    sandbox = SandboxState(config=cfg, engine=engine, auth=auth, hub=hub, store=store)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -649,5 +666,17 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={HTTPException: _not_found},
     )
-    app.state.sandbox = state
+    app.state.sandbox = sandbox
+    if store is not None:
+        app.add_middleware(CommitBeforeAnswer, store=store)
     return app
+
+
+def _open_store(
+    path: str | os.PathLike[str] | None, engine: Engine | None, clock: Callable[[], float]
+) -> StateStore | None:
+    if path is None:
+        return None
+    if engine is not None:
+        raise ValueError("create_app: pass either engine or state, not both")
+    return StateStore(path, clock=clock)

@@ -46,7 +46,15 @@ def _unauthorized(detail: str) -> Rejected:
 class Authenticator:
     """Verifies signed requests of one sandbox's users (thread-safe)."""
 
-    def __init__(self, config: SandboxConfig, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: SandboxConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_nonce: Callable[[str, str, int], None] | None = None,
+    ) -> None:
+        """``on_nonce(api_key, nonce, expires_ms)`` hears of every nonce recorded (state file)."""
+        self._on_nonce = on_nonce
         self._users = config.user_by_key()
         self._skew_ms = int(config.skew_seconds * 1000)
         self._strict = config.strict_query_signing
@@ -109,9 +117,18 @@ class Authenticator:
                 raise _unauthorized("nonce already used")
             used.add(nonce)
             heapq.heappush(self._nonce_expiry, (stamp + self._skew_ms, key, nonce))
+            if self._on_nonce is not None:
+                self._on_nonce(key, nonce, stamp + self._skew_ms)
         self._check_ip(user, client_ip)
         self._check_rate(user, now)
         return user
+
+    def restore_nonces(self, used: list[tuple[str, str, int]]) -> None:
+        """Remember nonces used before a restart: (api_key, nonce, expires_ms) each."""
+        with self._lock:
+            for key, nonce, expires_ms in used:
+                self._nonces.setdefault(key, set()).add(nonce)
+                heapq.heappush(self._nonce_expiry, (expires_ms, key, nonce))
 
     def _purge(self, now: int) -> None:
         heap = self._nonce_expiry

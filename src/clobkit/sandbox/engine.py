@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clobkit import OrderHasher, WalletInfo, limit_amounts, market_amounts, market_price, new_salt
 from clobkit.errors import InsufficientLiquidity, ValidationError
@@ -48,6 +48,9 @@ from . import views
 from .config import SINGLE_ORDER_MAX, SandboxConfig, UserConfig, load_config
 from .errors import Rejected, bad_body, risk
 from .fixtures import EventFixture, MarketFixture, build_fixtures
+
+if TYPE_CHECKING:
+    from .store import StateStore
 
 __all__ = ["HOUSE", "Engine", "EngineEvent", "Order", "Rejected"]
 
@@ -394,7 +397,9 @@ class Engine:
         config: SandboxConfig | Mapping[str, Any] | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        store: StateStore | None = None,
     ) -> None:
+        """``store``: a state file to restore from and commit every operation to (else memory)."""
         self.config = load_config(config)
         self._clock = clock
         self._lock = threading.RLock()
@@ -438,6 +443,12 @@ class Engine:
         self._expiries: list[tuple[int, int, Order]] = []  # GTD expirations (ms)
         self._armed: dict[str, Order] = {}  # orders with take-profit / stop-loss
         self._touched: set[str] = set()
+        # What the current operation changed, for the state store (see _persist)
+        self._changed_orders: dict[str, Order] = {}
+        self._changed_markets: set[str] = set()
+        self._changed_users: set[str] = set()
+        self._depth = 0
+        self._store: StateStore | None = None
         self._outbox: list[EngineEvent] = []
         self._listeners: list[Callable[[list[EngineEvent]], None]] = []
         self._watched: dict[str, int] = {}
@@ -449,10 +460,16 @@ class Engine:
             "expiries": 0,
             "settlements": 0,
         }
+        if store is not None and store.restore(self):
+            self._store = store  # the book, house quotes included, is back as it was
+            return
         with self._op():
             for market in self.markets.values():
                 if market.fx.house_liquidity:
                     self._touched.add(market.id)
+        if store is not None:
+            store.save_all(self)
+            self._store = store
 
     # -- plumbing --------------------------------------------------------
 
@@ -464,12 +481,25 @@ class Engine:
         """Lock, tick, run, then requote the house, fire triggers and publish events."""
         with self._lock:
             now = self._now_ms()
-            self._tick(now)
+            self._depth += 1
             try:
+                self._tick(now)
                 yield now
             finally:
+                self._depth -= 1
                 self._settle_touched(now)
+                if self._depth == 0:
+                    self._persist()  # committed before any answer or event leaves
                 self._flush()
+
+    def _persist(self) -> None:
+        """Hand what this operation changed to the state store: one transaction."""
+        orders, self._changed_orders = self._changed_orders, {}
+        markets, self._changed_markets = self._changed_markets, set()
+        users, self._changed_users = self._changed_users, set()
+        if self._store is not None:
+            users.update(o.user_id for o in orders.values() if not o.house)
+            self._store.save(self, orders.values(), markets, users)
 
     def _flush(self) -> None:
         if not self._outbox:
@@ -501,12 +531,15 @@ class Engine:
                 self._watched.pop(user_id, None)
 
     def _emit_order(self, order: Order) -> None:
+        """Every change of an order passes here (house quotes through _rest/_unrest/_finish)."""
+        self._changed_orders[order.id] = order
         if not order.house and order.user_id in self._watched:
             self._outbox.append(
                 EngineEvent("order", order.user_id, views.order_record(self, order))
             )
 
     def _touch(self, market: MarketState, now: int) -> None:
+        self._changed_markets.add(market.id)
         market.book_ms = now
         self._touched.add(market.id)
 
@@ -1035,6 +1068,7 @@ class Engine:
         book = order.market.bids if order.a_side == BID else order.market.asks
         book[order.a_price].append(order)
         order.resting = True
+        self._changed_orders[order.id] = order
         self._touch(order.market, now)
 
     def _unrest(self, order: Order) -> None:
@@ -1042,6 +1076,8 @@ class Engine:
             book = order.market.bids if order.a_side == BID else order.market.asks
             book[order.a_price].remove(order)
             order.resting = False
+            self._changed_orders[order.id] = order
+            self._changed_markets.add(order.market.id)
 
     def _fill(self, taker: Order, maker: Order, n: int, price: int, now: int) -> None:
         """n shares at A-price ``price`` between an incoming order and a resting one."""
@@ -1122,6 +1158,7 @@ class Engine:
 
     def _finish(self, order: Order, status: str, now: int, *, reason: str | None = None) -> None:
         """Terminal transition (matched / cancelled): unrest, release what is left, publish."""
+        self._changed_orders[order.id] = order
         self._unrest(order)
         order.status = status
         order.updated_ms = now
@@ -1367,6 +1404,7 @@ class Engine:
             market.fx.winner = winner
             market.mid = None
             market.updated_ms = now
+            self._changed_users.update(self.accounts)
             win_token = market.token(winner)
             lose_token = market.token("b" if winner == "a" else "a")
             paid = 0
@@ -1435,6 +1473,7 @@ class Engine:
                 account.cash += units
             account.deposits += units
             self.deposits += units
+            self._changed_users.add(account.user_id)
             return views.balance_record(account)
 
     # -- reads -------------------------------------------------------------------------------

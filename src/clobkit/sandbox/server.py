@@ -38,14 +38,18 @@ class Sandbox:
         host: str = "127.0.0.1",
         port: int = 0,
         strict_query_signing: bool = False,
+        state: str | os.PathLike[str] | None = None,
     ) -> None:
         cfg = load_config(config)
         if strict_query_signing:
             cfg = cfg.with_strict_query_signing(True)
         self.config = cfg
-        self.app = create_app(cfg)
-        state: SandboxState = self.app.state.sandbox
-        self.engine: Engine = state.engine
+        # state: restore from / commit to this SQLite file (None: memory only);
+        # raises StateFileError for a foreign, corrupt, busy or mismatched file
+        self.app = create_app(cfg, state=state)
+        st: SandboxState = self.app.state.sandbox
+        self.engine: Engine = st.engine
+        self._store = st.store
         self.host = host
         self._port = port
         self._server: uvicorn.Server | None = None
@@ -129,8 +133,11 @@ class Sandbox:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Shut the server down and wait for its thread."""
+        """Shut the server down and wait for its thread; a state file is closed (use a new
+        Sandbox on the same file to continue)."""
         server, thread = self._server, self._thread
         if server is None or thread is None:
+            self.close_state()
             return
         server.should_exit = True
         thread.join(timeout)
@@ -138,6 +145,12 @@ class Sandbox:
             server.force_exit = True
             thread.join(timeout)
         self._server = self._thread = None
+        self.close_state()
+
+    def close_state(self) -> None:
+        """Release the state file (if any); later changes to this sandbox's engine raise."""
+        if self._store is not None:
+            self._store.close()
 
     def __enter__(self) -> Sandbox:
         return self if self._thread is not None else self.start()
@@ -185,11 +198,20 @@ def serve_in_thread(
     host: str = "127.0.0.1",
     port: int = 0,
     strict_query_signing: bool = False,
+    state: str | os.PathLike[str] | None = None,
 ) -> Iterator[Sandbox]:
-    """Run a sandbox on ``host:port`` (0: a free port) for the duration of the block."""
+    """Run a sandbox on ``host:port`` (0: a free port) for the duration of the block.
+
+    ``state``: an SQLite file holding the sandbox's state across restarts (None: memory).
+    """
     sandbox = Sandbox(
-        config, host=host, port=port, strict_query_signing=strict_query_signing
-    ).start()
+        config, host=host, port=port, strict_query_signing=strict_query_signing, state=state
+    )
+    try:
+        sandbox.start()
+    except BaseException:
+        sandbox.close_state()
+        raise
     try:
         yield sandbox
     finally:

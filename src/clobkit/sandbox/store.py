@@ -1,0 +1,483 @@
+"""The sandbox's optional state file: SQLite (standard library), WAL, one transaction per operation.
+
+Without a state file the sandbox keeps everything in memory, exactly as
+before; nothing here runs. With one (``--state FILE``, ``Sandbox(state=...)``):
+
+* The engine records what each operation changed (orders, markets, users) in
+  three sets; when the outermost operation ends, still under the engine lock
+  and before any answer or WebSocket event leaves, :meth:`StateStore.save`
+  writes the changed rows, the engine's counters and ledger and the nonces
+  used since the last commit in **one** transaction. Rows are the engine's
+  own dataclasses field by field, so a field added to ``Order`` is persisted
+  without touching this module.
+* Used nonces are buffered by the authenticator's hook and committed with the
+  next transaction; the app's :class:`CommitBeforeAnswer` middleware commits
+  any still buffered before a response (or WebSocket accept) starts, so a
+  request's nonce is on disk before its answer. Nonces older than the
+  authenticator's timestamp window are pruned (a replay of them fails the
+  timestamp check anyway).
+* ``journal_mode=WAL``, ``synchronous=NORMAL``: a commit survives the sandbox
+  process being killed; an OS crash or power loss may lose the last
+  transactions. ``locking_mode=EXCLUSIVE``: one sandbox per file at a time.
+* A file written for another configuration (other seed, users or markets), a
+  file of another program, or a corrupt one is refused with
+  :class:`StateFileError` (one line, naming the file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from clobkit.errors import ClobkitError
+
+if TYPE_CHECKING:
+    from .engine import Engine, Order
+
+__all__ = ["SCHEMA_VERSION", "CommitBeforeAnswer", "StateFileError", "StateStore"]
+
+SCHEMA_VERSION = "1"
+_APP = "clobkit-sandbox-state"
+_PRUNE_EVERY_MS = 1_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS engine (id INTEGER PRIMARY KEY CHECK (id = 1), data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS accounts (user_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS positions (
+    user_id TEXT NOT NULL, token_id TEXT NOT NULL, data TEXT NOT NULL,
+    PRIMARY KEY (user_id, token_id));
+CREATE TABLE IF NOT EXISTS markets (market_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS orders (
+    order_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS nonces (
+    api_key TEXT NOT NULL, nonce TEXT NOT NULL, expires_ms INTEGER NOT NULL,
+    PRIMARY KEY (api_key, nonce));
+CREATE INDEX IF NOT EXISTS nonces_by_expiry ON nonces (expires_ms);
+"""
+
+
+class StateFileError(ClobkitError):
+    """The sandbox's state file cannot be used (foreign, corrupt, busy or of another config)."""
+
+
+def _account_fields() -> tuple[str, ...]:
+    from .engine import Account
+
+    derived = {"config", "wallet", "hasher", "positions", "orders", "client_ids"}
+    return tuple(f.name for f in fields(Account) if f.name not in derived)
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls) if f.name != "market")
+
+
+def _dumps(data: object) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+class StateStore:
+    """One open state file. Thread-safe; the engine calls it under its own lock."""
+
+    def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time):
+        from .engine import Order, Position
+
+        self.path = os.fspath(path)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, str, int]] = []
+        self._failed: str | None = None
+        self._pruned_ms = 0
+        self._order_fields = _fields(Order)
+        self._position_fields = _fields(Position)
+        self._account_fields = _account_fields()
+        self._cache: dict[tuple[str, str], str] = {}
+        self._engine_row = ""
+        try:
+            self._db: sqlite3.Connection | None = sqlite3.connect(
+                self.path, timeout=0, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StateFileError(f"state file {self.path}: cannot open it ({exc})") from None
+        try:
+            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
+            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if mode != "wal":
+                raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
+            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+            if tables and "meta" not in tables:
+                raise StateFileError(
+                    f"state file {self.path} is an SQLite file of another program (no meta table)"
+                )
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.execute("COMMIT")  # the exclusive lock stays until close
+        except sqlite3.OperationalError as exc:
+            self.close()
+            if "locked" in str(exc):
+                raise StateFileError(
+                    f"state file {self.path} is in use by another sandbox"
+                ) from None
+            raise StateFileError(f"state file {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StateFileError(
+                f"state file {self.path} is not a clobkit sandbox state file ({exc})"
+            ) from None
+        except StateFileError:
+            self.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit buffered nonces and release the file (later saves raise StateFileError)."""
+        with self._lock:
+            db, self._db = self._db, None
+            if db is None:
+                return
+            try:
+                if self._pending and self._failed is None:
+                    db.execute("BEGIN")
+                    self._write_nonces(db)
+                    db.execute("COMMIT")
+            finally:
+                db.close()
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._failed is not None:
+            raise StateFileError(
+                f"state file {self.path}: an earlier write failed ({self._failed});"
+                " restart the sandbox"
+            )
+        if self._db is None:
+            raise StateFileError(f"state file {self.path} is closed")
+        return self._db
+
+    def _transaction(self, write: Callable[[sqlite3.Connection], None]) -> None:
+        db = self._conn()
+        try:
+            db.execute("BEGIN")
+            write(db)
+            self._write_nonces(db)
+            db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            # memory and file may now disagree: refuse every later write
+            self._failed = str(exc)
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise StateFileError(f"state file {self.path}: write failed ({exc})") from None
+
+    # -- identity ----------------------------------------------------------------
+
+    @staticmethod
+    def identity(engine: Engine) -> dict[str, Any]:
+        """What a state file is bound to: the seed, the user ids, the market ids."""
+        markets = hashlib.sha256("\n".join(sorted(engine.markets)).encode()).hexdigest()
+        return {
+            "seed": engine.config.seed,
+            "users": sorted(engine.accounts),
+            "markets": markets,
+        }
+
+    def _check_identity(self, db: sqlite3.Connection, engine: Engine) -> bool:
+        """True when the file holds a state of this configuration; False when it is new."""
+        meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if not meta:
+            return False
+        if meta.get("app") != _APP:
+            raise StateFileError(f"state file {self.path} is not a clobkit sandbox state file")
+        if meta.get("schema") != SCHEMA_VERSION:
+            raise StateFileError(
+                f"state file {self.path} has schema {meta.get('schema')!r},"
+                f" this sandbox reads {SCHEMA_VERSION!r}"
+            )
+        theirs, ours = json.loads(meta["identity"]), self.identity(engine)
+        if theirs["seed"] != ours["seed"]:
+            raise StateFileError(
+                f"state file {self.path} was written with seed {theirs['seed']},"
+                f" the config has seed {ours['seed']}"
+            )
+        if theirs["users"] != ours["users"]:
+            only_file = sorted(set(theirs["users"]) - set(ours["users"]))
+            only_config = sorted(set(ours["users"]) - set(theirs["users"]))
+            raise StateFileError(
+                f"state file {self.path} was written for other users"
+                f" (only in the file: {', '.join(only_file) or '-'};"
+                f" only in the config: {', '.join(only_config) or '-'})"
+            )
+        if theirs["markets"] != ours["markets"]:
+            raise StateFileError(
+                f"state file {self.path} was written for other markets (another fixture version)"
+            )
+        return True
+
+    # -- writing ---------------------------------------------------------------------
+
+    def note_nonce(self, api_key: str, nonce: str, expires_ms: int) -> None:
+        """Buffer a used nonce; committed with the next transaction (or by :meth:`flush`)."""
+        with self._lock:
+            self._pending.append((api_key, nonce, expires_ms))
+
+    def flush(self) -> None:
+        """Commit buffered nonces now (before an answer leaves); no-op when none."""
+        with self._lock:
+            if self._pending:
+                self._transaction(lambda db: None)
+
+    def _write_nonces(self, db: sqlite3.Connection) -> None:
+        if self._pending:
+            db.executemany("INSERT OR REPLACE INTO nonces VALUES (?, ?, ?)", self._pending)
+            self._pending = []
+        now = round(self._clock() * 1000)
+        if now - self._pruned_ms >= _PRUNE_EVERY_MS:
+            db.execute("DELETE FROM nonces WHERE expires_ms < ?", (now,))
+            self._pruned_ms = now
+
+    def save(
+        self,
+        engine: Engine,
+        orders: Iterable[Order],
+        markets: Iterable[str],
+        users: Iterable[str],
+    ) -> None:
+        """Write one operation's changes (and buffered nonces) in one transaction."""
+        orders, markets, users = list(orders), list(markets), list(users)
+        with self._lock:
+            if not (orders or markets or users or self._pending):
+                return
+            self._transaction(lambda db: self._write(db, engine, orders, markets, users))
+
+    def save_all(self, engine: Engine) -> None:
+        """Write the whole state of a fresh engine (a new file) and bind it to the config."""
+        with self._lock:
+            ident = _dumps(self.identity(engine))
+
+            def write(db: sqlite3.Connection) -> None:
+                db.executemany(
+                    "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                    [("app", _APP), ("schema", SCHEMA_VERSION), ("identity", ident)],
+                )
+                orders = list(engine.orders.values()) + list(engine.open_orders.values())
+                self._write(db, engine, orders, list(engine.markets), list(engine.accounts))
+
+            self._transaction(write)
+
+    def _write(
+        self,
+        db: sqlite3.Connection,
+        engine: Engine,
+        orders: list[Order],
+        markets: list[str],
+        users: list[str],
+    ) -> None:
+        upsert: list[tuple[str, str, int, str]] = []
+        gone: list[tuple[str]] = []
+        for order in orders:
+            if order.house and order.id not in engine.open_orders:
+                gone.append((order.id,))  # a finished house quote (or a one-off counter)
+                continue
+            row = {name: getattr(order, name) for name in self._order_fields}
+            row["market_id"] = order.market.id
+            upsert.append((order.id, order.user_id, order.seq, _dumps(row)))
+        if gone:
+            db.executemany("DELETE FROM orders WHERE order_id = ?", gone)
+        if upsert:
+            db.executemany("INSERT OR REPLACE INTO orders VALUES (?, ?, ?, ?)", upsert)
+        market_rows = []
+        for market_id in markets:
+            m = engine.markets[market_id]
+            book = [
+                [side, price, [o.id for o in level]]
+                for side, levels in enumerate((m.bids, m.asks))
+                for price, level in enumerate(levels)
+                if level
+            ]
+            row = {
+                "status": m.fx.status,
+                "winner": m.fx.winner,
+                "mid": m.mid,
+                "collateral": m.collateral,
+                "last_trade": m.last_trade,
+                "traded_units": m.traded_units,
+                "traders": sorted(m.traders),
+                "book_ms": m.book_ms,
+                "updated_ms": m.updated_ms,
+                "event": [m.event.live, m.event.ended, m.event.updated_ms],
+                "book": book,
+            }
+            market_rows.append((market_id, _dumps(row)))
+        if market_rows:
+            db.executemany("INSERT OR REPLACE INTO markets VALUES (?, ?)", market_rows)
+        account_rows, position_rows = [], []
+        for user_id in users:
+            account = engine.accounts[user_id]
+            data = {name: getattr(account, name) for name in self._account_fields}
+            data["minute"] = list(account.minute)
+            account_rows.append((user_id, _dumps(data)))
+            for token, pos in account.positions.items():
+                row = {name: getattr(pos, name) for name in self._position_fields}
+                row["market_id"] = pos.market.id
+                text = _dumps(row)
+                if self._cache.get((user_id, token)) != text:
+                    position_rows.append((user_id, token, text))
+        if account_rows:
+            db.executemany("INSERT OR REPLACE INTO accounts VALUES (?, ?)", account_rows)
+        if position_rows:
+            db.executemany("INSERT OR REPLACE INTO positions VALUES (?, ?, ?)", position_rows)
+        engine_row = _dumps(
+            {
+                "instance_id": engine.instance_id,
+                "seq": engine._seq,
+                "fill_seq": engine._fill_seq,
+                "position_seq": engine._position_seq,
+                "house_usdc": engine.house_usdc,
+                "deposits": engine.deposits,
+                "stats": engine.stats,
+                "house_shares": engine.house_shares,
+                "armed": sorted(engine._armed),
+            }
+        )
+        if engine_row != self._engine_row:
+            db.execute("INSERT OR REPLACE INTO engine VALUES (1, ?)", (engine_row,))
+        # only once the transaction is written: the cache mirrors what is on disk
+        # (a failed commit poisons the store, so a stale cache is never used)
+        self._engine_row = engine_row
+        for user_id, token, text in position_rows:
+            self._cache[(user_id, token)] = text
+
+    # -- reading -----------------------------------------------------------------------
+
+    def restore(self, engine: Engine) -> bool:
+        """Load the file's state into a freshly built engine; False when the file is new."""
+        with self._lock:
+            db = self._conn()
+            try:
+                if not self._check_identity(db, engine):
+                    return False
+                self._load(db, engine)
+            except StateFileError:
+                raise
+            except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError) as exc:
+                raise StateFileError(
+                    f"state file {self.path} is damaged: {type(exc).__name__}: {exc}"
+                ) from None
+        violations = engine.check_invariants()
+        if violations:
+            raise StateFileError(
+                f"state file {self.path} is inconsistent: {violations[0]}"
+                + (f" (and {len(violations) - 1} more)" if len(violations) > 1 else "")
+            )
+        return True
+
+    def _load(self, db: sqlite3.Connection, engine: Engine) -> None:
+        from .engine import FOK, Order, Position
+
+        g = json.loads(db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0])
+        self._engine_row = _dumps(g)
+        engine.instance_id = g["instance_id"]
+        engine._seq = g["seq"]
+        engine._fill_seq = g["fill_seq"]
+        engine._position_seq = g["position_seq"]
+        engine.house_usdc = g["house_usdc"]
+        engine.deposits = g["deposits"]
+        engine.stats.update(g["stats"])
+        engine.house_shares = dict(g["house_shares"])
+        for user_id, text in db.execute("SELECT user_id, data FROM accounts"):
+            account = engine.accounts[user_id]
+            for name, value in json.loads(text).items():
+                setattr(account, name, deque(value) if name == "minute" else value)
+        for user_id, token, text in db.execute("SELECT user_id, token_id, data FROM positions"):
+            row = json.loads(text)
+            market = engine.markets[row.pop("market_id")]
+            engine.accounts[user_id].positions[token] = Position(market=market, **row)
+            self._cache[(user_id, token)] = text
+        for (text,) in db.execute("SELECT data FROM orders ORDER BY seq"):
+            row = json.loads(text)
+            order = Order(market=engine.markets[row.pop("market_id")], **row)
+            if order.is_open:
+                engine.open_orders[order.id] = order
+                if order.status != "live":
+                    heapq.heappush(engine._due, (order.next_step_ms, order.seq, order))
+                if order.expiration:
+                    heapq.heappush(engine._expiries, (order.expiration * 1000, order.seq, order))
+            if order.house:
+                if not order.is_open or order.order_type == FOK:
+                    raise ValueError(f"house order {order.id} is not a resting quote")
+                order.market.house_quotes[(order.a_side, order.a_price)] = order
+                continue
+            account = engine.accounts[order.user_id]
+            engine.orders[order.id] = order
+            engine.clob_ids.add(order.clob_order_id)
+            account.orders.append(order)
+            if order.client_order_id is not None:
+                account.client_ids[order.client_order_id] = order
+        engine._armed = {oid: engine.orders[oid] for oid in g["armed"]}
+        for market_id, text in db.execute("SELECT market_id, data FROM markets"):
+            row = json.loads(text)
+            m = engine.markets[market_id]
+            m.fx.status, m.fx.winner = row["status"], row["winner"]
+            m.mid, m.collateral = row["mid"], row["collateral"]
+            m.last_trade, m.traded_units = row["last_trade"], row["traded_units"]
+            m.traders = set(row["traders"])
+            m.book_ms, m.updated_ms = row["book_ms"], row["updated_ms"]
+            m.event.live, m.event.ended, m.event.updated_ms = row["event"]
+            for level in m.bids + m.asks:
+                level.clear()
+            for side, price, ids in row["book"]:
+                book = m.bids if side == 0 else m.asks
+                for oid in ids:
+                    order = engine.open_orders[oid]
+                    if not order.resting or order.market is not m:
+                        raise ValueError(f"order {oid} on the book of {market_id} is not resting")
+                    book[price].append(order)
+
+    def nonces(self) -> list[tuple[str, str, int]]:
+        """The used nonces still inside the timestamp window: (api_key, nonce, expires_ms)."""
+        now = round(self._clock() * 1000)
+        with self._lock:
+            db = self._conn()
+            return db.execute(
+                "SELECT api_key, nonce, expires_ms FROM nonces WHERE expires_ms >= ?", (now,)
+            ).fetchall()
+
+
+class CommitBeforeAnswer:
+    """ASGI middleware: commit buffered nonces before a response or WebSocket accept starts."""
+
+    _STARTS = frozenset(
+        ("http.response.start", "websocket.accept", "websocket.http.response.start")
+    )
+
+    def __init__(self, app: Any, store: StateStore) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+
+        async def committed_send(message: MutableMapping[str, Any]) -> None:
+            if message["type"] in self._STARTS:
+                self.store.flush()
+            await send(message)
+
+        await self.app(scope, receive, committed_send)

@@ -1,0 +1,510 @@
+"""``--state FILE``: the sandbox's state survives a restart (SQLite file, real sandboxes).
+
+Each test runs a sandbox on a state file in ``tmp_path``, changes its state
+over HTTP (and the admin routes), stops it, starts a new one on the same file
+and compares the API's answers before and after.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from clobkit import RequestSigner
+from clobkit.sandbox import Engine, Rejected, Sandbox, serve_in_thread
+from clobkit.sandbox.store import StateFileError, StateStore
+
+from .conftest import MAKER, TRADER, Clock, book_market
+from .signed import PREFIX, SignedClient, dumps, loads
+
+
+def admin(sb: Sandbox, method: str, path: str, body: Any = None) -> Any:
+    r = httpx.request(
+        method,
+        sb.base_url + "/admin" + path,
+        content=None if body is None else dumps(body),
+        headers={"Content-Type": "application/json"},
+    )
+    payload = loads(r.content)
+    assert r.status_code == 200, payload
+    return payload["data"]
+
+
+def all_pages(c: SignedClient, path: str, key: str, size_name: str) -> list[Any]:
+    out: list[Any] = []
+    page = 1
+    while True:
+        data = c.data("GET", path, page=page, **{size_name: 100})
+        out += data[key]
+        if len(data[key]) < 100:
+            return out
+        page += 1
+
+
+def snapshot(sb: Sandbox, market_ids: list[str]) -> dict[str, Any]:
+    """What the API answers about every user's orders, balances, positions and the markets."""
+    snap: dict[str, Any] = {}
+    for uid in (TRADER, MAKER):
+        with SignedClient(sb.base_url, sb.user(uid)) as c:
+            orders = all_pages(c, "/orders", "orders", "page_size")
+            snap[uid] = {
+                "orders": orders,
+                "details": [c.data("GET", f"/orders/{o['id']}") for o in orders],
+                "positions": all_pages(c, "/portfolio/positions", "positions", "per_page"),
+                "portfolio_orders": all_pages(c, "/portfolio/orders", "orders", "per_page"),
+                "balances": admin(sb, "GET", f"/users/{uid}/balances"),
+            }
+    with SignedClient(sb.base_url, sb.user(TRADER)) as c:
+        snap["markets"] = [c.data("GET", f"/markets/{m}") for m in market_ids]
+        books = []
+        for mid in market_ids:
+            fx = sb.engine.markets[mid].fx
+            for token in (fx.token_id_a, fx.token_id_b):
+                payload = loads(c.get(f"/orderbooks/{token}").content)
+                payload.get("data", {}).pop("timestamp", None)  # the time of the answer
+                books.append(payload)
+        snap["books"] = books
+    invariants = admin(sb, "GET", "/invariants")
+    snap["violations"] = invariants["violations"]
+    snap["totals"] = invariants["totals"]
+    snap["stats"] = invariants["stats"]
+    return snap
+
+
+def scenario(sb: Sandbox) -> list[str]:
+    """Orders of every kind and status, deposits (cash and bonus), a fill, a settlement."""
+    engine = sb.engine
+    m1, m2 = book_market(engine, skip=0), book_market(engine, skip=1)
+    admin(sb, "POST", f"/users/{TRADER}/deposit", {"amount": "250.5", "bonus": False})
+    admin(sb, "POST", f"/users/{MAKER}/deposit", {"amount": "40", "bonus": True})
+    with (
+        SignedClient(sb.base_url, sb.user(TRADER)) as t,
+        SignedClient(sb.base_url, sb.user(MAKER)) as mk,
+    ):
+        # a FOK buy against the house, then a partial sell of it
+        t.data("POST", "/orders", {"market_id": m1.id, "outcome": "a", "amount": 30}, expect=201)
+        t.data(
+            "POST",
+            "/orders",
+            {"market_id": m1.id, "side": "SELL", "outcome": "a", "shares": 10},
+            expect=201,
+        )
+        # resting limit orders: one partly filled by the house, one cancelled, one left live
+        low = Decimal(max(1, (m1.mid or 50) - 20)) / 100
+        rest = []
+        for amount in (12, 9, 7):
+            body = {
+                "market_id": m1.id,
+                "order_type": "GTC",
+                "token_option": "yes",
+                "limit_price": str(low),
+                "amount": amount,
+                "take_profit_price": "0.98",
+            }
+            rest.append(t.data("POST", "/orders", body, expect=201)["order_id"])
+        admin(sb, "POST", f"/orders/{rest[0]}/fill", {"shares": "5"})
+        t.data("DELETE", f"/orders/{rest[1]}")
+        # a raw order with a client_order_id, resting on the other outcome
+        token_b = m1.fx.token_id_b
+        raw = {
+            "market_id": m1.id,
+            "outcome": "b",
+            "token_id": token_b,
+            "maker_amount": "2000000",
+            "taker_amount": "20000000",
+            "side": 0,
+            "fee_rate_bps": m1.fx.fee_rate_bps,
+            "order_type": "GTC",
+            "client_order_id": "persisted-1",
+        }
+        t.data("POST", "/orders/raw", raw, expect=201)
+        # the maker buys with its bonus on m2, the trader too; then m2 is settled
+        mk.data("POST", "/orders", {"market_id": m2.id, "outcome": "b", "amount": 20}, expect=201)
+        t.data("POST", "/orders", {"market_id": m2.id, "outcome": "a", "amount": 15}, expect=201)
+        admin(sb, "POST", f"/markets/{m2.id}/settle", {"winner": "a"})
+    # the house moves the price of m1 (its quotes move with it)
+    admin(sb, "POST", f"/markets/{m1.id}/price", {"price": str(Decimal((m1.mid or 50) + 2) / 100)})
+    return [m1.id, m2.id]
+
+
+def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with serve_in_thread(state=path) as sb:
+        markets = scenario(sb)
+        before = snapshot(sb, markets)
+    assert before["violations"] == []
+    statuses = {o["status"] for o in before[TRADER]["orders"]}
+    assert {"matched", "cancelled", "live", "won"} <= statuses, statuses
+    assert any(o["order_source_id"] == "persisted-1" for o in before[TRADER]["orders"])
+    assert before[MAKER]["balances"]["bonus"] != Decimal(40)  # it spent bonus; it was credited
+    with serve_in_thread(state=path) as sb:
+        after = snapshot(sb, markets)
+        # a used client_order_id still answers with its order and places nothing
+        raw = next(o for o in before[TRADER]["orders"] if o["order_source_id"] == "persisted-1")
+        m1 = sb.engine.markets[markets[0]]
+        body = {
+            "market_id": m1.id,
+            "outcome": "b",
+            "token_id": m1.fx.token_id_b,
+            "maker_amount": "1000000",
+            "taker_amount": "50000000",
+            "side": 0,
+            "fee_rate_bps": m1.fx.fee_rate_bps,
+            "order_type": "GTC",
+            "client_order_id": "persisted-1",
+        }
+        with SignedClient(sb.base_url, sb.user(TRADER)) as c:
+            again = c.data("POST", "/orders/raw", body, expect=201)
+        assert again["order_id"] == raw["id"]
+        assert len(sb.engine.orders) == len(before[TRADER]["orders"] + before[MAKER]["orders"])
+    assert after == before
+
+
+def test_without_state_a_restart_forgets(tmp_path: Path) -> None:
+    """The comparison above can fail: in memory, a new sandbox starts from the config."""
+    with serve_in_thread() as sb:
+        markets = scenario(sb)
+        before = snapshot(sb, markets)
+    with serve_in_thread() as sb:
+        after = snapshot(sb, markets)
+    assert after[TRADER]["orders"] == [] != before[TRADER]["orders"]
+
+
+def signed_request(
+    sb: Sandbox | Engine, method: str, path: str, body: Any = None
+) -> tuple[dict[str, str], bytes]:
+    user = sb.user_config(TRADER) if isinstance(sb, Engine) else sb.user(TRADER)
+    content = b"" if body is None else dumps(body)
+    headers = RequestSigner(user.api_key, user.api_secret).headers(method, PREFIX + path, content)
+    if content:
+        headers["Content-Type"] = "application/json"
+    return headers, content
+
+
+def send(base_url: str, method: str, path: str, headers: dict, content: bytes) -> httpx.Response:
+    return httpx.request(method, base_url + PREFIX + path, headers=headers, content=content)
+
+
+def test_a_request_captured_before_a_restart_is_refused_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with serve_in_thread(state=path) as sb:
+        market = book_market(sb.engine)
+        body = {"market_id": market.id, "outcome": "a", "amount": 5}
+        post = signed_request(sb, "POST", "/orders", body)
+        get = signed_request(sb, "GET", "/wallet")
+        assert send(sb.base_url, "POST", "/orders", *post).status_code == 201
+        assert send(sb.base_url, "GET", "/wallet", *get).status_code == 200
+        orders = len(sb.engine.orders)
+    with serve_in_thread(state=path) as sb:
+        for method, route, (headers, content) in (
+            ("POST", "/orders", post),
+            ("GET", "/wallet", get),
+        ):
+            r = send(sb.base_url, method, route, headers, content)
+            assert r.status_code == 401, r.text
+            assert loads(r.content)["detail"] == "nonce already used"
+        assert len(sb.engine.orders) == orders  # the replay placed nothing
+
+
+def test_without_state_the_replay_is_accepted(tmp_path: Path) -> None:
+    """Why the state file matters: an in-memory sandbox forgets the nonces."""
+    with serve_in_thread() as sb:
+        market = book_market(sb.engine)
+        post = signed_request(
+            sb, "POST", "/orders", {"market_id": market.id, "outcome": "a", "amount": 5}
+        )
+        assert send(sb.base_url, "POST", "/orders", *post).status_code == 201
+    with serve_in_thread() as sb:
+        assert send(sb.base_url, "POST", "/orders", *post).status_code == 201
+
+
+def start_cli(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    match = re.fullmatch(r"listening on (http://127\.0\.0\.1:\d+)\n", first)
+    assert match, (first, proc.stderr.read() if proc.stderr else "")
+    return proc, match.group(1)
+
+
+@pytest.mark.parametrize("command", [("clobkit.sandbox",), ("clobkit", "sandbox")])
+def test_a_killed_cli_sandbox_keeps_what_it_answered(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Committed before the answer: SIGKILL right after it loses neither the order nor a nonce.
+
+    ``/wallet`` changes no engine state, so its nonce is committed on its own before the answer.
+    """
+    path = tmp_path / "state.db"
+    proc, base = start_cli(*command, "--state", str(path))
+    try:
+        probe = Engine(None)  # fixture ids depend only on the seed
+        body = {"market_id": book_market(probe).id, "outcome": "a", "amount": 5}
+        post = signed_request(probe, "POST", "/orders", body)
+        r = send(base, "POST", "/orders", *post)
+        assert r.status_code == 201, r.text
+        order_id = loads(r.content)["data"]["order_id"]
+        get = signed_request(probe, "GET", f"/orders/{order_id}")
+        wallet = signed_request(probe, "GET", "/wallet")
+        assert send(base, "GET", f"/orders/{order_id}", *get).status_code == 200
+        assert send(base, "GET", "/wallet", *wallet).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=15)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    with serve_in_thread(state=path) as sb:
+        assert sb.engine.order(order_id)["status"] == "matched"
+        for method, route, (headers, content) in (
+            ("POST", "/orders", post),
+            ("GET", f"/orders/{order_id}", get),
+            ("GET", "/wallet", wallet),
+        ):
+            r = send(sb.base_url, method, route, headers, content)
+            assert r.status_code == 401, (route, r.text)
+            assert loads(r.content)["detail"] == "nonce already used"
+
+
+def test_counters_continue_after_a_restart(tmp_path: Path) -> None:
+    """No id, position id or fill transaction hash is reused after a restart."""
+    path = tmp_path / "state.db"
+
+    def place_and_collect(sb: Sandbox) -> tuple[set[str], set[str], set[int], int]:
+        market = book_market(sb.engine)
+        with SignedClient(sb.base_url, sb.user(TRADER)) as c:
+            for _ in range(3):
+                c.data(
+                    "POST",
+                    "/orders",
+                    {"market_id": market.id, "outcome": "a", "amount": 2},
+                    expect=201,
+                )
+                c.data(
+                    "POST",
+                    "/orders",
+                    {"market_id": market.id, "outcome": "b", "amount": 2},
+                    expect=201,
+                )
+        engine = sb.engine
+        with engine._lock:
+            ids = set(engine.orders)
+            txs = {tx for o in engine.orders.values() for tx in o.tx_hashes}
+            positions = {p.id for p in engine.accounts[TRADER].positions.values()}
+            return ids, txs, positions, engine._seq
+
+    with serve_in_thread(state=path) as sb:
+        ids1, txs1, pos1, seq1 = place_and_collect(sb)
+    with serve_in_thread(state=path) as sb:
+        market = book_market(sb.engine, skip=2)  # new positions get new ids
+        with SignedClient(sb.base_url, sb.user(TRADER)) as c:
+            c.data(
+                "POST", "/orders", {"market_id": market.id, "outcome": "a", "amount": 2}, expect=201
+            )
+        ids2, _, pos2, _ = place_and_collect(sb)
+    assert ids1 < ids2
+    new_orders = [sb.engine.orders[i] for i in ids2 - ids1]
+    assert len(new_orders) == 7
+    assert min(o.seq for o in new_orders) > seq1  # the order sequence (and house quote ids) go on
+    fresh_txs = {tx for o in new_orders for tx in o.tx_hashes}
+    assert fresh_txs
+    assert not fresh_txs & txs1
+    assert pos1 < pos2
+    assert min(pos2 - pos1) > max(pos1)
+
+
+@pytest.mark.slow
+def test_concurrent_requests_then_a_restart_conserve_money(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    users = [
+        {
+            "user_id": f"00000000-0000-4000-8000-0000000003{i:02d}",
+            "api_key": f"persist-{i}",
+            "api_secret": f"persist-secret-{i}",
+            "balance": "100000",
+        }
+        for i in range(4)
+    ]
+    config = {"users": users, "rate_limit_per_minute": None, "risk": {"per_minute": None}}
+    errors: list[str] = []
+    with serve_in_thread(config, state=path) as sb:
+        markets = [m for m in sb.engine.markets.values() if m.active and m.mid is not None][:2]
+        stop = threading.Event()
+
+        def client(index: int) -> None:
+            rng = random.Random(index)
+            live: list[str] = []
+            with SignedClient(sb.base_url, sb.users[index]) as c:
+                while not stop.is_set():
+                    m = rng.choice(markets)
+                    roll = rng.random()
+                    if roll < 0.5:
+                        cents = max(1, min(99, (m.mid or 50) + rng.randint(-3, 2)))
+                        body = {
+                            "market_id": m.id,
+                            "order_type": "GTC",
+                            "token_option": "yes",
+                            "limit_price": str(Decimal(cents) / 100),
+                            "amount": rng.randint(2, 20),
+                        }
+                        r = c.post("/orders", body)
+                        if r.status_code == 201:
+                            live.append(loads(r.content)["data"]["order_id"])
+                    elif roll < 0.7:
+                        r = c.post(
+                            "/orders", {"market_id": m.id, "outcome": rng.choice("ab"), "amount": 3}
+                        )
+                    elif roll < 0.8:
+                        body = {"market_id": m.id, "side": "SELL", "outcome": "a", "shares": 2}
+                        r = c.post("/orders", body)
+                    elif live:
+                        r = c.delete(f"/orders/{live.pop(rng.randrange(len(live)))}")
+                    else:
+                        continue
+                    if r.status_code >= 500 or r.status_code in (401, 403):
+                        errors.append(f"{r.status_code} {r.text}")
+
+        def filler() -> None:
+            rng = random.Random(99)
+            while not stop.wait(0.02):
+                with sb.engine._lock:
+                    resting = [
+                        o.id for o in sb.engine.open_orders.values() if o.resting and not o.house
+                    ]
+                if resting:
+                    with contextlib.suppress(Rejected):  # it matched or was cancelled meanwhile
+                        sb.engine.house_fill(rng.choice(resting), rng.randint(1, 10))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+        threads.append(threading.Thread(target=filler))
+        for th in threads:
+            th.start()
+        time.sleep(4)
+        stop.set()
+        for th in threads:
+            th.join(30)
+        engine = sb.engine
+        assert engine.check_invariants() == []
+        totals = engine.totals()
+        records = {oid: engine.order(oid) for oid in engine.orders}
+        balances = {u["user_id"]: engine.balances(u["user_id"]) for u in users}
+        stats = dict(engine.stats)
+    assert errors == []
+    assert stats["fills"] > 10
+    assert stats["cancels"] > 0
+    with serve_in_thread(config, state=path) as sb:
+        engine = sb.engine
+        assert engine.check_invariants() == []
+        assert engine.totals() == totals
+        assert {oid: engine.order(oid) for oid in engine.orders} == records
+        assert {u["user_id"]: engine.balances(u["user_id"]) for u in users} == balances
+        assert engine.stats == stats
+
+
+def test_bad_state_files_give_one_clear_error(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(os.urandom(8192))
+    with pytest.raises(StateFileError, match="not a clobkit sandbox state file"):
+        Sandbox(state=garbage)
+
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (x TEXT)")
+    db.close()
+    with pytest.raises(StateFileError, match="another program"):
+        Sandbox(state=foreign)
+
+    ours = tmp_path / "state.db"
+    with serve_in_thread(state=ours), pytest.raises(StateFileError, match="in use by another"):
+        Sandbox(state=ours)
+    other_users = {"users": [{"user_id": TRADER, "api_key": "k", "api_secret": "s"}]}
+    with pytest.raises(StateFileError, match="other users"):
+        Sandbox(other_users, state=ours)
+    with pytest.raises(StateFileError, match="seed 0, the config has seed 7"):
+        Sandbox(_default_with_seed(7), state=ours)
+
+    # a damaged row: the file is refused, not half loaded
+    with sqlite3.connect(ours) as db:
+        db.execute("UPDATE accounts SET data = '{\"cash\": 5}' WHERE user_id = ?", (TRADER,))
+    db.close()
+    with pytest.raises(StateFileError, match="inconsistent"):
+        Sandbox(state=ours)
+    with sqlite3.connect(ours) as db:
+        db.execute("UPDATE markets SET data = 'not json'")
+    db.close()
+    with pytest.raises(StateFileError, match="damaged"):
+        Sandbox(state=ours)
+    Sandbox(state=tmp_path / "new.db").close_state()  # a new file is fine
+
+
+def _default_with_seed(seed: int) -> dict[str, Any]:
+    from clobkit.sandbox.config import DEFAULT_USERS
+
+    return {"users": [u.to_dict() for u in DEFAULT_USERS], "seed": seed}
+
+
+@pytest.mark.parametrize("command", [("clobkit.sandbox",), ("clobkit", "sandbox")])
+def test_the_cli_refuses_a_bad_state_file_in_one_line(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"\x00not sqlite" * 1000)
+    result = subprocess.run(
+        [sys.executable, "-m", *command, "--port", "0", "--state", str(garbage)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "not a clobkit sandbox state file" in lines[0]
+
+
+def test_without_state_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with serve_in_thread() as sb:
+        assert sb.app.state.sandbox.store is None
+        scenario(sb)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_old_nonces_are_pruned(tmp_path: Path) -> None:
+    """The nonce table keeps only what the timestamp window can still accept."""
+    clock = Clock()
+    store = StateStore(tmp_path / "state.db", clock=clock)
+    try:
+        now = round(clock() * 1000)
+        for i in range(50):
+            store.note_nonce("k", f"old-{i}", now + 1_000)
+        store.note_nonce("k", "young", now + 60_000)
+        store.flush()
+        assert len(store.nonces()) == 51
+        clock.advance(5)
+        store.note_nonce("k", "next", round(clock() * 1000) + 30_000)
+        store.flush()
+        assert sorted(n for _, n, _ in store.nonces()) == ["next", "young"]
+        assert store._conn().execute("SELECT COUNT(*) FROM nonces").fetchone()[0] == 2
+    finally:
+        store.close()
