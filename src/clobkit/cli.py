@@ -332,6 +332,8 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv += ["--config", args.config]
     if args.strict_query_signing:
         argv.append("--strict-query-signing")
+    if args.state:
+        argv += ["--state", args.state]
     return sandbox_main(argv)
 
 
@@ -517,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept only signatures over the path with its query string",
     )
+    p.add_argument("--state", metavar="FILE", help="SQLite file keeping the state across restarts")
     p.set_defaults(handler=_cmd_sandbox)
 
     p = sub.add_parser(
