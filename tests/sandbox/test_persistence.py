@@ -146,6 +146,8 @@ def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
     with serve_in_thread(state=path) as sb:
         markets = scenario(sb)
         before = snapshot(sb, markets)
+        armed = set(sb.engine._armed)  # take-profit orders still watching the market
+    assert armed
     assert before["violations"] == []
     statuses = {o["status"] for o in before[TRADER]["orders"]}
     assert {"matched", "cancelled", "live", "won"} <= statuses, statuses
@@ -171,7 +173,35 @@ def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
             again = c.data("POST", "/orders/raw", body, expect=201)
         assert again["order_id"] == raw["id"]
         assert len(sb.engine.orders) == len(before[TRADER]["orders"] + before[MAKER]["orders"])
+        assert set(sb.engine._armed) == armed
     assert after == before
+
+
+def test_orders_in_processing_and_gtd_expiries_resume_after_a_restart(tmp_path: Path) -> None:
+    """An order stopped mid-processing goes live after the restart; a GTD order still expires."""
+    path = tmp_path / "state.db"
+    config = _default_with_seed(0) | {"processing_delay_ms": 400}
+    with serve_in_thread(config, state=path) as sb:
+        market = book_market(sb.engine)
+        low = str(Decimal(max(1, (market.mid or 50) - 20)) / 100)
+        body = {"market_id": market.id, "order_type": "GTC", "token_option": "yes"}
+        with SignedClient(sb.base_url, sb.user(TRADER)) as c:
+            slow = c.data("POST", "/orders", body | {"limit_price": low, "amount": 5}, expect=201)
+            gtd = body | {"order_type": "GTD", "limit_price": low, "amount": 6}
+            gtd["expiration"] = int(time.time()) + 3
+            expiring = c.data("POST", "/orders", gtd, expect=201)
+        assert sb.engine.order(slow["order_id"])["status"] == "pending"
+    with serve_in_thread(config, state=path) as sb:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            slow_now = sb.engine.order(slow["order_id"])
+            gtd_now = sb.engine.order(expiring["order_id"])
+            if slow_now["status"] == "live" and gtd_now["status"] == "cancelled":
+                break
+            time.sleep(0.05)
+        assert slow_now["status"] == "live"
+        assert gtd_now["status"] == "cancelled"
+        assert sb.engine.check_invariants() == []
 
 
 def test_without_state_a_restart_forgets(tmp_path: Path) -> None:

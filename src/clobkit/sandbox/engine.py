@@ -63,6 +63,7 @@ ORDER_TYPES = (FOK, GTC, GTD)
 OPEN_STATUSES = ("pending", "signing", "submitted", "live")
 LIST_STATUSES = ("pending", "signing", "submitted", "live", "matched")
 HOUSE_LEVELS = 5
+RISK_MINUTE_MS = 60_000  # the window of the per-minute order limit
 SALT_MAX = 10**12
 UINT256_MAX = (1 << 256) - 1
 POLYGON_CTF = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
@@ -955,7 +956,7 @@ class Engine:
         if rc.per_order is not None and value > int(rc.per_order * UNIT):
             raise risk(f"order value exceeds the per-order limit of {rc.per_order} USDC")
         if rc.per_minute is not None:
-            while account.minute and account.minute[0] <= now - 60_000:
+            while account.minute and account.minute[0] <= now - RISK_MINUTE_MS:
                 account.minute.popleft()
             if len(account.minute) >= rc.per_minute:
                 raise risk(f"more than {rc.per_minute} orders in one minute")

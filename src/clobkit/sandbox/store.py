@@ -36,12 +36,11 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clobkit.errors import ClobkitError
 
-if TYPE_CHECKING:
-    from .engine import Engine, Order
+from .engine import FOK, RISK_MINUTE_MS, Account, Engine, Order, Position
 
 __all__ = ["SCHEMA_VERSION", "CommitBeforeAnswer", "StateFileError", "StateStore"]
 
@@ -70,15 +69,17 @@ class StateFileError(ClobkitError):
     """The sandbox's state file cannot be used (foreign, corrupt, busy or of another config)."""
 
 
-def _account_fields() -> tuple[str, ...]:
-    from .engine import Account
-
-    derived = {"config", "wallet", "hasher", "positions", "orders", "client_ids"}
-    return tuple(f.name for f in fields(Account) if f.name not in derived)
+def _fields(cls: type, derived: frozenset[str] = frozenset(("market",))) -> tuple[str, ...]:
+    """The dataclass fields a row holds: all but those rebuilt from the config or fixtures."""
+    return tuple(f.name for f in fields(cls) if f.name not in derived)
 
 
-def _fields(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls) if f.name != "market")
+_ORDER_FIELDS = _fields(Order)
+_POSITION_FIELDS = _fields(Position)
+_ACCOUNT_FIELDS = _fields(
+    Account,
+    frozenset(("config", "wallet", "hasher", "positions", "orders", "client_ids")),
+)
 
 
 def _dumps(data: object) -> str:
@@ -89,17 +90,12 @@ class StateStore:
     """One open state file. Thread-safe; the engine calls it under its own lock."""
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time):
-        from .engine import Order, Position
-
         self.path = os.fspath(path)
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: list[tuple[str, str, int]] = []
         self._failed: str | None = None
         self._pruned_ms = 0
-        self._order_fields = _fields(Order)
-        self._position_fields = _fields(Position)
-        self._account_fields = _account_fields()
         self._cache: dict[tuple[str, str], str] = {}
         self._engine_row = ""
         try:
@@ -289,7 +285,7 @@ class StateStore:
             if order.house and order.id not in engine.open_orders:
                 gone.append((order.id,))  # a finished house quote (or a one-off counter)
                 continue
-            row = {name: getattr(order, name) for name in self._order_fields}
+            row = {name: getattr(order, name) for name in _ORDER_FIELDS}
             row["market_id"] = order.market.id
             upsert.append((order.id, order.user_id, order.seq, _dumps(row)))
         if gone:
@@ -322,13 +318,21 @@ class StateStore:
         if market_rows:
             db.executemany("INSERT OR REPLACE INTO markets VALUES (?, ?)", market_rows)
         account_rows, position_rows = [], []
+        minute_ago = engine._now_ms() - RISK_MINUTE_MS
         for user_id in users:
             account = engine.accounts[user_id]
-            data = {name: getattr(account, name) for name in self._account_fields}
-            data["minute"] = list(account.minute)
+            data = {name: getattr(account, name) for name in _ACCOUNT_FIELDS}
+            # only what the per-minute risk check can still count (the deque itself is
+            # trimmed only while that limit is on)
+            recent = []
+            for t in reversed(account.minute):  # ascending times: stop at the first old one
+                if t <= minute_ago:
+                    break
+                recent.append(t)
+            data["minute"] = recent[::-1]
             account_rows.append((user_id, _dumps(data)))
             for token, pos in account.positions.items():
-                row = {name: getattr(pos, name) for name in self._position_fields}
+                row = {name: getattr(pos, name) for name in _POSITION_FIELDS}
                 row["market_id"] = pos.market.id
                 text = _dumps(row)
                 if self._cache.get((user_id, token)) != text:
@@ -383,8 +387,6 @@ class StateStore:
         return True
 
     def _load(self, db: sqlite3.Connection, engine: Engine) -> None:
-        from .engine import FOK, Order, Position
-
         g = json.loads(db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0])
         self._engine_row = _dumps(g)
         engine.instance_id = g["instance_id"]
