@@ -70,6 +70,8 @@ def snapshot(sb: Sandbox, market_ids: list[str]) -> dict[str, Any]:
             }
     with SignedClient(sb.base_url, sb.user(TRADER)) as c:
         snap["markets"] = [c.data("GET", f"/markets/{m}") for m in market_ids]
+        events = {sb.engine.markets[m].event.id for m in market_ids}
+        snap["events"] = [c.data("GET", f"/events/{e}") for e in sorted(events)]
         books = []
         for mid in market_ids:
             fx = sb.engine.markets[mid].fx
@@ -136,9 +138,13 @@ def scenario(sb: Sandbox) -> list[str]:
         mk.data("POST", "/orders", {"market_id": m2.id, "outcome": "b", "amount": 20}, expect=201)
         t.data("POST", "/orders", {"market_id": m2.id, "outcome": "a", "amount": 15}, expect=201)
         admin(sb, "POST", f"/markets/{m2.id}/settle", {"winner": "a"})
+    # every market of a three-way event settled: the event ends
+    event = next(e for e in engine.events.values() if len(e.market_ids) == 3 and not e.ended)
+    for market_id, winner in zip(event.market_ids, "bab", strict=True):
+        admin(sb, "POST", f"/markets/{market_id}/settle", {"winner": winner})
     # the house moves the price of m1 (its quotes move with it)
     admin(sb, "POST", f"/markets/{m1.id}/price", {"price": str(Decimal((m1.mid or 50) + 2) / 100)})
-    return [m1.id, m2.id]
+    return [m1.id, m2.id, *event.market_ids]
 
 
 def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
@@ -149,6 +155,7 @@ def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
         armed = set(sb.engine._armed)  # take-profit orders still watching the market
     assert armed
     assert before["violations"] == []
+    assert sum(e["event"]["ended"] for e in before["events"]) == 2  # m2's and the three-way
     statuses = {o["status"] for o in before[TRADER]["orders"]}
     assert {"matched", "cancelled", "live", "won"} <= statuses, statuses
     assert any(o["order_source_id"] == "persisted-1" for o in before[TRADER]["orders"])

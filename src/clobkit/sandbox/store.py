@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS positions (
     user_id TEXT NOT NULL, token_id TEXT NOT NULL, data TEXT NOT NULL,
     PRIMARY KEY (user_id, token_id));
 CREATE TABLE IF NOT EXISTS markets (market_id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (event_id TEXT PRIMARY KEY, data TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS orders (
     order_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS nonces (
@@ -292,7 +293,7 @@ class StateStore:
             db.executemany("DELETE FROM orders WHERE order_id = ?", gone)
         if upsert:
             db.executemany("INSERT OR REPLACE INTO orders VALUES (?, ?, ?, ?)", upsert)
-        market_rows = []
+        market_rows, event_rows = [], {}
         for market_id in markets:
             m = engine.markets[market_id]
             book = [
@@ -311,12 +312,14 @@ class StateStore:
                 "traders": sorted(m.traders),
                 "book_ms": m.book_ms,
                 "updated_ms": m.updated_ms,
-                "event": [m.event.live, m.event.ended, m.event.updated_ms],
                 "book": book,
             }
             market_rows.append((market_id, _dumps(row)))
+            # settlement ends the event once all its markets are resolved
+            event_rows[m.event.id] = _dumps([m.event.live, m.event.ended, m.event.updated_ms])
         if market_rows:
             db.executemany("INSERT OR REPLACE INTO markets VALUES (?, ?)", market_rows)
+            db.executemany("INSERT OR REPLACE INTO events VALUES (?, ?)", event_rows.items())
         account_rows, position_rows = [], []
         minute_ago = engine._now_ms() - RISK_MINUTE_MS
         for user_id in users:
@@ -435,7 +438,6 @@ class StateStore:
             m.last_trade, m.traded_units = row["last_trade"], row["traded_units"]
             m.traders = set(row["traders"])
             m.book_ms, m.updated_ms = row["book_ms"], row["updated_ms"]
-            m.event.live, m.event.ended, m.event.updated_ms = row["event"]
             for level in m.bids + m.asks:
                 level.clear()
             for side, price, ids in row["book"]:
@@ -445,6 +447,9 @@ class StateStore:
                     if not order.resting or order.market is not m:
                         raise ValueError(f"order {oid} on the book of {market_id} is not resting")
                     book[price].append(order)
+        for event_id, text in db.execute("SELECT event_id, data FROM events"):
+            event = engine.events[event_id]
+            event.live, event.ended, event.updated_ms = json.loads(text)
 
     def nonces(self) -> list[tuple[str, str, int]]:
         """The used nonces still inside the timestamp window: (api_key, nonce, expires_ms)."""
