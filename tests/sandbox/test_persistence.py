@@ -131,6 +131,7 @@ def scenario(sb: Sandbox) -> list[str]:
             "side": 0,
             "fee_rate_bps": m1.fx.fee_rate_bps,
             "order_type": "GTC",
+            "nonce": str(2**200),  # a uint256 survives the file exactly
             "client_order_id": "persisted-1",
         }
         t.data("POST", "/orders/raw", raw, expect=201)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import os
 import sqlite3
 import threading
@@ -37,6 +36,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import fields
 from typing import Any
+
+import msgspec
 
 from clobkit.errors import ClobkitError
 
@@ -83,8 +84,13 @@ _ACCOUNT_FIELDS = _fields(
 )
 
 
+_ENCODE = msgspec.json.Encoder().encode
+_loads = msgspec.json.decode
+
+
 def _dumps(data: object) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    """A row's JSON text (msgspec: several times faster than json, big ints exact)."""
+    return _ENCODE(data).decode()
 
 
 class StateStore:
@@ -201,7 +207,7 @@ class StateStore:
                 f"state file {self.path} has schema {meta.get('schema')!r},"
                 f" this sandbox reads {SCHEMA_VERSION!r}"
             )
-        theirs, ours = json.loads(meta["identity"]), self.identity(engine)
+        theirs, ours = _loads(meta["identity"]), self.identity(engine)
         if theirs["seed"] != ours["seed"]:
             raise StateFileError(
                 f"state file {self.path} was written with seed {theirs['seed']},"
@@ -377,7 +383,14 @@ class StateStore:
                 self._load(db, engine)
             except StateFileError:
                 raise
-            except (sqlite3.Error, ValueError, KeyError, TypeError, IndexError) as exc:
+            except (
+                sqlite3.Error,
+                msgspec.DecodeError,
+                ValueError,
+                KeyError,
+                TypeError,
+                IndexError,
+            ) as exc:
                 raise StateFileError(
                     f"state file {self.path} is damaged: {type(exc).__name__}: {exc}"
                 ) from None
@@ -390,7 +403,7 @@ class StateStore:
         return True
 
     def _load(self, db: sqlite3.Connection, engine: Engine) -> None:
-        g = json.loads(db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0])
+        g = _loads(db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0])
         self._engine_row = _dumps(g)
         engine.instance_id = g["instance_id"]
         engine._seq = g["seq"]
@@ -402,15 +415,15 @@ class StateStore:
         engine.house_shares = dict(g["house_shares"])
         for user_id, text in db.execute("SELECT user_id, data FROM accounts"):
             account = engine.accounts[user_id]
-            for name, value in json.loads(text).items():
+            for name, value in _loads(text).items():
                 setattr(account, name, deque(value) if name == "minute" else value)
         for user_id, token, text in db.execute("SELECT user_id, token_id, data FROM positions"):
-            row = json.loads(text)
+            row = _loads(text)
             market = engine.markets[row.pop("market_id")]
             engine.accounts[user_id].positions[token] = Position(market=market, **row)
             self._cache[(user_id, token)] = text
         for (text,) in db.execute("SELECT data FROM orders ORDER BY seq"):
-            row = json.loads(text)
+            row = _loads(text)
             order = Order(market=engine.markets[row.pop("market_id")], **row)
             if order.is_open:
                 engine.open_orders[order.id] = order
@@ -431,7 +444,7 @@ class StateStore:
                 account.client_ids[order.client_order_id] = order
         engine._armed = {oid: engine.orders[oid] for oid in g["armed"]}
         for market_id, text in db.execute("SELECT market_id, data FROM markets"):
-            row = json.loads(text)
+            row = _loads(text)
             m = engine.markets[market_id]
             m.fx.status, m.fx.winner = row["status"], row["winner"]
             m.mid, m.collateral = row["mid"], row["collateral"]
@@ -449,7 +462,7 @@ class StateStore:
                     book[price].append(order)
         for event_id, text in db.execute("SELECT event_id, data FROM events"):
             event = engine.events[event_id]
-            event.live, event.ended, event.updated_ms = json.loads(text)
+            event.live, event.ended, event.updated_ms = _loads(text)
 
     def nonces(self) -> list[tuple[str, str, int]]:
         """The used nonces still inside the timestamp window: (api_key, nonce, expires_ms)."""
