@@ -8,6 +8,7 @@ and compares the API's answers before and after.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -23,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from clobkit import RequestSigner
 from clobkit.sandbox import Engine, Rejected, Sandbox, serve_in_thread
@@ -322,6 +324,46 @@ def test_a_killed_cli_sandbox_keeps_what_it_answered(
             r = send(sb.base_url, method, route, headers, content)
             assert r.status_code == 401, (route, r.text)
             assert loads(r.content)["detail"] == "nonce already used"
+
+
+def test_a_websocket_update_is_committed_before_it_is_sent(tmp_path: Path) -> None:
+    """With a processing delay the ticker moves the order on, with no HTTP answer involved:
+    killing the sandbox as soon as the WebSocket says "live" must not lose "live"."""
+    path = tmp_path / "state.db"
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(_default_with_seed(0) | {"processing_delay_ms": 300}))
+    proc, base = start_cli("clobkit.sandbox", "--config", str(config_file), "--state", str(path))
+    try:
+        probe = Engine(None)
+        user = probe.user_config(TRADER)
+        market = book_market(probe)
+        low = str(Decimal(max(1, (market.mid or 50) - 20)) / 100)
+        ws_url = "ws" + base[len("http") :] + PREFIX + "/ws"
+        headers = RequestSigner(user.api_key, user.api_secret).headers("GET", PREFIX + "/ws")
+        with connect(ws_url, additional_headers=headers, open_timeout=10) as ws:
+            ws.send(dumps({"action": "subscribe", "topics": [f"user:{TRADER}:orders"]}))
+            assert loads(ws.recv(timeout=10))["type"] == "subscribed"
+            body = {"market_id": market.id, "order_type": "GTC", "token_option": "yes"}
+            post = signed_request(
+                probe, "POST", "/orders", body | {"limit_price": low, "amount": 5}
+            )
+            r = send(base, "POST", "/orders", *post)
+            assert r.status_code == 201, r.text
+            order_id = loads(r.content)["data"]["order_id"]
+            while True:
+                message = loads(ws.recv(timeout=10))
+                if message["type"] == "data" and message["data"]["status"] == "live":
+                    proc.send_signal(signal.SIGKILL)
+                    break
+            assert message["data"]["id"] == order_id
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=15)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    with serve_in_thread(_default_with_seed(0), state=path) as sb:
+        assert sb.engine.order(order_id)["status"] == "live"
 
 
 def test_counters_continue_after_a_restart(tmp_path: Path) -> None:
