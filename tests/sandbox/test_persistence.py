@@ -413,7 +413,6 @@ def test_counters_continue_after_a_restart(tmp_path: Path) -> None:
     assert min(pos2 - pos1) > max(pos1)
 
 
-@pytest.mark.slow
 def test_concurrent_requests_then_a_restart_conserve_money(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     users = [

@@ -176,12 +176,14 @@ class StateStore:
             write(db)
             self._write_nonces(db)
             db.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             # memory and file may now disagree: refuse every later write
-            self._failed = str(exc)
+            self._failed = f"{type(exc).__name__}: {exc}"
             if db.in_transaction:
                 db.execute("ROLLBACK")
-            raise StateFileError(f"state file {self.path}: write failed ({exc})") from None
+            if isinstance(exc, sqlite3.Error):
+                raise StateFileError(f"state file {self.path}: write failed ({exc})") from None
+            raise
 
     # -- identity ----------------------------------------------------------------
 
