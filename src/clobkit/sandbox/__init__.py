@@ -14,7 +14,8 @@
 
 ``python -m clobkit.sandbox`` runs one in the foreground. The parts:
 ``engine`` (books, matching, lifecycle, balances, risk; pure Python),
-``app`` (Starlette routes and WebSocket), ``auth``, ``fixtures``, ``config``.
+``app`` (Starlette routes and WebSocket), ``auth``, ``fixtures``, ``config``,
+``store`` (the optional SQLite state file: ``serve_in_thread(state=FILE)``).
 See docs/sandbox.md for what it does where the API text is silent.
 """
 
@@ -25,6 +26,7 @@ from .config import DEFAULT_USERS, RiskConfig, SandboxConfig, UserConfig, load_c
 from .engine import Engine
 from .errors import Rejected
 from .server import Sandbox, serve_in_thread
+from .store import StateFileError
 
 __all__ = [
     "DEFAULT_USERS",
@@ -33,6 +35,7 @@ __all__ = [
     "RiskConfig",
     "Sandbox",
     "SandboxConfig",
+    "StateFileError",
     "UserConfig",
     "create_app",
     "load_config",

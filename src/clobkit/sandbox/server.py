@@ -132,9 +132,10 @@ class Sandbox:
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Shut the server down and wait for its thread."""
-        """Shut the server down and wait for its thread; a state file is closed (use a new
-        Sandbox on the same file to continue)."""
+        """Shut the server down and wait for its thread; close the state file (if any).
+
+        To continue from the file, start a new ``Sandbox`` on it.
+        """
         server, thread = self._server, self._thread
         if server is None or thread is None:
             self.close_state()
