@@ -32,20 +32,26 @@ DOMAIN_VERSION = DOMAIN_VERSIONS[1]
 VERSIONS = (1, 2, 3)
 UINT256_MAX = (1 << 256) - 1
 
-# Exchange contracts by order version (the same addresses on Polygon, 137,
-# and on the Amoy test chain, 80002). Any other address is the API text's V1
-# flow unless the wallet's other exchange is a known V2/V3 contract.
+# Exchange contracts by order version, from py-clob-client-v2's contract
+# config (py_clob_client_v2/config.py): Polygon (137) and the Amoy test chain
+# (80002) share the V1 NegRisk and both V2 contracts; Amoy has its own V1 CTF
+# and V3 contracts. Any other address is the API text's V1 flow unless the
+# wallet's other exchange is a known V2/V3 contract.
 V1_CTF_EXCHANGE = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
 V1_NEG_RISK_EXCHANGE = "0xC5d563A36AE78145C45a50134d48A1215220f80a"
 V2_CTF_EXCHANGE = "0xE111180000d2663C0091e4f400237545B87B996B"
 V2_NEG_RISK_EXCHANGE = "0xe2222d279d744050d28e00520010520000310F59"
 V3_EXCHANGE = "0xe3333700cA9d93003F00f0F71f8515005F6c00Aa"
+AMOY_V1_CTF_EXCHANGE = "0xdFE02Eb6733538f8Ea35D585af8DE5958AD99E40"
+AMOY_V3_EXCHANGE = "0x9fE6e61422AdB6F610d8597F9684b16912D50C3D"
 EXCHANGE_VERSIONS = {
     V1_CTF_EXCHANGE: 1,
     V1_NEG_RISK_EXCHANGE: 1,
+    AMOY_V1_CTF_EXCHANGE: 1,
     V2_CTF_EXCHANGE: 2,
     V2_NEG_RISK_EXCHANGE: 2,
     V3_EXCHANGE: 3,
+    AMOY_V3_EXCHANGE: 3,
 }
 _VERSION_OF = {bytes.fromhex(a[2:]): v for a, v in EXCHANGE_VERSIONS.items()}
 CHAINS = {137: "Polygon", 80002: "Polygon Amoy"}  # known; any positive chain id is accepted

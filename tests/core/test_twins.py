@@ -153,6 +153,111 @@ def test_wallets_agree(wallet: dict[str, Any]) -> None:
     assert results[0] == results[1]
 
 
+WALLET_V2 = WALLET | {
+    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
+    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+}
+words = st.one_of(
+    st.none(),
+    st.binary(min_size=30, max_size=34),
+    st.binary(min_size=32, max_size=32).map(lambda b: "0x" + b.hex()),
+    st.text(alphabet="0123456789abcdefABCDEFxX g", min_size=64, max_size=67),
+    st.sampled_from([0, 1.0, True, [0] * 32, bytearray(32), "0x", "0X" + "F" * 64, b"1"]),
+)
+UNSET = py.UNSET
+maybe = st.one_of(st.just(UNSET), uints)  # UNSET: the argument left out
+
+
+@settings(max_examples=500)
+@given(
+    version=st.sampled_from([1, 2, 3]),
+    token=uints,
+    side=sides,
+    salt=uints,
+    fee=maybe,
+    nonce=maybe,
+    exp=maybe,
+    ts=st.one_of(st.just(UNSET), uints, uints),
+    meta=st.one_of(st.just(UNSET), words),
+    builder=st.one_of(st.just(UNSET), words),
+    neg=st.sampled_from([True, False, 0, 1, 2, None]),
+)
+def test_v2_order_ids_agree(
+    version: int,
+    token: Any,
+    side: Any,
+    salt: Any,
+    fee: Any,
+    nonce: Any,
+    exp: Any,
+    ts: Any,
+    meta: Any,
+    builder: Any,
+    neg: Any,
+) -> None:
+    """Every version, with fields of either version given or left out: same id or same error."""
+    optional = {
+        "fee_rate_bps": fee,
+        "nonce": nonce,
+        "expiration": exp,
+        "timestamp": ts,
+        "metadata": meta,
+        "builder": builder,
+    }
+    kwargs = {"token_id": token, "maker_amount": 1, "taker_amount": 2, "side": side, "salt": salt}
+    kwargs |= {k: v for k, v in optional.items() if v is not UNSET} | {"neg_risk": neg}
+    args = (WALLET_V2,)
+    for method in ("order_id", "struct_hash"):
+        results = [
+            outcome(getattr(m.OrderHasher(*args, version=version), method), **kwargs)
+            for m in (py, _c())
+        ]
+        assert results[0] == results[1]
+    plural = {
+        "fee_rate_bps": "fee_rate_bps",
+        "nonce": "nonces",
+        "expiration": "expirations",
+        "timestamp": "timestamps",
+        "metadata": "metadatas",
+        "builder": "builders",
+    }
+    batch = {
+        "token_ids": [token, "1"],
+        "maker_amounts": 1,
+        "taker_amounts": (2, 3),
+        "sides": [0, side],
+        "salts": salt,
+        "neg_risk": neg,
+    }
+    for k, v in optional.items():
+        if v is not UNSET:
+            batch[plural[k]] = [v, v] if k in ("timestamp", "metadata") else v
+    results = [
+        outcome(m.OrderHasher(WALLET_V2, version=version).order_ids, **batch) for m in (py, _c())
+    ]
+    assert results[0] == results[1]
+
+
+@settings(max_examples=300)
+@given(
+    ctf=st.sampled_from([WALLET["ctf_exchange"], WALLET_V2["ctf_exchange"], "0x" + "33" * 20]),
+    neg=st.sampled_from(
+        [WALLET["neg_risk_exchange"], WALLET_V2["neg_risk_exchange"], "0x" + "44" * 20]
+    ),
+    sig_type=st.integers(-1, 5),
+    version=st.sampled_from([None, 1, 2, 3, 0, "2", True]),
+)
+def test_versions_agree(ctf: str, neg: str, sig_type: int, version: Any) -> None:
+    wallet = WALLET | {"ctf_exchange": ctf, "neg_risk_exchange": neg, "signature_type": sig_type}
+
+    def describe(m: Any) -> tuple[Any, ...]:
+        h = m.OrderHasher(wallet, version=version)
+        return (repr(h), h.version, h.signature_type, h.chain_id, h.maker, h.signer)
+
+    results = [outcome(describe, m) for m in (py, _c())]
+    assert results[0] == results[1]
+
+
 texts = st.one_of(
     st.text(max_size=40), st.sampled_from(["GET", "post", "/api/ext/v1/x?a=1", "", None, 5, b"x"])
 )
