@@ -342,3 +342,15 @@ def test_bad_timestamp(core: ModuleType, value: object) -> None:
     with pytest.raises(OrderFieldError) as info:
         hasher.order_ids(**cols)
     assert info.value.field == "timestamps[0]"
+
+
+def test_bytes_column_is_one_value_not_a_sequence(core: ModuleType) -> None:
+    """A bytes argument is one bytes32 (broadcast); before V2 a bytes ``token_ids``
+    was silently read as a sequence of small ints, one order per byte."""
+    v1 = core.OrderHasher(WALLET, version=1)
+    with pytest.raises(OrderFieldError) as info:
+        v1.order_ids(token_ids=b"12", maker_amounts=1, taker_amounts=1, sides=0, salts=0)
+    assert info.value.field == "token_ids"
+    hasher = core.OrderHasher(WALLET)
+    ids = hasher.order_ids(**columns([ORDER, ORDER]) | {"metadatas": bytearray(b"\x07" * 32)})
+    assert ids == [hasher.order_id(**ORDER, metadata=b"\x07" * 32)] * 2
