@@ -165,73 +165,67 @@ words = st.one_of(
     st.sampled_from([0, 1.0, True, [0] * 32, bytearray(32), "0x", "0X" + "F" * 64, b"1"]),
 )
 UNSET = py.UNSET
-maybe = st.one_of(st.just(UNSET), uints)  # UNSET: the argument left out
+valid_uints = st.one_of(st.integers(0, 2**256 - 1), st.integers(0, 2**256 - 1).map(str))
+valid_words = st.one_of(
+    st.none(),
+    st.binary(min_size=32, max_size=32),
+    st.binary(min_size=32, max_size=32).map(lambda b: "0x" + b.hex()),
+)
+V1_ARGS, V2_ARGS = ("fee_rate_bps", "nonce", "expiration"), ("timestamp", "metadata", "builder")
+PLURAL = {
+    "fee_rate_bps": "fee_rate_bps",
+    "nonce": "nonces",
+    "expiration": "expirations",
+    "timestamp": "timestamps",
+    "metadata": "metadatas",
+    "builder": "builders",
+}
 
 
 @settings(max_examples=500)
-@given(
-    version=st.sampled_from([1, 2, 3]),
-    token=uints,
-    side=sides,
-    salt=uints,
-    fee=maybe,
-    nonce=maybe,
-    exp=maybe,
-    ts=st.one_of(st.just(UNSET), uints, uints),
-    meta=st.one_of(st.just(UNSET), words),
-    builder=st.one_of(st.just(UNSET), words),
-    neg=st.sampled_from([True, False, 0, 1, 2, None]),
-)
-def test_v2_order_ids_agree(
-    version: int,
-    token: Any,
-    side: Any,
-    salt: Any,
-    fee: Any,
-    nonce: Any,
-    exp: Any,
-    ts: Any,
-    meta: Any,
-    builder: Any,
-    neg: Any,
-) -> None:
-    """Every version, with fields of either version given or left out: same id or same error."""
-    optional = {
-        "fee_rate_bps": fee,
-        "nonce": nonce,
-        "expiration": exp,
-        "timestamp": ts,
-        "metadata": meta,
-        "builder": builder,
-    }
-    kwargs = {"token_id": token, "maker_amount": 1, "taker_amount": 2, "side": side, "salt": salt}
+@given(version=st.sampled_from([1, 2, 3]), data=st.data())
+def test_v2_order_ids_agree(version: int, data: st.DataObject) -> None:
+    """Every version, with fields of either version given or left out: same id or same error.
+
+    Half the examples are entirely valid (own fields given, the other
+    version's left out), so results are compared as often as refusals.
+    """
+    own, foreign = (V1_ARGS, V2_ARGS) if version == 1 else (V2_ARGS, V1_ARGS)
+    clean = data.draw(st.booleans(), label="clean")  # half the examples: every input valid
+    optional: dict[str, Any] = {}
+    for name in own:
+        good = valid_words if name in ("metadata", "builder") else valid_uints
+        bad = words if name in ("metadata", "builder") else uints
+        optional[name] = data.draw(good if clean else st.one_of(good, bad, st.just(UNSET)))
+    for name in foreign:
+        anything = words if name in ("metadata", "builder") else uints
+        optional[name] = data.draw(
+            st.just(UNSET) if clean else st.one_of(st.just(UNSET), anything), label=name
+        )
+    token = data.draw(valid_uints if clean else uints, label="token")
+    side = data.draw(st.sampled_from([0, 1, "SELL", "BUY"]) if clean else sides, label="side")
+    neg = data.draw(
+        st.booleans() if clean else st.sampled_from([True, False, 0, 1, 2, None]), label="neg"
+    )
+    kwargs = {"token_id": token, "maker_amount": 1, "taker_amount": 2, "side": side, "salt": 3}
     kwargs |= {k: v for k, v in optional.items() if v is not UNSET} | {"neg_risk": neg}
-    args = (WALLET_V2,)
     for method in ("order_id", "struct_hash"):
         results = [
-            outcome(getattr(m.OrderHasher(*args, version=version), method), **kwargs)
+            outcome(getattr(m.OrderHasher(WALLET_V2, version=version), method), **kwargs)
             for m in (py, _c())
         ]
         assert results[0] == results[1]
-    plural = {
-        "fee_rate_bps": "fee_rate_bps",
-        "nonce": "nonces",
-        "expiration": "expirations",
-        "timestamp": "timestamps",
-        "metadata": "metadatas",
-        "builder": "builders",
-    }
     batch = {
         "token_ids": [token, "1"],
         "maker_amounts": 1,
         "taker_amounts": (2, 3),
         "sides": [0, side],
-        "salts": salt,
+        "salts": 3,
         "neg_risk": neg,
     }
     for k, v in optional.items():
         if v is not UNSET:
-            batch[plural[k]] = [v, v] if k in ("timestamp", "metadata") else v
+            batch[PLURAL[k]] = [v, v] if k in ("timestamp", "metadata", "nonce") else v
     results = [
         outcome(m.OrderHasher(WALLET_V2, version=version).order_ids, **batch) for m in (py, _c())
     ]
