@@ -158,6 +158,89 @@ def test_order_ids_batch(benchmark: Any, batch: dict[str, Any], name: str, threa
     )
 
 
+# ---------------------------------------------------------------- V2 order ids (#10)
+
+WALLET_V2 = WALLET | {
+    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
+    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+}
+TIMESTAMP = 1_777_777_777_123
+BATCH_V2 = 500_000
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_order_id_v2_single(benchmark: Any, name: str) -> None:
+    benchmark.group = "order_id V2"
+    hasher = twin(name).OrderHasher(WALLET_V2)
+    assert hasher.version == 2
+    token, maker, taker, salt = TOKEN, ORDER["maker_amount"], ORDER["taker_amount"], ORDER["salt"]
+    benchmark(
+        lambda: hasher.order_id(
+            token_id=token,
+            maker_amount=maker,
+            taker_amount=taker,
+            side="BUY",
+            salt=salt,
+            timestamp=TIMESTAMP,
+        )
+    )
+
+
+def test_order_id_v2_py_clob_client_v2(benchmark: Any) -> None:
+    """py-clob-client-v2's own typed-data hash of the same order (build_order_hash)."""
+    benchmark.group = "order_id V2"
+    v2 = pytest.importorskip("py_clob_client_v2.order_utils.exchange_order_builder_v2")
+    from py_clob_client_v2.order_utils.model.order_data_v2 import OrderV2
+    from py_clob_client_v2.signer import Signer
+
+    builder = v2.ExchangeOrderBuilderV2(
+        WALLET_V2["ctf_exchange"], 137, Signer("0x" + "42" * 32, 137)
+    )
+    zero = "0x" + "00" * 32
+
+    def peer() -> str:
+        order = OrderV2(
+            salt=str(ORDER["salt"]),
+            maker=WALLET_V2["maker"],
+            signer=WALLET_V2["signer"],
+            tokenId=TOKEN,
+            makerAmount=str(ORDER["maker_amount"]),
+            takerAmount=str(ORDER["taker_amount"]),
+            side=0,  # type: ignore[arg-type]
+            signatureType=2,  # type: ignore[arg-type]
+            timestamp=str(TIMESTAMP),
+            metadata=zero,
+            builder=zero,
+        )
+        return str(builder.build_order_hash(builder.build_order_typed_data(order)))
+
+    assert peer() == twin("c").OrderHasher(WALLET_V2).order_id(**ORDER, timestamp=TIMESTAMP)
+    benchmark(peer)
+
+
+@pytest.fixture(scope="module")
+def batch_v2() -> dict[str, Any]:
+    salts = twin("c").new_salts(BATCH_V2)
+    return {
+        "token_ids": [TOKEN] * BATCH_V2,
+        "maker_amounts": list(range(1_000_000, 1_000_000 + BATCH_V2)),
+        "taker_amounts": [str(2_000_000 + i) for i in range(BATCH_V2)],
+        "sides": [i & 1 for i in range(BATCH_V2)],
+        "salts": salts,
+        "timestamps": [TIMESTAMP + i for i in range(BATCH_V2)],
+    }
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_order_ids_v2_batch(benchmark: Any, batch_v2: dict[str, Any], threads: int) -> None:
+    benchmark.group = "order_ids V2 (500k orders, per call)"
+    benchmark.extra_info["per"] = BATCH_V2
+    hasher = twin("c").OrderHasher(WALLET_V2)
+    benchmark.pedantic(
+        lambda: hasher.order_ids(**batch_v2, threads=threads), rounds=5, iterations=1
+    )
+
+
 # ---------------------------------------------------------------- signing
 
 

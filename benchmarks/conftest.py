@@ -38,6 +38,28 @@ TARGETS: list[tuple[str, str, str, str, float]] = [
     ),
     ("order_id single call, x F (#5: <= 1.5)", "test_order_id_single[c]", "F", "floor", 1.5),
     (
+        "V2 order_ids 500k, 1 thread, x F per order (#10: <= 0.64)",
+        "test_order_ids_v2_batch[1]",
+        "F",
+        "floor",
+        0.64,
+    ),
+    (
+        "V2 order_ids 500k, threads=2 vs 1, throughput",
+        "test_order_ids_v2_batch[2]",
+        "test_order_ids_v2_batch[1]",
+        "speedup",
+        1.8,
+    ),
+    ("V2 order_id single call, x F (#10: <= 1.2)", "test_order_id_v2_single[c]", "F", "floor", 1.2),
+    (
+        "V2 order_id vs py-clob-client-v2 build_order_hash, speedup",
+        "test_order_id_v2_single[c]",
+        "test_order_id_v2_py_clob_client_v2",
+        "speedup",
+        50.0,
+    ),
+    (
         "headers_many vs hmac+hashlib+secrets, speedup",
         "test_headers_many[c]",
         "test_headers_many_stdlib",

@@ -109,9 +109,12 @@ cdef extern from "keccak.h":
         ck_u256 token_id
         ck_u256 maker_amount
         ck_u256 taker_amount
-        ck_u256 expiration
-        ck_u256 nonce
-        ck_u256 fee_rate_bps
+        ck_u256 expiration  # V1; the same storage as timestamp (an anonymous union)
+        ck_u256 nonce  # V1; metadata
+        ck_u256 fee_rate_bps  # V1; builder
+        ck_u256 timestamp
+        ck_u256 metadata
+        ck_u256 builder
         uint8_t side
         uint8_t neg_risk
     ctypedef struct ck_order_ctx:
@@ -121,7 +124,12 @@ cdef extern from "keccak.h":
         uint8_t taker[32]
         uint8_t signature_type[32]
         uint8_t domain[2][32]
+        uint8_t layout
+    enum:
+        CK_LAYOUT_V1
+        CK_LAYOUT_V2
     void ck_keccak256(const uint8_t *inp, size_t length, uint8_t *out) nogil
+    void ck_order_struct_hash(const ck_order_ctx *ctx, const ck_order *order, uint8_t *out) nogil
     int ck_keccak_set_impl(int impl)
     int ck_keccak_impl()
 
@@ -193,7 +201,7 @@ cdef list _distrusted = []  # SIMD Keccak paths that disagreed with the portable
 def self_check():
     """Known-answer check of every SIMD Keccak path against the portable one.
 
-    Runs at import: a path that disagrees on any digest (a miscompiled or
+    Both order structs (V1, and V2/V3) are checked. Runs at import: a path that disagrees on any digest (a miscompiled or
     untested SIMD path on this CPU) is never used, so an order id is never
     wrong, only slower. Returns the paths distrusted (normally none).
     """
@@ -219,18 +227,20 @@ def self_check():
                 orders[i].token_id.w[j] = 0
                 orders[i].salt.w[j] = 0xFFFFFFFFFFFFFFFFULL
     previous = ck_keccak_impl()
-    ck_keccak_set_impl(1)
-    ck_order_ids_flat(&ctx, orders, 19, want)
     del _distrusted[:]
-    for name, impl in (("avx2", 2), ("avx512", 3)):
-        if ck_keccak_set_impl(impl) != 0:
-            continue
-        ck_order_ids_flat(&ctx, orders, 19, got)
-        for i in range(1, 20):  # every batch length: exercises each tail
-            ck_order_ids_flat(&ctx, orders + 19 - i, i, got + 32 * (19 - i))
-            if memcmp(got, want, 19 * 32) != 0:
-                _distrusted.append(name)
-                break
+    for layout in (CK_LAYOUT_V1, CK_LAYOUT_V2):  # both order structs
+        ctx.layout = layout
+        ck_keccak_set_impl(1)
+        ck_order_ids_flat(&ctx, orders, 19, want)
+        for name, impl in (("avx2", 2), ("avx512", 3)):
+            if name in _distrusted or ck_keccak_set_impl(impl) != 0:
+                continue
+            ck_order_ids_flat(&ctx, orders, 19, got)
+            for i in range(1, 20):  # every batch length: exercises each tail
+                ck_order_ids_flat(&ctx, orders + 19 - i, i, got + 32 * (19 - i))
+                if memcmp(got, want, 19 * 32) != 0:
+                    _distrusted.append(name)
+                    break
     ck_keccak_set_impl(previous if keccak_names[previous] not in _distrusted else _best_keccak())
     return list(_distrusted)
 
@@ -446,10 +456,67 @@ cdef enum:
     C_NONCE = 6
     C_EXPIRATION = 7
     C_NEG_RISK = 8
+    C_TIMESTAMP = 9
+    C_METADATA = 10
+    C_BUILDER = 11
+
+
+cdef object UNSET = _py.UNSET  # "not given": a field of the other order version
+
+
+cdef inline bint _hex_limbs(const char *s, ck_u256 *out) noexcept nogil:
+    """64 hex digits (most significant first) into limbs; False on a non-hex digit."""
+    cdef int k, j
+    cdef uint64_t w, d
+    cdef char ch
+    for k in range(4):
+        w = 0
+        for j in range(16):
+            ch = s[16 * k + j]
+            if 48 <= ch <= 57:
+                d = <uint64_t>(ch - 48)
+            elif 97 <= ch <= 102:
+                d = <uint64_t>(ch - 87)
+            elif 65 <= ch <= 70:
+                d = <uint64_t>(ch - 55)
+            else:
+                return False
+            w = (w << 4) | d
+        out.w[3 - k] = w
+    return True
+
+
+cdef inline int _word(object value, ck_u256 *out, object field, Py_ssize_t i) except -1:
+    """A bytes32 (None, 32 bytes or 0x + 64 hex) as the uint256 of its big-endian bytes."""
+    cdef const char *s
+    cdef Py_ssize_t n
+    cdef const uint8_t *b
+    cdef int k, j
+    cdef uint64_t w
+    cdef bytes raw
+    if value is None:
+        out.w[0] = out.w[1] = out.w[2] = out.w[3] = 0
+        return 0
+    if type(value) is bytes and PyBytes_GET_SIZE(value) == 32:
+        b = <const uint8_t *>PyBytes_AS_STRING(value)
+        for k in range(4):
+            w = 0
+            for j in range(8):
+                w = (w << 8) | b[8 * k + j]
+            out.w[3 - k] = w
+        return 0
+    if _ascii_view(value, &s, &n) and n == 66 and s[0] == 48 and (s[1] == 120 or s[1] == 88) \
+            and _hex_limbs(s + 2, out):
+        return 0
+    # every other spelling and every error
+    raw = _py.parse_word(value, _name(field, i)).to_bytes(32, "little")
+    memcpy(out.w, PyBytes_AS_STRING(raw), 32)
+    _le_limbs(out)
+    return 0
 
 
 cdef inline int _set(ck_order *o, int c, object value, object name, Py_ssize_t i) except -1:
-    """Parse one field (column c) of an order; ``i`` >= 0 inside a batch."""
+    """Parse one field (column kind c) of an order; ``i`` >= 0 inside a batch."""
     if c == C_TOKEN:
         return _u256(value, &o.token_id, name, i)
     if c == C_MAKER:
@@ -467,7 +534,57 @@ cdef inline int _set(ck_order *o, int c, object value, object name, Py_ssize_t i
         return _u256(value, &o.nonce, name, i)
     if c == C_EXPIRATION:
         return _u256(value, &o.expiration, name, i)
+    if c == C_TIMESTAMP:
+        return _u256(value, &o.timestamp, name, i)
+    if c == C_METADATA:
+        return _word(value, &o.metadata, name, i)
+    if c == C_BUILDER:
+        return _word(value, &o.builder, name, i)
     o.neg_risk = <uint8_t>_flag(value, name, i)
+    return 0
+
+
+cdef inline void _zero(ck_u256 *x) noexcept nogil:
+    x.w[0] = x.w[1] = x.w[2] = x.w[3] = 0
+
+
+cdef inline int _fill(int version, ck_order *o, object token_id, object maker_amount,
+                      object taker_amount, object side, object salt, object fee_rate_bps,
+                      object nonce, object expiration, object timestamp, object metadata,
+                      object builder) except -1:
+    """One order's fields, checked against the version first (the pure twin's order)."""
+    if version == 1:
+        if timestamp is not UNSET or metadata is not UNSET or builder is not UNSET:
+            _py.check_version_fields(
+                version, (fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
+            )
+    elif fee_rate_bps is not UNSET or nonce is not UNSET or expiration is not UNSET \
+            or timestamp is UNSET:
+        _py.check_version_fields(
+            version, (fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
+        )
+    _u256(token_id, &o.token_id, "token_id", -1)
+    _u256(maker_amount, &o.maker_amount, "maker_amount", -1)
+    _u256(taker_amount, &o.taker_amount, "taker_amount", -1)
+    o.side = <uint8_t>_side(side, "side", -1)
+    _u256(salt, &o.salt, "salt", -1)
+    if version == 1:
+        if fee_rate_bps is UNSET:
+            _zero(&o.fee_rate_bps)
+        else:
+            _u256(fee_rate_bps, &o.fee_rate_bps, "fee_rate_bps", -1)
+        if nonce is UNSET:
+            _zero(&o.nonce)
+        else:
+            _u256(nonce, &o.nonce, "nonce", -1)
+        if expiration is UNSET:
+            _zero(&o.expiration)
+        else:
+            _u256(expiration, &o.expiration, "expiration", -1)
+    else:
+        _u256(timestamp, &o.timestamp, "timestamp", -1)
+        _word(None if metadata is UNSET else metadata, &o.metadata, "metadata", -1)
+        _word(None if builder is UNSET else builder, &o.builder, "builder", -1)
     return 0
 
 
@@ -475,14 +592,21 @@ cdef class OrderHasher:
     """The exchange's ``clob_order_id`` (EIP-712 order digest) for one wallet, offline.
 
     ``wallet`` is a ``WalletInfo`` or the ``data`` mapping of ``GET /wallet``.
-    Domain separators and the wallet's constant words are computed once here.
+    ``version`` (1, 2 or 3) is the exchange's order format; None takes it from
+    the wallet's exchange addresses (docs/exchange-versions.md). Domain
+    separators and the wallet's constant words are computed once here.
     """
 
     cdef ck_order_ctx ctx
     cdef object _prepared
+    cdef readonly int version
+    cdef readonly int signature_type
+    cdef readonly object chain_id
+    cdef readonly str maker
+    cdef readonly str signer
 
-    def __init__(self, wallet):
-        p = prepare_wallet(wallet, keccak256)
+    def __init__(self, wallet, *, version=None):
+        p = prepare_wallet(wallet, keccak256, version)
         self._prepared = p
         memcpy(self.ctx.typehash, <char *>p.typehash, 32)
         memcpy(self.ctx.maker, <char *>p.maker, 32)
@@ -491,10 +615,18 @@ cdef class OrderHasher:
         memcpy(self.ctx.signature_type, <char *>p.signature_type, 32)
         memcpy(self.ctx.domain[0], <char *>p.domain_ctf, 32)
         memcpy(self.ctx.domain[1], <char *>p.domain_neg_risk, 32)
+        self.ctx.layout = CK_LAYOUT_V1 if p.version == 1 else CK_LAYOUT_V2
+        self.version = p.version
+        self.signature_type = p.signature_type_value
+        self.chain_id = p.chain_id
+        self.maker = p.maker_address
+        self.signer = p.signer_address
 
     def __repr__(self):
         p = self._prepared
-        return f"OrderHasher(maker=0x{p.maker[12:].hex()}, chain_id={p.chain_id})"
+        return (
+            f"OrderHasher(maker=0x{p.maker[12:].hex()}, chain_id={p.chain_id}, version={p.version})"
+        )
 
     def domain_separator(self, neg_risk=False):
         """The 32-byte EIP-712 domain separator of the CTF (or NegRisk) exchange."""
@@ -508,25 +640,63 @@ cdef class OrderHasher:
         taker_amount,
         side,
         salt,
-        fee_rate_bps=0,
-        nonce=0,
-        expiration=0,
+        fee_rate_bps=UNSET,
+        nonce=UNSET,
+        expiration=UNSET,
+        timestamp=UNSET,
+        metadata=UNSET,
+        builder=UNSET,
         neg_risk=False,
     ):
-        """The ``clob_order_id`` of one order: ``"0x"`` + 64 lowercase hex digits."""
+        """The ``clob_order_id`` of one order: ``"0x"`` + 64 lowercase hex digits.
+
+        V1 orders take ``fee_rate_bps``, ``nonce``, ``expiration`` (0 when
+        left out); V2/V3 orders take ``timestamp`` (ms, required) and the
+        bytes32 ``metadata`` and ``builder`` (zero when left out). A field of
+        the other version is an ``OrderFieldError``.
+        """
         cdef ck_order o
         cdef uint8_t out[32]
-        _u256(token_id, &o.token_id, "token_id", -1)
-        _u256(maker_amount, &o.maker_amount, "maker_amount", -1)
-        _u256(taker_amount, &o.taker_amount, "taker_amount", -1)
-        o.side = <uint8_t>_side(side, "side", -1)
-        _u256(salt, &o.salt, "salt", -1)
-        _u256(fee_rate_bps, &o.fee_rate_bps, "fee_rate_bps", -1)
-        _u256(nonce, &o.nonce, "nonce", -1)
-        _u256(expiration, &o.expiration, "expiration", -1)
+        _fill(self.version, &o, token_id, maker_amount, taker_amount, side, salt,
+              fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
         o.neg_risk = <uint8_t>_flag(neg_risk, "neg_risk", -1)
         ck_order_ids_flat(&self.ctx, &o, 1, out)
         return _hex_str(out, 32, True)
+
+    def struct_hash(
+        self,
+        *,
+        token_id,
+        maker_amount,
+        taker_amount,
+        side,
+        salt,
+        fee_rate_bps=UNSET,
+        nonce=UNSET,
+        expiration=UNSET,
+        timestamp=UNSET,
+        metadata=UNSET,
+        builder=UNSET,
+        neg_risk=False,
+    ):
+        """The 32-byte EIP-712 ``hashStruct`` of the order (same keywords as ``order_id``)."""
+        cdef ck_order o
+        cdef uint8_t out[32]
+        _fill(self.version, &o, token_id, maker_amount, taker_amount, side, salt,
+              fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
+        o.neg_risk = <uint8_t>_flag(neg_risk, "neg_risk", -1)
+        ck_order_struct_hash(&self.ctx, &o, out)
+        return PyBytes_FromStringAndSize(<char *>out, 32)
+
+    def sign(self, signer, **order):
+        """Hash and sign one order: ``SignedOrder(order_id, signature)`` (see clobkit.signing)."""
+        from clobkit.signing import sign_order
+        return sign_order(self, signer, order)
+
+    def sign_many(self, signer, *, threads=None, **columns):
+        """Hash and sign a batch (``order_ids``' keywords): a list of ``SignedOrder``."""
+        from clobkit.signing import sign_orders
+        return sign_orders(self, signer, columns, threads)
 
     def order_ids(
         self,
@@ -536,9 +706,12 @@ cdef class OrderHasher:
         taker_amounts,
         sides,
         salts,
-        fee_rate_bps=0,
-        nonces=0,
-        expirations=0,
+        fee_rate_bps=UNSET,
+        nonces=UNSET,
+        expirations=UNSET,
+        timestamps=UNSET,
+        metadatas=UNSET,
+        builders=UNSET,
         neg_risk=False,
         threads=None,
     ):
@@ -549,17 +722,41 @@ cdef class OrderHasher:
         (default 1), and returned as a list of ``"0x…"`` strings.
         """
         cdef int workers = _py.parse_threads(threads)
-        columns = {
-            "token_ids": token_ids,
-            "maker_amounts": maker_amounts,
-            "taker_amounts": taker_amounts,
-            "sides": sides,
-            "salts": salts,
-            "fee_rate_bps": fee_rate_bps,
-            "nonces": nonces,
-            "expirations": expirations,
-            "neg_risk": neg_risk,
-        }
+        cdef int kinds[9]
+        kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], kinds[8] = \
+            C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_NEG_RISK
+        given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
+        if self.version == 1:
+            if timestamps is not UNSET or metadatas is not UNSET or builders is not UNSET:
+                _py.check_version_fields(1, given, True)
+            columns = {
+                "token_ids": token_ids,
+                "maker_amounts": maker_amounts,
+                "taker_amounts": taker_amounts,
+                "sides": sides,
+                "salts": salts,
+                "fee_rate_bps": 0 if fee_rate_bps is UNSET else fee_rate_bps,
+                "nonces": 0 if nonces is UNSET else nonces,
+                "expirations": 0 if expirations is UNSET else expirations,
+                "neg_risk": neg_risk,
+            }
+            kinds[5], kinds[6], kinds[7] = C_FEE, C_NONCE, C_EXPIRATION
+        else:
+            if fee_rate_bps is not UNSET or nonces is not UNSET or expirations is not UNSET \
+                    or timestamps is UNSET:
+                _py.check_version_fields(self.version, given, True)
+            columns = {
+                "token_ids": token_ids,
+                "maker_amounts": maker_amounts,
+                "taker_amounts": taker_amounts,
+                "sides": sides,
+                "salts": salts,
+                "timestamps": timestamps,
+                "metadatas": None if metadatas is UNSET else metadatas,
+                "builders": None if builders is UNSET else builders,
+                "neg_risk": neg_risk,
+            }
+            kinds[5], kinds[6], kinds[7] = C_TIMESTAMP, C_METADATA, C_BUILDER
         cdef Py_ssize_t n = _py.batch_length(columns)
         cdef list names = list(columns)
         cdef list seqs = [None] * 9
@@ -575,7 +772,7 @@ cdef class OrderHasher:
         for c in range(9):
             value = columns[names[c]]
             if _py.is_scalar(value):
-                _set(&tmpl, c, value, names[c], -1)
+                _set(&tmpl, kinds[c], value, names[c], -1)
             else:
                 value = value if type(value) is tuple else tuple(value)
                 if len(<tuple>value) != n:
@@ -603,7 +800,7 @@ cdef class OrderHasher:
             # A pipeline: while native helper threads hash chunk k, this
             # thread parses chunk k + 1 and emits the strings of chunk k - 1
             # (both need the GIL), then joins the hashing of chunk k.
-            _parse(orders[0], &tmpl, 0, chunk, nseq, cols, items, names)
+            _parse(orders[0], &tmpl, 0, chunk, nseq, cols, kinds, items, names)
             for k_ in range(nchunks):
                 b = k_ & 1
                 lo = k_ * chunk
@@ -618,7 +815,8 @@ cdef class OrderHasher:
                 try:
                     if k_ + 1 < nchunks:
                         _parse(orders[b ^ 1], &tmpl, lo + chunk,
-                               chunk if n - lo - chunk > chunk else n - lo - chunk, nseq, cols, items, names)
+                               chunk if n - lo - chunk > chunk else n - lo - chunk, nseq, cols,
+                               kinds, items, names)
                     if k_ > 0:
                         _emit(result, outs[b ^ 1], lo - chunk, chunk)
                 finally:
@@ -638,7 +836,7 @@ cdef class OrderHasher:
 
 
 cdef int _parse(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssize_t m, int nseq,
-                const int *cols, PyObject ***items, list names) except -1:
+                const int *cols, const int *kinds, PyObject ***items, list names) except -1:
     """Orders start .. start + m - 1 into ``orders``, row by row (the first bad value is named)."""
     cdef Py_ssize_t i
     cdef int k, c
@@ -646,7 +844,7 @@ cdef int _parse(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssi
         orders[i] = tmpl[0]
         for k in range(nseq):
             c = cols[k]
-            _set(&orders[i], c, <object>items[c][start + i], names[c], start + i)
+            _set(&orders[i], kinds[c], <object>items[c][start + i], names[c], start + i)
     return 0
 
 

@@ -5,8 +5,9 @@
  * operations (CK_XOR, CK_ROL, CK_CHI, ...). Each path -- portable uint64_t,
  * AVX2 with four orders per __m256i, AVX-512 with eight per __m512i -- defines
  * those operations and expands the same macros, so the round, the message
- * layout and the padding exist in one place. Every order costs exactly five
- * permutations: four for the 416-byte struct encoding, one for the digest.
+ * layout and the padding exist in one place. A V1 order costs exactly five
+ * permutations (four for the 416-byte struct encoding, one for the digest),
+ * a V2/V3 order four (three for its 384 bytes, one for the digest).
  */
 #include "keccak.h"
 
@@ -217,7 +218,55 @@ static inline uint64_t ck_bswap64(uint64_t v) {
     s[1] = CK_XOR(s[1], SET1(0x01));                                                  \
     s[16] = CK_XOR(s[16], SET1(0x8000000000000000ULL));                               \
     PERM(s);                                                                          \
-    /* final: 0x1901 || domain || structHash, one block */                            \
+    CK_ORDER_FINAL(s)
+
+/* The V2/V3 struct encoding is 384 bytes = 48 lanes: blocks hold lanes 0..16,
+ * 17..33 and 34..47, the last followed by the padding (0x01 in lane 14, 0x80
+ * in the top byte of lane 16). Words in order: typehash, salt, maker, signer,
+ * tokenId, makerAmount, takerAmount, side, signatureType, timestamp, metadata,
+ * builder. The constant words keep their K(i) numbers (typehash 0-3, maker
+ * 4-7, signer 8-11, signatureType 16-19; no taker). Same needs as above. */
+#define CK_ORDER2_DIGEST_BODY(s)                                                      \
+    T s[25];                                                                          \
+    T f0, f1, f2, f3, t1, t2, t3, h0, h1, h2, h3;                                     \
+    for (int i = 0; i < 25; i++) s[i] = ZERO;                                         \
+    /* block 1: lanes 0..16 (tokenId's first lane last) */                            \
+    s[0] = K(0); s[1] = K(1); s[2] = K(2); s[3] = K(3);                               \
+    FIELD(salt, s[4], s[5], s[6], s[7]);                                              \
+    s[8] = K(4); s[9] = K(5); s[10] = K(6); s[11] = K(7);                             \
+    s[12] = K(8); s[13] = K(9); s[14] = K(10); s[15] = K(11);                         \
+    FIELD(token_id, s[16], t1, t2, t3);                                               \
+    PERM(s);                                                                          \
+    /* block 2: lanes 17..33; the side word's first three lanes are zero */           \
+    s[0] = CK_XOR(s[0], t1); s[1] = CK_XOR(s[1], t2); s[2] = CK_XOR(s[2], t3);        \
+    FIELD(maker_amount, f0, f1, f2, f3);                                              \
+    s[3] = CK_XOR(s[3], f0); s[4] = CK_XOR(s[4], f1);                                 \
+    s[5] = CK_XOR(s[5], f2); s[6] = CK_XOR(s[6], f3);                                 \
+    FIELD(taker_amount, f0, f1, f2, f3);                                              \
+    s[7] = CK_XOR(s[7], f0); s[8] = CK_XOR(s[8], f1);                                 \
+    s[9] = CK_XOR(s[9], f2); s[10] = CK_XOR(s[10], f3);                               \
+    s[14] = CK_XOR(s[14], SIDE);                                                      \
+    s[15] = CK_XOR(s[15], K(16)); s[16] = CK_XOR(s[16], K(17));                       \
+    PERM(s);                                                                          \
+    /* block 3: lanes 34..47 and the padding */                                       \
+    s[0] = CK_XOR(s[0], K(18)); s[1] = CK_XOR(s[1], K(19));                           \
+    FIELD(timestamp, f0, f1, f2, f3);                                                 \
+    s[2] = CK_XOR(s[2], f0); s[3] = CK_XOR(s[3], f1);                                 \
+    s[4] = CK_XOR(s[4], f2); s[5] = CK_XOR(s[5], f3);                                 \
+    FIELD(metadata, f0, f1, f2, f3);                                                  \
+    s[6] = CK_XOR(s[6], f0); s[7] = CK_XOR(s[7], f1);                                 \
+    s[8] = CK_XOR(s[8], f2); s[9] = CK_XOR(s[9], f3);                                 \
+    FIELD(builder, f0, f1, f2, f3);                                                   \
+    s[10] = CK_XOR(s[10], f0); s[11] = CK_XOR(s[11], f1);                             \
+    s[12] = CK_XOR(s[12], f2); s[13] = CK_XOR(s[13], f3);                             \
+    s[14] = CK_XOR(s[14], SET1(0x01));                                                \
+    s[16] = CK_XOR(s[16], SET1(0x8000000000000000ULL));                               \
+    PERM(s);                                                                          \
+    CK_ORDER_FINAL(s)
+
+/* The final message, shared by both structs: 0x1901 || domain || structHash,
+ * one block; the struct hash is in s[0..3] on entry, the digest on exit. */
+#define CK_ORDER_FINAL(s)                                                             \
     h0 = s[0]; h1 = s[1]; h2 = s[2]; h3 = s[3];                                       \
     for (int i = 0; i < 25; i++) s[i] = ZERO;                                         \
     s[0] = DOM(0); s[1] = DOM(1); s[2] = DOM(2); s[3] = DOM(3);                       \
@@ -234,6 +283,7 @@ static inline uint64_t ck_bswap64(uint64_t v) {
 typedef struct {
     uint64_t k[20];
     uint64_t dom[2][5];
+    int v2; /* the V2/V3 struct (CK_ORDER2_DIGEST_BODY) */
 } ck_consts;
 
 static void ck_make_consts(const ck_order_ctx *ctx, ck_consts *c) {
@@ -249,6 +299,7 @@ static void ck_make_consts(const ck_order_ctx *ctx, ck_consts *c) {
         for (int j = 0; j < 4; j++) c->dom[d][j] = ck_load_le64(b + 8 * j);
         c->dom[d][4] = (uint64_t)b[32] | (uint64_t)b[33] << 8;
     }
+    c->v2 = ctx->layout == CK_LAYOUT_V2;
 }
 
 /* ======================= portable path ======================= */
@@ -346,14 +397,32 @@ void ck_keccak256(const uint8_t *in, size_t len, uint8_t out[32]) {
 #define SIDE ((uint64_t)o->side << 56)
 #define DOM(i) dom[i]
 
-static void ck_order_ids_scalar(const ck_consts *c, const ck_order *orders, size_t n,
-                                uint8_t (*out)[32]) {
+static void ck_order1_ids_scalar(const ck_consts *c, const ck_order *orders, size_t n,
+                                 uint8_t (*out)[32]) {
     for (size_t idx = 0; idx < n; idx++) {
         const ck_order *o = &orders[idx];
         const uint64_t *dom = c->dom[o->neg_risk != 0];
         CK_ORDER_DIGEST_BODY(s);
         for (int i = 0; i < 4; i++) ck_store_le64(out[idx] + 8 * i, s[i]);
     }
+}
+
+static void ck_order2_ids_scalar(const ck_consts *c, const ck_order *orders, size_t n,
+                                 uint8_t (*out)[32]) {
+    for (size_t idx = 0; idx < n; idx++) {
+        const ck_order *o = &orders[idx];
+        const uint64_t *dom = c->dom[o->neg_risk != 0];
+        CK_ORDER2_DIGEST_BODY(s);
+        for (int i = 0; i < 4; i++) ck_store_le64(out[idx] + 8 * i, s[i]);
+    }
+}
+
+static void ck_order_ids_scalar(const ck_consts *c, const ck_order *orders, size_t n,
+                                uint8_t (*out)[32]) {
+    if (c->v2)
+        ck_order2_ids_scalar(c, orders, n, out);
+    else
+        ck_order1_ids_scalar(c, orders, n, out);
 }
 
 #undef T
@@ -442,31 +511,57 @@ static CK_NOINLINE CK_AVX2 void ck_permute_avx2(__m256i *s) {
                       56)
 #define DOM(i) dom[i]
 
+/* Select the domain per order without branches: mask is all-ones where
+ * neg_risk is set. */
+#define CK_AVX2_DOMAINS(dom)                                                                \
+    __m256i sel = _mm256_setr_epi64x(-(long long)(o[0]->neg_risk != 0),                     \
+                                     -(long long)(o[1]->neg_risk != 0),                     \
+                                     -(long long)(o[2]->neg_risk != 0),                     \
+                                     -(long long)(o[3]->neg_risk != 0));                    \
+    __m256i dom[5];                                                                         \
+    for (int i = 0; i < 5; i++) {                                                           \
+        __m256i d0 = _mm256_set1_epi64x((long long)c->dom[0][i]);                           \
+        __m256i d1 = _mm256_set1_epi64x((long long)c->dom[1][i]);                           \
+        dom[i] = _mm256_xor_si256(d0, _mm256_and_si256(sel, _mm256_xor_si256(d0, d1)));     \
+    }
+
+#define CK_AVX2_STORE(s)                                                                    \
+    __m256i r0 = s[0], r1 = s[1], r2 = s[2], r3 = s[3];                                     \
+    CK_TRANSPOSE4(r0, r1, r2, r3);                                                          \
+    _mm256_storeu_si256((__m256i *)out[0], r0);                                             \
+    _mm256_storeu_si256((__m256i *)out[1], r1);                                             \
+    _mm256_storeu_si256((__m256i *)out[2], r2);                                             \
+    _mm256_storeu_si256((__m256i *)out[3], r3)
+
+#define CK_AVX2_BSWAP                                                                       \
+    const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, \
+                                           9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12,   \
+                                           11, 10, 9, 8)
+
 /* Four orders through one interleaved sponge. Pointers rather than an array
  * so a short tail can repeat an order and send its digest to scratch. */
+static CK_AVX2 void ck_order1_ids_avx2_x4(const ck_consts *c, const ck_order *const o[4],
+                                          uint8_t *const out[4]) {
+    CK_AVX2_BSWAP;
+    CK_AVX2_DOMAINS(dom);
+    CK_ORDER_DIGEST_BODY(s);
+    CK_AVX2_STORE(s);
+}
+
+static CK_AVX2 void ck_order2_ids_avx2_x4(const ck_consts *c, const ck_order *const o[4],
+                                          uint8_t *const out[4]) {
+    CK_AVX2_BSWAP;
+    CK_AVX2_DOMAINS(dom);
+    CK_ORDER2_DIGEST_BODY(s);
+    CK_AVX2_STORE(s);
+}
+
 static CK_AVX2 void ck_order_ids_avx2_x4(const ck_consts *c, const ck_order *const o[4],
                                          uint8_t *const out[4]) {
-    const __m256i bswap = _mm256_setr_epi8(7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8,
-                                           7, 6, 5, 4, 3, 2, 1, 0, 15, 14, 13, 12, 11, 10, 9, 8);
-    /* Select the domain per order without branches: mask is all-ones where
-     * neg_risk is set. */
-    __m256i sel = _mm256_setr_epi64x(-(long long)(o[0]->neg_risk != 0),
-                                     -(long long)(o[1]->neg_risk != 0),
-                                     -(long long)(o[2]->neg_risk != 0),
-                                     -(long long)(o[3]->neg_risk != 0));
-    __m256i dom[5];
-    for (int i = 0; i < 5; i++) {
-        __m256i d0 = _mm256_set1_epi64x((long long)c->dom[0][i]);
-        __m256i d1 = _mm256_set1_epi64x((long long)c->dom[1][i]);
-        dom[i] = _mm256_xor_si256(d0, _mm256_and_si256(sel, _mm256_xor_si256(d0, d1)));
-    }
-    CK_ORDER_DIGEST_BODY(s);
-    __m256i r0 = s[0], r1 = s[1], r2 = s[2], r3 = s[3];
-    CK_TRANSPOSE4(r0, r1, r2, r3);
-    _mm256_storeu_si256((__m256i *)out[0], r0);
-    _mm256_storeu_si256((__m256i *)out[1], r1);
-    _mm256_storeu_si256((__m256i *)out[2], r2);
-    _mm256_storeu_si256((__m256i *)out[3], r3);
+    if (c->v2)
+        ck_order2_ids_avx2_x4(c, o, out);
+    else
+        ck_order1_ids_avx2_x4(c, o, out);
 }
 
 static CK_AVX2 void ck_order_ids_avx2(const ck_consts *c, const ck_order *orders, size_t n,
@@ -504,6 +599,9 @@ static CK_AVX2 void ck_order_ids_avx2(const ck_consts *c, const ck_order *orders
 #undef K
 #undef SIDE
 #undef DOM
+#undef CK_AVX2_DOMAINS
+#undef CK_AVX2_STORE
+#undef CK_AVX2_BSWAP
 #undef CK_XOR
 #undef CK_ANDN
 #undef CK_ROL
@@ -561,24 +659,40 @@ static CK_NOINLINE CK_AVX512 void ck_permute_avx512(ck_m512i *s) {
                          56)
 #define DOM(i) dom[i]
 
-static CK_AVX512 void ck_order_ids_avx512_x8(const ck_consts *c, const ck_order *o,
-                                             uint8_t (*out)[32]) {
-    unsigned sel = 0;
-    ck_m512i dom[5];
-    uint64_t lanes[4][8];
-    for (int k = 0; k < 8; k++) sel |= (unsigned)(o[k].neg_risk != 0) << k;
-    for (int i = 0; i < 5; i++)
-        dom[i] = CK_MM512(mask_blend_epi64)((__mmask8)sel, SET1(c->dom[0][i]), SET1(c->dom[1][i]));
+#define CK_AVX512_DOMAINS(dom)                                                              \
+    unsigned sel = 0;                                                                       \
+    ck_m512i dom[5];                                                                        \
+    for (int k = 0; k < 8; k++) sel |= (unsigned)(o[k].neg_risk != 0) << k;                 \
+    for (int i = 0; i < 5; i++)                                                             \
+        dom[i] = CK_MM512(mask_blend_epi64)((__mmask8)sel, SET1(c->dom[0][i]), SET1(c->dom[1][i]))
+
+#define CK_AVX512_STORE(s)                                                                  \
+    uint64_t lanes[4][8];                                                                   \
+    for (int j = 0; j < 4; j++) CK_MM512(storeu_si512)(lanes[j], s[j]);                     \
+    for (int k = 0; k < 8; k++)                                                             \
+        for (int j = 0; j < 4; j++) ck_store_le64(out[k] + 8 * j, lanes[j][k])
+
+static CK_AVX512 void ck_order1_ids_avx512_x8(const ck_consts *c, const ck_order *o,
+                                              uint8_t (*out)[32]) {
+    CK_AVX512_DOMAINS(dom);
     CK_ORDER_DIGEST_BODY(s);
-    for (int j = 0; j < 4; j++) CK_MM512(storeu_si512)(lanes[j], s[j]);
-    for (int k = 0; k < 8; k++)
-        for (int j = 0; j < 4; j++) ck_store_le64(out[k] + 8 * j, lanes[j][k]);
+    CK_AVX512_STORE(s);
+}
+
+static CK_AVX512 void ck_order2_ids_avx512_x8(const ck_consts *c, const ck_order *o,
+                                              uint8_t (*out)[32]) {
+    CK_AVX512_DOMAINS(dom);
+    CK_ORDER2_DIGEST_BODY(s);
+    CK_AVX512_STORE(s);
 }
 
 static CK_AVX512 void ck_order_ids_avx512(const ck_consts *c, const ck_order *orders, size_t n,
                                           uint8_t (*out)[32]) {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) ck_order_ids_avx512_x8(c, orders + i, out + i);
+    if (c->v2)
+        for (; i + 8 <= n; i += 8) ck_order2_ids_avx512_x8(c, orders + i, out + i);
+    else
+        for (; i + 8 <= n; i += 8) ck_order1_ids_avx512_x8(c, orders + i, out + i);
     /* Every AVX-512 CPU has AVX2, whose four-wide pass and tail handling fit
      * the last zero to seven orders. */
     if (i < n) ck_order_ids_avx2(c, orders + i, n - i, out + i);
@@ -595,6 +709,8 @@ static CK_AVX512 void ck_order_ids_avx512(const ck_consts *c, const ck_order *or
 #undef K
 #undef SIDE
 #undef DOM
+#undef CK_AVX512_DOMAINS
+#undef CK_AVX512_STORE
 #undef CK_XOR
 #undef CK_XOR5
 #undef CK_ROL
@@ -681,4 +797,36 @@ void ck_order_ids(const ck_order_ctx *ctx, const ck_order *orders, size_t n, uin
         ck_order_ids_scalar(&c, orders, n, out);
         return;
     }
+}
+
+/* ======================= the struct hash alone ======================= */
+
+static void ck_put_word(uint8_t *p, const ck_u256 *v) {
+    for (int i = 0; i < 32; i++) p[i] = (uint8_t)(v->w[3 - i / 8] >> (56 - 8 * (i % 8)));
+}
+
+void ck_order_struct_hash(const ck_order_ctx *ctx, const ck_order *o, uint8_t out[32]) {
+    uint8_t m[13 * 32];
+    uint8_t *p = m;
+    memcpy(p, ctx->typehash, 32), p += 32;
+    ck_put_word(p, &o->salt), p += 32;
+    memcpy(p, ctx->maker, 32), p += 32;
+    memcpy(p, ctx->signer, 32), p += 32;
+    if (ctx->layout != CK_LAYOUT_V2) memcpy(p, ctx->taker, 32), p += 32;
+    ck_put_word(p, &o->token_id), p += 32;
+    ck_put_word(p, &o->maker_amount), p += 32;
+    ck_put_word(p, &o->taker_amount), p += 32;
+    if (ctx->layout != CK_LAYOUT_V2) {
+        ck_put_word(p, &o->expiration), p += 32;
+        ck_put_word(p, &o->nonce), p += 32;
+        ck_put_word(p, &o->fee_rate_bps), p += 32;
+    }
+    memset(p, 0, 32), p[31] = o->side, p += 32;
+    memcpy(p, ctx->signature_type, 32), p += 32;
+    if (ctx->layout == CK_LAYOUT_V2) {
+        ck_put_word(p, &o->timestamp), p += 32;
+        ck_put_word(p, &o->metadata), p += 32;
+        ck_put_word(p, &o->builder), p += 32;
+    }
+    ck_keccak256(m, (size_t)(p - m), out);
 }

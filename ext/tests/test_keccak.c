@@ -94,13 +94,24 @@ static void be_word(const ck_u256 *v, uint8_t out[32]) {
     for (int i = 0; i < 32; i++) out[i] = (uint8_t)(v->w[3 - i / 8] >> (56 - 8 * (i % 8)));
 }
 
-static void ref_order_id(const ck_order_ctx *ctx, const ck_order *o, uint8_t out[32]) {
-    uint8_t m[416], fin[66];
+/* The struct encoding as a plain byte string, V1 (416 bytes) or V2/V3 (384). */
+static size_t ref_encode(const ck_order_ctx *ctx, const ck_order *o, uint8_t m[416]) {
     uint8_t *p = m;
     memcpy(p, ctx->typehash, 32), p += 32;
     be_word(&o->salt, p), p += 32;
     memcpy(p, ctx->maker, 32), p += 32;
     memcpy(p, ctx->signer, 32), p += 32;
+    if (ctx->layout == CK_LAYOUT_V2) {
+        be_word(&o->token_id, p), p += 32;
+        be_word(&o->maker_amount, p), p += 32;
+        be_word(&o->taker_amount, p), p += 32;
+        memset(p, 0, 32), p[31] = o->side, p += 32;
+        memcpy(p, ctx->signature_type, 32), p += 32;
+        be_word(&o->timestamp, p), p += 32;
+        be_word(&o->metadata, p), p += 32;
+        be_word(&o->builder, p), p += 32;
+        return (size_t)(p - m);
+    }
     memcpy(p, ctx->taker, 32), p += 32;
     be_word(&o->token_id, p), p += 32;
     be_word(&o->maker_amount, p), p += 32;
@@ -110,10 +121,17 @@ static void ref_order_id(const ck_order_ctx *ctx, const ck_order *o, uint8_t out
     be_word(&o->fee_rate_bps, p), p += 32;
     memset(p, 0, 32), p[31] = o->side, p += 32;
     memcpy(p, ctx->signature_type, 32), p += 32;
+    return (size_t)(p - m);
+}
+
+static void ref_order_id(const ck_order_ctx *ctx, const ck_order *o, uint8_t out[32]) {
+    uint8_t m[416], fin[66];
+    size_t len = ref_encode(ctx, o, m);
+    CHECK(len == (ctx->layout == CK_LAYOUT_V2 ? 384u : 416u), "encoding length %zu", len);
     fin[0] = 0x19;
     fin[1] = 0x01;
     memcpy(fin + 2, ctx->domain[o->neg_risk], 32);
-    ref_keccak256(m, sizeof m, fin + 34);
+    ref_keccak256(m, len, fin + 34);
     ref_keccak256(fin, sizeof fin, out);
 }
 
@@ -166,14 +184,17 @@ static void rnd_order(ck_order *o) {
     o->neg_risk = (uint8_t)(rnd() & 1);
 }
 
-static void rnd_ctx(ck_order_ctx *c) {
+static void rnd_ctx(ck_order_ctx *c, int layout) {
     uint8_t *b = (uint8_t *)c;
     for (size_t i = 0; i < sizeof *c; i++) b[i] = (uint8_t)rnd();
     memset(c->maker, 0, 12);
     memset(c->signer, 0, 12);
     memset(c->taker, 0, 32);
     memset(c->signature_type, 0, 31);
+    c->layout = (uint8_t)layout;
 }
+
+static const int all_layouts[] = {CK_LAYOUT_V1, CK_LAYOUT_V2};
 
 static const int all_impls[] = {CK_IMPL_PORTABLE, CK_IMPL_AVX2, CK_IMPL_AVX512};
 static const char *impl_name(int i) {
@@ -266,6 +287,61 @@ static void test_eip712_vector(void) {
     ck_keccak_set_impl(CK_IMPL_AUTO);
 }
 
+/* The V2 digest of one order from eth_account.messages.encode_typed_data
+ * (domain version "2", the V2 CTF and NegRisk exchanges, chain 137), and the
+ * struct hash against the reference encoding. */
+static void test_eip712_vector_v2(void) {
+    ck_order_ctx ctx;
+    ck_order o[2];
+    uint8_t out[2][32], sh[32], m[416];
+    const char *type = "Order(uint256 salt,address maker,address signer,uint256 tokenId,"
+                       "uint256 makerAmount,uint256 takerAmount,uint8 side,uint8 signatureType,"
+                       "uint256 timestamp,bytes32 metadata,bytes32 builder)";
+    memset(&ctx, 0, sizeof ctx);
+    memset(o, 0, sizeof o);
+    ctx.layout = CK_LAYOUT_V2;
+    ref_keccak256((const uint8_t *)type, strlen(type), ctx.typehash);
+    CHECK(eq_hex(ctx.typehash, "bb86318a2138f5fa8ae32fbe8e659f8fcf13cc6ae4014a707893055433818589"),
+          "typehash v2");
+    hex2bin("1234567890abcdef1234567890abcdef12345678", ctx.maker + 12, 20);
+    hex2bin("9876543210fedcba9876543210fedcba98765432", ctx.signer + 12, 20);
+    memset(ctx.taker, 0xee, 32); /* V2 has no taker: must not leak into the hash */
+    ctx.signature_type[31] = 2;
+    hex2bin("3264e159346253e26a64e00b69032db0e7d32f94628de3e6eecb50304d7af3d2", ctx.domain[0], 32);
+    hex2bin("9b858f53327b0bd13af8ec14cfb35234fb9eb7b0504d1a4e61f433840d30e81a", ctx.domain[1], 32);
+    o[0].salt.w[0] = 479249096354ULL;
+    o[0].token_id.w[3] = 0x9dae480511c4c0cbULL;
+    o[0].token_id.w[2] = 0x5d6c7937924c1db5ULL;
+    o[0].token_id.w[1] = 0xbe221e758b7135feULL;
+    o[0].token_id.w[0] = 0xc2a1977a1c130af3ULL;
+    o[0].maker_amount.w[0] = 50000000;
+    o[0].taker_amount.w[0] = 100000000;
+    o[0].side = 1;
+    o[0].timestamp.w[0] = 1777777777123ULL;
+    for (int j = 0; j < 4; j++) o[0].metadata.w[j] = 0x0102030405060708ULL; /* 0x0102..08 x4 */
+    o[0].builder.w[3] = o[0].builder.w[2] = o[0].builder.w[1] = ~0ULL;      /* 0xff..ff01 */
+    o[0].builder.w[0] = 0xffffffffffffff01ULL;
+    o[1] = o[0];
+    o[1].neg_risk = 1;
+    for (size_t k = 0; k < sizeof all_impls / sizeof *all_impls; k++) {
+        if (ck_keccak_set_impl(all_impls[k]) != 0) continue;
+        memset(out, 0, sizeof out);
+        ck_order_ids(&ctx, o, 2, out);
+        CHECK(eq_hex(out[0], "b5c4e3b92dec9a5783fccdaaecf17ac5b537f5eb200f29ab03202bed3f4d2cae"),
+              "eip712 v2 ctf (%s)", impl_name(all_impls[k]));
+        CHECK(eq_hex(out[1], "77c31685fe535a54151c137b21c0043a784d2eba2bb6e28852071e6fbf51a8f2"),
+              "eip712 v2 negrisk (%s)", impl_name(all_impls[k]));
+    }
+    ck_keccak_set_impl(CK_IMPL_AUTO);
+    for (size_t l = 0; l < 2; l++) {
+        ctx.layout = (uint8_t)all_layouts[l];
+        uint8_t want[32];
+        ref_keccak256(m, ref_encode(&ctx, &o[0], m), want);
+        ck_order_struct_hash(&ctx, &o[0], sh);
+        CHECK(memcmp(sh, want, 32) == 0, "struct hash layout %d", all_layouts[l]);
+    }
+}
+
 static ck_order orders[1000];
 static uint8_t expect[1000][32];
 static uint8_t got[1002][32];
@@ -293,37 +369,69 @@ static ck_u256 *field_of(ck_order *o, int f) {
     return all[f];
 }
 
-static void test_order_ids(void) {
+static void test_order_ids_layout(int layout) {
     static const size_t sizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 15, 16, 17, 1000};
+    const char *v = layout == CK_LAYOUT_V2 ? "v2" : "v1";
+    char what[64];
     ck_order_ctx ctx;
     for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-        rnd_ctx(&ctx);
+        rnd_ctx(&ctx, layout);
         for (size_t i = 0; i < sizes[s]; i++) rnd_order(&orders[i]);
-        check_batch(&ctx, sizes[s], "random");
+        snprintf(what, sizeof what, "random %s", v);
+        check_batch(&ctx, sizes[s], what);
     }
 
     /* Edge values: every field 0, every field 2^256-1 (constant words too),
      * and one field at a time at the maximum, so a misplaced lane shows. */
     for (int pass = 0; pass < 2; pass++) {
         memset(&ctx, pass ? 0xff : 0, sizeof ctx);
+        ctx.layout = (uint8_t)layout;
         for (int i = 0; i < 16; i++) {
             memset(&orders[i], pass ? 0xff : 0, sizeof orders[i]);
             orders[i].side = (uint8_t)(pass ? (i & 1) : 1);
             orders[i].neg_risk = (uint8_t)((i >> 1) & 1);
         }
-        check_batch(&ctx, 16, pass ? "all ones" : "all zero");
+        snprintf(what, sizeof what, "all %s %s", pass ? "ones" : "zero", v);
+        check_batch(&ctx, 16, what);
     }
-    rnd_ctx(&ctx);
+    rnd_ctx(&ctx, layout);
     for (int f = 0; f < 7; f++) {
         for (int i = 0; i < 17; i++) {
-            ck_u256 *v = field_of(&orders[i], f);
+            ck_u256 *fv = field_of(&orders[i], f);
             memset(&orders[i], 0, sizeof orders[i]);
-            memset(v->w, 0xff, sizeof v->w);
-            v->w[i % 4] = (uint64_t)i; /* each limb distinct too */
+            memset(fv->w, 0xff, sizeof fv->w);
+            fv->w[i % 4] = (uint64_t)i; /* each limb distinct too */
             orders[i].neg_risk = (uint8_t)(i & 1);
         }
-        check_batch(&ctx, 17, "one field max");
+        snprintf(what, sizeof what, "one field max %s", v);
+        check_batch(&ctx, 17, what);
     }
+    /* Each constant word of the context alone at all ones (taker included:
+     * V2 must ignore it), so a misplaced constant lane shows too. */
+    uint8_t *words[5] = {ctx.typehash, ctx.maker, ctx.signer, ctx.taker, ctx.signature_type};
+    for (int w = 0; w < 5; w++) {
+        memset(&ctx, 0, sizeof ctx);
+        ctx.layout = (uint8_t)layout;
+        words[w][0] = 0x80; /* first and last byte of the word */
+        words[w][31] = 0x01;
+        for (int i = 0; i < 9; i++) rnd_order(&orders[i]);
+        snprintf(what, sizeof what, "constant word %d %s", w, v);
+        check_batch(&ctx, 9, what);
+    }
+}
+
+static void test_order_ids(void) {
+    for (size_t l = 0; l < sizeof all_layouts / sizeof *all_layouts; l++)
+        test_order_ids_layout(all_layouts[l]);
+    /* V1 and V2 ids of the same order differ (the layout is honoured) */
+    ck_order_ctx ctx;
+    uint8_t a[1][32], b[1][32];
+    rnd_ctx(&ctx, CK_LAYOUT_V1);
+    rnd_order(&orders[0]);
+    ck_order_ids(&ctx, orders, 1, a);
+    ctx.layout = CK_LAYOUT_V2;
+    ck_order_ids(&ctx, orders, 1, b);
+    CHECK(memcmp(a, b, 32) != 0, "layouts differ");
 }
 
 static void test_dispatch(void) {
@@ -364,7 +472,7 @@ static int bench(size_t n) {
     ck_order_ctx ctx;
     static uint8_t out[1000][32];
     if (n == 0 || n > 1000) n = 1000;
-    rnd_ctx(&ctx);
+    rnd_ctx(&ctx, CK_LAYOUT_V1);
     for (size_t i = 0; i < n; i++) rnd_order(&orders[i]);
 
     uint64_t st[25] = {0};
@@ -377,7 +485,9 @@ static int bench(size_t n) {
     }
     printf("keccak-f[1600] portable: %8.1f ns/permutation (x5 = %.1f)\n", best, 5 * best);
 
-    for (size_t k = 0; k < sizeof all_impls / sizeof *all_impls; k++) {
+    for (size_t kk = 0; kk < 2 * sizeof all_impls / sizeof *all_impls; kk++) {
+        size_t k = kk % (sizeof all_impls / sizeof *all_impls);
+        ctx.layout = (uint8_t)all_layouts[kk / (sizeof all_impls / sizeof *all_impls)];
         if (ck_keccak_set_impl(all_impls[k]) != 0) continue;
         best = 1e9;
         for (int rep = 0; rep < 7; rep++) {
@@ -387,7 +497,8 @@ static int bench(size_t n) {
             double dt = (now() - t0) / ((double)iters * n) * 1e9;
             if (dt < best) best = dt;
         }
-        printf("ck_order_ids %-8s n=%zu: %8.1f ns/order\n", impl_name(all_impls[k]), n, best);
+        printf("ck_order_ids %s %-8s n=%zu: %8.1f ns/order\n",
+               ctx.layout == CK_LAYOUT_V2 ? "v2" : "v1", impl_name(all_impls[k]), n, best);
     }
     ck_keccak_set_impl(CK_IMPL_AUTO);
     return 0;
@@ -399,6 +510,7 @@ int main(int argc, char **argv) {
     test_keccak256();
     test_permutation();
     test_eip712_vector();
+    test_eip712_vector_v2();
     test_order_ids();
     if (failures) {
         fprintf(stderr, "%d failure(s)\n", failures);

@@ -412,8 +412,10 @@ def parse_threads(threads: object) -> int:
 
 
 def is_scalar(value: object) -> bool:
-    """A batch argument given once for every order (broadcast)."""
-    return isinstance(value, (str, int)) or not isinstance(value, Sequence)
+    """A batch argument given once for every order (broadcast); bytes are one bytes32."""
+    return isinstance(value, (str, int, bytes, bytearray, memoryview)) or not isinstance(
+        value, Sequence
+    )
 
 
 def batch_length(columns: Mapping[str, object]) -> int:
@@ -433,58 +435,203 @@ def batch_length(columns: Mapping[str, object]) -> int:
     return 1 if n is None else n
 
 
+def parse_word(value: object, field: str) -> int:
+    """A bytes32 (``metadata``, ``builder``) as the big-endian integer of its 32 bytes.
+
+    None is zero; otherwise 32 bytes, or ``0x`` followed by 64 hex digits.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        if len(raw) != 32:
+            raise OrderFieldError(field, value, f"must be 32 bytes, not {len(raw)}")
+        return int.from_bytes(raw, "big")
+    if isinstance(value, str):
+        if (
+            len(value) != 66
+            or value[:2] not in ("0x", "0X")
+            or not _HEXDIGITS.issuperset(value[2:])
+        ):
+            raise OrderFieldError(field, value, "must be 0x followed by 64 hex digits")
+        return int(value[2:], 16)
+    raise OrderFieldError(field, value, "must be None, 32 bytes or 0x followed by 64 hex digits")
+
+
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+class _Unset:
+    """Default of the version-specific order fields: "not given" (unlike an explicit 0)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+V1_FIELDS = ("fee_rate_bps", "nonce", "expiration")
+V2_FIELDS = ("timestamp", "metadata", "builder")
+V1_COLUMNS = ("fee_rate_bps", "nonces", "expirations")
+V2_COLUMNS = ("timestamps", "metadatas", "builders")
+
+
+def check_version_fields(version: int, given: Sequence[object], batch: bool = False) -> None:
+    """Refuse a field of the other order version, and a V2/V3 order without a timestamp.
+
+    ``given`` holds the six version-specific arguments in signature order
+    (``fee_rate_bps, nonce, expiration, timestamp, metadata, builder``, plural
+    in a batch), ``UNSET`` where the caller left them out. Never ignored
+    silently: an explicit ``nonce=0`` on a V2 order is refused too.
+    """
+    names = (V1_COLUMNS + V2_COLUMNS) if batch else (V1_FIELDS + V2_FIELDS)
+    foreign = range(3, 6) if version == 1 else range(3)
+    for k in foreign:
+        if given[k] is not UNSET:
+            other = "V2/V3" if version == 1 else "V1"
+            raise OrderFieldError(
+                names[k],
+                given[k],
+                f"is a {other} order field, and this wallet's orders are V{version} "
+                "(OrderHasher.version)",
+            )
+    if version != 1 and given[3] is UNSET:
+        raise OrderFieldError(
+            names[3], None, f"is required on a V{version} order (milliseconds since the epoch)"
+        )
+
+
 class OrderHasher:
     """The exchange's ``clob_order_id`` (EIP-712 order digest) for one wallet, offline.
 
     ``wallet`` is a ``WalletInfo`` or the ``data`` mapping of ``GET /wallet``.
-    Domain separators and the wallet's constant words are computed once here.
+    ``version`` (1, 2 or 3) is the exchange's order format; None takes it from
+    the wallet's exchange addresses (docs/exchange-versions.md). Domain
+    separators and the wallet's constant words are computed once here.
     """
 
     __slots__ = ("_domains", "_prepared", "_tail")
 
-    def __init__(self, wallet: object) -> None:
-        p = prepare_wallet(wallet, keccak256)
+    def __init__(self, wallet: object, *, version: int | None = None) -> None:
+        p = prepare_wallet(wallet, keccak256, version)
         self._prepared = p
-        self._tail = p.maker + p.signer + p.taker
+        self._tail = p.maker + p.signer + (p.taker if p.version == 1 else b"")
         self._domains = (b"\x19\x01" + p.domain_ctf, b"\x19\x01" + p.domain_neg_risk)
 
     def __repr__(self) -> str:
         p = self._prepared
-        return f"OrderHasher(maker=0x{p.maker[12:].hex()}, chain_id={p.chain_id})"
+        return (
+            f"OrderHasher(maker=0x{p.maker[12:].hex()}, chain_id={p.chain_id}, version={p.version})"
+        )
+
+    @property
+    def version(self) -> int:
+        """The exchange's order format: 1, 2 or 3."""
+        return self._prepared.version
+
+    @property
+    def signature_type(self) -> int:
+        """The wallet's signature type: 0 EOA, 1 POLY_PROXY, 2 POLY_GNOSIS_SAFE, 3 POLY_1271."""
+        return self._prepared.signature_type_value
+
+    @property
+    def chain_id(self) -> int:
+        """The EIP-712 domain's chain id (137 Polygon, 80002 Amoy)."""
+        return self._prepared.chain_id
+
+    @property
+    def maker(self) -> str:
+        """The order's maker address, EIP-55."""
+        return self._prepared.maker_address
+
+    @property
+    def signer(self) -> str:
+        """The order's signer address, EIP-55."""
+        return self._prepared.signer_address
 
     def domain_separator(self, neg_risk: bool = False) -> bytes:
         """The 32-byte EIP-712 domain separator of the CTF (or NegRisk) exchange."""
         return self._domains[parse_flag(neg_risk, "neg_risk")][2:]
 
-    def _digest(
+    def _message(
         self,
         token_id: int,
         maker_amount: int,
         taker_amount: int,
         side: int,
         salt: int,
-        fee_rate_bps: int,
-        nonce: int,
-        expiration: int,
-        neg_risk: bool,
-    ) -> str:
+        a: int,
+        b: int,
+        c: int,
+    ) -> bytes:
+        """The struct encoding; ``a, b, c`` are fee, nonce, expiration (V1) or
+        timestamp, metadata, builder (V2/V3)."""
         p = self._prepared
-        message = b"".join(
+        if p.version == 1:
+            words = (salt, token_id, maker_amount, taker_amount, c, b, a, side)
+            return b"".join(
+                (
+                    p.typehash,
+                    words[0].to_bytes(32, "big"),
+                    self._tail,
+                    b"".join(w.to_bytes(32, "big") for w in words[1:]),
+                    p.signature_type,
+                )
+            )
+        return b"".join(
             (
                 p.typehash,
                 salt.to_bytes(32, "big"),
                 self._tail,
-                token_id.to_bytes(32, "big"),
-                maker_amount.to_bytes(32, "big"),
-                taker_amount.to_bytes(32, "big"),
-                expiration.to_bytes(32, "big"),
-                nonce.to_bytes(32, "big"),
-                fee_rate_bps.to_bytes(32, "big"),
-                side.to_bytes(32, "big"),
+                b"".join(
+                    w.to_bytes(32, "big") for w in (token_id, maker_amount, taker_amount, side)
+                ),
                 p.signature_type,
+                b"".join(w.to_bytes(32, "big") for w in (a, b, c)),
             )
         )
-        return "0x" + keccak256(self._domains[neg_risk] + keccak256(message)).hex()
+
+    def _digest(self, fields: tuple[int, int, int, int, int, int, int, int], neg_risk: bool) -> str:
+        return "0x" + keccak256(self._domains[neg_risk] + keccak256(self._message(*fields))).hex()
+
+    def _fields(
+        self,
+        token_id: object,
+        maker_amount: object,
+        taker_amount: object,
+        side: object,
+        salt: object,
+        given: tuple[object, object, object, object, object, object],
+    ) -> tuple[int, int, int, int, int, int, int, int]:
+        """Check the version's fields, then parse them in signature order."""
+        version = self._prepared.version
+        check_version_fields(version, given)
+        head = (
+            parse_uint256(token_id, "token_id"),
+            parse_uint256(maker_amount, "maker_amount"),
+            parse_uint256(taker_amount, "taker_amount"),
+            parse_side(side),
+            parse_uint256(salt, "salt"),
+        )
+        if version == 1:
+            fee, nonce, expiration = (0 if v is UNSET else v for v in given[:3])
+            return (
+                *head,
+                parse_uint256(fee, "fee_rate_bps"),
+                parse_uint256(nonce, "nonce"),
+                parse_uint256(expiration, "expiration"),
+            )
+        timestamp, metadata, builder = given[3:]
+        return (
+            *head,
+            parse_uint256(timestamp, "timestamp"),
+            parse_word(None if metadata is UNSET else metadata, "metadata"),
+            parse_word(None if builder is UNSET else builder, "builder"),
+        )
 
     def order_id(
         self,
@@ -494,23 +641,46 @@ class OrderHasher:
         taker_amount: object,
         side: object,
         salt: object,
-        fee_rate_bps: object = 0,
-        nonce: object = 0,
-        expiration: object = 0,
+        fee_rate_bps: object = UNSET,
+        nonce: object = UNSET,
+        expiration: object = UNSET,
+        timestamp: object = UNSET,
+        metadata: object = UNSET,
+        builder: object = UNSET,
         neg_risk: object = False,
     ) -> str:
-        """The ``clob_order_id`` of one order: ``"0x"`` + 64 lowercase hex digits."""
-        return self._digest(
-            parse_uint256(token_id, "token_id"),
-            parse_uint256(maker_amount, "maker_amount"),
-            parse_uint256(taker_amount, "taker_amount"),
-            parse_side(side),
-            parse_uint256(salt, "salt"),
-            parse_uint256(fee_rate_bps, "fee_rate_bps"),
-            parse_uint256(nonce, "nonce"),
-            parse_uint256(expiration, "expiration"),
-            parse_flag(neg_risk, "neg_risk"),
-        )
+        """The ``clob_order_id`` of one order: ``"0x"`` + 64 lowercase hex digits.
+
+        V1 orders take ``fee_rate_bps``, ``nonce``, ``expiration`` (0 when
+        left out); V2/V3 orders take ``timestamp`` (ms, required) and the
+        bytes32 ``metadata`` and ``builder`` (zero when left out). A field of
+        the other version is an ``OrderFieldError``.
+        """
+        given = (fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
+        fields = self._fields(token_id, maker_amount, taker_amount, side, salt, given)
+        return self._digest(fields, parse_flag(neg_risk, "neg_risk"))
+
+    def struct_hash(
+        self,
+        *,
+        token_id: object,
+        maker_amount: object,
+        taker_amount: object,
+        side: object,
+        salt: object,
+        fee_rate_bps: object = UNSET,
+        nonce: object = UNSET,
+        expiration: object = UNSET,
+        timestamp: object = UNSET,
+        metadata: object = UNSET,
+        builder: object = UNSET,
+        neg_risk: object = False,
+    ) -> bytes:
+        """The 32-byte EIP-712 ``hashStruct`` of the order (same keywords as ``order_id``)."""
+        given = (fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
+        fields = self._fields(token_id, maker_amount, taker_amount, side, salt, given)
+        parse_flag(neg_risk, "neg_risk")
+        return keccak256(self._message(*fields))
 
     def order_ids(
         self,
@@ -520,25 +690,34 @@ class OrderHasher:
         taker_amounts: object,
         sides: object,
         salts: object,
-        fee_rate_bps: object = 0,
-        nonces: object = 0,
-        expirations: object = 0,
+        fee_rate_bps: object = UNSET,
+        nonces: object = UNSET,
+        expirations: object = UNSET,
+        timestamps: object = UNSET,
+        metadatas: object = UNSET,
+        builders: object = UNSET,
         neg_risk: object = False,
         threads: int | None = None,
     ) -> list[str]:
         """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar."""
         parse_threads(threads)
+        version = self._prepared.version
+        given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
+        check_version_fields(version, given, batch=True)
         columns: dict[str, Any] = {
             "token_ids": token_ids,
             "maker_amounts": maker_amounts,
             "taker_amounts": taker_amounts,
             "sides": sides,
             "salts": salts,
-            "fee_rate_bps": fee_rate_bps,
-            "nonces": nonces,
-            "expirations": expirations,
-            "neg_risk": neg_risk,
         }
+        if version == 1:
+            for name, value in zip(V1_COLUMNS, given[:3], strict=True):
+                columns[name] = 0 if value is UNSET else value
+        else:
+            for name, value in zip(V2_COLUMNS, given[3:], strict=True):
+                columns[name] = None if value is UNSET else value
+        columns["neg_risk"] = neg_risk
         n = batch_length(columns)
         # Scalars first, then the sequences row by row: the first bad value
         # in that order is the one named, as in the compiled twin.
@@ -549,6 +728,8 @@ class OrderHasher:
                 parse: Any = parse_side
             elif name == "neg_risk":
                 parse = parse_flag
+            elif name in ("metadatas", "builders"):
+                parse = parse_word
             else:
                 parse = parse_uint256
             if is_scalar(value):
@@ -560,11 +741,23 @@ class OrderHasher:
         for i in range(n):
             for column, value, name, parse in sequences:
                 column[i] = parse(value[i], f"{name}[{i}]")
-        tok, mak, tak, sid, sal, fee, non, exp, neg = parsed
+        tok, mak, tak, sid, sal, a, b, c, neg = parsed
         return [
-            self._digest(tok[i], mak[i], tak[i], sid[i], sal[i], fee[i], non[i], exp[i], neg[i])
+            self._digest((tok[i], mak[i], tak[i], sid[i], sal[i], a[i], b[i], c[i]), neg[i])
             for i in range(n)
         ]
+
+    def sign(self, signer: Any, **order: Any) -> Any:
+        """Hash and sign one order: ``SignedOrder(order_id, signature)`` (see clobkit.signing)."""
+        from clobkit.signing import sign_order  # type: ignore[import-not-found, unused-ignore]
+
+        return sign_order(self, signer, order)
+
+    def sign_many(self, signer: Any, *, threads: int | None = None, **columns: Any) -> Any:
+        """Hash and sign a batch (``order_ids``' keywords): a list of ``SignedOrder``."""
+        from clobkit.signing import sign_orders  # type: ignore[import-not-found, unused-ignore]
+
+        return sign_orders(self, signer, columns, threads)
 
 
 # ---------------------------------------------------------------------------

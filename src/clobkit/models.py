@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ._wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
 from .errors import OrderFieldError
 
 __all__ = [
@@ -73,16 +74,19 @@ class WalletInfo(msgspec.Struct, frozen=True, kw_only=True):
     """``GET /wallet``: the addresses an order is built and hashed with.
 
     ``maker`` is the smart-contract wallet (EIP-712 maker), ``signer`` the EOA,
-    ``signature_type`` 2 for the service's smart-contract wallets; the two
-    exchange addresses are the EIP-712 verifying contracts.
+    ``signature_type`` 2 for the service's smart-contract wallets (0 to 3:
+    EOA, POLY_PROXY, POLY_GNOSIS_SAFE, POLY_1271); ``chain_id`` 137 (Polygon)
+    or 80002 (Amoy); the two exchange addresses are the EIP-712 verifying
+    contracts, and their version (V1, V2 or V3) is the order format
+    ``OrderHasher`` uses (see docs/exchange-versions.md).
     """
 
     maker: str
     signer: str
     chain_id: int = 137
     signature_type: int = 2
-    ctf_exchange: str = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
-    neg_risk_exchange: str = "0xC5d563A36AE78145C45a50134d48A1215220f80a"
+    ctf_exchange: str = V1_CTF_EXCHANGE
+    neg_risk_exchange: str = V1_NEG_RISK_EXCHANGE
 
 
 class Team(_Model, frozen=True, kw_only=True, omit_defaults=True):

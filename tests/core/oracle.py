@@ -120,3 +120,121 @@ def eth_account_order_id(wallet: dict[str, object], order: dict[str, int], neg_r
         }
     )
     return "0x" + _hash_eip191_message(signable).hex()
+
+
+ORDER_FIELDS_V2 = [
+    ("salt", "uint256"),
+    ("maker", "address"),
+    ("signer", "address"),
+    ("tokenId", "uint256"),
+    ("makerAmount", "uint256"),
+    ("takerAmount", "uint256"),
+    ("side", "uint8"),
+    ("signatureType", "uint8"),
+    ("timestamp", "uint256"),
+    ("metadata", "bytes32"),
+    ("builder", "bytes32"),
+]
+
+
+def _word(value: object) -> bytes:
+    """A bytes32 as given to clobkit (None, 32 bytes or 0x hex) as eth-account wants it."""
+    if value is None:
+        return bytes(32)
+    if isinstance(value, str):
+        return bytes.fromhex(value[2:])
+    assert isinstance(value, (bytes, bytearray))
+    return bytes(value)
+
+
+def eth_account_order_id_v2(
+    wallet: dict[str, object], order: dict[str, object], neg_risk: bool, version: int = 2
+) -> str:
+    """The EIP-712 digest of a V2/V3 Order (domain version "2" or "3") by eth-account."""
+    from eth_account.messages import _hash_eip191_message, encode_typed_data
+
+    contract = wallet["neg_risk_exchange"] if neg_risk else wallet["ctf_exchange"]
+    message = {
+        "salt": int(order["salt"]),  # type: ignore[call-overload]
+        "maker": wallet["maker"],
+        "signer": wallet["signer"],
+        "tokenId": int(order["token_id"]),  # type: ignore[call-overload]
+        "makerAmount": int(order["maker_amount"]),  # type: ignore[call-overload]
+        "takerAmount": int(order["taker_amount"]),  # type: ignore[call-overload]
+        "side": order["side"],
+        "signatureType": wallet["signature_type"],
+        "timestamp": int(order["timestamp"]),  # type: ignore[call-overload]
+        "metadata": _word(order.get("metadata")),
+        "builder": _word(order.get("builder")),
+    }
+    signable = encode_typed_data(
+        full_message={
+            "types": {
+                "EIP712Domain": [
+                    {"name": "name", "type": "string"},
+                    {"name": "version", "type": "string"},
+                    {"name": "chainId", "type": "uint256"},
+                    {"name": "verifyingContract", "type": "address"},
+                ],
+                "Order": [{"name": n, "type": t} for n, t in ORDER_FIELDS_V2],
+            },
+            "primaryType": "Order",
+            "domain": {
+                "name": "Polymarket CTF Exchange",
+                "version": str(version),
+                "chainId": wallet["chain_id"],
+                "verifyingContract": contract,
+            },
+            "message": message,
+        }
+    )
+    return "0x" + _hash_eip191_message(signable).hex()
+
+
+def eth_abi_struct_hash_v2(wallet: dict[str, object], order: dict[str, object]) -> bytes:
+    """keccak256(abi.encode(typehash, fields...)) of a V2 Order, written out with eth-abi."""
+    from eth_abi import encode
+    from eth_utils import keccak
+
+    typehash = keccak(text="Order(" + ",".join(f"{t} {n}" for n, t in ORDER_FIELDS_V2) + ")")
+    values = [
+        typehash,
+        int(order["salt"]),  # type: ignore[call-overload]
+        wallet["maker"],
+        wallet["signer"],
+        int(order["token_id"]),  # type: ignore[call-overload]
+        int(order["maker_amount"]),  # type: ignore[call-overload]
+        int(order["taker_amount"]),  # type: ignore[call-overload]
+        order["side"],
+        wallet["signature_type"],
+        int(order["timestamp"]),  # type: ignore[call-overload]
+        _word(order.get("metadata")),
+        _word(order.get("builder")),
+    ]
+    types = ["bytes32"] + [t for _, t in ORDER_FIELDS_V2]
+    return bytes(keccak(encode(types, values)))
+
+
+def eth_abi_struct_hash_v1(wallet: dict[str, object], order: dict[str, object]) -> bytes:
+    """keccak256(abi.encode(typehash, fields...)) of a V1 Order, written out with eth-abi."""
+    from eth_abi import encode
+    from eth_utils import keccak
+
+    typehash = keccak(text="Order(" + ",".join(f"{t} {n}" for n, t in ORDER_FIELDS) + ")")
+    values = [
+        typehash,
+        int(order["salt"]),  # type: ignore[call-overload]
+        wallet["maker"],
+        wallet["signer"],
+        "0x" + "00" * 20,
+        int(order["token_id"]),  # type: ignore[call-overload]
+        int(order["maker_amount"]),  # type: ignore[call-overload]
+        int(order["taker_amount"]),  # type: ignore[call-overload]
+        int(order.get("expiration", 0)),  # type: ignore[call-overload]
+        int(order.get("nonce", 0)),  # type: ignore[call-overload]
+        int(order.get("fee_rate_bps", 0)),  # type: ignore[call-overload]
+        order["side"],
+        wallet["signature_type"],
+    ]
+    types = ["bytes32"] + [t for _, t in ORDER_FIELDS]
+    return bytes(keccak(encode(types, values)))

@@ -153,6 +153,105 @@ def test_wallets_agree(wallet: dict[str, Any]) -> None:
     assert results[0] == results[1]
 
 
+WALLET_V2 = WALLET | {
+    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
+    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+}
+words = st.one_of(
+    st.none(),
+    st.binary(min_size=30, max_size=34),
+    st.binary(min_size=32, max_size=32).map(lambda b: "0x" + b.hex()),
+    st.text(alphabet="0123456789abcdefABCDEFxX g", min_size=64, max_size=67),
+    st.sampled_from([0, 1.0, True, [0] * 32, bytearray(32), "0x", "0X" + "F" * 64, b"1"]),
+)
+UNSET = py.UNSET
+valid_uints = st.one_of(st.integers(0, 2**256 - 1), st.integers(0, 2**256 - 1).map(str))
+valid_words = st.one_of(
+    st.none(),
+    st.binary(min_size=32, max_size=32),
+    st.binary(min_size=32, max_size=32).map(lambda b: "0x" + b.hex()),
+)
+V1_ARGS, V2_ARGS = ("fee_rate_bps", "nonce", "expiration"), ("timestamp", "metadata", "builder")
+PLURAL = {
+    "fee_rate_bps": "fee_rate_bps",
+    "nonce": "nonces",
+    "expiration": "expirations",
+    "timestamp": "timestamps",
+    "metadata": "metadatas",
+    "builder": "builders",
+}
+
+
+@settings(max_examples=500)
+@given(version=st.sampled_from([1, 2, 3]), data=st.data())
+def test_v2_order_ids_agree(version: int, data: st.DataObject) -> None:
+    """Every version, with fields of either version given or left out: same id or same error.
+
+    Half the examples are entirely valid (own fields given, the other
+    version's left out), so results are compared as often as refusals.
+    """
+    own, foreign = (V1_ARGS, V2_ARGS) if version == 1 else (V2_ARGS, V1_ARGS)
+    clean = data.draw(st.booleans(), label="clean")  # half the examples: every input valid
+    optional: dict[str, Any] = {}
+    for name in own:
+        good = valid_words if name in ("metadata", "builder") else valid_uints
+        bad = words if name in ("metadata", "builder") else uints
+        optional[name] = data.draw(good if clean else st.one_of(good, bad, st.just(UNSET)))
+    for name in foreign:
+        anything = words if name in ("metadata", "builder") else uints
+        optional[name] = data.draw(
+            st.just(UNSET) if clean else st.one_of(st.just(UNSET), anything), label=name
+        )
+    token = data.draw(valid_uints if clean else uints, label="token")
+    side = data.draw(st.sampled_from([0, 1, "SELL", "BUY"]) if clean else sides, label="side")
+    neg = data.draw(
+        st.booleans() if clean else st.sampled_from([True, False, 0, 1, 2, None]), label="neg"
+    )
+    kwargs = {"token_id": token, "maker_amount": 1, "taker_amount": 2, "side": side, "salt": 3}
+    kwargs |= {k: v for k, v in optional.items() if v is not UNSET} | {"neg_risk": neg}
+    for method in ("order_id", "struct_hash"):
+        results = [
+            outcome(getattr(m.OrderHasher(WALLET_V2, version=version), method), **kwargs)
+            for m in (py, _c())
+        ]
+        assert results[0] == results[1]
+    batch = {
+        "token_ids": [token, "1"],
+        "maker_amounts": 1,
+        "taker_amounts": (2, 3),
+        "sides": [0, side],
+        "salts": 3,
+        "neg_risk": neg,
+    }
+    for k, v in optional.items():
+        if v is not UNSET:
+            batch[PLURAL[k]] = [v, v] if k in ("timestamp", "metadata", "nonce") else v
+    results = [
+        outcome(m.OrderHasher(WALLET_V2, version=version).order_ids, **batch) for m in (py, _c())
+    ]
+    assert results[0] == results[1]
+
+
+@settings(max_examples=300)
+@given(
+    ctf=st.sampled_from([WALLET["ctf_exchange"], WALLET_V2["ctf_exchange"], "0x" + "33" * 20]),
+    neg=st.sampled_from(
+        [WALLET["neg_risk_exchange"], WALLET_V2["neg_risk_exchange"], "0x" + "44" * 20]
+    ),
+    sig_type=st.integers(-1, 5),
+    version=st.sampled_from([None, 1, 2, 3, 0, "2", True]),
+)
+def test_versions_agree(ctf: str, neg: str, sig_type: int, version: Any) -> None:
+    wallet = WALLET | {"ctf_exchange": ctf, "neg_risk_exchange": neg, "signature_type": sig_type}
+
+    def describe(m: Any) -> tuple[Any, ...]:
+        h = m.OrderHasher(wallet, version=version)
+        return (repr(h), h.version, h.signature_type, h.chain_id, h.maker, h.signer)
+
+    results = [outcome(describe, m) for m in (py, _c())]
+    assert results[0] == results[1]
+
+
 texts = st.one_of(
     st.text(max_size=40), st.sampled_from(["GET", "post", "/api/ext/v1/x?a=1", "", None, 5, b"x"])
 )
