@@ -54,6 +54,12 @@ EXCHANGE_VERSIONS = {
     AMOY_V3_EXCHANGE: 3,
 }
 _VERSION_OF = {bytes.fromhex(a[2:]): v for a, v in EXCHANGE_VERSIONS.items()}
+# A wallet's (ctf_exchange, neg_risk_exchange) for each version: V3 has one contract.
+EXCHANGES_OF_VERSION = {
+    1: (V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE),
+    2: (V2_CTF_EXCHANGE, V2_NEG_RISK_EXCHANGE),
+    3: (V3_EXCHANGE, V3_EXCHANGE),
+}
 CHAINS = {137: "Polygon", 80002: "Polygon Amoy"}  # known; any positive chain id is accepted
 # The exchanges' SignatureType enum: EOA, POLY_PROXY, POLY_GNOSIS_SAFE, POLY_1271 (V2/V3 only).
 SIGNATURE_TYPES = {0: "EOA", 1: "POLY_PROXY", 2: "POLY_GNOSIS_SAFE", 3: "POLY_1271"}

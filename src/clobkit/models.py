@@ -352,6 +352,10 @@ class RawOrderResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
     ``clob_order_id`` is the exchange order hash precomputed offline from the
     same fields; ``maker_amount`` / ``taker_amount`` are 6-decimal integer
     units (1 USDC or 1 share = 1_000_000); ``fee_rate_bps`` basis points.
+    On a wallet whose exchanges are V2 or V3 contracts the id cannot be
+    precomputed (the exchange signs the service's timestamp):
+    ``clob_order_id_precomputed`` is then False and ``clob_order_id`` is the
+    one the service stored, read back after the order was placed.
     """
 
     order_id: str
@@ -368,6 +372,7 @@ class RawOrderResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
     order_type: str = "GTC"
     neg_risk: bool = False
     notification_id: str | None = None
+    clob_order_id_precomputed: bool = True
 
 
 class CancelResult(_Model, frozen=True, kw_only=True, omit_defaults=True):

@@ -1222,16 +1222,24 @@ class ClientCore:
                 fee_rate_bps = cached[0]
             else:
                 fee_rate_bps = yield from self.fee_rate(token_id)
-        clob_order_id = hasher.order_id(
-            token_id=token_id,
-            maker_amount=maker,
-            taker_amount=taker,
-            side=side_int,
-            salt=salt_value,
-            fee_rate_bps=fee_rate_bps,
-            nonce=nonce_value,
-            expiration=seconds,
-            neg_risk=info.neg_risk,
+        # The API text's raw order is the V1 flow: its id is precomputed here.
+        # A V2/V3 wallet's id covers the service's own timestamp, which the
+        # request cannot carry: it is read back from the service, never guessed.
+        precomputed = hasher.version == 1
+        clob_order_id = (
+            hasher.order_id(
+                token_id=token_id,
+                maker_amount=maker,
+                taker_amount=taker,
+                side=side_int,
+                salt=salt_value,
+                fee_rate_bps=fee_rate_bps,
+                nonce=nonce_value,
+                expiration=seconds,
+                neg_risk=info.neg_risk,
+            )
+            if precomputed
+            else ""
         )
         body = _encoder.encode(
             {
@@ -1252,9 +1260,14 @@ class ClientCore:
         placed = yield from self.run(
             Call("POST", API_PREFIX + "/orders/raw", None, body, SHAPES["placed"], SAFE)
         )
+        if not precomputed:
+            # placed: a failure here leaves the order findable by client_order_id
+            stored = yield from self.get_order(placed.order_id)
+            clob_order_id = stored.clob_order_id or ""
         return RawOrderResult(
             order_id=placed.order_id,
             clob_order_id=clob_order_id,
+            clob_order_id_precomputed=precomputed,
             client_order_id=coid,
             token_id=token_id,
             side=side_int,

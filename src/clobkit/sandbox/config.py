@@ -8,7 +8,8 @@ of ``--config FILE``::
                 "balance": "10000", "bonus_balance": "0", "ip_whitelist": null}],
      "rate_limit_per_minute": 6000,
      "risk": {"per_order": "50000", "per_minute": 300, "daily": "250000", "monthly": "2000000"},
-     "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false}
+     "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false,
+     "exchange_version": 1}
 
 Every key but ``users`` is optional; ``null`` disables a limit. Money is given
 as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
@@ -205,6 +206,10 @@ class SandboxConfig:
     ``processing_delay_ms`` > 0 makes orders wait that long in each of
     pending, signing and submitted (0: they walk to live before the 201).
     ``seed`` picks the deterministic fixtures (events, markets, prices).
+    ``exchange_version`` (1, 2 or 3) picks the exchange contracts every user's
+    wallet reports: 1 is the API text's flow, where a raw order's
+    ``clob_order_id`` can be precomputed; on 2 and 3 the service stamps each
+    order with its own timestamp, so only the service knows the id.
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
@@ -214,6 +219,7 @@ class SandboxConfig:
     processing_delay_ms: int = 0
     strict_query_signing: bool = False
     seed: int = 0
+    exchange_version: int = 1
 
     def __post_init__(self) -> None:
         users = tuple(self.users)
@@ -242,6 +248,8 @@ class SandboxConfig:
             raise ConfigError("processing_delay_ms must be a non-negative integer")
         if not isinstance(self.strict_query_signing, bool):
             raise ConfigError("strict_query_signing must be a boolean")
+        if type(self.exchange_version) is not int or self.exchange_version not in (1, 2, 3):
+            raise ConfigError(f"exchange_version must be 1, 2 or 3, got {self.exchange_version!r}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SandboxConfig:

@@ -41,6 +41,7 @@ from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from clobkit import OrderHasher, WalletInfo, limit_amounts, market_amounts, market_price, new_salt
+from clobkit._wallet import EXCHANGES_OF_VERSION
 from clobkit.errors import InsufficientLiquidity, ValidationError
 from clobkit.order_id import checksum_address, keccak256
 
@@ -66,12 +67,15 @@ HOUSE_LEVELS = 5
 RISK_MINUTE_MS = 60_000  # the window of the per-minute order limit
 SALT_MAX = 10**12
 UINT256_MAX = (1 << 256) - 1
-POLYGON_CTF = "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
-POLYGON_NEG_RISK = "0xC5d563A36AE78145C45a50134d48A1215220f80a"
 
 
-def derive_wallet(user: UserConfig) -> WalletInfo:
-    """The user's wallet: maker/signer derived from user_id unless configured."""
+def derive_wallet(user: UserConfig, exchange_version: int = 1) -> WalletInfo:
+    """The user's wallet: maker/signer derived from user_id unless configured.
+
+    Its exchange addresses are those of ``exchange_version`` (the config's;
+    1, the API text's flow, by default).
+    """
+    ctf, neg_risk = EXCHANGES_OF_VERSION[exchange_version]
     maker = user.maker or checksum_address(
         keccak256(f"clobkit-sandbox:maker:{user.user_id}".encode())[12:]
     )
@@ -83,8 +87,8 @@ def derive_wallet(user: UserConfig) -> WalletInfo:
         signer=signer,
         chain_id=137,
         signature_type=2,
-        ctf_exchange=POLYGON_CTF,
-        neg_risk_exchange=POLYGON_NEG_RISK,
+        ctf_exchange=ctf,
+        neg_risk_exchange=neg_risk,
     )
 
 
@@ -420,7 +424,7 @@ class Engine:
             self.tokens[m.token_id_b] = (state, "b")
         self.accounts: dict[str, Account] = {}
         for user in self.config.users:
-            wallet = derive_wallet(user)
+            wallet = derive_wallet(user, self.config.exchange_version)
             cash = int(user.balance * UNIT)
             bonus = int(user.bonus_balance * UNIT)
             self.accounts[user.user_id] = Account(
@@ -839,6 +843,31 @@ class Engine:
             client_order_id=body.get("client_order_id"),
         )
 
+    @staticmethod
+    def _clob_order_id(account: Account, spec: _Spec, now: int) -> str:
+        """The exchange order hash the service stores for an order admitted at ``now`` (ms).
+
+        V1 hashes what the request carried, so a client can precompute it; V2
+        and V3 sign the service's own timestamp instead of fee, nonce and
+        expiration, so only the service knows the id.
+        """
+        hasher = account.hasher
+        order: dict[str, object] = {
+            "token_id": int(spec.market.token(spec.outcome)),
+            "maker_amount": spec.maker_amount,
+            "taker_amount": spec.taker_amount,
+            "side": spec.side,
+            "salt": spec.salt,
+            "neg_risk": spec.market.fx.neg_risk,
+        }
+        if hasher.version == 1:
+            order.update(
+                fee_rate_bps=spec.fee_rate_bps, nonce=spec.nonce, expiration=spec.expiration
+            )
+        else:
+            order["timestamp"] = now
+        return hasher.order_id(**order)
+
     def _admit(self, account: Account, spec: _Spec, now: int, *, system: bool = False) -> Order:
         """Limits, balance and risk; then reserve, record and process the order."""
         market = spec.market
@@ -869,17 +898,7 @@ class Engine:
                 raise Rejected(
                     400, "insufficient balance", detail="not enough available shares to sell"
                 )
-        clob_order_id = account.hasher.order_id(
-            token_id=int(market.token(spec.outcome)),
-            maker_amount=spec.maker_amount,
-            taker_amount=spec.taker_amount,
-            side=spec.side,
-            salt=spec.salt,
-            fee_rate_bps=spec.fee_rate_bps,
-            nonce=spec.nonce,
-            expiration=spec.expiration,
-            neg_risk=market.fx.neg_risk,
-        )
+        clob_order_id = self._clob_order_id(account, spec, now)
         if clob_order_id in self.clob_ids:
             raise bad_body(
                 f"an order with clob_order_id {clob_order_id} already exists", "ORDER_DUPLICATE"
