@@ -11,6 +11,8 @@ string, headers and body. Verification uses the core's ``verify_signature``.
   server's clock; a nonce is refused if the same key used it before and its
   first request's timestamp is still inside the window (after that the
   timestamp check refuses the replay anyway, so the nonce is forgotten).
+  Only a request that passes every check below records its nonce (a 429 can
+  be resent as signed); a nonce is at most 64 printable ASCII characters.
 * 403 ``forbidden: ip not whitelisted`` when the user has a whitelist and the
   client address is outside it; 429 with ``Retry-After`` past the per-key
   limit of requests in any 60 s; 403 ``forbidden: missing scope <scope>``.
