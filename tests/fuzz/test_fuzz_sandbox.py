@@ -142,6 +142,7 @@ FIELDS = [
     "ended",
     "token_id",
 ]
+ORDER_FIELDS = FIELDS[:18]  # market_id ... client_order_id
 ODD_NUMBERS = [
     "NaN",
     "Infinity",
@@ -191,31 +192,53 @@ def json_bodies() -> st.SearchStrategy[bytes]:
     return st.one_of(objects, json_values()).map(str.encode) | st.binary(max_size=200)
 
 
-def near_valid_orders(sb: Sandbox) -> st.SearchStrategy[bytes]:
-    """A real market, outcome and token, plus fuzzed fields: reaches the deep validation."""
-    markets = [m for m in sb.engine.markets.values() if m.active][:4]
+ODD_VALUES = [
+    *ODD_NUMBERS,
+    *map(json.dumps, ODD_NUMBERS + ODD_TEXT),
+    *["true", "false", "null", "[]", "{}", '"0"', '"1"', "0", "1", "-1", "2"],
+]
 
-    def base(i: int) -> dict[str, str]:
-        m = markets[i]
+
+def _active(sb: Sandbox) -> list[Any]:
+    return [m for m in sb.engine.markets.values() if m.active and m.mid is not None][:4]
+
+
+def _valid_order(m: Any, raw: bool) -> dict[str, str]:
+    """JSON fragments of an order the route accepts (a small GTC BUY of outcome a)."""
+    if raw:
         return {
             "market_id": json.dumps(m.id),
             "outcome": '"a"',
             "token_id": json.dumps(m.fx.token_id_a),
             "fee_rate_bps": str(m.fx.fee_rate_bps),
-            "token_option": '"yes"',
-            "maker_amount": '"5000000"',
-            "taker_amount": '"10000000"',
             "side": "0",
-            "amount": "5",
-            "limit_price": '"0.40"',
+            "order_type": '"GTC"',
+            "maker_amount": '"1000000"',
+            "taker_amount": '"50000000"',
         }
+    return {
+        "market_id": json.dumps(m.id),
+        "outcome": '"a"',
+        "token_option": '"yes"',
+        "order_type": '"GTC"',
+        "amount": '"1"',
+        "limit_price": '"0.02"',
+    }
 
-    fuzzed = st.dictionaries(st.sampled_from(FIELDS), json_values(), max_size=4)
+
+def _order_bytes(fields: dict[str, str]) -> bytes:
+    return ("{" + ",".join(f'"{k}":{v}' for k, v in fields.items()) + "}").encode()
+
+
+def near_valid_orders(sb: Sandbox, raw: bool) -> st.SearchStrategy[bytes]:
+    """A valid order with one or two fields made hostile, so each reaches its own check."""
+    markets = _active(sb)
+    fuzzed = st.dictionaries(
+        st.sampled_from(ORDER_FIELDS), st.sampled_from(ODD_VALUES), min_size=1, max_size=2
+    )
     return st.builds(
-        lambda i, extra: (
-            "{" + ",".join(f'"{k}":{v}' for k, v in (base(i) | extra).items()) + "}"
-        ).encode(),
-        st.integers(0, len(markets) - 1),
+        lambda m, extra: _order_bytes(_valid_order(m, raw) | extra),
+        st.sampled_from(markets),
         fuzzed,
     )
 
@@ -284,7 +307,7 @@ def test_unsigned_routes(sb: Sandbox, data: st.DataObject, body: bytes, query: s
 @given(data=st.data(), query=queries())
 def test_signed_routes(sb: Sandbox, data: st.DataObject, query: str) -> None:
     """Correctly signed requests with hostile bodies and queries reach the handlers."""
-    body = data.draw(json_bodies() | near_valid_orders(sb))
+    body = data.draw(json_bodies() | near_valid_orders(sb, raw=data.draw(st.booleans())))
     user = sb.user(TRADER)
     signer = RequestSigner(user.api_key, user.api_secret)
     template = data.draw(st.sampled_from(PATHS))
@@ -303,6 +326,38 @@ def test_signed_routes(sb: Sandbox, data: st.DataObject, query: str) -> None:
     )
     check(status, head, payload)
     assert status != 401, payload  # the signature itself is right
+
+
+def _post_signed(sb: Sandbox, path: str, body: bytes) -> tuple[int, bytes, bytes]:
+    user = sb.user(TRADER)
+    signed = RequestSigner(user.api_key, user.api_secret).headers("POST", path, body)
+    headers = [(k.encode(), v.encode()) for k, v in signed.items()]
+    headers.append((b"Content-Type", b"application/json"))
+    return exchange(sb.port, build(b"POST", path.encode(), headers, body))
+
+
+def test_every_order_field_with_every_odd_value(sb: Sandbox) -> None:
+    """Exhaustive where sampling would be thin: each field, each odd value, both routes."""
+    sb.deposit(TRADER, "100000")  # the valid orders rest (0.02 USDC a share) and reserve cash
+    for raw, path in ((False, PREFIX + "/orders"), (True, PREFIX + "/orders/raw")):
+        for field in ORDER_FIELDS:
+            for value in ODD_VALUES:
+                body = _order_bytes(_valid_order(_active(sb)[1], raw) | {field: value})
+                status, head, payload = _post_signed(sb, path, body)
+                assert status != 401, payload
+                assert status < 500 or RISK_CODE.encode() in payload, (field, value, payload)
+                check(status, head, payload)
+
+
+@FUZZ
+@given(data=st.data())
+def test_signed_orders(sb: Sandbox, data: st.DataObject) -> None:
+    """Order bodies that pass the first checks, with one or two fields made hostile."""
+    raw = data.draw(st.booleans())
+    body = data.draw(near_valid_orders(sb, raw))
+    status, head, payload = _post_signed(sb, PREFIX + ("/orders/raw" if raw else "/orders"), body)
+    check(status, head, payload)
+    assert status != 401, payload
 
 
 @FUZZ
