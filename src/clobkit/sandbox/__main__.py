@@ -1,4 +1,5 @@
-"""``python -m clobkit.sandbox [--host H] [--port P] [--config FILE] [--strict-query-signing]``.
+"""``python -m clobkit.sandbox [--host H] [--port P] [--config FILE] [--strict-query-signing]
+[--forwarded-allow-ips IPS]``.
 
 Prints ``listening on http://HOST:PORT`` once connections are accepted (and the
 default keys when no config file is given), then serves until interrupted.
@@ -8,15 +9,24 @@ default keys when no config file is given), then serves until interrupted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
 
-from .config import ConfigError, describe_users, load_config
+from .config import ConfigError, SandboxConfig, describe_users, load_config
 from .server import Sandbox
 from .store import StateFileError
+
+
+def build_config(path: str | None, proxies: Sequence[str] | None) -> SandboxConfig:
+    """The config file (or the defaults) with ``--forwarded-allow-ips`` applied over it."""
+    config = load_config(path)
+    if proxies is not None:
+        config = dataclasses.replace(config, forwarded_allow_ips=tuple(proxies))
+    return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,9 +51,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="SQLite file keeping orders, balances and nonces across restarts (default: memory)",
     )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated proxy addresses / networks whose X-Forwarded-For is trusted "
+        "for the client address (default: none; no forwarding header is trusted)",
+    )
     args = parser.parse_args(argv)
+    proxies = None
+    if args.forwarded_allow_ips is not None:
+        proxies = [p.strip() for p in args.forwarded_allow_ips.split(",") if p.strip()]
     try:
-        config = load_config(args.config)
+        config = build_config(args.config, proxies)
     except (ConfigError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import ipaddress
 import logging
 import os
@@ -28,14 +29,15 @@ from typing import Any
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Scope
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from .auth import Authenticator
-from .config import SandboxConfig, UserConfig, load_config
+from .config import LimitsConfig, SandboxConfig, UserConfig, load_config
 from .engine import LIST_STATUSES, Engine, EngineEvent
 from .errors import Rejected, bad_body, bad_params
 from .store import CommitBeforeAnswer, StateStore
@@ -47,7 +49,6 @@ PREFIX = "/api/ext/v1"
 log = logging.getLogger("clobkit.sandbox")
 _ENCODER = msgspec.json.Encoder(decimal_format="number")
 _DECODER = msgspec.json.Decoder(float_hook=Decimal)
-_WS_QUEUE = 10_000
 
 
 def encode(payload: object) -> bytes:
@@ -146,13 +147,23 @@ def q_text(params: Mapping[str, str], name: str) -> str | None:
     return raw.strip()
 
 
+def decode_json(raw: bytes | str) -> Any:
+    """JSON with floats as ``Decimal``; ``ValueError`` naming the fault (deep nesting included)."""
+    try:
+        return _DECODER.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"malformed JSON: {exc}") from None
+    except RecursionError:  # msgspec's own depth guard, not a stack overflow
+        raise ValueError("malformed JSON: nested too deeply") from None
+
+
 def decode_body(body: bytes) -> Any:
     if not body.strip():
         raise bad_body("the body must be a JSON object")
     try:
-        data = _DECODER.decode(body)
-    except msgspec.DecodeError as exc:
-        raise bad_body(f"malformed JSON: {exc}") from None
+        data = decode_json(body)
+    except ValueError as exc:
+        raise bad_body(str(exc)) from None
     if not isinstance(data, dict):
         raise bad_body("the body must be a JSON object")
     return data
@@ -185,6 +196,8 @@ def api(
             return json_response({"success": True, "data": data}, status)
         except Rejected as rejected:
             return _failure(rejected)
+        except ClientDisconnect:  # nobody is left to answer
+            return Response(status_code=400)
         except Exception:
             log.exception("internal error on %s %s", request.method, request.url.path)
             return json_response({"success": False, "error": "internal error"}, 500)
@@ -320,16 +333,53 @@ def admin(
                 loopback = False
             if not loopback:
                 raise Rejected(403, "forbidden: admin routes are loopback-only")
+            _check_admin_request(st, request)
             body = await request.body()
             data = handler(st, request, decode_body(body) if request.method == "POST" else None)
             return json_response({"success": True, "data": data})
         except Rejected as rejected:
             return _failure(rejected)
+        except ClientDisconnect:  # nobody is left to answer
+            return Response(status_code=400)
         except Exception:
             log.exception("internal error on %s %s", request.method, request.url.path)
             return json_response({"success": False, "error": "internal error"}, 500)
 
     return endpoint
+
+
+def _own_origins(scope: Scope) -> set[str]:
+    """The origins a browser gives pages served by this sandbox (loopback names, our port)."""
+    server = scope.get("server")
+    if not server or server[1] is None:
+        return set()
+    host, port = str(server[0]), server[1]
+    hosts = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    return {f"http://{h}:{port}" for h in hosts}
+
+
+def _check_admin_request(st: SandboxState, request: Request) -> None:
+    """Refuse what a web page could send: cross-origin requests and non-JSON POSTs.
+
+    A browser sends ``Origin`` on cross-origin requests, and a page can POST
+    ``text/plain`` without a preflight; requiring ``application/json`` forces
+    one, which the sandbox never grants. With ``admin_token`` configured the
+    ``X-Admin-Token`` header must carry it.
+    """
+    origin = request.headers.get("origin")
+    if origin is not None and origin not in _own_origins(request.scope):
+        raise Rejected(403, "forbidden: cross-origin admin request", detail=f"Origin {origin}")
+    token = st.config.admin_token
+    if token is not None:
+        given = request.headers.get("x-admin-token", "")
+        if not hmac.compare_digest(given.encode("latin-1"), token.encode("latin-1")):
+            raise Rejected(401, "unauthorized", detail="X-Admin-Token missing or wrong")
+    if request.method == "POST":
+        kind = request.headers.get("content-type", "")
+        if kind.split(";")[0].strip().lower() != "application/json":
+            raise Rejected(
+                415, "unsupported media type", detail="admin routes take application/json"
+            )
 
 
 def _admin_settle(st: SandboxState, request: Request, body: Any) -> Any:
@@ -345,9 +395,10 @@ def _admin_price(st: SandboxState, request: Request, body: Any) -> Any:
 
 
 def _admin_deposit(st: SandboxState, request: Request, body: Any) -> Any:
-    return st.engine.deposit(
-        request.path_params["user_id"], body.get("amount"), bonus=bool(body.get("bonus", False))
-    )
+    bonus = body.get("bonus", False)
+    if not isinstance(bonus, bool):
+        raise bad_body("bonus must be true or false")
+    return st.engine.deposit(request.path_params["user_id"], body.get("amount"), bonus=bonus)
 
 
 def _admin_balances(st: SandboxState, request: Request, body: Any) -> Any:
@@ -366,23 +417,35 @@ def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
 
 
 class _Connection:
-    def __init__(self, websocket: WebSocket, user: UserConfig) -> None:
+    """One WebSocket subscriber: its topics and the messages waiting to be written.
+
+    ``queued_bytes`` counts the encoded messages in ``queue`` exactly; past
+    ``max_queue_bytes`` the subscriber is dropped (close code 1008) and its
+    queue freed, so a client that never reads costs a bounded amount of memory.
+    """
+
+    def __init__(self, websocket: WebSocket, user: UserConfig, max_queue_bytes: int) -> None:
         self.websocket = websocket
         self.user = user
         self.topics: set[str] = set()
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=_WS_QUEUE)
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queued_bytes = 0
+        self.max_queue_bytes = max_queue_bytes
         self.closing = False
 
     def send(self, message: object) -> None:
         if self.closing:
             return
-        try:
-            self.queue.put_nowait(encode(message))
-        except asyncio.QueueFull:  # a consumer this slow is dropped
+        data = encode(message)
+        if self.queued_bytes + len(data) > self.max_queue_bytes:  # a consumer this slow is dropped
             self.closing = True
             while not self.queue.empty():
                 self.queue.get_nowait()
+            self.queued_bytes = 0
             self.queue.put_nowait(None)
+            return
+        self.queued_bytes += len(data)
+        self.queue.put_nowait(data)
 
     async def pump(self) -> None:
         while True:
@@ -390,14 +453,16 @@ class _Connection:
             if item is None:
                 await self.websocket.close(code=1008, reason="slow consumer")
                 return
+            self.queued_bytes -= len(item)
             await self.websocket.send_text(item.decode("utf-8"))
 
 
 class Hub:
     """Topic subscriptions and delivery of engine events to WebSocket connections."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, max_topics: int = LimitsConfig.ws_max_topics) -> None:
         self.engine = engine
+        self.max_topics = max_topics
         self.loop: asyncio.AbstractEventLoop | None = None
         self.subscribers: dict[str, set[_Connection]] = {}
         self._last: dict[str, object] = {}
@@ -476,9 +541,9 @@ class Hub:
 
     def handle(self, conn: _Connection, text: str) -> None:
         try:
-            message = _DECODER.decode(text)
-        except msgspec.DecodeError:
-            conn.send({"type": "error", "error": "invalid message: not JSON"})
+            message = decode_json(text)
+        except ValueError as exc:
+            conn.send({"type": "error", "error": f"invalid message: {exc}"})
             return
         if not isinstance(message, dict):
             conn.send({"type": "error", "error": "invalid message: expected a JSON object"})
@@ -490,23 +555,36 @@ class Hub:
         if action not in ("subscribe", "unsubscribe"):
             conn.send({"type": "error", "error": "unknown action (subscribe, unsubscribe or ping)"})
             return
-        topics = message.get("topics")
-        if not isinstance(topics, list) or not topics:
+        raw_topics = message.get("topics")
+        if not isinstance(raw_topics, list) or not raw_topics:
             conn.send({"type": "error", "error": "topics must be a non-empty array of strings"})
             return
+        if len(raw_topics) > self.max_topics:  # checked before any work on them
+            conn.send({"type": "error", "error": f"at most {self.max_topics} topics per message"})
+            return
+        # De-duplicated in order: a topic listed twice is one subscription (and one watch).
+        unique = {(isinstance(t, str), t if isinstance(t, str) else repr(t)): t for t in raw_topics}
+        topics: list[object] = list(unique.values())
         if action == "unsubscribe":
             gone = [t for t in topics if isinstance(t, str) and t in conn.topics]
             for topic in gone:
                 self._unsubscribe(conn, topic)
             conn.send({"type": "unsubscribed", "topics": gone})
             return
-        accepted = []
-        for topic in topics:
-            refusal = self._refusal(conn, topic)
+        accepted: list[str] = []
+        for item in topics:
+            refusal = self._refusal(conn, item)
             if refusal is not None:
+                conn.send({"type": "error", "error": refusal, "topic": item})
+                continue
+            topic = str(item)
+            if topic in conn.topics:
+                continue
+            if len(conn.topics) + len(accepted) >= self.max_topics:
+                refusal = f"at most {self.max_topics} topics per connection"
                 conn.send({"type": "error", "error": refusal, "topic": topic})
-            elif topic not in conn.topics:
-                accepted.append(topic)
+                continue
+            accepted.append(topic)
         for topic in accepted:
             conn.topics.add(topic)
             self.subscribers.setdefault(topic, set()).add(conn)
@@ -554,7 +632,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             await websocket.close(code=1008, reason=rejected.error)
         return
     await websocket.accept()
-    conn = _Connection(websocket, user)
+    conn = _Connection(websocket, user, st.config.limits.ws_max_queue_bytes)
     pump = asyncio.create_task(conn.pump())
     try:
         while True:
@@ -584,6 +662,72 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     return json_response({"success": False, "error": message}, status)
 
 
+async def _crashed(request: Request, exc: Exception) -> Response:
+    """Whatever escaped a route still answers in the envelope (Starlette's default is text)."""
+    log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+    return json_response({"success": False, "error": "internal error"}, 500)
+
+
+class _BodyTooLarge(Rejected):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413,
+            "request body too large",
+            detail=f"at most {limit} bytes",
+            headers={"Connection": "close"},  # the rest of the body is never read
+        )
+
+
+class _Guard:
+    """ASGI middleware bounding each HTTP request before a route sees it.
+
+    A head (request line and headers) over ``max_header_bytes`` answers 431;
+    a ``Content-Length`` over ``max_body_bytes`` answers 413 at once, and a
+    body streamed past it (chunked) raises ``_BodyTooLarge`` from
+    ``receive``, which the routes answer as a 413, so at most the limit (plus
+    one network read) is ever buffered.
+    """
+
+    def __init__(self, app: ASGIApp, limits: LimitsConfig) -> None:
+        self.app = app
+        self.max_body = limits.max_body_bytes
+        self.max_head = limits.max_header_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        head = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        head += sum(len(k) + len(v) + 4 for k, v in headers)
+        if head > self.max_head:
+            refusal = Rejected(
+                431,
+                "request header fields too large",
+                detail=f"at most {self.max_head} bytes of request line and headers",
+                headers={"Connection": "close"},
+            )
+            await _failure(refusal)(scope, receive, send)
+            return
+        for name, value in headers:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
+                await _failure(_BodyTooLarge(self.max_body))(scope, receive, send)
+                return
+        seen = 0
+        limit = self.max_body
+
+        async def bounded_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _BodyTooLarge(limit)
+            return message
+
+        await self.app(scope, bounded_receive, send)
+
+
 def create_app(
     config: SandboxConfig | Mapping[str, Any] | None = None,
     *,
@@ -610,7 +754,7 @@ def create_app(
         if store is not None:
             store.close()
         raise
-    hub = Hub(engine)
+    hub = Hub(engine, cfg.limits.ws_max_topics)
     sandbox = SandboxState(config=cfg, engine=engine, auth=auth, hub=hub, store=store)
 
     @contextlib.asynccontextmanager
@@ -664,8 +808,11 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        exception_handlers={HTTPException: _not_found},
+        exception_handlers={HTTPException: _not_found, Exception: _crashed},
+        middleware=[Middleware(_Guard, limits=cfg.limits)],
     )
+    # "/events/" is not "/events": answer 404 in the envelope, not a bare 307 redirect.
+    app.router.redirect_slashes = False
     app.state.sandbox = sandbox
     if store is not None:
         app.add_middleware(CommitBeforeAnswer, store=store)

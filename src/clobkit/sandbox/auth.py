@@ -11,6 +11,8 @@ string, headers and body. Verification uses the core's ``verify_signature``.
   server's clock; a nonce is refused if the same key used it before and its
   first request's timestamp is still inside the window (after that the
   timestamp check refuses the replay anyway, so the nonce is forgotten).
+  Only a request that passes every check below records its nonce (a 429 can
+  be resent as signed); a nonce is at most 64 printable ASCII characters.
 * 403 ``forbidden: ip not whitelisted`` when the user has a whitelist and the
   client address is outside it; 429 with ``Retry-After`` past the per-key
   limit of requests in any 60 s; 403 ``forbidden: missing scope <scope>``.
@@ -35,6 +37,8 @@ __all__ = ["Authenticator"]
 
 _HEADERS = ("x-api-key", "x-api-timestamp", "x-api-nonce", "x-api-signature")
 WINDOW_MS = 60_000
+#: The longest nonce accepted (the client sends 32 hex digits); printable ASCII only.
+NONCE_MAX = 64
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -98,6 +102,8 @@ class Authenticator:
             raise _unauthorized("X-API-TIMESTAMP must be milliseconds since the epoch")
         now = round(self._clock() * 1000)
         stamp = int(ts)
+        if not (len(nonce) <= NONCE_MAX and nonce.isascii() and nonce.isprintable()):
+            raise _unauthorized(f"X-API-NONCE must be 1 to {NONCE_MAX} printable ASCII characters")
         if abs(now - stamp) > self._skew_ms:
             window = f"{self._skew_ms / 1000:g} s"
             raise _unauthorized(
@@ -112,15 +118,21 @@ class Authenticator:
             raise _unauthorized("signature mismatch")
         with self._lock:
             self._purge(now)
+            if nonce in self._nonces.get(key, ()):
+                raise _unauthorized("nonce already used")
+        self._check_ip(user, client_ip)
+        with self._lock:
+            # Re-checked under the same lock that records it: two racing requests with
+            # one nonce cannot both pass. Only a request that passed every check (rate
+            # included) burns its nonce, so a 429 can be retried as it was signed.
             used = self._nonces.setdefault(key, set())
             if nonce in used:
                 raise _unauthorized("nonce already used")
+            self._check_rate(user, now)
             used.add(nonce)
             heapq.heappush(self._nonce_expiry, (stamp + self._skew_ms, key, nonce))
             if self._on_nonce is not None:
                 self._on_nonce(key, nonce, stamp + self._skew_ms)
-        self._check_ip(user, client_ip)
-        self._check_rate(user, now)
         return user
 
     def restore_nonces(self, used: list[tuple[str, str, int]]) -> None:
@@ -150,22 +162,22 @@ class Authenticator:
             )
 
     def _check_rate(self, user: UserConfig, now: int) -> None:
+        """Count a request of ``user`` at ``now`` (ms), or raise 429; the caller holds the lock."""
         if self._rate is None:
             return
-        with self._lock:
-            hits = self._hits.setdefault(user.api_key, deque())
-            while hits and hits[0] <= now - WINDOW_MS:
-                hits.popleft()
-            if len(hits) >= self._rate:
-                wait = max(1, math.ceil((hits[0] + WINDOW_MS - now) / 1000))
-                raise Rejected(
-                    429,
-                    "rate limit exceeded",
-                    code="RATE_LIMITED",
-                    detail=f"at most {self._rate} requests per minute per API key",
-                    headers={"Retry-After": str(wait)},
-                )
-            hits.append(now)
+        hits = self._hits.setdefault(user.api_key, deque())
+        while hits and hits[0] <= now - WINDOW_MS:
+            hits.popleft()
+        if len(hits) >= self._rate:
+            wait = max(1, math.ceil((hits[0] + WINDOW_MS - now) / 1000))
+            raise Rejected(
+                429,
+                "rate limit exceeded",
+                code="RATE_LIMITED",
+                detail=f"at most {self._rate} requests per minute per API key",
+                headers={"Retry-After": str(wait)},
+            )
+        hits.append(now)
 
     @staticmethod
     def require_scope(user: UserConfig, scope: str) -> None:

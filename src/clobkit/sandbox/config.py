@@ -9,7 +9,8 @@ of ``--config FILE``::
      "rate_limit_per_minute": 6000,
      "risk": {"per_order": "50000", "per_minute": 300, "daily": "250000", "monthly": "2000000"},
      "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false,
-     "exchange_version": 1}
+     "limits": {"max_body_bytes": 262144, ...}, "forwarded_allow_ips": null,
+     "admin_token": null, "exchange_version": 1}
 
 Every key but ``users`` is optional; ``null`` disables a limit. Money is given
 as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_USERS",
     "SINGLE_ORDER_MAX",
     "ConfigError",
+    "LimitsConfig",
     "RiskConfig",
     "SandboxConfig",
     "UserConfig",
@@ -181,6 +183,62 @@ class RiskConfig:
         return cls(**dict(data))
 
 
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{what} must be a positive integer, got {value!r}")
+    return value
+
+
+def _positive_seconds(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86_400:
+        raise ConfigError(f"{what} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """What the server bounds (config key ``limits``); docs/sandbox.md "Limits".
+
+    Bytes: ``max_body_bytes`` (a request body; 413 past it),
+    ``max_header_bytes`` (a request's line and headers; 431),
+    ``ws_max_message_bytes`` (one WebSocket frame from a client),
+    ``ws_max_queue_bytes`` (messages waiting for a slow subscriber; it is
+    dropped past it). Seconds: ``request_timeout_seconds`` (to receive one
+    request's head and body, from its first byte or the connection's start),
+    ``keep_alive_seconds`` (an idle keep-alive connection). Counts:
+    ``max_connections`` (concurrent connections and requests; 503 past it),
+    ``ws_max_topics`` (topics in one message and per connection).
+    """
+
+    max_body_bytes: int = 256 * 1024
+    max_header_bytes: int = 16 * 1024
+    request_timeout_seconds: float = 10.0
+    keep_alive_seconds: float = 5.0
+    max_connections: int = 1000
+    ws_max_message_bytes: int = 1024 * 1024
+    ws_max_queue_bytes: int = 8 * 1024 * 1024
+    ws_max_topics: int = 1000
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            checked = (
+                _positive_seconds(value, f"limits.{f.name}")
+                if f.name.endswith("_seconds")
+                else _positive_int(value, f"limits.{f.name}")
+            )
+            object.__setattr__(self, f.name, checked)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LimitsConfig:
+        if not isinstance(data, Mapping):
+            raise ConfigError("limits must be an object")
+        extra = set(data) - {f.name for f in fields(cls)}
+        if extra:
+            raise ConfigError(f"unknown limits keys: {sorted(extra)}")
+        return cls(**dict(data))
+
+
 def _user(n: int, name: str, scopes: tuple[str, ...], balance: int) -> UserConfig:
     return UserConfig(
         user_id=f"00000000-0000-4000-8000-{n:012d}",
@@ -206,6 +264,10 @@ class SandboxConfig:
     ``processing_delay_ms`` > 0 makes orders wait that long in each of
     pending, signing and submitted (0: they walk to live before the 201).
     ``seed`` picks the deterministic fixtures (events, markets, prices).
+    ``limits`` bounds sizes, times and counts (:class:`LimitsConfig`).
+    ``forwarded_allow_ips`` names the proxies whose ``X-Forwarded-For`` is
+    trusted for the client address (``None``: no forwarding header is trusted).
+    ``admin_token``, when set, must come in ``X-Admin-Token`` on admin routes.
     ``exchange_version`` (1, 2 or 3) picks the exchange contracts every user's
     wallet reports: 1 is the API text's flow, where a raw order's
     ``clob_order_id`` can be precomputed; on 2 and 3 the service stamps each
@@ -218,6 +280,9 @@ class SandboxConfig:
     skew_seconds: float = 30.0
     processing_delay_ms: int = 0
     strict_query_signing: bool = False
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
+    forwarded_allow_ips: tuple[str, ...] | None = None
+    admin_token: str | None = None
     seed: int = 0
     exchange_version: int = 1
 
@@ -250,6 +315,23 @@ class SandboxConfig:
             raise ConfigError("strict_query_signing must be a boolean")
         if type(self.exchange_version) is not int or self.exchange_version not in (1, 2, 3):
             raise ConfigError(f"exchange_version must be 1, 2 or 3, got {self.exchange_version!r}")
+        if isinstance(self.limits, Mapping):
+            object.__setattr__(self, "limits", LimitsConfig.from_dict(self.limits))
+        if not isinstance(self.limits, LimitsConfig):
+            raise ConfigError("limits must be an object")
+        if self.forwarded_allow_ips is not None:
+            if isinstance(self.forwarded_allow_ips, str):
+                raise ConfigError("forwarded_allow_ips must be a list of addresses or null")
+            proxies = tuple(self.forwarded_allow_ips)
+            bad = [p for p in proxies if p != "*" and not _is_network(p)]
+            if bad or not proxies:
+                raise ConfigError(f"bad forwarded_allow_ips entries {bad or proxies!r}")
+            object.__setattr__(self, "forwarded_allow_ips", proxies)
+        token = self.admin_token
+        if token is not None and not (
+            isinstance(token, str) and token and token.isascii() and token.isprintable()
+        ):
+            raise ConfigError("admin_token must be a non-empty printable ASCII string or null")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SandboxConfig:

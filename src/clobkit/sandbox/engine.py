@@ -30,6 +30,7 @@ Settlement pays 1 USDC per winning share out of the collateral. Hence, always:
 from __future__ import annotations
 
 import heapq
+import re
 import threading
 import time
 import uuid
@@ -323,12 +324,19 @@ def _utc_keys(ms: int) -> tuple[int, int]:
 # Request parsing helpers (bodies are JSON-decoded with floats as Decimal)
 
 
+#: A number as a string: ASCII digits, an optional sign, point and exponent. Decimal()
+#: alone would also take " 5", "1_000", full-width digits, "NaN" and "Infinity".
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?", re.ASCII)
+
+
 def _decimal(body: Mapping[str, Any], name: str) -> Decimal | None:
     value = body.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, Decimal, str, float)):
         raise bad_body(f"{name} must be a number")
+    if isinstance(value, str) and not (len(value) <= 64 and _NUMBER_TEXT.fullmatch(value)):
+        raise bad_body(f"{name} must be a decimal number, got {value[:64]!r}")
     try:
         number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     except InvalidOperation:
@@ -776,7 +784,7 @@ class Engine:
         if taker == 0:
             raise bad_body("taker_amount must be positive", "ORDER_INVALID_TAKER_AMOUNT")
         side = body.get("side")
-        if isinstance(side, bool) or side not in (0, 1):
+        if type(side) is not int or side not in (0, 1):  # not True, 0.0 or Decimal("1.0")
             raise bad_body("side must be 0 (BUY) or 1 (SELL)")
         fee = body.get("fee_rate_bps")
         if isinstance(fee, bool) or not isinstance(fee, int):
@@ -1316,10 +1324,10 @@ class Engine:
                 raise Rejected(
                     400, "order is not resting on the book", detail=f"status {order.status}"
                 )
-            try:
-                units = int((Decimal(str(shares)) * UNIT).to_integral_value(ROUND_DOWN))
-            except InvalidOperation:
-                raise bad_body("shares must be a number") from None
+            number = _decimal({"shares": shares}, "shares")
+            if number is None:
+                raise bad_body("shares is required")
+            units = int((number * UNIT).to_integral_value(ROUND_DOWN))
             if units <= 0:
                 raise bad_body("shares must be positive")
             n = min(units, order.open_shares)
@@ -1481,10 +1489,13 @@ class Engine:
         """Credit a user's cash (or bonus) balance; counted as a deposit."""
         with self._op():
             account = self.account(user_id)
-            try:
-                units = int(Decimal(str(amount)) * UNIT)
-            except InvalidOperation:
-                raise bad_body("amount must be a number") from None
+            number = _decimal({"amount": amount}, "amount")
+            if number is None:
+                raise bad_body("amount is required")
+            scaled = number * UNIT
+            if scaled != scaled.to_integral_value():
+                raise bad_body(f"amount has more than 6 decimals: {amount}")
+            units = int(scaled)
             if units <= 0:
                 raise bad_body("amount must be positive")
             if bonus:

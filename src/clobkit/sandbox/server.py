@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -14,6 +15,7 @@ from typing import Any
 
 import uvicorn
 
+from ._http import GuardedH11Protocol
 from .app import PREFIX, SandboxState, create_app
 from .config import SandboxConfig, UserConfig, load_config
 from .engine import Engine
@@ -97,16 +99,7 @@ class Sandbox:
             sock.close()
             raise
         self._port = sock.getsockname()[1]
-        server = uvicorn.Server(
-            uvicorn.Config(
-                self.app,
-                log_level="warning",
-                access_log=False,
-                lifespan="on",
-                timeout_graceful_shutdown=2,
-                ws_ping_interval=None,
-            )
-        )
+        server = uvicorn.Server(uvicorn_config(self.app, self.config))
         self._server = server
 
         def run() -> None:
@@ -190,6 +183,31 @@ class Sandbox:
             if name_or_id in (u.user_id, u.api_key):
                 return u
         raise KeyError(name_or_id)
+
+
+def uvicorn_config(app: Any, config: SandboxConfig) -> uvicorn.Config:
+    """The uvicorn settings of a sandbox: its limits, and no trusted proxy unless named."""
+    limits = config.limits
+    proxies = config.forwarded_allow_ips
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        ws_ping_interval=None,
+        # uvicorn trusts X-Forwarded-For from 127.0.0.1 by default, which lets any local
+        # client pick its address for the IP whitelist: trust only the proxies named.
+        proxy_headers=proxies is not None,
+        forwarded_allow_ips=list(proxies) if proxies is not None else [],
+        http=functools.partial(  # type: ignore[arg-type]
+            GuardedH11Protocol, request_timeout=limits.request_timeout_seconds
+        ),
+        h11_max_incomplete_event_size=limits.max_header_bytes,
+        timeout_keep_alive=limits.keep_alive_seconds,  # type: ignore[arg-type]
+        limit_concurrency=limits.max_connections,
+        ws_max_size=limits.ws_max_message_bytes,
+    )
 
 
 @contextmanager

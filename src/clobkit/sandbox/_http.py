@@ -1,0 +1,90 @@
+"""uvicorn's h11 protocol with a deadline on receiving each request, and JSON for bad requests.
+
+uvicorn times out idle keep-alive connections but nothing else: a client that
+connects and sends nothing, or trickles a request's head or body, holds its
+connection for ever. Here a request must arrive whole (head and body) within
+``request_timeout`` seconds of its first byte (or of the connection opening);
+past that the connection is closed. A request h11 cannot parse (a non-ASCII
+target, a head past ``h11_max_incomplete_event_size``) is answered with a 400
+in the sandbox's JSON envelope instead of uvicorn's plain text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+import msgspec
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["GuardedH11Protocol"]
+
+_RECEIVING = (h11.IDLE, h11.SEND_BODY)
+
+
+class GuardedH11Protocol(H11Protocol):
+    """:class:`H11Protocol` plus a per-request receive deadline (``request_timeout`` seconds)."""
+
+    def __init__(self, *args: Any, request_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._request_timeout = request_timeout
+        self._read_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()  # a connection that never sends a byte is closed too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self._arm()
+        super().data_received(data)
+        if not self._receiving():
+            self._disarm()
+
+    def _receiving(self) -> bool:
+        """True while part of a request has arrived and the rest has not."""
+        if self.transport.get_protocol() is not self:
+            return False  # upgraded to a WebSocket: that protocol owns the connection now
+        state = self.conn.their_state
+        if state is h11.SEND_BODY:
+            return True
+        return state is h11.IDLE and bool(self.conn.trailing_data[0])
+
+    def _arm(self) -> None:
+        if self._read_deadline is None:
+            self._read_deadline = self.loop.call_later(self._request_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._read_deadline is not None:
+            self._read_deadline.cancel()
+            self._read_deadline = None
+
+    def _expired(self) -> None:
+        self._read_deadline = None
+        if self.transport.is_closing() or self.transport.get_protocol() is not self:
+            return
+        if self.conn.their_state in _RECEIVING:
+            self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        body = msgspec.json.encode(
+            {"success": False, "error": "bad request", "detail": "malformed HTTP request"}
+        )
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=400, headers=headers, reason=b"Bad Request"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            output = self.conn.send(event)
+            if output:
+                self.transport.write(output)
+        self.transport.close()
