@@ -398,15 +398,8 @@ def _check_signer_object(signer: object) -> None:
 def _is_poly_1271(hasher: Any) -> bool:
     from ._wallet import POLY_1271  # type: ignore[attr-defined, unused-ignore]
 
-    if hasher.signature_type != POLY_1271:
-        return False
-    if hasher.version == 1:
-        raise OrderFieldError(
-            "wallet.signature_type",
-            hasher.signature_type,
-            "POLY_1271 orders exist on the V2/V3 exchanges only; this wallet's is V1",
-        )
-    return True
+    # (a V1 wallet of type 3 is refused when its OrderHasher is made)
+    return bool(hasher.signature_type == POLY_1271)
 
 
 def _wrapper(hasher: Any) -> _Wrapper:
