@@ -428,3 +428,30 @@ def test_poly_1271_wrapper_refuses_bad_input() -> None:
         wrap_poly_1271(DEV_KEY, word, word, 137, DEPOSIT_WALLET, oracle.ORDER_TYPE_V2)  # type: ignore[arg-type]
     assert info.value.field == "signer"
     assert DEV_KEY[2:] not in str(info.value)
+
+
+def _sign_in_child(conn: Any, ids: list[str]) -> None:
+    conn.send(OrderSigner(DEV_KEY).sign_many(ids, threads=2))
+    conn.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_sign_many_threads_after_fork() -> None:
+    """A forked child has none of the parent's pool threads: it must start its own."""
+    import multiprocessing
+
+    signer = OrderSigner(DEV_KEY)
+    ids = ["0x" + f"{i:064x}" for i in range(1, 41)]
+    want = signer.sign_many(ids, threads=2)  # the parent's pool now exists
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_sign_in_child, args=(child, ids))
+    proc.start()
+    try:
+        assert parent.poll(60), "the forked child never answered (pool threads lost?)"
+        assert parent.recv() == want
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+    assert proc.exitcode == 0
