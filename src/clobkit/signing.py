@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Any, NamedTuple, cast
 
+from . import _wallet
 from ._core import keccak256
 from ._core_py import HIDDEN, batch_length, is_scalar, parse_threads
 from ._wallet import checksum, parse_address
@@ -396,18 +397,15 @@ def _check_signer_object(signer: object) -> None:
 
 
 def _is_poly_1271(hasher: Any) -> bool:
-    from ._wallet import POLY_1271  # type: ignore[attr-defined, unused-ignore]
-
     # (a V1 wallet of type 3 is refused when its OrderHasher is made)
-    return bool(hasher.signature_type == POLY_1271)
+    return bool(hasher.signature_type == _wallet.POLY_1271)  # type: ignore[attr-defined, unused-ignore]
 
 
 def _wrapper(hasher: Any) -> _Wrapper:
-    from ._wallet import ORDER_TYPES  # type: ignore[attr-defined, unused-ignore]
-
     # The order's signer is the deposit wallet: the ERC-1271 verifying contract.
     wallet = bytes.fromhex(hasher.signer[2:])
-    return _Wrapper(hasher.chain_id, wallet, ORDER_TYPES[hasher.version])
+    order_type = _wallet.ORDER_TYPES[hasher.version]  # type: ignore[attr-defined, unused-ignore]
+    return _Wrapper(hasher.chain_id, wallet, order_type)
 
 
 def _check_signer(hasher: Any, signer: OrderSigner) -> None:
