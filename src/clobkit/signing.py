@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from itertools import chain
 from typing import Any, NamedTuple, cast
 
 from . import _wallet
@@ -198,7 +199,7 @@ _POOL_LOCK = threading.Lock()
 
 def _pool() -> ThreadPoolExecutor:
     """The signing workers: created on first use, reused, bounded by the stdlib default
-    (min(32, cores + 4)); more chunks than workers just queue."""
+    (min(32, cores + 4)); a batch asking for more threads than that shares them."""
     global _POOL
     pool = _POOL
     if pool is None:
@@ -224,21 +225,42 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
+# A batch is cut into about this many chunks per thread, claimed one at a time:
+# on a busy machine a stalled thread's share is taken over by the others
+# instead of holding up the whole batch.
+_CHUNKS_PER_THREAD = 8
+
+
+def _drain(
+    key: Any, digests: list[bytes], size: int, claim: Callable[[], int], parts: list[list[str]]
+) -> None:
+    """Sign chunks until none is left unclaimed."""
+    n = len(digests)
+    while True:
+        try:
+            k = claim()
+        except StopIteration:
+            return
+        start = k * size
+        parts[k] = _sign_chunk(key, digests, start, min(start + size, n))
+
+
 def _sign_batch(key: Any, digests: list[bytes], workers: int) -> list[str]:
     """Signatures of every digest, in order, over ``workers`` threads (the caller's included)."""
     n = len(digests)
     workers = min(workers, n)
     if workers <= 1:
         return _sign_chunk(key, digests, 0, n)
-    bounds = [n * k // workers for k in range(workers + 1)]
+    size = -(-n // (workers * _CHUNKS_PER_THREAD))
+    parts: list[list[str]] = [[] for _ in range(0, n, size)]
+    claim = iter(range(len(parts))).__next__  # one C call under the GIL: each chunk once
     pool = _pool()
-    futures = [
-        pool.submit(_sign_chunk, key, digests, bounds[k], bounds[k + 1]) for k in range(1, workers)
-    ]
-    result = _sign_chunk(key, digests, 0, bounds[1])
+    futures = [pool.submit(_drain, key, digests, size, claim, parts) for _ in range(workers - 1)]
+    _drain(key, digests, size, claim, parts)
     for future in futures:
-        result.extend(future.result())
-    return result
+        if not future.cancel():  # a worker that never started has nothing left to do
+            future.result()
+    return list(chain.from_iterable(parts))
 
 
 class OrderSigner:
