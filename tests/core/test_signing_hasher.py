@@ -295,3 +295,27 @@ def test_sign_many_names_the_bad_row(core: ModuleType, signature_type: int) -> N
             OrderSigner(DEV_KEY), **{k + "s": [v] for k, v in ORDER.items()}, threads=0
         )
     assert info.value.field == "threads"
+
+
+def test_v1_wallet_signs_its_order_id(core: ModuleType) -> None:
+    """The API text's V1 flow: the signer's signature of the V1 EIP-712 digest."""
+    from .oracle import eth_account_order_id
+
+    w = wallet(
+        2,
+        DEV_ADDRESS,
+        maker=DEPOSIT_WALLET,
+        ctf_exchange="0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E",
+        neg_risk_exchange="0xC5d563A36AE78145C45a50134d48A1215220f80a",
+    )
+    hasher = core.OrderHasher(w)
+    assert hasher.version == 1
+    order = {k: v for k, v in ORDER.items() if k != "timestamp"} | {"fee_rate_bps": 0, "nonce": 3}
+    for neg_risk in (False, True):
+        oid = eth_account_order_id(w, order | {"expiration": 0}, neg_risk)
+        want = oracle.eth_account_sign(bytes.fromhex(oid[2:]), int(DEV_KEY, 16))
+        signed = hasher.sign(OrderSigner(DEV_KEY), **order, neg_risk=neg_risk)
+        assert signed == SignedOrder(oid, want)
+    columns = {k + "s": [v] * 3 for k, v in order.items() if k != "fee_rate_bps"}
+    many = hasher.sign_many(OrderSigner(DEV_KEY), **columns, fee_rate_bps=0, threads=2)
+    assert many == [hasher.sign(OrderSigner(DEV_KEY), **order)] * 3
