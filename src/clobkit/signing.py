@@ -330,6 +330,11 @@ def _typed_data_sign_typehash(order_type: str) -> bytes:
     return keccak256((TYPED_DATA_SIGN + order_type).encode())
 
 
+def _eip712(domain_separator: bytes, struct_hash: bytes) -> bytes:
+    """EIP-712's signing digest: keccak(0x1901 || domain separator || hashStruct)."""
+    return keccak256(b"\x19\x01" + domain_separator + struct_hash)
+
+
 class _Wrapper:
     """The per-wallet words of the POLY_1271 wrapper, computed once per call or batch."""
 
@@ -349,7 +354,7 @@ class _Wrapper:
 
     def digest(self, app_domain: bytes, contents: bytes) -> bytes:
         struct = keccak256(self.head + contents + self.tail)
-        return keccak256(b"\x19\x01" + app_domain + struct)
+        return _eip712(app_domain, struct)
 
     def suffix(self, app_domain: bytes, contents: bytes) -> str:
         """Hex of what follows the ECDSA signature: domain, contents, type string, its length."""
@@ -424,10 +429,14 @@ def _is_poly_1271(hasher: Any) -> bool:
 
 
 def _wrapper(hasher: Any) -> _Wrapper:
+    return _wrapper_of(hasher.chain_id, hasher.signer, hasher.version)
+
+
+@lru_cache(maxsize=64)
+def _wrapper_of(chain_id: int, signer: str, version: int) -> _Wrapper:
     # The order's signer is the deposit wallet: the ERC-1271 verifying contract.
-    wallet = bytes.fromhex(hasher.signer[2:])
-    order_type = _wallet.ORDER_TYPES[hasher.version]  # type: ignore[attr-defined, unused-ignore]
-    return _Wrapper(hasher.chain_id, wallet, order_type)
+    order_type = _wallet.ORDER_TYPES[version]  # type: ignore[attr-defined, unused-ignore]
+    return _Wrapper(chain_id, bytes.fromhex(signer[2:]), order_type)
 
 
 def _check_signer(hasher: Any, signer: OrderSigner) -> None:
@@ -445,10 +454,10 @@ def sign_order(hasher: Any, signer: OrderSigner, order: Mapping[str, Any]) -> Si
     """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet."""
     _check_signer_object(signer)
     if _is_poly_1271(hasher):
-        order_id = hasher.order_id(**order)
-        neg_risk = order.get("neg_risk", False)
-        app_domain = hasher.domain_separator(neg_risk)
-        contents = hasher.struct_hash(**order)
+        contents = hasher.struct_hash(**order)  # checks every field
+        app_domain = hasher.domain_separator(order.get("neg_risk", False))
+        # the id and the signed contents come from one struct hash
+        order_id = "0x" + _eip712(app_domain, contents).hex()
         wrapper = _wrapper(hasher)
         signature = _sign_hex(signer._key, wrapper.digest(app_domain, contents), _workspace())
         return SignedOrder(order_id, signature + wrapper.suffix(app_domain, contents))
