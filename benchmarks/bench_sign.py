@@ -39,7 +39,7 @@ def test_floor_ecdsa(benchmark: Any, order_ids: list[str]) -> None:
     key = PrivateKey(bytes.fromhex(KEY[2:]))
     digests = [bytes.fromhex(i[2:]) for i in order_ids]
     sign = key.sign_recoverable
-    benchmark.pedantic(lambda: [sign(d, hasher=None) for d in digests], rounds=7, iterations=1)
+    benchmark.pedantic(lambda: [sign(d, hasher=None) for d in digests], rounds=15, iterations=1)
 
 
 def test_ecdsa_single(benchmark: Any) -> None:
@@ -67,7 +67,9 @@ def test_sign_many(benchmark: Any, order_ids: list[str], threads: int) -> None:
     assert signer.sign_many(order_ids[:50], threads=threads) == [
         signer.sign(i) for i in order_ids[:50]
     ]
-    benchmark.pedantic(lambda: signer.sign_many(order_ids, threads=threads), rounds=7, iterations=1)
+    benchmark.pedantic(
+        lambda: signer.sign_many(order_ids, threads=threads), rounds=15, iterations=1
+    )
 
 
 def test_sign_eth_account(benchmark: Any) -> None:
