@@ -2,8 +2,9 @@
 
 Figures are ratios measured in one run (these machines are noisy): clobkit vs
 each peer, and clobkit vs the floors F (five Keccak-f[1600] permutations, one
-order id's work, as OpenSSL does it single-stream through hashlib.sha3_256)
-and S (one SHA-256 compression through hashlib.sha256). Each benchmark stores
+order id's work, as OpenSSL does it single-stream through hashlib.sha3_256),
+S (one SHA-256 compression through hashlib.sha256) and E (one bare
+libsecp256k1 signature through coincurve's ``PrivateKey.sign_recoverable``). Each benchmark stores
 ``extra_info["per"]``: how many operations one timed call performs.
 """
 
@@ -19,8 +20,9 @@ import pytest
 
 RESULTS = Path(__file__).parent / "results"
 
-# (name, benchmark, reference, kind, target): kind "floor" divides by a floor,
-# "speedup" divides the reference's time by the benchmark's.
+# (name, benchmark, reference, kind, target): kind "floor" divides by a floor
+# (or by another benchmark named as the reference), "speedup" divides the
+# reference's time by the benchmark's.
 TARGETS: list[tuple[str, str, str, str, float]] = [
     (
         "order_ids 100k, 1 thread, x F per order (#5: <= 0.8)",
@@ -108,6 +110,41 @@ TARGETS: list[tuple[str, str, str, str, float]] = [
         "speedup",
         50.0,
     ),
+    (
+        "sign_many 2000 ids, 1 thread, x E per order (#10: <= 1.15)",
+        "test_sign_many[1]",
+        "E",
+        "floor",
+        1.15,
+    ),
+    (
+        "sign_many 2000 ids, threads=2 vs 1, throughput (#10: >= 1.7)",
+        "test_sign_many[2]",
+        "test_sign_many[1]",
+        "speedup",
+        1.7,
+    ),
+    (
+        "OrderSigner.sign single call, x bare coincurve call",
+        "test_order_signer_sign",
+        "test_ecdsa_single",
+        "floor",
+        1.15,
+    ),
+    (
+        "OrderSigner.sign vs eth-account unsafe_sign_hash, speedup",
+        "test_order_signer_sign",
+        "test_sign_eth_account",
+        "speedup",
+        1.0,
+    ),
+    (
+        "OrderSigner.sign vs py-clob-client-v2 build_signed_order (sign only)",
+        "test_order_signer_sign",
+        "test_build_signed_order_py_clob_client_v2",
+        "speedup",
+        12.0,
+    ),
 ]
 
 
@@ -127,13 +164,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
         floors["F"] = per_op(by_name["test_floor_keccak"]) * 5
     if "test_floor_sha256" in by_name:
         floors["S"] = per_op(by_name["test_floor_sha256"])
+    if "test_floor_ecdsa" in by_name:
+        floors["E"] = per_op(by_name["test_floor_ecdsa"])
     rows = []
     for label, name, ref, kind, target in TARGETS:
         if name not in by_name or (ref not in floors and ref not in by_name):
             continue
         t = per_op(by_name[name])
         if kind == "floor":
-            ratio = t / floors[ref]
+            ratio = t / (floors[ref] if ref in floors else per_op(by_name[ref]))
             ok = ratio <= target
             rows.append(
                 {
@@ -161,8 +200,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
         return
     write = terminalreporter.write_line
     write("")
-    f_ns, s_ns = floors.get("F", 0) * 1e9, floors.get("S", 0) * 1e9
-    write(f"clobkit ratios (one run; F = {f_ns:.0f} ns, S = {s_ns:.1f} ns)")
+    shown = ", ".join(f"{k} = {v * 1e9:.1f} ns" for k, v in floors.items())
+    write(f"clobkit ratios (one run; {shown})")
     for r in rows:
         mark = "ok  " if r["ok"] else "MISS"
         write(f"  {mark} {r['what']:<58} {r['ratio']:>8}  (target {r['target']})")
@@ -176,4 +215,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
         "ratios": rows,
         "per_op_ns": {name: round(per_op(b) * 1e9, 1) for name, b in sorted(by_name.items())},
     }
-    (RESULTS / "core.json").write_text(json.dumps(out, indent=2) + "\n")
+    # core.json for runs that include bench_core.py, as before; sign.json etc. otherwise
+    stems = sorted({Path(b.fullname.split("::")[0]).stem for b in session.benchmarks if b})
+    name = "core" if "bench_core" in stems else "+".join(s.removeprefix("bench_") for s in stems)
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=2) + "\n")

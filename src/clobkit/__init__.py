@@ -23,6 +23,7 @@ from .auth import RequestSigner, signature, verify_signature
 from .client import AsyncClient, Client
 from .order_id import OrderHasher, WalletInfo, sign_order_id
 from .salt import new_salt, new_salts
+from .signing import OrderSigner, SignedOrder
 
 __version__ = "0.1.0"
 
@@ -32,9 +33,11 @@ __all__ = [
     "AsyncClient",
     "Client",
     "OrderHasher",
+    "OrderSigner",
     "OrderType",
     "RequestSigner",
     "Side",
+    "SignedOrder",
     "WalletInfo",
     "__version__",
     "errors",

@@ -1,0 +1,500 @@
+"""Order signing on libsecp256k1 (through coincurve's cffi binding).
+
+``OrderSigner`` signs order ids (EIP-712 digests): 65 bytes ``r || s || v``
+(v 27/28, low s, RFC 6979 nonces), the bytes eth-account produces. The
+ECDSA calls go straight to libsecp256k1 through cffi, which releases the GIL
+around each call, so ``sign_many(threads=N)`` runs N signatures at once.
+
+``sign_order`` / ``sign_orders`` back ``OrderHasher.sign`` / ``sign_many``:
+signature types 0-2 sign the order id with the wallet's signer key; type 3
+(POLY_1271, a deposit wallet) signs the ERC-7739 ``TypedDataSign`` wrapper of
+the order and sends the wrapped signature the deposit wallet verifies.
+
+The private key lives in a cffi buffer; it never appears in a repr, an error
+message or a log line.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from itertools import chain
+from typing import Any, NamedTuple, cast
+
+from . import _wallet
+from ._core import keccak256
+from ._core_py import HIDDEN, batch_length, is_scalar, parse_threads
+from ._wallet import checksum, parse_address
+from .errors import OrderFieldError
+
+__all__ = [
+    "OrderSigner",
+    "SignedOrder",
+    "parse_order_id",
+    "sign_order",
+    "sign_orders",
+    "typed_data_sign_digest",
+    "wrap_poly_1271",
+]
+
+# ERC-7739 nested typed data, as the deposit wallet (Solady ERC1271) checks it:
+# the order is the ``contents`` of a TypedDataSign struct whose domain fields
+# are the wallet's own EIP-712 domain (name "DepositWallet", version "1", the
+# chain, the wallet itself, salt zero).
+TYPED_DATA_SIGN = (
+    "TypedDataSign(Order contents,string name,string version,uint256 chainId,"
+    "address verifyingContract,bytes32 salt)"
+)
+DEPOSIT_WALLET_NAME = "DepositWallet"
+DEPOSIT_WALLET_VERSION = "1"
+_NAME_HASH = keccak256(DEPOSIT_WALLET_NAME.encode())
+_VERSION_HASH = keccak256(DEPOSIT_WALLET_VERSION.encode())
+_ZERO_WORD = bytes(32)
+
+_V = ("1b", "1c", "1d", "1e")  # v = 27 + recovery id, as hex
+_KEY_REASON = "must be a secp256k1 private key: 0x + 64 hex digits, or 32 bytes"
+_ID_REASON = "must be 0x followed by 64 hex digits (or 32 bytes)"
+
+# libsecp256k1 through coincurve's cffi module, loaded by the first OrderSigner
+# so that ``import clobkit`` does not load it.
+ffi: Any = None
+lib: Any = None
+_CTX: Any = None  # one context for the process: signing only reads it, so threads share it
+_NULL: Any = None
+_SIGN: Any = None
+_SERIALIZE: Any = None
+_LOAD_LOCK = threading.Lock()
+
+
+def _load() -> None:
+    global ffi, lib, _CTX, _NULL, _SIGN, _SERIALIZE
+    with _LOAD_LOCK:
+        if _CTX is not None:
+            return
+        from coincurve._libsecp256k1 import ffi as _ffi
+        from coincurve._libsecp256k1 import lib as _lib
+
+        ctx = _lib.secp256k1_context_create(_lib.SECP256K1_CONTEXT_NONE)
+        # Blinds the signing multiplication against timing side channels.
+        if not _lib.secp256k1_context_randomize(ctx, os.urandom(32)):  # pragma: no cover
+            raise RuntimeError("secp256k1_context_randomize failed")
+        ffi, lib, _NULL = _ffi, _lib, _ffi.NULL
+        _SIGN = _lib.secp256k1_ecdsa_sign_recoverable
+        _SERIALIZE = _lib.secp256k1_ecdsa_recoverable_signature_serialize_compact
+        _CTX = ctx
+
+
+class SignedOrder(NamedTuple):
+    """An order id and its signature, both ``"0x"`` hex."""
+
+    order_id: str
+    signature: str
+
+
+# ---------------------------------------------------------------- key and digests
+
+
+def _parse_key(value: object) -> bytes:
+    """32 key bytes, checked to lie in [1, n-1]; every error hides the value."""
+    if isinstance(value, str):
+        text = value[2:] if value[:2] in ("0x", "0X") else value
+        try:
+            raw = bytes.fromhex(text) if len(text) == 64 else b""
+        except ValueError:
+            raw = b""
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+    else:
+        raise OrderFieldError(
+            "private_key", HIDDEN, f"must be a str or bytes, not {type(value).__name__}"
+        )
+    if len(raw) != 32:
+        raise OrderFieldError("private_key", HIDDEN, _KEY_REASON)
+    if not lib.secp256k1_ec_seckey_verify(_CTX, raw):
+        raise OrderFieldError(
+            "private_key", HIDDEN, "is not a valid secp256k1 private key (0, or not below n)"
+        )
+    return raw
+
+
+def _digest(value: object) -> bytes | None:
+    """32 bytes of an order id (``0x`` + 64 hex, or 32 raw bytes); None when malformed."""
+    if isinstance(value, str):
+        if len(value) != 66 or value[:2] != "0x":
+            return None
+        try:
+            raw = bytes.fromhex(value[2:])
+        except ValueError:
+            return None
+        return raw if len(raw) == 32 else None  # fromhex skips spaces
+    if isinstance(value, (bytes, bytearray)) and len(value) == 32:
+        return bytes(value)
+    return None
+
+
+def parse_order_id(value: object, field: str = "order_id") -> bytes:
+    """32 bytes of an order id (``0x`` + 64 hex, or 32 raw bytes); ``OrderFieldError`` if not."""
+    digest = _digest(value)
+    if digest is None:
+        raise OrderFieldError(field, value, _ID_REASON)
+    return digest
+
+
+# ---------------------------------------------------------------- ECDSA
+
+
+class _Workspace:
+    """Output buffers of one signing thread (cffi releases the GIL, so never shared)."""
+
+    __slots__ = ("out", "rec", "sig", "view")
+
+    def __init__(self) -> None:
+        self.sig = ffi.new("secp256k1_ecdsa_recoverable_signature *")
+        self.out = ffi.new("unsigned char[64]")
+        self.rec = ffi.new("int *")
+        self.view = ffi.buffer(self.out)
+
+
+_LOCAL = threading.local()
+
+
+def _workspace() -> _Workspace:
+    try:
+        ws: _Workspace = _LOCAL.ws
+    except AttributeError:
+        ws = _LOCAL.ws = _Workspace()
+    return ws
+
+
+def _sign_hex(key: Any, digest: bytes, ws: _Workspace) -> str:
+    """``"0x"`` + 130 hex digits: r || s || v of one 32-byte digest."""
+    if not _SIGN(_CTX, ws.sig, digest, key, _NULL, _NULL):  # pragma: no cover - key is verified
+        raise OrderFieldError("private_key", HIDDEN, "could not sign (libsecp256k1 refused)")
+    _SERIALIZE(_CTX, ws.out, ws.rec, ws.sig)
+    text: str = "0x" + ws.view[:].hex() + _V[ws.rec[0]]
+    return text
+
+
+def _sign_chunk(key: Any, digests: list[bytes], start: int, stop: int) -> list[str]:
+    """Signatures of ``digests[start:stop]`` with this thread's own buffers."""
+    ws = _Workspace()
+    sig, out, rec, view = ws.sig, ws.out, ws.rec, ws.view
+    sign, serialize, ctx, null, v = _SIGN, _SERIALIZE, _CTX, _NULL, _V
+    result: list[str] = []
+    append = result.append
+    for i in range(start, stop):
+        if not sign(ctx, sig, digests[i], key, null, null):  # pragma: no cover
+            raise OrderFieldError("private_key", HIDDEN, "could not sign (libsecp256k1 refused)")
+        serialize(ctx, out, rec, sig)
+        append("0x" + view[:].hex() + v[rec[0]])
+    return result
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The signing workers: created on first use, reused, bounded by the stdlib default
+    (min(32, cores + 4)); a batch asking for more threads than that shares them."""
+    global _POOL
+    pool = _POOL
+    if pool is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(thread_name_prefix="clobkit-sign")
+            pool = _POOL
+    return pool
+
+
+def _after_fork() -> None:
+    # A forked child has none of the parent's worker threads, and a copy of its
+    # blinding seed: start both afresh.
+    global _POOL, _POOL_LOCK, _LOAD_LOCK
+    _POOL = None
+    _POOL_LOCK = threading.Lock()
+    _LOAD_LOCK = threading.Lock()
+    if _CTX is not None:
+        lib.secp256k1_context_randomize(_CTX, os.urandom(32))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+# A batch is cut into about this many chunks per thread, claimed one at a time:
+# on a busy machine a stalled thread's share is taken over by the others
+# instead of holding up the whole batch.
+_CHUNKS_PER_THREAD = 8
+
+
+def _drain(
+    key: Any, digests: list[bytes], size: int, claim: Callable[[], int], parts: list[list[str]]
+) -> None:
+    """Sign chunks until none is left unclaimed."""
+    n = len(digests)
+    while True:
+        try:
+            k = claim()
+        except StopIteration:
+            return
+        start = k * size
+        parts[k] = _sign_chunk(key, digests, start, min(start + size, n))
+
+
+def _sign_batch(key: Any, digests: list[bytes], workers: int) -> list[str]:
+    """Signatures of every digest, in order, over ``workers`` threads (the caller's included)."""
+    n = len(digests)
+    workers = min(workers, n)
+    if workers <= 1:
+        return _sign_chunk(key, digests, 0, n)
+    size = -(-n // (workers * _CHUNKS_PER_THREAD))
+    parts: list[list[str]] = [[] for _ in range(0, n, size)]
+    claim = iter(range(len(parts))).__next__  # one C call under the GIL: each chunk once
+    pool = _pool()
+    futures = [pool.submit(_drain, key, digests, size, claim, parts) for _ in range(workers - 1)]
+    _drain(key, digests, size, claim, parts)
+    for future in futures:
+        if not future.cancel():  # a worker that never started has nothing left to do
+            future.result()
+    return list(chain.from_iterable(parts))
+
+
+class OrderSigner:
+    """Signs order ids with one secp256k1 private key (``0x`` + 64 hex, or 32 bytes).
+
+    ``address`` is the key's EIP-55 address. ``sign`` takes about one
+    libsecp256k1 signature (tens of µs); ``sign_many(threads=N)`` spreads a
+    batch over N threads. The key is never shown: not in ``repr``, not in errors.
+    """
+
+    __slots__ = ("_address", "_key")
+
+    def __init__(self, private_key: str | bytes) -> None:
+        if _CTX is None:
+            _load()
+        self._key = ffi.new("unsigned char[32]", _parse_key(private_key))
+        self._address: str | None = None
+
+    def __repr__(self) -> str:
+        return f"OrderSigner(address={self.address})"
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an OrderSigner holds a private key and is not pickled")
+
+    @property
+    def address(self) -> str:
+        """The key's address, EIP-55 (derived once, on first use)."""
+        if self._address is None:
+            pub = ffi.new("secp256k1_pubkey *")
+            if not lib.secp256k1_ec_pubkey_create(_CTX, pub, self._key):  # pragma: no cover
+                raise OrderFieldError("private_key", HIDDEN, "has no public key")
+            out = ffi.new("unsigned char[65]")
+            size = ffi.new("size_t *", 65)
+            lib.secp256k1_ec_pubkey_serialize(_CTX, out, size, pub, lib.SECP256K1_EC_UNCOMPRESSED)
+            lower = keccak256(ffi.buffer(out)[1:])[12:].hex()
+            self._address = "0x" + checksum(lower, keccak256)
+        return self._address
+
+    def sign(self, order_id: str | bytes) -> str:
+        """Signature of one order id: ``"0x"`` + 130 hex digits (r || s || v, v 27/28)."""
+        return _sign_hex(self._key, parse_order_id(order_id), _workspace())
+
+    def sign_many(
+        self, order_ids: Iterable[str | bytes], *, threads: int | None = None
+    ) -> list[str]:
+        """Signatures of a batch of order ids, in order, over ``threads`` threads (None = 1).
+
+        Every id is checked before any is signed; a bad one is named by its
+        index (``order_ids[3]``).
+        """
+        workers = parse_threads(threads)
+        if isinstance(order_ids, (str, bytes, bytearray)):
+            raise OrderFieldError("order_ids", order_ids, "must be a sequence of order ids")
+        ids = order_ids if isinstance(order_ids, (list, tuple)) else list(order_ids)
+        parsed = list(map(_digest, ids))
+        if None in parsed:
+            i = parsed.index(None)
+            raise OrderFieldError(f"order_ids[{i}]", ids[i], _ID_REASON)
+        return _sign_batch(self._key, cast("list[bytes]", parsed), workers)
+
+
+# ---------------------------------------------------------------- POLY_1271 (ERC-7739)
+
+
+@lru_cache(maxsize=8)
+def _typed_data_sign_typehash(order_type: str) -> bytes:
+    return keccak256((TYPED_DATA_SIGN + order_type).encode())
+
+
+def _eip712(domain_separator: bytes, struct_hash: bytes) -> bytes:
+    """EIP-712's signing digest: keccak(0x1901 || domain separator || hashStruct)."""
+    return keccak256(b"\x19\x01" + domain_separator + struct_hash)
+
+
+class _Wrapper:
+    """The per-wallet words of the POLY_1271 wrapper, computed once per call or batch."""
+
+    __slots__ = ("head", "tail", "type_text")
+
+    def __init__(self, chain_id: int, wallet: bytes, order_type: str) -> None:
+        text = order_type.encode()
+        self.type_text = text + len(text).to_bytes(2, "big")
+        self.head = _typed_data_sign_typehash(order_type)
+        self.tail = (
+            _NAME_HASH
+            + _VERSION_HASH
+            + chain_id.to_bytes(32, "big")
+            + wallet.rjust(32, b"\0")
+            + _ZERO_WORD
+        )
+
+    def digest(self, app_domain: bytes, contents: bytes) -> bytes:
+        struct = keccak256(self.head + contents + self.tail)
+        return _eip712(app_domain, struct)
+
+    def suffix(self, app_domain: bytes, contents: bytes) -> str:
+        """Hex of what follows the ECDSA signature: domain, contents, type string, its length."""
+        return (app_domain + contents + self.type_text).hex()
+
+
+def _word(value: object, field: str) -> bytes:
+    if isinstance(value, (bytes, bytearray)) and len(value) == 32:
+        return bytes(value)
+    raise OrderFieldError(field, value, "must be 32 bytes")
+
+
+def typed_data_sign_digest(
+    app_domain: bytes, contents: bytes, chain_id: int, wallet: str, order_type: str
+) -> bytes:
+    """The 32-byte digest a deposit wallet's owner signs for one order (ERC-7739).
+
+    ``keccak(0x1901 || app_domain || hashStruct(TypedDataSign(contents, "DepositWallet",
+    "1", chain_id, wallet, 0)))``; ``app_domain`` is the exchange's domain
+    separator, ``contents`` the order's struct hash, ``wallet`` the deposit
+    wallet (the order's signer), ``order_type`` the Order type string.
+    """
+    wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
+    return wrapper.digest(_word(app_domain, "app_domain"), _word(contents, "contents"))
+
+
+def wrap_poly_1271(
+    signer: OrderSigner,
+    app_domain: bytes,
+    contents: bytes,
+    chain_id: int,
+    wallet: str,
+    order_type: str,
+) -> str:
+    """The POLY_1271 order signature: ``ecdsa(65) || app_domain || contents ||
+    order_type || uint16 len(order_type)`` as ``"0x"`` hex (see ``typed_data_sign_digest``)."""
+    _check_signer_object(signer)
+    wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
+    app_domain, contents = _word(app_domain, "app_domain"), _word(contents, "contents")
+    digest = wrapper.digest(app_domain, contents)
+    return _sign_hex(signer._key, digest, _workspace()) + wrapper.suffix(app_domain, contents)
+
+
+# ---------------------------------------------------------------- hasher.sign / sign_many
+
+# ``order_ids``' column keywords and the matching ``order_id`` keyword (V2/V3:
+# the only versions a POLY_1271 wallet signs).
+_ROW_KEYS = {
+    "token_ids": "token_id",
+    "maker_amounts": "maker_amount",
+    "taker_amounts": "taker_amount",
+    "sides": "side",
+    "salts": "salt",
+    "timestamps": "timestamp",
+    "metadatas": "metadata",
+    "builders": "builder",
+    "neg_risk": "neg_risk",
+}
+
+
+def _check_signer_object(signer: object) -> None:
+    if not isinstance(signer, OrderSigner):
+        # never echo the value: it may be a key passed by mistake
+        raise OrderFieldError(
+            "signer", type(signer).__name__, "must be an OrderSigner (OrderSigner(private_key))"
+        )
+
+
+def _is_poly_1271(hasher: Any) -> bool:
+    # (a V1 wallet of type 3 is refused when its OrderHasher is made)
+    return bool(hasher.signature_type == _wallet.POLY_1271)  # type: ignore[attr-defined, unused-ignore]
+
+
+def _wrapper(hasher: Any) -> _Wrapper:
+    return _wrapper_of(hasher.chain_id, hasher.signer, hasher.version)
+
+
+@lru_cache(maxsize=64)
+def _wrapper_of(chain_id: int, signer: str, version: int) -> _Wrapper:
+    # The order's signer is the deposit wallet: the ERC-1271 verifying contract.
+    order_type = _wallet.ORDER_TYPES[version]  # type: ignore[attr-defined, unused-ignore]
+    return _Wrapper(chain_id, bytes.fromhex(signer[2:]), order_type)
+
+
+def _check_signer(hasher: Any, signer: OrderSigner) -> None:
+    """Types 0-2: the exchange recovers the wallet's signer from the signature."""
+    if signer.address.lower() != hasher.signer.lower():
+        raise OrderFieldError(
+            "signer",
+            signer.address,
+            f"is not this wallet's signer {hasher.signer}; signature type "
+            f"{hasher.signature_type} needs the signer's own key",
+        )
+
+
+def sign_order(hasher: Any, signer: OrderSigner, order: Mapping[str, Any]) -> SignedOrder:
+    """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet."""
+    _check_signer_object(signer)
+    if _is_poly_1271(hasher):
+        contents = hasher.struct_hash(**order)  # checks every field
+        app_domain = hasher.domain_separator(order.get("neg_risk", False))
+        # the id and the signed contents come from one struct hash
+        order_id = "0x" + _eip712(app_domain, contents).hex()
+        wrapper = _wrapper(hasher)
+        signature = _sign_hex(signer._key, wrapper.digest(app_domain, contents), _workspace())
+        return SignedOrder(order_id, signature + wrapper.suffix(app_domain, contents))
+    _check_signer(hasher, signer)
+    order_id = hasher.order_id(**order)
+    return SignedOrder(order_id, _sign_hex(signer._key, bytes.fromhex(order_id[2:]), _workspace()))
+
+
+def sign_orders(
+    hasher: Any, signer: OrderSigner, columns: Mapping[str, Any], threads: int | None
+) -> list[SignedOrder]:
+    """``OrderHasher.sign_many``: ``SignedOrder`` of each order of a batch, in order.
+
+    The hasher checks and hashes the whole batch first (a bad value is named
+    by its index); the signatures then run over ``threads`` threads.
+    """
+    _check_signer_object(signer)
+    workers = parse_threads(threads)
+    if not _is_poly_1271(hasher):
+        _check_signer(hasher, signer)
+        ids: list[str] = hasher.order_ids(**columns, threads=threads)
+        digests = [bytes.fromhex(i[2:]) for i in ids]
+        return list(map(SignedOrder, ids, _sign_batch(signer._key, digests, workers)))
+    ids = hasher.order_ids(**columns, threads=threads)
+    n = batch_length(columns)
+    scalars = {_ROW_KEYS[k]: v for k, v in columns.items() if is_scalar(v)}
+    sequences = [(_ROW_KEYS[k], v) for k, v in columns.items() if not is_scalar(v)]
+    wrapper = _wrapper(hasher)
+    digests = []
+    tails = []
+    for i in range(n):
+        row = dict(scalars)
+        for key, column in sequences:
+            row[key] = column[i]
+        app_domain = hasher.domain_separator(row.get("neg_risk", False))
+        contents = hasher.struct_hash(**row)
+        digests.append(wrapper.digest(app_domain, contents))
+        tails.append(wrapper.suffix(app_domain, contents))
+    signatures = _sign_batch(signer._key, digests, workers)
+    return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
