@@ -425,7 +425,7 @@ def _check_signer_object(signer: object) -> None:
 
 def _is_poly_1271(hasher: Any) -> bool:
     # (a V1 wallet of type 3 is refused when its OrderHasher is made)
-    return bool(hasher.signature_type == _wallet.POLY_1271)  # type: ignore[attr-defined, unused-ignore]
+    return bool(hasher.signature_type == _wallet.POLY_1271)
 
 
 def _wrapper(hasher: Any) -> _Wrapper:
@@ -435,7 +435,7 @@ def _wrapper(hasher: Any) -> _Wrapper:
 @lru_cache(maxsize=64)
 def _wrapper_of(chain_id: int, signer: str, version: int) -> _Wrapper:
     # The order's signer is the deposit wallet: the ERC-1271 verifying contract.
-    order_type = _wallet.ORDER_TYPES[version]  # type: ignore[attr-defined, unused-ignore]
+    order_type = _wallet.ORDER_TYPES[version]
     return _Wrapper(chain_id, bytes.fromhex(signer[2:]), order_type)
 
 
