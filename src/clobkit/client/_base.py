@@ -36,6 +36,8 @@ import msgspec
 from .._core import OrderHasher, RequestSigner, from_units, limit_amounts, market_amounts, new_salt
 from .._core import to_units as _to_units
 from .._types import OrderType, Side
+from ..amounts import MAX_ORDER_USDC
+from ..amounts import check_raw_amounts as _check_raw_amounts
 from ..errors import (
     AmountError,
     ApiError,
@@ -93,9 +95,6 @@ log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
 API_PREFIX = "/api/ext/v1"
 WS_PATH = API_PREFIX + "/ws"
-#: Single-order maximum of the service, in USDC (section 8).
-MAX_ORDER_USDC = 50_000
-_MAX_ORDER_UNITS = MAX_ORDER_USDC * 1_000_000
 SALT_MAX = 10**12
 CLIENT_ORDER_ID_MAX = 64
 ORDER_STATUS_FILTERS = ("pending", "signing", "submitted", "live", "matched")
@@ -678,23 +677,6 @@ def _uint(value: object, field: str, high: int | None = None) -> int:
     if high is not None and value > high:
         raise OrderFieldError(field, value, f"must lie in [0, {high}]")
     return value
-
-
-def _check_raw_amounts(side: int, maker: int, taker: int) -> None:
-    """The implied price (USDC per share) lies strictly between 0 and 1; USDC within the cap."""
-    usdc, shares = (maker, taker) if side == 0 else (taker, maker)
-    if maker <= 0 or taker <= 0 or not usdc < shares:
-        raise AmountError(
-            "maker_amount" if side == 0 else "taker_amount",
-            usdc,
-            f"implies a price outside (0, 1) with {shares} share units",
-        )
-    if usdc > _MAX_ORDER_UNITS:
-        raise AmountError(
-            "maker_amount" if side == 0 else "taker_amount",
-            usdc,
-            f"exceeds the single-order maximum of {MAX_ORDER_USDC} USDC",
-        )
 
 
 def _positive_int(value: object, field: str, high: int | None = None) -> int:
