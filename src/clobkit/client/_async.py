@@ -531,12 +531,14 @@ class AsyncClient:
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
         ack_timeout: float = 1.0,
+        max_queue: int = 10_000,
     ) -> Stream:
         """A WebSocket stream of ``topics`` (``user:<id>:orders``, ``market:<token>:book``).
 
         Connects on ``start()``, ``async with`` or first iteration (returning once
         the server acknowledged, or after ``ack_timeout`` s); reconnects with
-        backoff (seconds), resubscribes and yields ``Reconnected``.
+        backoff (seconds), resubscribes and yields ``Reconnected``. Frames that are not JSON are
+        skipped (counted in ``bad_frames``); at most ``max_queue`` items wait unread.
         """
         stream = Stream(
             self._core,
@@ -546,6 +548,7 @@ class AsyncClient:
             open_timeout=open_timeout,
             ping_interval=ping_interval,
             ack_timeout=ack_timeout,
+            max_queue=max_queue,
         )
         self._streams.add(stream)
         return stream
