@@ -20,6 +20,7 @@ import math
 import os
 import random
 import re
+import reprlib
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -1219,7 +1220,8 @@ class ClientCore:
         if isinstance(fee, float) and fee.is_integer():
             fee = int(fee)
         if isinstance(fee, bool) or not isinstance(fee, int) or fee < 0:
-            raise ServerError(f"fee-rate answer without an integer base_fee: {raw!r}", status=200)
+            shown = reprlib.repr(raw)  # bounded, whatever the answer holds
+            raise ServerError(f"fee-rate answer without an integer base_fee: {shown}", status=200)
         self.fee_rates[token_id] = (fee, self.clock() + self.config.fee_rate_ttl)
         return fee
 
