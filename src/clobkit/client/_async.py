@@ -61,9 +61,10 @@ class AsyncClient:
     seconds: ``timeout`` bounds one attempt as a whole (a trickling server
     cannot stretch it), ``total_timeout`` a call with its retries (default
     ``(max_retries + 1) * timeout + max_retry_after``); a body over
-    ``max_response_bytes`` is refused with ``ServerError``. GETs retry on 429, 5xx and transport errors; ``place_order`` is
-    never retried; ``place_raw_order`` always carries a ``client_order_id`` and
-    is retried safely. The secret is held only by the request signer and never
+    ``max_response_bytes`` is refused with ``ServerError``. GETs retry on 429,
+    5xx and transport errors; ``place_order`` is never retried;
+    ``place_raw_order`` always carries a ``client_order_id`` and is retried
+    safely. The secret is held only by the request signer and never
     appears in a repr, log line or exception.
     """
 
