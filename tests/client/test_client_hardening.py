@@ -258,3 +258,54 @@ def test_detail_survives_pickling() -> None:
         copy = pickle.loads(pickle.dumps(error))
         assert copy.detail == error.detail
         assert str(copy) == str(error)
+
+
+@pytest.mark.parametrize(
+    ("body", "deep"),
+    [
+        (b"[" * 256 + b"]" * 256, False),
+        (b"[" * 257 + b"]" * 257, True),
+        (b"{" + b'"a":{' * 300 + b"}" * 301, True),
+        (b"[" * 100_000, True),  # never closed
+        (b'["' + b"[" * 5000 + b'"]', False),  # brackets inside a string
+        (b"[" + b'"]",[' * 3000 + b"]" * 3000, True),  # closers inside strings
+        (b"[" + b'"\\n",[' * 3000 + b"]" * 3000, True),  # an escape before a quote
+        (b"[" + b'"\\\\",[' * 3000 + b"]" * 3000, True),  # an escaped backslash
+        (b'["' + b'\\"[' * 600 + b'"]', False),  # escaped quotes keep the string open
+    ],
+)
+def test_json_depth_check(body: bytes, deep: bool) -> None:
+    from clobkit.client._base import json_too_deep
+
+    assert json_too_deep(body) is deep
+
+
+def test_nesting_is_refused_even_under_a_raised_recursion_limit() -> None:
+    # eth-account raises the limit to 100,000, where msgspec itself would
+    # recurse until the C stack overflows: a crash is contained in a subprocess
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, httpx\n"
+        "sys.setrecursionlimit(100_000)\n"
+        "from clobkit.client._base import SHAPES, Call, ClientConfig, ClientCore\n"
+        "from clobkit.client._stream import parse_message\n"
+        "from clobkit.errors import ServerError\n"
+        "core = ClientCore(*ClientConfig.resolve('http://x.test', 'k', 's'))\n"
+        "deep = b'[' * 200_000 + b']' * 200_000\n"
+        "request = httpx.Request('GET', 'http://x.test/')\n"
+        "for shape in [*SHAPES.values(), None]:\n"
+        "    call = Call('GET', '/x', None, b'', shape, 1)\n"
+        "    try:\n"
+        "        core.parse(call, httpx.Response(200, content=deep, request=request))\n"
+        "    except ServerError:\n"
+        "        pass\n"
+        "assert parse_message(deep).type == 'invalid'\n"
+        "print('refused')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "refused"

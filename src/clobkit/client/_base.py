@@ -501,6 +501,35 @@ def transport_error(exc: BaseException, request: httpx.Request) -> TransportErro
     return TransportError(f"{where}: {type(exc).__name__}: {exc}")
 
 
+#: Deepest JSON nesting the client decodes. msgspec guards its recursion with
+#: the interpreter's recursion limit, which some libraries raise (eth-account
+#: sets 100,000): past a few thousand C frames the stack overflows, so depth is
+#: checked here first.
+MAX_JSON_DEPTH = 256
+_KEEP = bytes(b for b in range(256) if b not in b'[]{}"')
+
+
+def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``body`` may nest arrays and objects deeper than ``limit``.
+
+    Free when the body holds few brackets; otherwise string contents are cut
+    out and innermost bracket pairs removed one level per pass (at most
+    ``limit`` passes, each a C-speed scan). Malformed text may be judged too
+    deep; it is not JSON anyway.
+    """
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    # escaped backslashes, then escaped quotes: every quote left delimits a string
+    bare = body.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _KEEP)
+    shape = b"".join(bare.split(b'"')[::2]).replace(b"{", b"[").replace(b"}", b"]")
+    for _ in range(limit):
+        shorter = shape.replace(b"[]", b"")
+        if len(shorter) == len(shape):
+            return shape.count(b"[") > limit  # what is left never closes
+        shape = shorter
+    return b"[]" in shape
+
+
 def body_error(
     response: httpx.Response, size: int, limit: int | None, late: bool
 ) -> ClobkitError | None:
@@ -811,6 +840,8 @@ class ClientCore:
         ``RecursionError``.
         """
         try:
+            if json_too_deep(response.content):
+                raise RecursionError
             return self._parse(call, response)
         except RecursionError:
             raise ServerError(

@@ -25,7 +25,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
-from ._base import ClientCore, api_error, tolerant_convert
+from ._base import ClientCore, api_error, json_too_deep, tolerant_convert
 
 __all__ = ["Stream", "StreamItem", "SyncStream", "book_topic", "orders_topic", "parse_message"]
 
@@ -62,6 +62,8 @@ def parse_message(raw: str | bytes) -> StreamMessage:
     never raises.
     """
     try:
+        if json_too_deep(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw):
+            raise RecursionError  # before msgspec can overflow the C stack
         obj = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError):
         data: Any = raw
