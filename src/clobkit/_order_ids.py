@@ -28,6 +28,7 @@ import msgspec
 
 from ._core import IMPLEMENTATION
 from ._core_py import parse_side
+from ._jsondepth import json_too_deep
 from .amounts import check_raw_amounts
 from .errors import AmountError, ValidationError
 from .order_id import OrderHasher
@@ -229,6 +230,8 @@ def _decode_line(text: str) -> object:
     if not text.strip():
         return _BLANK
     try:
+        if json_too_deep(text.encode("utf-8", "surrogatepass")):
+            raise RecursionError  # before the decoder can overflow the C stack
         return _decode(text)
     except msgspec.DecodeError as exc:
         return _Bad(f"invalid JSON ({exc})")
@@ -248,6 +251,9 @@ class JsonlOrders:
     def parse(self, first: int, lines: list[str]) -> Parsed:
         texts = _lines(lines, str.rstrip)
         try:
+            # lines one by one only when the batch as a whole may nest too deeply
+            if json_too_deep("\n".join(texts).encode("utf-8", "surrogatepass")):
+                raise RecursionError
             objs: list[Any] = list(map(_decode, texts))
         except (msgspec.DecodeError, RecursionError):
             objs = list(map(_decode_line, texts))
@@ -383,17 +389,24 @@ def _refuse_unservable(
     # the hashed rows passed the core's checks: their amounts read as ints
     makers, takers = _column(parsed, "maker_amount"), _column(parsed, "taker_amount")
     sides = _column(parsed, "side")
-    side_of: dict[Any, int] = {}
-    for i, oid in enumerate(ids):
-        if oid is None:
-            continue
-        side = sides[i]
-        key = (type(side), side)
-        if key not in side_of:
-            side_of[key] = parse_side(side)
+    rows = [i for i, oid in enumerate(ids) if oid is not None]
+    # hashed rows have sides the core took (str or int): a handful of values
+    side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
+    if len(rows) == len(ids):
+        triples = zip(
+            [side_of[(type(v), v)] for v in sides], map(int, makers), map(int, takers), strict=True
+        )
+    else:
+        triples = zip(
+            [side_of[(type(sides[i]), sides[i])] for i in rows],
+            [int(makers[i]) for i in rows],
+            [int(takers[i]) for i in rows],
+            strict=True,
+        )
+    for i, (side, maker, taker) in zip(rows, triples, strict=True):
         try:
-            check_raw_amounts(side_of[key], int(makers[i]), int(takers[i]))
-        except AmountError as exc:
+            check_raw_amounts(side, maker, taker)
+        except AmountError as exc:  # noqa: PERF203 - rare: one row in many
             ids[i] = None
             rejects.append((parsed.lines[i], f"{exc} (POST /orders/raw refuses it)"))
     rejects.sort()
@@ -416,6 +429,8 @@ def load_wallet(path: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InputError(f"the wallet {path} is not UTF-8 text ({exc.reason})") from None
     try:
+        if json_too_deep(data):
+            raise RecursionError  # before the decoder can overflow the C stack
         obj = json.loads(text)
     except ValueError as exc:
         raise InputError(f"the wallet {path} is not JSON ({exc})") from None

@@ -261,3 +261,34 @@ def test_api_error_line_carries_the_detail(
     result = cli("call", "GET", "/wallet")
     assert result.code == 1
     assert result.err.strip().splitlines()[-1].endswith("unauthorized: signature mismatch")
+
+
+def test_deep_input_is_refused_under_a_raised_recursion_limit(
+    tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    # eth-account, imported next to clobkit, raises the limit to 100,000: the
+    # decoders would then recurse until the C stack overflows (a subprocess
+    # contains the crash)
+    src, deep_wallet = tmp_path / "in.jsonl", tmp_path / "deep.json"
+    src.write_text(row() + "\n" + "[" * 200_000 + "]" * 200_000 + "\n")
+    deep_wallet.write_text("[" * 200_000 + "]" * 200_000)
+    code = (
+        "import sys\n"
+        "sys.setrecursionlimit(100_000)\n"
+        "from clobkit.cli import main\n"
+        "a, b, c, d = sys.argv[1:]\n"
+        "codes = [main(['order-ids', '--wallet', w, c, d]) for w in (a, b)]\n"
+        "print(*codes)\n"
+    )
+    argv = [str(wallet_files["data"]), str(deep_wallet), str(src), str(tmp_path / "o.jsonl")]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["1", "2"]
+    assert "line 2: invalid JSON (nested too deeply)" in done.stderr
+    assert "Traceback" not in done.stderr

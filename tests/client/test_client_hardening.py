@@ -275,7 +275,7 @@ def test_detail_survives_pickling() -> None:
     ],
 )
 def test_json_depth_check(body: bytes, deep: bool) -> None:
-    from clobkit.client._base import json_too_deep
+    from clobkit._jsondepth import json_too_deep
 
     assert json_too_deep(body) is deep
 

@@ -36,6 +36,7 @@ import msgspec
 
 from .._core import OrderHasher, RequestSigner, from_units, limit_amounts, market_amounts, new_salt
 from .._core import to_units as _to_units
+from .._jsondepth import json_too_deep
 from .._types import OrderType, Side
 from ..amounts import MAX_ORDER_USDC
 from ..amounts import check_raw_amounts as _check_raw_amounts
@@ -499,35 +500,6 @@ def transport_error(exc: BaseException, request: httpx.Request) -> TransportErro
     if isinstance(exc, httpx.TimeoutException):
         return ClobkitTimeoutError(f"{where}: timed out ({type(exc).__name__})")
     return TransportError(f"{where}: {type(exc).__name__}: {exc}")
-
-
-#: Deepest JSON nesting the client decodes. msgspec guards its recursion with
-#: the interpreter's recursion limit, which some libraries raise (eth-account
-#: sets 100,000): past a few thousand C frames the stack overflows, so depth is
-#: checked here first.
-MAX_JSON_DEPTH = 256
-_KEEP = bytes(b for b in range(256) if b not in b'[]{}"')
-
-
-def json_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether ``body`` may nest arrays and objects deeper than ``limit``.
-
-    Free when the body holds few brackets; otherwise string contents are cut
-    out and innermost bracket pairs removed one level per pass (at most
-    ``limit`` passes, each a C-speed scan). Malformed text may be judged too
-    deep; it is not JSON anyway.
-    """
-    if body.count(b"[") + body.count(b"{") <= limit:
-        return False
-    # escaped backslashes, then escaped quotes: every quote left delimits a string
-    bare = body.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _KEEP)
-    shape = b"".join(bare.split(b'"')[::2]).replace(b"{", b"[").replace(b"}", b"]")
-    for _ in range(limit):
-        shorter = shape.replace(b"[]", b"")
-        if len(shorter) == len(shape):
-            return shape.count(b"[") > limit  # what is left never closes
-        shape = shorter
-    return b"[]" in shape
 
 
 def body_error(

@@ -23,9 +23,10 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from .._jsondepth import json_too_deep
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
-from ._base import ClientCore, api_error, json_too_deep, tolerant_convert
+from ._base import ClientCore, api_error, tolerant_convert
 
 __all__ = ["Stream", "StreamItem", "SyncStream", "book_topic", "orders_topic", "parse_message"]
 
