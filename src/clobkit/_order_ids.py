@@ -27,12 +27,17 @@ from typing import Any, TextIO, cast
 import msgspec
 
 from ._core import IMPLEMENTATION
-from .errors import ValidationError
+from ._core_py import parse_side
+from ._jsondepth import json_too_deep
+from .amounts import check_raw_amounts
+from .errors import AmountError, ValidationError
 from .order_id import OrderHasher
 
 __all__ = ["DEFAULT_BATCH", "run"]
 
 DEFAULT_BATCH = 50_000
+MAX_BATCH = 10_000_000  # lines per batch; more only costs memory
+WALLET_MAX = 1 << 20  # bytes: a GET /wallet answer is a few hundred
 SALT_MAX = 10**12  # the service's range for raw-order salts
 REQUIRED = ("token_id", "maker_amount", "taker_amount", "side", "salt")
 OPTIONAL = ("fee_rate_bps", "nonce", "expiration", "neg_risk")
@@ -214,13 +219,24 @@ def _split(text: str) -> list[str] | str:
 _decode = msgspec.json.decode
 
 
+class _Blank:
+    """A blank JSONL line: not a row."""
+
+
+_BLANK = _Blank()
+
+
 def _decode_line(text: str) -> object:
     if not text.strip():
-        return None
+        return _BLANK
     try:
+        if json_too_deep(text.encode("utf-8", "surrogatepass")):
+            raise RecursionError  # before the decoder can overflow the C stack
         return _decode(text)
     except msgspec.DecodeError as exc:
         return _Bad(f"invalid JSON ({exc})")
+    except RecursionError:
+        return _Bad("invalid JSON (nested too deeply)")
 
 
 class _Bad(str):
@@ -235,8 +251,11 @@ class JsonlOrders:
     def parse(self, first: int, lines: list[str]) -> Parsed:
         texts = _lines(lines, str.rstrip)
         try:
+            # lines one by one only when the batch as a whole may nest too deeply
+            if json_too_deep("\n".join(texts).encode("utf-8", "surrogatepass")):
+                raise RecursionError
             objs: list[Any] = list(map(_decode, texts))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             objs = list(map(_decode_line, texts))
         numbers = list(range(first, first + len(texts)))
         rejects: list[tuple[int, str]] = []
@@ -247,8 +266,8 @@ class JsonlOrders:
         if not dicts or any(None in columns[name] for name in REQUIRED):
             keep = []
             for k, obj in enumerate(objs):
-                if obj is None:
-                    continue  # a blank line
+                if obj is _BLANK:
+                    continue
                 if isinstance(obj, _Bad):
                     rejects.append((numbers[k], str(obj)))
                 elif not isinstance(obj, dict):
@@ -318,7 +337,7 @@ def hash_batch(
         done: list[str] = hasher.order_ids(
             **dict(zip(KEYWORDS, cols, strict=True)), threads=threads
         )
-        return _refuse_big_salts(parsed, list[str | None](done), [])
+        return _refuse_unservable(parsed, list[str | None](done), [])
     except ValidationError:
         pass
     # one row at a time: the core names the field and value of each bad row
@@ -332,7 +351,7 @@ def hash_batch(
         except ValidationError as exc:
             ids.append(None)
             rejects.append((line, str(exc)))
-    return _refuse_big_salts(parsed, ids, rejects)
+    return _refuse_unservable(parsed, ids, rejects)
 
 
 def _too_big(salt: object) -> bool:
@@ -342,17 +361,22 @@ def _too_big(salt: object) -> bool:
     return type(salt) is int and salt > SALT_MAX
 
 
-def _refuse_big_salts(
+def _column(parsed: Parsed, name: str) -> list[Any]:
+    values = parsed.columns[name]
+    return values if isinstance(values, list) else [values] * len(parsed.lines)
+
+
+def _refuse_unservable(
     parsed: Parsed, ids: list[str | None], rejects: list[tuple[int, str]]
 ) -> tuple[list[str | None], list[tuple[int, str]]]:
-    """Rows whose salt the service refuses (POST /orders/raw takes [0, 10**12]) get no id.
+    """Rows the service would refuse get no id: a salt outside [0, 10**12] (POST
+    /orders/raw), or amounts that break the raw-order ratio rule (zero, an
+    implied price outside (0, 1), over the single-order maximum).
 
-    The exchange struct hashes any uint256 salt, so the core does not refuse
-    these; an id for an order the service will not take is a lost order.
+    The exchange struct hashes any uint256, so the core does not refuse these;
+    an id for an order the service will not take is a lost order.
     """
-    salts = parsed.columns["salt"]
-    if not isinstance(salts, list):
-        salts = [salts] * len(parsed.lines)
+    salts = _column(parsed, "salt")
     bad = [i for i, salt in enumerate(salts) if _too_big(salt) and ids[i] is not None]
     for i in bad:
         ids[i] = None
@@ -362,6 +386,29 @@ def _refuse_big_salts(
                 f"salt: must lie in [0, 10**12] for POST /orders/raw (got {salts[i]!r})",
             )
         )
+    # the hashed rows passed the core's checks: their amounts read as ints
+    makers, takers = _column(parsed, "maker_amount"), _column(parsed, "taker_amount")
+    sides = _column(parsed, "side")
+    rows = [i for i, oid in enumerate(ids) if oid is not None]
+    # hashed rows have sides the core took (str or int): a handful of values
+    side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
+    if len(rows) == len(ids):
+        triples = zip(
+            [side_of[(type(v), v)] for v in sides], map(int, makers), map(int, takers), strict=True
+        )
+    else:
+        triples = zip(
+            [side_of[(type(sides[i]), sides[i])] for i in rows],
+            [int(makers[i]) for i in rows],
+            [int(takers[i]) for i in rows],
+            strict=True,
+        )
+    for i, (side, maker, taker) in zip(rows, triples, strict=True):
+        try:
+            check_raw_amounts(side, maker, taker)
+        except AmountError as exc:  # noqa: PERF203 - rare: one row in many
+            ids[i] = None
+            rejects.append((parsed.lines[i], f"{exc} (POST /orders/raw refuses it)"))
     rejects.sort()
     return ids, rejects
 
@@ -369,13 +416,26 @@ def _refuse_big_salts(
 def load_wallet(path: str) -> dict[str, Any]:
     """The ``GET /wallet`` data from a file: the data itself or the saved envelope."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        with open(path, "rb") as file:
+            data = file.read(WALLET_MAX + 1)
     except OSError as exc:
         raise InputError(f"cannot read the wallet {path}: {exc.strerror or exc}") from None
+    if len(data) > WALLET_MAX:
+        raise InputError(
+            f"the wallet {path} is over {WALLET_MAX:,} bytes: not a GET /wallet answer"
+        )
     try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the wallet {path} is not UTF-8 text ({exc.reason})") from None
+    try:
+        if json_too_deep(data):
+            raise RecursionError  # before the decoder can overflow the C stack
         obj = json.loads(text)
     except ValueError as exc:
         raise InputError(f"the wallet {path} is not JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"the wallet {path} is not JSON (nested too deeply)") from None
     if isinstance(obj, dict) and ("success" in obj or list(obj) == ["data"]):  # an envelope
         if obj.get("success", True) is not True:
             raise InputError(f"the wallet {path} is a failed response: {obj.get('error')}")
@@ -383,6 +443,27 @@ def load_wallet(path: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(f"the wallet {path} must hold the GET /wallet data or its envelope")
     return obj
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file (the same path, a symlink or a hard link)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def _check_output(target: Path, source: Path, wallet: Path) -> None:
+    """OUTPUT is neither INPUT nor the wallet, and is not a read-only file."""
+    if _same(target, source):
+        raise InputError("OUTPUT must not be INPUT (same file)")
+    if _same(target, wallet):
+        raise InputError("OUTPUT must not be the --wallet file (same file)")
+    if target.is_dir():
+        raise InputError(f"OUTPUT {target} is a directory")
+    # root may write any file, so the mode bits count too
+    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
+        raise InputError(f"OUTPUT {target} is read-only: not replaced")
 
 
 def format_of(path: str) -> str:
@@ -459,8 +540,9 @@ def run(
     if format_of(output_path) != kind:
         raise InputError(f"OUTPUT must have the format of INPUT ({kind})")
     source_path, target = Path(input_path), Path(output_path)
-    if target.exists() and source_path.exists() and target.samefile(source_path):
-        raise InputError("OUTPUT must not be INPUT")
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise InputError(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {batch_size})")
+    _check_output(target, source_path, Path(wallet))
     try:
         hasher = OrderHasher(load_wallet(wallet))
     except ValidationError as exc:

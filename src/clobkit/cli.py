@@ -139,15 +139,18 @@ def _cmd_amounts(args: argparse.Namespace) -> int:
     try:
         amounts = compute(side, args.price, args.size, args.tick, round_price=args.round_price)
     except ValidationError as exc:
-        raise Usage(str(exc)) from None
+        # name the flag, not the Python argument
+        raise Usage(str(exc).replace("round_price=True", "--round-price")) from None
     paid, received = ("USDC", "shares") if side == "BUY" else ("shares", "USDC")
-    if args.market:
-        what = f"{args.size} {paid}"
-        kind = "market"
-    else:
-        what = f"{args.size} shares"
-        kind = "limit"
     maker, taker = amounts.maker_amount, amounts.taker_amount
+    # the size the amounts are for: SIZE rounded as the exchange rounds it
+    if args.market:
+        used, unit, kind = maker, paid, "market"
+    else:
+        used, unit, kind = (taker if side == "BUY" else maker), "shares", "limit"
+    what = f"{_units(used)} {unit}"
+    if Decimal(_units(used)) != Decimal(args.size):
+        what += f" ({args.size} rounded)"
     width = len(str(max(maker, taker)))
     price = args.price
     if args.round_price:
@@ -280,6 +283,9 @@ def _cmd_call(args: argparse.Namespace) -> int:
         code = payload.get("code")
         error = payload.get("error") or payload.get("message") or "request failed"
         label = f"{response.status_code} {code}" if code else str(response.status_code)
+        detail = payload.get("detail")
+        if detail and detail != error:  # the server's why: "signature mismatch"
+            error = f"{error}: {detail}"
         raise Failed(f"{label}: {error}")
     if not response.is_success:
         raise Failed(f"HTTP {response.status_code} {response.reason_phrase}")
@@ -291,10 +297,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_order_ids(args: argparse.Namespace) -> int:
-    from ._order_ids import InputError, describe, run
+    from ._order_ids import MAX_BATCH, InputError, describe, run
 
-    if args.batch_size < 1:
-        raise Usage("--batch-size must be at least 1")
+    if not 1 <= args.batch_size <= MAX_BATCH:
+        raise Usage(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {args.batch_size})")
     if args.threads is not None and args.threads < 1:
         raise Usage("--threads must be at least 1")
     try:
@@ -327,6 +333,8 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         from .sandbox.__main__ import main as sandbox_main
     except ModuleNotFoundError as exc:
         raise Failed(_extra_missing("sandbox", exc)) from None
+    if not 0 <= args.port <= 65535:
+        raise Usage(f"--port must lie in [0, 65535] (got {args.port})")
     argv = ["--host", args.host, "--port", str(args.port)]
     if args.config:
         argv += ["--config", args.config]
@@ -534,6 +542,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``clobkit`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports)
+        print("clobkit: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -583,6 +599,9 @@ def _run(call: Callable[[], int], command: str) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:  # a last guard: input nested too deeply for some parser
+        print(f"{prog}: error: the input is nested too deeply", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _silence_stdout() -> None:
