@@ -8,6 +8,7 @@ arithmetic is exact integer arithmetic.
 from __future__ import annotations
 
 from ._core import from_units, limit_amounts, market_amounts, market_price, to_units
+from ._spec import SINGLE_ORDER_MAX
 from ._types import Amounts, OrderType, Side
 from .errors import AmountError
 
@@ -24,8 +25,8 @@ __all__ = [
     "to_units",
 ]
 
-#: Single-order maximum of the service, in USDC (section 8).
-MAX_ORDER_USDC = 50_000
+#: Single-order maximum of the service, in USDC (section 8), as an int.
+MAX_ORDER_USDC = int(SINGLE_ORDER_MAX)
 _MAX_ORDER_UNITS = MAX_ORDER_USDC * 1_000_000
 
 

@@ -342,6 +342,8 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv.append("--strict-query-signing")
     if args.state:
         argv += ["--state", args.state]
+    if args.forwarded_allow_ips is not None:
+        argv += ["--forwarded-allow-ips", args.forwarded_allow_ips]
     return sandbox_main(argv)
 
 
@@ -528,6 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept only signatures over the path with its query string",
     )
     p.add_argument("--state", metavar="FILE", help="SQLite file keeping the state across restarts")
+    p.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated proxies whose X-Forwarded-For is trusted (default: none)",
+    )
     p.set_defaults(handler=_cmd_sandbox)
 
     p = sub.add_parser(
