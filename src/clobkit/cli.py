@@ -18,10 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .errors import ApiError, ClobkitError, TransportError, ValidationError
+
+if TYPE_CHECKING:
+    from .signing import OrderSigner
 
 __all__ = ["main"]
 
@@ -303,6 +306,9 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
         raise Usage(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {args.batch_size})")
     if args.threads is not None and args.threads < 1:
         raise Usage("--threads must be at least 1")
+    signer = _order_signer(args.key_file) if args.sign else None
+    if args.key_file and not args.sign:
+        raise Usage("--key-file goes with --sign")
     try:
         summary = run(
             args.wallet,
@@ -311,6 +317,8 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
             threads=args.threads,
             batch_size=args.batch_size,
             progress=args.progress,
+            version=args.exchange_version,
+            signer=signer,
         )
     except InputError as exc:
         raise Usage(str(exc)) from None
@@ -318,6 +326,32 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
     if summary.rejected:
         raise Failed(f"{_rows(summary.rejected)} rejected (listed above as line N: reason)")
     return EXIT_OK
+
+
+PRIVATE_KEY_ENV = "CLOBKIT_PRIVATE_KEY"
+
+
+def _order_signer(key_file: str | None) -> OrderSigner:
+    """The order-signing key from ``--key-file`` or ``CLOBKIT_PRIVATE_KEY``, never argv."""
+    from .signing import OrderSigner
+
+    if key_file is not None:
+        try:
+            with open(key_file, encoding="ascii") as file:
+                key = file.read(200).strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not ASCII text"
+            raise Usage(f"--key-file {key_file}: cannot read it ({reason or exc})") from None
+        where = f"--key-file {key_file}"
+    else:
+        key = os.environ.get(PRIVATE_KEY_ENV, "").strip()
+        if not key:
+            raise Usage(f"--sign needs the key in {PRIVATE_KEY_ENV} or a --key-file")
+        where = PRIVATE_KEY_ENV
+    try:
+        return OrderSigner(key)
+    except ValidationError:  # its message hides the key; so does ours
+        raise Usage(f"{where}: not a secp256k1 private key (0x + 64 hex digits)") from None
 
 
 def _rows(n: int) -> str:
@@ -425,10 +459,13 @@ def build_parser() -> argparse.ArgumentParser:
         "order-ids",
         help="clob_order_ids for a CSV or JSONL file of orders",
         description=(
-            "Read raw orders (token_id, maker_amount, taker_amount, side, salt; optional "
-            "fee_rate_bps, nonce, expiration, neg_risk) from INPUT, hash them in batches and "
-            "write the rows plus order_id to OUTPUT, in the same format (.csv, .jsonl). "
-            "Rejected rows are reported as 'line N: reason' and make the exit code 1."
+            "Read orders (token_id, maker_amount, taker_amount, side, salt; for a V1 wallet "
+            "optional fee_rate_bps, nonce, expiration; for a V2/V3 wallet timestamp (ms) and "
+            "optional metadata, builder; optional neg_risk) from INPUT, hash them in batches "
+            "and write the rows plus order_id (and signature with --sign) to OUTPUT, in the "
+            "same format (.csv, .jsonl). The order version comes from the wallet's exchange "
+            "addresses unless --exchange-version says. Rejected rows are reported as "
+            "'line N: reason' and make the exit code 1."
         ),
     )
     p.add_argument(
@@ -453,6 +490,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="progress bar on stderr (default: when stderr is a terminal)",
     )
+    p.add_argument(
+        "--exchange-version",
+        type=int,
+        choices=(1, 2, 3),
+        help="order version (default: from the wallet's exchange addresses)",
+    )
+    p.add_argument(
+        "--sign",
+        action="store_true",
+        help=f"add a signature column (key from {PRIVATE_KEY_ENV} or --key-file)",
+    )
+    p.add_argument("--key-file", metavar="FILE", help="file holding the order-signing private key")
     p.set_defaults(handler=_cmd_order_ids)
 
     p = sub.add_parser(

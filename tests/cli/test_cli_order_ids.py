@@ -289,9 +289,9 @@ def test_default_batch_is_smaller_than_a_big_file(
     calls: list[int] = []
     real = order_ids.hash_batch
 
-    def spy(hasher: Any, parsed: Any, threads: Any) -> Any:
+    def spy(hasher: Any, parsed: Any, *rest: Any) -> Any:
         calls.append(len(parsed.lines))
-        return real(hasher, parsed, threads)
+        return real(hasher, parsed, *rest)
 
     monkeypatch.setattr(order_ids, "hash_batch", spy)
     rows = orders(1)
