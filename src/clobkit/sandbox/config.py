@@ -8,7 +8,8 @@ of ``--config FILE``::
                 "balance": "10000", "bonus_balance": "0", "ip_whitelist": null}],
      "rate_limit_per_minute": 6000,
      "risk": {"per_order": "50000", "per_minute": 300, "daily": "250000", "monthly": "2000000"},
-     "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false}
+     "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false,
+     "faults": {"error_rate": 0.2, "after_commit": 0.5, "seed": 3}}
 
 Every key but ``users`` is optional; ``null`` disables a limit. Money is given
 as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
@@ -24,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from .faults import FaultConfig
 
 __all__ = [
     "ALL_SCOPES",
@@ -205,6 +208,7 @@ class SandboxConfig:
     ``processing_delay_ms`` > 0 makes orders wait that long in each of
     pending, signing and submitted (0: they walk to live before the 201).
     ``seed`` picks the deterministic fixtures (events, markets, prices).
+    ``faults`` (``None``: none) makes requests fail on purpose (``faults.py``).
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
@@ -214,8 +218,13 @@ class SandboxConfig:
     processing_delay_ms: int = 0
     strict_query_signing: bool = False
     seed: int = 0
+    faults: FaultConfig | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.faults, Mapping):
+            object.__setattr__(self, "faults", FaultConfig.from_dict(self.faults))
+        elif self.faults is not None and not isinstance(self.faults, FaultConfig):
+            raise ConfigError(f"faults must be an object or null, got {self.faults!r}")
         users = tuple(self.users)
         if not users:
             raise ConfigError("at least one user is needed")
