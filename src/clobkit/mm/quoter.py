@@ -193,7 +193,8 @@ class Quoter:
         self._acked: asyncio.Event | None = None
         self._orders_topic: str | None = None
         self._book_topic = ""
-        self.resolve_attempts = 12
+        #: Rounds of REST reads (with backoff, about 0.01 to 0.5 s) resolving unknown outcomes.
+        self.resolve_attempts = 20
 
     def __repr__(self) -> str:
         return (

@@ -633,8 +633,7 @@ def create_app(
         faults=Faults(cfg.faults),
         streams=set(),
     )
-    if cfg.faults is not None:
-        quiet_server_log()
+    quiet_server_log()  # faults may be switched on while running (Faults.configure)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

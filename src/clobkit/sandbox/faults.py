@@ -76,11 +76,18 @@ class Faults:
     """The seeded draws of one sandbox and counts of what was injected."""
 
     def __init__(self, config: FaultConfig | None) -> None:
-        self.config = config or FaultConfig()
-        self._random = random.Random(self.config.seed)
         self._lock = threading.Lock()
+        self.configure(config)
         #: Injected failures by kind (before / after commit, 500 / drop).
         self.injected = {"before_500": 0, "before_drop": 0, "after_500": 0, "after_drop": 0}
+
+    def configure(self, config: FaultConfig | Mapping[str, Any] | None) -> None:
+        """Switch to ``config`` (``None``: no faults) while running; reseeds the draws."""
+        if isinstance(config, Mapping):
+            config = FaultConfig.from_dict(config)
+        with self._lock:
+            self.config = config or FaultConfig()
+            self._random = random.Random(self.config.seed)
 
     @property
     def active(self) -> bool:
