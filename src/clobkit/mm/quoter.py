@@ -655,7 +655,11 @@ class Quoter:
             new = [await self._prepare(level) for level in place]
             gone = [o.handle for o in cancel]
             self._errors = []
-            if crosses(place, cancel):  # a new order could trade with one being cancelled
+            # cancels go first when a new order could trade with one being cancelled, or
+            # needs the shares that a cancelled SELL still reserves
+            selling = sum(level.shares for level in place if level.side == 1)
+            reserved = sum(o.remaining for o in live if o.side == 1)
+            if crosses(place, cancel) or (selling and selling > self._position - reserved):
                 await asyncio.gather(*(self._send_cancel(t) for t in gone))
                 await self._resolve()
                 await asyncio.gather(*(self._send_place(t) for t in new))
