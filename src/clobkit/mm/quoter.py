@@ -639,39 +639,33 @@ class Quoter:
         consistent. Returns after every request's outcome is known.
         """
         wanted = list(quotes)
-        read_ladder(wanted, self._limits(), self._position)  # refuse before anything is sent
+        position = self._position
+        levels = read_ladder(wanted, self._limits(), position)  # refused before anything is sent
         async with self._lock:
             if self._stale:
                 await self._reconcile()
             elif self.pending:
                 await self._resolve()
-            levels = read_ladder(wanted, self._limits(), self._position)
+            if self._position != position:  # fills while waiting: the position limit again
+                levels = read_ladder(wanted, self._limits(), self._position)
             live = [
                 Live(t.side, t.price, t.shares - t.matched, t)
                 for t in self._live.values()
                 if t.state == OPEN
             ]
             kept, cancel, place = diff(levels, live)
-            new = [await self._prepare(level) for level in place]
-            gone = [o.handle for o in cancel]
             self._errors = []
-            # cancels go first when a new order could trade with one being cancelled, or
-            # needs the shares that a cancelled SELL still reserves
-            selling = sum(level.shares for level in place if level.side == 1)
-            reserved = sum(o.remaining for o in live if o.side == 1)
-            if crosses(place, cancel) or (selling and selling > self._position - reserved):
-                await asyncio.gather(*(self._send_cancel(t) for t in gone))
-                await self._resolve()
-                await asyncio.gather(*(self._send_place(t) for t in new))
-            else:
-                await asyncio.gather(
-                    *(self._send_cancel(t) for t in gone),
-                    *(self._send_place(t) for t in new),
-                )
+            new: list[_Tracked] = []
+            try:
+                new.extend([await self._prepare(level) for level in place])
+                await self._send(place, cancel, live, new)
+            finally:
+                self._orphans()
             await self._resolve()
             if self._stale:
                 await self._reconcile()
             errors, self._errors = self._errors, []
+            gone = [o.handle for o in cancel]
             report = RequoteReport(
                 placed=[t.order for t in new if t.order is not None],
                 cancelled=[t.order for t in gone if t.order is not None],
@@ -681,6 +675,33 @@ class Quoter:
             raise errors[0]
         return report
 
+    async def _send(
+        self, place: list[Level], cancel: list[Live], live: list[Live], new: list[_Tracked]
+    ) -> None:
+        """Send the cancels and the places: concurrently, or cancels first when a new
+        order could trade with one being cancelled or needs the shares that a
+        cancelled SELL still reserves."""
+        gone = [o.handle for o in cancel]
+        selling = sum(level.shares for level in place if level.side == 1)
+        reserved = sum(o.remaining for o in live if o.side == 1)
+        if crosses(place, cancel) or (selling and selling > self._position - reserved):
+            await asyncio.gather(*(self._send_cancel(t) for t in gone))
+            await self._resolve()
+            await asyncio.gather(*(self._send_place(t) for t in new))
+        else:
+            await asyncio.gather(
+                *(self._send_cancel(t) for t in gone),
+                *(self._send_place(t) for t in new),
+            )
+
+    def _orphans(self) -> None:
+        """Requests cut short (the caller was cancelled) become requests of unknown outcome."""
+        for t in self._live.values():
+            if t.state == PLACING:
+                t.state = PLACE_UNKNOWN
+            elif t.state == CANCELLING:
+                t.state = CANCEL_UNKNOWN
+
     async def cancel_all(self) -> list[Order]:
         """Cancel every open order of the quoter; the orders cancelled (or found done)."""
         async with self._lock:
@@ -689,7 +710,10 @@ class Quoter:
             else:
                 await self._resolve()
             orders = [t for t in self._live.values() if t.state == OPEN]
-            await asyncio.gather(*(self._send_cancel(t) for t in orders))
+            try:
+                await asyncio.gather(*(self._send_cancel(t) for t in orders))
+            finally:
+                self._orphans()
             await self._resolve()
             return [t.order for t in orders if t.order is not None]
 
