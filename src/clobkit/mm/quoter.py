@@ -290,8 +290,15 @@ class Quoter:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        if self._stream is not None:
-            await self._stream.close()
+        stream = self._stream
+        if stream is not None:
+            reader = stream._task
+            closing = asyncio.ensure_future(stream.close())
+            while not (await asyncio.wait({closing}, timeout=1.0))[0]:
+                # the stream's task swallowed its cancellation (Python 3.11's wait_for can,
+                # when the awaited recv completes at the same moment): cancel it again
+                if reader is not None:
+                    reader.cancel()
 
     async def _held(self) -> int:
         async for pos in self._client.iter_positions():
