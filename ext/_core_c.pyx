@@ -1474,6 +1474,8 @@ def verify_signature(secret, method, path, timestamp, nonce, body, sig):
     cdef Py_ssize_t n, i
     cdef unsigned char diff = 0
     _key(&key, secret)
+    if type(sig) is not str and isinstance(sig, str):
+        sig = str.__str__(sig)  # a str subclass verifies as its text (as in the pure twin)
     if not _ascii_view(sig, &s, &n):
         return False
     try:
@@ -1535,15 +1537,12 @@ cdef class RequestSigner:
     cdef dict _template
     cdef readonly str api_key
     cdef readonly bint sign_query
-    # headers_many's last method and path objects, and what they validated to
-    cdef object _method_seen, _method_ok, _path_seen, _path_ok
 
     def __init__(self, api_key, api_secret, *, sign_query=True):
         self.api_key = _py.parse_token(api_key, "api_key")
         _key(&self._hk, api_secret)
         self.sign_query = _py.parse_flag(sign_query, "sign_query")
         self._template = {H_KEY: self.api_key, H_TS: "", H_NONCE: "", H_SIG: ""}
-        self._method_seen = self._path_seen = _UNSEEN  # (None is a request's possible bad input)
 
     def __repr__(self):
         return f"RequestSigner(api_key={self.api_key!r}, sign_query={bool(self.sign_query)})"
@@ -1586,9 +1585,13 @@ cdef class RequestSigner:
         cdef char sigs[SIGN_CHUNK * 64]
         cdef PyObject *held[SIGN_CHUNK * HELD]  # owned references the pending requests point into
         cdef Py_ssize_t i = 0, k = 0
+        # the last method and path objects and what they validated to: local to
+        # this call, so threads sharing the signer never see each other's
+        # (None is a request's possible bad input, hence _UNSEEN)
+        cdef list seen = [_UNSEEN, None, _UNSEEN, None]
         try:
             for request in requests:
-                self._prepare(request, i, &reqs[k], &sigs[64 * k], &held[HELD * k])
+                self._prepare(request, i, &reqs[k], &sigs[64 * k], &held[HELD * k], seen)
                 k += 1
                 i += 1
                 if k == SIGN_CHUNK:
@@ -1602,7 +1605,7 @@ cdef class RequestSigner:
         return out
 
     cdef int _prepare(self, object request, Py_ssize_t i, ck_request *r, char *sig,
-                      PyObject **held) except -1:
+                      PyObject **held, list seen) except -1:
         """Validate request ``i`` and point ``r`` at it; on success hold its objects."""
         cdef Py_ssize_t j
         if type(request) is tuple and len(<tuple>request) == 3:
@@ -1615,13 +1618,13 @@ cdef class RequestSigner:
                 f"requests[{i}]", request, "must be (method, path) or (method, path, body)"
             )
         # a batch mostly repeats a few method and path objects: check each once
-        if method is not self._method_seen:
-            self._method_ok = _text(method, K_METHOD)
-            self._method_seen = method
-        if path is not self._path_seen:
-            self._path_ok = _text(path, K_PATH)
-            self._path_seen = path
-        method, path = self._method_ok, self._path_ok
+        if method is not seen[0]:
+            seen[1] = _text(method, K_METHOD)
+            seen[0] = method
+        if path is not seen[2]:
+            seen[3] = _text(path, K_PATH)
+            seen[2] = path
+        method, path = seen[1], seen[3]
         if type(body) is not bytes:
             body = _py.parse_body(body)
         nonce = _hex_str(_random16(), 16, False)

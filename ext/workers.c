@@ -26,8 +26,14 @@ void ck_pool_wait(void) {}
 #else
 
 #include <pthread.h>
+#include <time.h>
 
+/* Hard ceiling of the pool; callers ask for far fewer (the Python side caps a
+ * batch at 4 threads per core, see parse_threads). */
 #define CK_MAX_HELPERS 256
+/* A helper idle this long exits (the highest-numbered first, then the next),
+ * so a burst of threads=N does not leave N native threads behind for good. */
+#define CK_IDLE_NS 1000000000LL
 
 static struct {
     pthread_mutex_t mu;   /* guards everything below */
@@ -38,9 +44,16 @@ static struct {
     unsigned long gen;
     int wanted;  /* helpers taking the current generation */
     int active;  /* helpers still running it */
-    int started; /* threads alive */
+    int started; /* threads alive, numbered 0 .. started - 1 */
+    struct timespec idle_since; /* CLOCK_MONOTONIC: when the last job ended */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0};
+          PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0, 0, {0, 0}};
+
+static long long elapsed_ns(const struct timespec *since) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long long)(now.tv_sec - since->tv_sec) * 1000000000LL + (now.tv_nsec - since->tv_nsec);
+}
 
 /* The generation current when each helper was created (before the job that
  * created it was posted), so a helper that starts late still takes that job. */
@@ -51,16 +64,31 @@ static void *helper(void *arg) {
     pthread_mutex_lock(&pool.mu);
     unsigned long seen = born[index];
     for (;;) {
-        while (pool.gen == seen) pthread_cond_wait(&pool.work, &pool.mu);
+        while (pool.gen == seen) {
+            /* only the top helper may leave, so the numbering stays dense */
+            if (index == pool.started - 1 && pool.active == 0 &&
+                elapsed_ns(&pool.idle_since) >= CK_IDLE_NS) {
+                pool.started--;
+                pthread_cond_broadcast(&pool.work); /* the next one down checks too */
+                pthread_mutex_unlock(&pool.mu);
+                return NULL;
+            }
+            struct timespec until; /* pthread_cond_timedwait counts on CLOCK_REALTIME */
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += CK_IDLE_NS / 1000000000LL;
+            pthread_cond_timedwait(&pool.work, &pool.mu, &until);
+        }
         seen = pool.gen;
         if (index >= pool.wanted) continue; /* not needed this time */
         ck_job *job = pool.job;
         pthread_mutex_unlock(&pool.mu);
         ck_job_run(job);
         pthread_mutex_lock(&pool.mu);
-        if (--pool.active == 0) pthread_cond_signal(&pool.done);
+        if (--pool.active == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &pool.idle_since);
+            pthread_cond_signal(&pool.done);
+        }
     }
-    return NULL;
 }
 
 /* A forked child has none of the parent's threads: start from scratch. */
@@ -100,6 +128,7 @@ int ck_pool_start(ck_job *job, int helpers) {
         pthread_mutex_unlock(&pool.own);
         return 0;
     }
+    clock_gettime(CLOCK_MONOTONIC, &pool.idle_since);
     pool.job = job;
     pool.wanted = helpers;
     pool.active = helpers;

@@ -4,6 +4,7 @@
  * the Python thread still holds the GIL to parse the next one (Python pool
  * threads would wait for the GIL to even begin). One job at a time: a caller
  * that finds the pool busy (another Python thread is using it) runs alone.
+ * Helpers idle for a second exit, so the pool shrinks back after a burst.
  */
 #ifndef CLOBKIT_WORKERS_H
 #define CLOBKIT_WORKERS_H

@@ -2,10 +2,14 @@
 
 The core (amounts, salts, order ids, request signing) runs on a compiled twin
 when it is built and on a pure-Python twin otherwise; ``IMPLEMENTATION`` says
-which (``"c"`` or ``"python"``).
+which (``"c"`` or ``"python"``). ``import clobkit`` loads the core only: the
+client (httpx, websockets) and order signing (coincurve) load on first use of
+``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._core import IMPLEMENTATION
@@ -20,10 +24,36 @@ from .amounts import (
     to_units,
 )
 from .auth import RequestSigner, signature, verify_signature
-from .client import AsyncClient, Client
 from .order_id import OrderHasher, WalletInfo, sign_order_id
 from .salt import new_salt, new_salts
-from .signing import OrderSigner, SignedOrder
+
+if TYPE_CHECKING:
+    from .client import AsyncClient, Client
+    from .signing import OrderSigner, SignedOrder
+
+# name -> module that defines it, imported on first access (PEP 562)
+_LAZY = {
+    "AsyncClient": "clobkit.client",
+    "Client": "clobkit.client",
+    "OrderSigner": "clobkit.signing",
+    "SignedOrder": "clobkit.signing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'clobkit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from .cli import main
+import sys
 
 if __name__ == "__main__":
+    try:
+        from .cli import main
+    except KeyboardInterrupt:  # Ctrl-C while importing: one line, no traceback
+        print("clobkit: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
     raise SystemExit(main())

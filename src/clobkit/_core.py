@@ -35,7 +35,7 @@ def _load() -> tuple[ModuleType, str]:
 
         return _core_py, "python"
     try:
-        from . import _core_c  # type: ignore[attr-defined]
+        from . import _core_c
     except ImportError:
         from . import _core_py
 

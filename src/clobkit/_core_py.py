@@ -403,13 +403,18 @@ def parse_flag(value: object, field: str) -> bool:
     raise OrderFieldError(field, value, "must be a bool")
 
 
+#: Most hashing threads one batch uses: more than a few per core only adds
+#: switching, and each native helper thread is kept alive between batches.
+MAX_THREADS = 4 * (os.cpu_count() or 1)
+
+
 def parse_threads(threads: object) -> int:
-    """Worker count of a batch: None -> 1 (the caller asks for more)."""
+    """Worker count of a batch: None -> 1; above ``MAX_THREADS`` (4 per core) -> that."""
     if threads is None:
         return 1
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise OrderFieldError("threads", threads, "must be None or a positive int")
-    return threads
+    return min(int.__index__(threads), MAX_THREADS)
 
 
 def is_scalar(value: object) -> bool:
@@ -793,7 +798,7 @@ HIDDEN = "<hidden>"
 def parse_secret(secret: object) -> bytes:
     """The HMAC key: the UTF-8 bytes of the secret string as issued."""
     if isinstance(secret, str):
-        key = secret.encode("utf-8")
+        key = str.encode(secret, "utf-8")  # a subclass's own encode() is not consulted
     elif isinstance(secret, (bytes, bytearray, memoryview)):
         key = bytes(secret)
     else:
@@ -807,31 +812,31 @@ def parse_token(value: object, field: str) -> str:
     """A header-safe token (key, nonce): printable ASCII without spaces."""
     if not isinstance(value, str) or not _PRINTABLE.match(value):
         raise SignatureInputError(field, value, "must be a non-empty printable ASCII string")
-    return value
+    return str.__str__(value)  # a plain str, also for a str subclass (both twins)
 
 
 def parse_method(method: object) -> str:
     """HTTP method, upper-cased."""
     if not isinstance(method, str) or not _LETTERS.match(method):
         raise SignatureInputError("method", method, "must be an HTTP method such as GET or POST")
-    return method.upper()
+    return str.upper(method)
 
 
 def parse_path(path: object) -> str:
     """Request path (and query) as sent: printable ASCII starting with '/'."""
-    if not isinstance(path, str) or not path.startswith("/") or not _PRINTABLE.match(path):
+    if not isinstance(path, str) or not str.startswith(path, "/") or not _PRINTABLE.match(path):
         raise SignatureInputError(
             "path", path, "must start with '/' and be printable ASCII (percent-encode the rest)"
         )
-    return path
+    return str.__str__(path)
 
 
 def parse_timestamp(timestamp: object) -> str:
     """Milliseconds since the epoch as a decimal string."""
     if isinstance(timestamp, int) and not isinstance(timestamp, bool) and timestamp >= 0:
-        return str(timestamp)
-    if isinstance(timestamp, str) and timestamp.isascii() and timestamp.isdigit():
-        return timestamp
+        return int.__repr__(timestamp)  # the digits, also for an IntEnum
+    if isinstance(timestamp, str) and str.isascii(timestamp) and str.isdigit(timestamp):
+        return str.__str__(timestamp)
     raise SignatureInputError("timestamp", timestamp, "must be non-negative milliseconds")
 
 
@@ -889,8 +894,9 @@ def verify_signature(
     verify as False; only a bad secret raises.
     """
     key = parse_secret(secret)
-    if not isinstance(sig, str) or not sig.isascii():
+    if not isinstance(sig, str) or not str.isascii(sig):
         return False
+    sig = str.__str__(sig)
     try:
         expected = signature(key, method, path, timestamp, nonce, body)
     except SignatureInputError:

@@ -1,11 +1,14 @@
-"""``clobkit order-ids``: offline ``clob_order_id`` of every raw order in a CSV or JSONL file.
+"""``clobkit order-ids``: offline ``clob_order_id`` of every order in a CSV or JSONL file.
 
 The file is read in batches of lines (memory stays flat whatever its size);
 each batch is parsed column-wise and hashed by ``OrderHasher.order_ids`` in a
 worker thread while the next batch is parsed. Every order is one line (a
 CSV field may be quoted but may not span lines). Output rows are the input
-lines, unchanged, plus ``order_id``. A row that cannot be hashed is reported
-as ``line N: reason`` and left out of the output.
+lines, unchanged, plus ``order_id`` (and ``signature`` when signing). A row
+that cannot be hashed is reported as ``line N: reason`` and left out of the
+output. The wallet's exchange version (or ``version=``) decides the columns:
+V1 orders carry ``fee_rate_bps``, ``nonce``, ``expiration``; V2/V3 orders a
+``timestamp`` (milliseconds) and optional ``metadata`` / ``builder``.
 """
 
 from __future__ import annotations
@@ -27,29 +30,70 @@ from typing import Any, TextIO, cast
 import msgspec
 
 from ._core import IMPLEMENTATION
-from .errors import ValidationError
+from ._core_py import parse_side
+from ._jsondepth import json_too_deep
+from ._spec import SALT_MAX
+from .amounts import check_raw_amounts
+from .errors import AmountError, ValidationError
 from .order_id import OrderHasher
+from .signing import OrderSigner
 
 __all__ = ["DEFAULT_BATCH", "run"]
 
 DEFAULT_BATCH = 50_000
-SALT_MAX = 10**12  # the service's range for raw-order salts
-REQUIRED = ("token_id", "maker_amount", "taker_amount", "side", "salt")
-OPTIONAL = ("fee_rate_bps", "nonce", "expiration", "neg_risk")
-FIELDS = REQUIRED + OPTIONAL
-# keyword of OrderHasher.order_ids for each field, and the default of the optional ones
-KEYWORDS = (
-    "token_ids",
-    "maker_amounts",
-    "taker_amounts",
-    "sides",
-    "salts",
-    "fee_rate_bps",
-    "nonces",
-    "expirations",
-    "neg_risk",
-)
-DEFAULTS: dict[str, object] = {"fee_rate_bps": 0, "nonce": 0, "expiration": 0, "neg_risk": False}
+MAX_BATCH = 10_000_000  # lines per batch; more only costs memory
+WALLET_MAX = 1 << 20  # bytes: a GET /wallet answer is a few hundred
+
+# keyword of OrderHasher.order_ids for each column (order_id takes the column name)
+_BATCH_KEYWORDS = {
+    "token_id": "token_ids",
+    "maker_amount": "maker_amounts",
+    "taker_amount": "taker_amounts",
+    "side": "sides",
+    "salt": "salts",
+    "fee_rate_bps": "fee_rate_bps",
+    "nonce": "nonces",
+    "expiration": "expirations",
+    "timestamp": "timestamps",
+    "metadata": "metadatas",
+    "builder": "builders",
+    "neg_risk": "neg_risk",
+}
+#: The value of an optional column that is absent or empty.
+DEFAULTS: dict[str, object] = {
+    "fee_rate_bps": 0,
+    "nonce": 0,
+    "expiration": 0,
+    "metadata": None,
+    "builder": None,
+    "neg_risk": False,
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns of one order version: required, then optional (with ``DEFAULTS``)."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return tuple(_BATCH_KEYWORDS[name] for name in self.fields)
+
+
+_COMMON = ("token_id", "maker_amount", "taker_amount", "side", "salt")
+#: By the hasher's version: 1, and 2 for V2 and V3 (one struct).
+LAYOUTS = {
+    1: Layout(_COMMON, ("fee_rate_bps", "nonce", "expiration", "neg_risk")),
+    2: Layout((*_COMMON, "timestamp"), ("metadata", "builder", "neg_risk")),
+}
+V1 = LAYOUTS[1]
+REQUIRED, FIELDS = V1.required, V1.fields
 SIDES: dict[str, int] = {}
 for _name, _value in (("BUY", 0), ("SELL", 1)):
     SIDES.update({_name: _value, _name.lower(): _value, _name.title(): _value, str(_value): _value})
@@ -111,9 +155,9 @@ SIDE_KEYS = {k.lower(): v for k, v in SIDES.items()}
 
 
 class CsvOrders:
-    """CSV with a header row; ``order_id`` is appended (or replaced when present)."""
+    """CSV with a header row; ``order_id`` (and ``signature``) added, or replaced when present."""
 
-    def __init__(self, header: str) -> None:
+    def __init__(self, header: str, layout: Layout = V1, signed: bool = False) -> None:
         text = header.rstrip("\r\n")
         if not text.strip():
             raise InputError("line 1: no header row")
@@ -124,13 +168,19 @@ class CsvOrders:
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise InputError(f"line 1: duplicate column(s) {', '.join(duplicates)}")
-        missing = [name for name in REQUIRED if name not in names]
+        missing = [name for name in layout.required if name not in names]
         if missing:
             raise InputError(f"line 1: the header lacks the column(s) {', '.join(missing)}")
+        _refuse_other_version(names, layout, "line 1: the header")
+        self.layout = layout
         self.width = len(names)
         self.index = {name: i for i, name in enumerate(names)}
-        self.id_column = self.index.get("order_id")
-        self.header = text if self.id_column is not None else text + ",order_id"
+        added = ("order_id", "signature") if signed else ("order_id",)
+        # where each added value goes: an existing column (replaced) or a new one
+        self.targets = [self.index.get(name) for name in added]
+        self.appended = all(i is None for i in self.targets)
+        new = [name for name in added if name not in self.index]
+        self.header = ",".join([text, *new])
 
     def parse(self, first: int, lines: list[str]) -> Parsed:
         texts = _lines(lines, _strip_eol)
@@ -160,7 +210,7 @@ class CsvOrders:
             ]
         spaces = " " in blob or "\t" in blob
         columns: dict[str, object] = {}
-        for name in FIELDS:
+        for name in self.layout.fields:
             i = self.index.get(name)
             if i is None:
                 columns[name] = DEFAULTS[name]
@@ -173,26 +223,26 @@ class CsvOrders:
             elif name == "neg_risk":
                 values = _lookup(values, FLAGS)
             elif name in DEFAULTS and "" in values:
-                values = ["0" if v == "" else v for v in values]
+                values = [DEFAULTS[name] if v == "" else v for v in values]
             columns[name] = values
         return Parsed(numbers, texts, columns, None, rejects)
 
-    def render(self, parsed: Parsed, ids: list[str | None]) -> str:
-        texts = parsed.texts
-        done = cast("list[str]", ids)  # no None left once filtered below
-        if None in ids:
-            texts = [t for t, oid in zip(texts, ids, strict=True) if oid is not None]
-            done = [oid for oid in ids if oid is not None]
+    def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:
+        texts, added = _kept(parsed.texts, ids, sigs)
         if not texts:
             return ""
-        if self.id_column is None:
-            return "\n".join(map(",".join, zip(texts, done, strict=True))) + "\n"
+        if self.appended:
+            return "\n".join(map(",".join, zip(texts, *added, strict=True))) + "\n"
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
-        for text, oid in zip(texts, done, strict=True):
+        for text, *values in zip(texts, *added, strict=True):
             row = _split(text)
             assert isinstance(row, list)
-            row[self.id_column] = oid
+            for target, value in zip(self.targets, values, strict=True):
+                if target is None:
+                    row.append(value)
+                else:
+                    row[target] = value
             writer.writerow(row)
         return buffer.getvalue()
 
@@ -214,13 +264,24 @@ def _split(text: str) -> list[str] | str:
 _decode = msgspec.json.decode
 
 
+class _Blank:
+    """A blank JSONL line: not a row."""
+
+
+_BLANK = _Blank()
+
+
 def _decode_line(text: str) -> object:
     if not text.strip():
-        return None
+        return _BLANK
     try:
+        if json_too_deep(text.encode("utf-8", "surrogatepass")):
+            raise RecursionError  # before the decoder can overflow the C stack
         return _decode(text)
     except msgspec.DecodeError as exc:
         return _Bad(f"invalid JSON ({exc})")
+    except RecursionError:
+        return _Bad("invalid JSON (nested too deeply)")
 
 
 class _Bad(str):
@@ -228,41 +289,59 @@ class _Bad(str):
 
 
 class JsonlOrders:
-    """One JSON object per line; ``order_id`` is added to each object."""
+    """One JSON object per line; ``order_id`` (and ``signature``) is added to each object."""
 
     header = None
+
+    def __init__(self, layout: Layout = V1, signed: bool = False) -> None:
+        self.layout = layout
+        self.signed = signed
+        self.added = ("order_id", "signature") if signed else ("order_id",)
+        self.append = "".join(f', "{name}": "{{}}"' for name in self.added)
+        self.append = "{}" + self.append + "}}\n"
 
     def parse(self, first: int, lines: list[str]) -> Parsed:
         texts = _lines(lines, str.rstrip)
         try:
+            # lines one by one only when the batch as a whole may nest too deeply
+            if json_too_deep("\n".join(texts).encode("utf-8", "surrogatepass")):
+                raise RecursionError
             objs: list[Any] = list(map(_decode, texts))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             objs = list(map(_decode_line, texts))
         numbers = list(range(first, first + len(texts)))
         rejects: list[tuple[int, str]] = []
         dicts = set(map(type, objs)) == {dict}
+        layout = self.layout
         columns = {
-            name: list(map(dict.get, objs, repeat(name))) if dicts else [] for name in FIELDS
+            name: list(map(dict.get, objs, repeat(name))) if dicts else [] for name in layout.fields
         }
-        if not dicts or any(None in columns[name] for name in REQUIRED):
+        if (
+            not dicts
+            or any(None in columns[name] for name in layout.required)
+            or _other_version(_union_keys(objs), layout)
+        ):
             keep = []
             for k, obj in enumerate(objs):
-                if obj is None:
-                    continue  # a blank line
+                if obj is _BLANK:
+                    continue
                 if isinstance(obj, _Bad):
                     rejects.append((numbers[k], str(obj)))
                 elif not isinstance(obj, dict):
                     rejects.append((numbers[k], "not a JSON object"))
                 else:
-                    missing = [name for name in REQUIRED if obj.get(name) is None]
+                    missing = [name for name in layout.required if obj.get(name) is None]
+                    other = _other_version(obj, layout)
                     if missing:
                         rejects.append((numbers[k], f"missing {', '.join(missing)}"))
+                    elif other:
+                        rejects.append((numbers[k], other))
                     else:
                         keep.append(k)
             objs = [objs[k] for k in keep]
             texts = [texts[k] for k in keep]
             numbers = [numbers[k] for k in keep]
-            columns = {name: list(map(dict.get, objs, repeat(name))) for name in FIELDS}
+            columns = {name: list(map(dict.get, objs, repeat(name))) for name in layout.fields}
         final: dict[str, object] = {}
         for name, values in columns.items():
             if name == "side":
@@ -280,59 +359,116 @@ class JsonlOrders:
                 final[name] = values
         return Parsed(numbers, texts, final, objs, rejects)
 
-    def render(self, parsed: Parsed, ids: list[str | None]) -> str:
+    def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:
         assert parsed.objects is not None
-        texts, objs = parsed.texts, parsed.objects
-        if None in ids:
-            keep = [k for k, oid in enumerate(ids) if oid is not None]
-            texts = [texts[k] for k in keep]
-            objs = [objs[k] for k in keep]
-            ids = [ids[k] for k in keep]
+        objs = parsed.objects
+        texts, added = _kept(parsed.texts, ids, sigs)
+        if len(texts) != len(objs):
+            objs = [o for o, oid in zip(objs, ids, strict=True) if oid is not None]
         if not texts:
             return ""
-        if '"order_id"' not in "".join(texts):
+        blob = "".join(texts)
+        if not any(f'"{name}"' in blob for name in self.added):
             if set(map(_LAST, texts)) != {"}"}:  # trailing spaces
                 texts = list(map(str.rstrip, texts))
-            return "".join(map(_WITH_ID.format, map(_CUT_LAST, texts), ids))
+            return "".join(map(self.append.format, map(_CUT_LAST, texts), *added))
         parts = []
-        for obj, oid in zip(objs, ids, strict=True):
-            obj["order_id"] = oid
+        for obj, *values in zip(objs, *added, strict=True):
+            obj.update(zip(self.added, values, strict=True))
             parts.append(json.dumps(obj, ensure_ascii=False) + "\n")
         return "".join(parts)
 
 
 _CUT_LAST = itemgetter(slice(None, -1))
 _LAST = itemgetter(slice(-1, None))
-_WITH_ID = '{}, "order_id": "{}"}}\n'
+
+
+def _kept(
+    texts: list[str], ids: list[str | None], sigs: list[str] | None
+) -> tuple[list[str], list[list[str]]]:
+    """The rows that got an id, and the values to add to them (ids, then signatures)."""
+    done = cast("list[str]", ids)  # no None left once filtered below
+    if None in ids:
+        keep = [k for k, oid in enumerate(ids) if oid is not None]
+        texts = [texts[k] for k in keep]
+        done = [done[k] for k in keep]
+        sigs = None if sigs is None else [sigs[k] for k in keep]
+    return texts, [done] if sigs is None else [done, sigs]
+
+
+def _other_columns(layout: Layout) -> set[str]:
+    return {name for other in LAYOUTS.values() for name in other.fields} - set(layout.fields)
+
+
+def _other_version(obj: Any, layout: Layout) -> str:
+    """Why a row that carries a column of the other order version is refused ("" if not)."""
+    found = sorted(name for name in _other_columns(layout) if name in obj)
+    if not found:
+        return ""
+    version = "V1" if layout is V1 else "V2/V3"
+    return f"{', '.join(found)}: not a field of this wallet's {version} orders"
+
+
+def _union_keys(objs: list[Any]) -> set[str]:
+    keys: set[str] = set()
+    for obj in objs:
+        keys.update(obj)
+    return keys
+
+
+def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
+    """A column of the other order version is a mistake, never ignored."""
+    why = _other_version(names, layout)
+    if why:
+        raise InputError(f"{where} has {why} (see --exchange-version)")
+
+
+Batch = tuple[list[str | None], list[str] | None, list[tuple[int, str]]]
 
 
 def hash_batch(
-    hasher: OrderHasher, parsed: Parsed, threads: int | None
-) -> tuple[list[str | None], list[tuple[int, str]]]:
-    """Order ids of a batch (``None`` for a row the core refused) and the refusals."""
+    hasher: OrderHasher,
+    parsed: Parsed,
+    threads: int | None,
+    layout: Layout = V1,
+    signer: OrderSigner | None = None,
+) -> Batch:
+    """Order ids of a batch (``None`` for a row refused), their signatures, the refusals."""
     n = len(parsed.lines)
     if n == 0:
-        return [], []
-    cols = [parsed.columns[name] for name in FIELDS]
+        return [], None if signer is None else [], []
+    cols = [parsed.columns[name] for name in layout.fields]
+    batch = dict(zip(layout.keywords, cols, strict=True))
     try:
-        done: list[str] = hasher.order_ids(
-            **dict(zip(KEYWORDS, cols, strict=True)), threads=threads
-        )
-        return _refuse_big_salts(parsed, list[str | None](done), [])
+        if signer is None:
+            done: list[str] = hasher.order_ids(**batch, threads=threads)
+            return _refuse_unservable(parsed, list[str | None](done), None, [], layout)
+        signed = hasher.sign_many(signer, **batch, threads=threads)
+        ids = list[str | None]([s.order_id for s in signed])
+        return _refuse_unservable(parsed, ids, [s.signature for s in signed], [], layout)
     except ValidationError:
         pass
     # one row at a time: the core names the field and value of each bad row
-    ids: list[str | None] = []
+    ids = []
+    sigs: list[str] | None = None if signer is None else []
     rejects: list[tuple[int, str]] = []
     seqs = [not isinstance(c, (str, int)) and isinstance(c, Sequence) for c in cols]
     for i, line in enumerate(parsed.lines):
         row = [c[i] if seq else c for c, seq in zip(cols, seqs, strict=True)]  # type: ignore[index]
+        order = dict(zip(layout.fields, row, strict=True))
         try:
-            ids.append(hasher.order_id(**dict(zip(FIELDS, row, strict=True))))
+            if sigs is None:
+                ids.append(hasher.order_id(**order))
+            else:
+                one = hasher.sign(signer, **order)
+                ids.append(one.order_id)
+                sigs.append(one.signature)
         except ValidationError as exc:
             ids.append(None)
+            if sigs is not None:
+                sigs.append("")
             rejects.append((line, str(exc)))
-    return _refuse_big_salts(parsed, ids, rejects)
+    return _refuse_unservable(parsed, ids, sigs, rejects, layout)
 
 
 def _too_big(salt: object) -> bool:
@@ -342,18 +478,28 @@ def _too_big(salt: object) -> bool:
     return type(salt) is int and salt > SALT_MAX
 
 
-def _refuse_big_salts(
-    parsed: Parsed, ids: list[str | None], rejects: list[tuple[int, str]]
-) -> tuple[list[str | None], list[tuple[int, str]]]:
-    """Rows whose salt the service refuses (POST /orders/raw takes [0, 10**12]) get no id.
+def _column(parsed: Parsed, name: str) -> list[Any]:
+    values = parsed.columns[name]
+    return values if isinstance(values, list) else [values] * len(parsed.lines)
 
-    The exchange struct hashes any uint256 salt, so the core does not refuse
-    these; an id for an order the service will not take is a lost order.
+
+def _refuse_unservable(
+    parsed: Parsed,
+    ids: list[str | None],
+    sigs: list[str] | None,
+    rejects: list[tuple[int, str]],
+    layout: Layout = V1,
+) -> Batch:
+    """Rows the service would refuse get no id: a salt outside [0, 10**12] (POST
+    /orders/raw, V1 orders), or amounts that break the raw-order ratio rule
+    (zero, an implied price outside (0, 1), over the single-order maximum).
+
+    The exchange struct hashes any uint256, so the core does not refuse these;
+    an id for an order the service will not take is a lost order.
     """
-    salts = parsed.columns["salt"]
-    if not isinstance(salts, list):
-        salts = [salts] * len(parsed.lines)
-    bad = [i for i, salt in enumerate(salts) if _too_big(salt) and ids[i] is not None]
+    salts = _column(parsed, "salt")
+    raw_flow = layout is V1  # the salt range is POST /orders/raw's rule
+    bad = [i for i, salt in enumerate(salts) if raw_flow and _too_big(salt) and ids[i] is not None]
     for i in bad:
         ids[i] = None
         rejects.append(
@@ -362,20 +508,56 @@ def _refuse_big_salts(
                 f"salt: must lie in [0, 10**12] for POST /orders/raw (got {salts[i]!r})",
             )
         )
+    # the hashed rows passed the core's checks: their amounts read as ints
+    makers, takers = _column(parsed, "maker_amount"), _column(parsed, "taker_amount")
+    sides = _column(parsed, "side")
+    rows = [i for i, oid in enumerate(ids) if oid is not None]
+    # hashed rows have sides the core took (str or int): a handful of values
+    side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
+    if len(rows) == len(ids):
+        triples = zip(
+            [side_of[(type(v), v)] for v in sides], map(int, makers), map(int, takers), strict=True
+        )
+    else:
+        triples = zip(
+            [side_of[(type(sides[i]), sides[i])] for i in rows],
+            [int(makers[i]) for i in rows],
+            [int(takers[i]) for i in rows],
+            strict=True,
+        )
+    for i, (side, maker, taker) in zip(rows, triples, strict=True):
+        try:
+            check_raw_amounts(side, maker, taker)
+        except AmountError as exc:  # noqa: PERF203 - rare: one row in many
+            ids[i] = None
+            rejects.append((parsed.lines[i], f"{exc} (POST /orders/raw refuses it)"))
     rejects.sort()
-    return ids, rejects
+    return ids, sigs, rejects
 
 
 def load_wallet(path: str) -> dict[str, Any]:
     """The ``GET /wallet`` data from a file: the data itself or the saved envelope."""
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        with open(path, "rb") as file:
+            data = file.read(WALLET_MAX + 1)
     except OSError as exc:
         raise InputError(f"cannot read the wallet {path}: {exc.strerror or exc}") from None
+    if len(data) > WALLET_MAX:
+        raise InputError(
+            f"the wallet {path} is over {WALLET_MAX:,} bytes: not a GET /wallet answer"
+        )
     try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the wallet {path} is not UTF-8 text ({exc.reason})") from None
+    try:
+        if json_too_deep(data):
+            raise RecursionError  # before the decoder can overflow the C stack
         obj = json.loads(text)
     except ValueError as exc:
         raise InputError(f"the wallet {path} is not JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(f"the wallet {path} is not JSON (nested too deeply)") from None
     if isinstance(obj, dict) and ("success" in obj or list(obj) == ["data"]):  # an envelope
         if obj.get("success", True) is not True:
             raise InputError(f"the wallet {path} is a failed response: {obj.get('error')}")
@@ -383,6 +565,27 @@ def load_wallet(path: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(f"the wallet {path} must hold the GET /wallet data or its envelope")
     return obj
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file (the same path, a symlink or a hard link)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
+def _check_output(target: Path, source: Path, wallet: Path) -> None:
+    """OUTPUT is neither INPUT nor the wallet, and is not a read-only file."""
+    if _same(target, source):
+        raise InputError("OUTPUT must not be INPUT (same file)")
+    if _same(target, wallet):
+        raise InputError("OUTPUT must not be the --wallet file (same file)")
+    if target.is_dir():
+        raise InputError(f"OUTPUT {target} is a directory")
+    # root may write any file, so the mode bits count too
+    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
+        raise InputError(f"OUTPUT {target} is read-only: not replaced")
 
 
 def format_of(path: str) -> str:
@@ -450,21 +653,28 @@ def run(
     batch_size: int = DEFAULT_BATCH,
     progress: bool | None = None,
     report: Callable[[str], None] | None = None,
+    version: int | None = None,
+    signer: OrderSigner | None = None,
 ) -> Summary:
     """Hash every order of ``input_path`` into ``output_path``; ``report`` gets each rejection.
 
+    ``version`` (1, 2 or 3) overrides the order version the wallet's exchange
+    addresses imply; with ``signer`` each row also gets its ``signature``.
     Raises ``InputError`` when the input as a whole cannot be used.
     """
     kind = format_of(input_path)
     if format_of(output_path) != kind:
         raise InputError(f"OUTPUT must have the format of INPUT ({kind})")
     source_path, target = Path(input_path), Path(output_path)
-    if target.exists() and source_path.exists() and target.samefile(source_path):
-        raise InputError("OUTPUT must not be INPUT")
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise InputError(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {batch_size})")
+    _check_output(target, source_path, Path(wallet))
     try:
-        hasher = OrderHasher(load_wallet(wallet))
+        hasher = OrderHasher(load_wallet(wallet), version=version)
     except ValidationError as exc:
         raise InputError(f"the wallet {wallet}: {exc}") from None
+    layout = LAYOUTS[1 if hasher.version == 1 else 2]
+    signed = signer is not None
     say = report or (lambda text: print(text, file=sys.stderr))
     try:
         raw = open(source_path, "rb")  # noqa: SIM115 - closed through source
@@ -488,19 +698,19 @@ def run(
         with source, out:
             fmt: CsvOrders | JsonlOrders
             if kind == "csv":
-                fmt = CsvOrders(source.readline())
+                fmt = CsvOrders(source.readline(), layout, signed)
                 out.write(fmt.header + "\n")
                 line = 2
             else:
-                fmt = JsonlOrders()
+                fmt = JsonlOrders(layout, signed)
                 line = 1
             with ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool:
                 pending: tuple[Parsed, Future[Any]] | None = None
 
                 def finish(parsed: Parsed, job: Future[Any]) -> None:
                     nonlocal written, rejected
-                    ids, late = job.result()
-                    out.write(fmt.render(parsed, ids))
+                    ids, sigs, late = job.result()
+                    out.write(fmt.render(parsed, ids, sigs))
                     rejects = sorted(parsed.rejects + late)
                     if rejects:
                         bar.clear()
@@ -516,7 +726,7 @@ def run(
                         break
                     parsed = fmt.parse(line, lines)
                     line += len(lines)
-                    job = pool.submit(hash_batch, hasher, parsed, threads)
+                    job = pool.submit(hash_batch, hasher, parsed, threads, layout, signer)
                     if pending is not None:
                         finish(*pending)
                     pending = (parsed, job)

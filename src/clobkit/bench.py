@@ -1181,6 +1181,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--memory-orders", type=int, help="orders in the memory check (0 skips it)")
     p.add_argument("--memory-only", action="store_true", help="only the memory check")
     args = p.parse_args(argv)
+    for flag, value, low in (
+        ("--rounds", args.rounds, 1),
+        ("--batch", args.batch, 1),
+        ("--memory-orders", args.memory_orders, 0),
+    ):
+        if value is not None and value < low:
+            print(
+                f"clobkit bench: error: {flag} must be at least {low} (got {value})",
+                file=sys.stderr,
+            )
+            return 2
+    if args.png:
+        try:
+            import matplotlib  # noqa: F401  (fail before the run, not after it)
+        except ImportError:
+            print(
+                "clobkit bench: error: --png needs matplotlib (pip install matplotlib)",
+                file=sys.stderr,
+            )
+            return 2
     s = QUICK if args.quick else DEFAULT
     overrides = {
         "rounds": args.rounds,
@@ -1199,8 +1219,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         cols = set(range(len(MEMORY_HEADERS)))
         print("\n".join(table(MEMORY_HEADERS, memory_rows(report), cols)))
         return 0
-    if args.png:
-        import matplotlib  # noqa: F401  (fail before the run, not after it)
     report = run(s, say)
     print(format_markdown(report) if args.markdown else format_text(report))
     if args.json:

@@ -18,10 +18,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from .errors import ApiError, ClobkitError, TransportError, ValidationError
+
+if TYPE_CHECKING:
+    from .signing import OrderSigner
 
 __all__ = ["main"]
 
@@ -139,15 +142,18 @@ def _cmd_amounts(args: argparse.Namespace) -> int:
     try:
         amounts = compute(side, args.price, args.size, args.tick, round_price=args.round_price)
     except ValidationError as exc:
-        raise Usage(str(exc)) from None
+        # name the flag, not the Python argument
+        raise Usage(str(exc).replace("round_price=True", "--round-price")) from None
     paid, received = ("USDC", "shares") if side == "BUY" else ("shares", "USDC")
-    if args.market:
-        what = f"{args.size} {paid}"
-        kind = "market"
-    else:
-        what = f"{args.size} shares"
-        kind = "limit"
     maker, taker = amounts.maker_amount, amounts.taker_amount
+    # the size the amounts are for: SIZE rounded as the exchange rounds it
+    if args.market:
+        used, unit, kind = maker, paid, "market"
+    else:
+        used, unit, kind = (taker if side == "BUY" else maker), "shares", "limit"
+    what = f"{_units(used)} {unit}"
+    if Decimal(_units(used)) != Decimal(args.size):
+        what += f" ({args.size} rounded)"
     width = len(str(max(maker, taker)))
     price = args.price
     if args.round_price:
@@ -280,6 +286,9 @@ def _cmd_call(args: argparse.Namespace) -> int:
         code = payload.get("code")
         error = payload.get("error") or payload.get("message") or "request failed"
         label = f"{response.status_code} {code}" if code else str(response.status_code)
+        detail = payload.get("detail")
+        if detail and detail != error:  # the server's why: "signature mismatch"
+            error = f"{error}: {detail}"
         raise Failed(f"{label}: {error}")
     if not response.is_success:
         raise Failed(f"HTTP {response.status_code} {response.reason_phrase}")
@@ -291,12 +300,15 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_order_ids(args: argparse.Namespace) -> int:
-    from ._order_ids import InputError, describe, run
+    from ._order_ids import MAX_BATCH, InputError, describe, run
 
-    if args.batch_size < 1:
-        raise Usage("--batch-size must be at least 1")
+    if not 1 <= args.batch_size <= MAX_BATCH:
+        raise Usage(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {args.batch_size})")
     if args.threads is not None and args.threads < 1:
         raise Usage("--threads must be at least 1")
+    signer = _order_signer(args.key_file) if args.sign else None
+    if args.key_file and not args.sign:
+        raise Usage("--key-file goes with --sign")
     try:
         summary = run(
             args.wallet,
@@ -305,6 +317,8 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
             threads=args.threads,
             batch_size=args.batch_size,
             progress=args.progress,
+            version=args.exchange_version,
+            signer=signer,
         )
     except InputError as exc:
         raise Usage(str(exc)) from None
@@ -312,6 +326,32 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
     if summary.rejected:
         raise Failed(f"{_rows(summary.rejected)} rejected (listed above as line N: reason)")
     return EXIT_OK
+
+
+PRIVATE_KEY_ENV = "CLOBKIT_PRIVATE_KEY"
+
+
+def _order_signer(key_file: str | None) -> OrderSigner:
+    """The order-signing key from ``--key-file`` or ``CLOBKIT_PRIVATE_KEY``, never argv."""
+    from .signing import OrderSigner
+
+    if key_file is not None:
+        try:
+            with open(key_file, encoding="ascii") as file:
+                key = file.read(200).strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not ASCII text"
+            raise Usage(f"--key-file {key_file}: cannot read it ({reason or exc})") from None
+        where = f"--key-file {key_file}"
+    else:
+        key = os.environ.get(PRIVATE_KEY_ENV, "").strip()
+        if not key:
+            raise Usage(f"--sign needs the key in {PRIVATE_KEY_ENV} or a --key-file")
+        where = PRIVATE_KEY_ENV
+    try:
+        return OrderSigner(key)
+    except ValidationError:  # its message hides the key; so does ours
+        raise Usage(f"{where}: not a secp256k1 private key (0x + 64 hex digits)") from None
 
 
 def _rows(n: int) -> str:
@@ -327,6 +367,8 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         from .sandbox.__main__ import main as sandbox_main
     except ModuleNotFoundError as exc:
         raise Failed(_extra_missing("sandbox", exc)) from None
+    if not 0 <= args.port <= 65535:
+        raise Usage(f"--port must lie in [0, 65535] (got {args.port})")
     argv = ["--host", args.host, "--port", str(args.port)]
     if args.config:
         argv += ["--config", args.config]
@@ -334,6 +376,8 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv.append("--strict-query-signing")
     if args.state:
         argv += ["--state", args.state]
+    if args.forwarded_allow_ips is not None:
+        argv += ["--forwarded-allow-ips", args.forwarded_allow_ips]
     return sandbox_main(argv)
 
 
@@ -415,10 +459,13 @@ def build_parser() -> argparse.ArgumentParser:
         "order-ids",
         help="clob_order_ids for a CSV or JSONL file of orders",
         description=(
-            "Read raw orders (token_id, maker_amount, taker_amount, side, salt; optional "
-            "fee_rate_bps, nonce, expiration, neg_risk) from INPUT, hash them in batches and "
-            "write the rows plus order_id to OUTPUT, in the same format (.csv, .jsonl). "
-            "Rejected rows are reported as 'line N: reason' and make the exit code 1."
+            "Read orders (token_id, maker_amount, taker_amount, side, salt; for a V1 wallet "
+            "optional fee_rate_bps, nonce, expiration; for a V2/V3 wallet timestamp (ms) and "
+            "optional metadata, builder; optional neg_risk) from INPUT, hash them in batches "
+            "and write the rows plus order_id (and signature with --sign) to OUTPUT, in the "
+            "same format (.csv, .jsonl). The order version comes from the wallet's exchange "
+            "addresses unless --exchange-version says. Rejected rows are reported as "
+            "'line N: reason' and make the exit code 1."
         ),
     )
     p.add_argument(
@@ -443,6 +490,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="progress bar on stderr (default: when stderr is a terminal)",
     )
+    p.add_argument(
+        "--exchange-version",
+        type=int,
+        choices=(1, 2, 3),
+        help="order version (default: from the wallet's exchange addresses)",
+    )
+    p.add_argument(
+        "--sign",
+        action="store_true",
+        help=f"add a signature column (key from {PRIVATE_KEY_ENV} or --key-file)",
+    )
+    p.add_argument("--key-file", metavar="FILE", help="file holding the order-signing private key")
     p.set_defaults(handler=_cmd_order_ids)
 
     p = sub.add_parser(
@@ -520,6 +579,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept only signatures over the path with its query string",
     )
     p.add_argument("--state", metavar="FILE", help="SQLite file keeping the state across restarts")
+    p.add_argument(
+        "--forwarded-allow-ips",
+        metavar="IPS",
+        help="comma-separated proxies whose X-Forwarded-For is trusted (default: none)",
+    )
     p.set_defaults(handler=_cmd_sandbox)
 
     p = sub.add_parser(
@@ -534,6 +598,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``clobkit`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before a command runs (parsing, imports)
+        print("clobkit: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -583,6 +655,9 @@ def _run(call: Callable[[], int], command: str) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:  # a last guard: input nested too deeply for some parser
+        print(f"{prog}: error: the input is nested too deeply", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _silence_stdout() -> None:

@@ -97,25 +97,34 @@ class InsufficientLiquidity(ValidationError):
 class ApiError(ClobkitError):
     """The service answered with ``success: false``.
 
-    ``status`` is the HTTP status, ``code`` the optional error code string and
-    ``message`` the ``error`` string of the envelope.
+    ``status`` is the HTTP status, ``code`` the optional error code string,
+    ``message`` the ``error`` string of the envelope and ``detail`` the
+    server's optional explanation (``signature mismatch``), shown after it.
     """
 
-    def __init__(self, message: str, *, status: int, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int, code: str | None = None, detail: str | None = None
+    ) -> None:
         self.message = message
         self.status = status
         self.code = code
+        self.detail = detail
         text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
+        if detail and detail != message:
+            text += f": {detail}"
         super().__init__(text)
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_api_error, (type(self), self.message, self.status, self.code))
+        return (
+            _rebuild_api_error,
+            (type(self), self.message, self.status, self.code, self.detail),
+        )
 
 
 def _rebuild_api_error(
-    cls: type[ApiError], message: str, status: int, code: str | None
+    cls: type[ApiError], message: str, status: int, code: str | None, detail: str | None = None
 ) -> ApiError:
-    return cls(message, status=status, code=code)
+    return cls(message, status=status, code=code, detail=detail)
 
 
 class InvalidRequest(ApiError):
@@ -157,18 +166,26 @@ class RateLimited(ApiError):
         status: int = 429,
         code: str | None = None,
         retry_after: float | None = None,
+        detail: str | None = None,
     ) -> None:
-        super().__init__(message, status=status, code=code)
+        super().__init__(message, status=status, code=code, detail=detail)
         self.retry_after = retry_after
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_rebuild_rate_limited, (self.message, self.status, self.code, self.retry_after))
+        return (
+            _rebuild_rate_limited,
+            (self.message, self.status, self.code, self.retry_after, self.detail),
+        )
 
 
 def _rebuild_rate_limited(
-    message: str, status: int, code: str | None, retry_after: float | None
+    message: str,
+    status: int,
+    code: str | None,
+    retry_after: float | None,
+    detail: str | None = None,
 ) -> RateLimited:
-    return RateLimited(message, status=status, code=code, retry_after=retry_after)
+    return RateLimited(message, status=status, code=code, retry_after=retry_after, detail=detail)
 
 
 class RiskControlError(ApiError):

@@ -40,11 +40,13 @@ def orders(n: int, *, full: bool = False) -> list[dict[str, Any]]:
     salts = new_salts(n)
     rows = []
     for i in range(n):
+        usdc, shares = 9_295_000 + i, 16_900_000  # a price in (0, 1), as the service wants
+        buy = bool(i % 2)
         row: dict[str, Any] = {
             "token_id": TOKEN if i % 3 else str(10**70 + i),
-            "maker_amount": 9_295_000 + i,
-            "taker_amount": 16_900_000,
-            "side": "BUY" if i % 2 else "SELL",
+            "maker_amount": usdc if buy else shares,
+            "taker_amount": shares if buy else usdc,
+            "side": "BUY" if buy else "SELL",
             "salt": salts[i],
         }
         if full:
@@ -106,7 +108,7 @@ def test_csv_output_keeps_input_lines_byte_for_byte(
     src.write_text(
         "note,token_id,maker_amount,taker_amount,side,salt\n"
         f'"a, quoted ""note""",{TOKEN},1000000,2000000,BUY,1\n'
-        f"plain,{TOKEN}, 1000000 ,2000000,sell,2\n"
+        f"plain,{TOKEN}, 2000000 ,1000000,sell,2\n"
     )
     assert cli("order-ids", "--wallet", str(wallet_files["data"]), str(src), str(dst)).code == 0
     lines = dst.read_text().splitlines()
@@ -117,7 +119,7 @@ def test_csv_output_keeps_input_lines_byte_for_byte(
     rows = read_rows(dst)
     assert rows[0]["note"] == 'a, quoted "note"'
     assert rows[1]["order_id"] == HASHER.order_id(
-        token_id=TOKEN, maker_amount=1000000, taker_amount=2000000, side=1, salt=2
+        token_id=TOKEN, maker_amount=2000000, taker_amount=1000000, side=1, salt=2
     )
 
 
@@ -145,12 +147,12 @@ BAD_CSV = f"""token_id,maker_amount,taker_amount,side,salt,neg_risk
 {TOKEN},-5,16900000,BUY,2,false
 {TOKEN},9295000,16900000,HOLD,3,false
 {TOKEN},9295000,16900000,SELL,4
-"{TOKEN}","9295000","16900000","SELL","5","true"
+"{TOKEN}","16900000","9295000","SELL","5","true"
 {TOKEN},9295000,16900000,0,7,maybe
 {TOKEN},9295000,,BUY,8,false
 0x12,9295000,16900000,BUY,10,false
 "{TOKEN},9295000,16900000,BUY,9,false
-{TOKEN},1,2,1,10,TRUE
+{TOKEN},2,1,1,10,TRUE
 """
 
 BAD_JSONL = "\n".join(
@@ -166,7 +168,7 @@ BAD_JSONL = "\n".join(
         "[1, 2]",
         json.dumps({"token_id": TOKEN, "maker_amount": 1, "side": "BUY", "salt": 3}),
         json.dumps(
-            {"token_id": TOKEN, "maker_amount": 1, "taker_amount": 2, "side": 1, "salt": 4}
+            {"token_id": TOKEN, "maker_amount": 2, "taker_amount": 1, "side": 1, "salt": 4}
             | {"neg_risk": True, "fee_rate_bps": 200}
         ),
         json.dumps(
@@ -176,7 +178,7 @@ BAD_JSONL = "\n".join(
             {"token_id": -1, "maker_amount": 1, "taker_amount": 2, "side": "SELL", "salt": 6}
         ),
         json.dumps(
-            {"token_id": TOKEN, "maker_amount": 1, "taker_amount": 2, "side": "sell", "salt": 7}
+            {"token_id": TOKEN, "maker_amount": 2, "taker_amount": 1, "side": "sell", "salt": 7}
         ),
     ]
 )
@@ -287,9 +289,9 @@ def test_default_batch_is_smaller_than_a_big_file(
     calls: list[int] = []
     real = order_ids.hash_batch
 
-    def spy(hasher: Any, parsed: Any, threads: Any) -> Any:
+    def spy(hasher: Any, parsed: Any, *rest: Any) -> Any:
         calls.append(len(parsed.lines))
-        return real(hasher, parsed, threads)
+        return real(hasher, parsed, *rest)
 
     monkeypatch.setattr(order_ids, "hash_batch", spy)
     rows = orders(1)

@@ -293,3 +293,144 @@ def test_signing_agrees(
 )
 def test_market_price_agrees(levels: Any, side: Any, amount: Any, order_type: Any) -> None:
     same("market_price", levels, side, amount, order_type)
+
+
+# ---------------------------------------------------------------------------
+# Subclasses and odd numeric types: the compiled twin's fast paths take exact
+# types only, so everything else must fall through to the same verdict.
+
+
+class Text(str):
+    pass
+
+
+class Shouting(str):
+    def upper(self) -> str:  # never consulted: the signed text is the string's own
+        return "HACKED"
+
+
+class Number(int):
+    pass
+
+
+class Blob(bytes):
+    pass
+
+
+def _odd_numbers() -> list[Any]:
+    import enum
+
+    class Level(enum.IntEnum):
+        ONE = 1
+        BIG = 1_700_000_000_000
+
+    values: list[Any] = [True, False, Level.ONE, Level.BIG, Number(5), Decimal(7), 3.0, 2**31]
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is optional
+        return values
+    return [*values, np.int64(3), np.uint8(2), np.int32(1_700_000)]
+
+
+def _wrap(value: Any, kind: type) -> Any:
+    if isinstance(value, str) and kind in (Text, Shouting):
+        return kind(value)
+    if isinstance(value, bytes) and kind is Blob:
+        return Blob(value)
+    if isinstance(value, int) and not isinstance(value, bool) and kind is Number:
+        return Number(value)
+    return value
+
+
+GOOD = ("secret", "get", "/api/ext/v1/wallet?x=1", "1700000000000", "ab" * 16, b"{}")
+
+
+@pytest.mark.parametrize("kind", [Text, Shouting, Number, Blob])
+@pytest.mark.parametrize("position", range(6))
+def test_signing_agrees_on_subclasses(kind: type, position: int) -> None:
+    args = list(GOOD)
+    args[position] = _wrap(args[position], kind)
+    same("signature", *args)
+    sig = py.signature(*GOOD)
+    same("verify_signature", *args, sig)
+    same("verify_signature", *args, Text(sig))
+    same("verify_signature", *args, Shouting(sig))
+    same(
+        "RequestSigner",
+        *args[1:3],
+        args[5],
+        attr="headers",
+        obj_args=("key", args[0]),
+        timestamp_ms=args[3],
+        nonce=args[4],
+    )
+    same("RequestSigner", "key", attr="headers_many", obj_args=("key", args[0]))
+    # a subclass signs as its plain text: the signature is the one of GOOD
+    assert py.signature(*args) == _c().signature(*args) == sig
+    assert py.verify_signature(*GOOD, Text(sig)) is True
+    assert _c().verify_signature(*GOOD, Text(sig)) is True
+
+
+@pytest.mark.parametrize("value", _odd_numbers(), ids=repr)
+def test_signing_agrees_on_odd_numbers(value: Any) -> None:
+    secret, method, path, ts, nonce, body = GOOD
+    same("signature", secret, method, path, value, nonce, body)
+    same(
+        "RequestSigner",
+        method,
+        path,
+        body,
+        attr="headers",
+        obj_args=("key", secret),
+        timestamp_ms=value,
+        nonce=nonce,
+    )
+    same(
+        "RequestSigner",
+        method,
+        path,
+        body,
+        attr="headers",
+        obj_args=("key", secret),
+        timestamp_ms=ts,
+        nonce=value,
+    )
+    results = [
+        outcome(lambda mod: repr(mod.RequestSigner("k", secret, sign_query=value)), mod)
+        for mod in (py, _c())
+    ]
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [*_odd_numbers(), None, 0, -1, 1, 2**31, 2**63, 10**30, "2", 1.5, Number(3)],
+    ids=repr,
+)
+def test_threads_agree(value: Any) -> None:
+    same(
+        "OrderHasher",
+        attr="order_ids",
+        obj_args=(WALLET,),
+        token_ids=1,
+        maker_amounts=[1, 2],
+        taker_amounts=3,
+        sides=0,
+        salts=4,
+        threads=value,
+    )
+
+
+def test_key_and_secret_subclasses_agree() -> None:
+    for key, secret in ((Text("key"), "s"), ("key", Text("s")), ("key", Blob(b"s"))):
+        same(
+            "RequestSigner",
+            "GET",
+            "/x",
+            attr="headers",
+            obj_args=(key, secret),
+            timestamp_ms=1,
+            nonce="n",
+        )
+        signer = _c().RequestSigner(key, secret)
+        assert type(signer.api_key) is str

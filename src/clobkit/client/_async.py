@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import httpx
 
 from .._types import OrderType, Side
+from ..errors import ClobkitError
 from ..models import (
     CancelResult,
     Event,
@@ -29,7 +30,19 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
-from ._base import ClientConfig, ClientCore, Gather, Operation, Pager, Send, Sleep
+from ._base import (
+    ClientConfig,
+    ClientCore,
+    Gather,
+    Operation,
+    Pager,
+    Send,
+    Sleep,
+    attempt_timeout_error,
+    body_error,
+    declared_size,
+    with_body,
+)
 from ._stream import Stream, StreamItem
 
 __all__ = ["AsyncClient"]
@@ -45,9 +58,13 @@ class AsyncClient:
     ``CLOBKIT_BASE_URL`` / ``CLOBKIT_API_KEY`` / ``CLOBKIT_API_SECRET`` /
     ``CLOBKIT_CLOB_URL`` environment variables (``clob_url``, the exchange
     host of the fee-rate query, falls back to ``base_url``). Times are in
-    seconds. GETs retry on 429, 5xx and transport errors; ``place_order`` is
-    never retried; ``place_raw_order`` always carries a ``client_order_id`` and
-    is retried safely. The secret is held only by the request signer and never
+    seconds: ``timeout`` bounds one attempt as a whole (a trickling server
+    cannot stretch it), ``total_timeout`` a call with its retries (default
+    ``(max_retries + 1) * timeout + max_retry_after``); a body over
+    ``max_response_bytes`` is refused with ``ServerError``. GETs retry on 429,
+    5xx and transport errors; ``place_order`` is never retried;
+    ``place_raw_order`` always carries a ``client_order_id`` and is retried
+    safely. The secret is held only by the request signer and never
     appears in a repr, log line or exception.
     """
 
@@ -66,6 +83,8 @@ class AsyncClient:
         max_retry_after: float = 30.0,
         fee_rate_ttl: float = 300.0,
         sign_query: bool = True,
+        total_timeout: float | None = None,
+        max_response_bytes: int = 16 * 1024 * 1024,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         config, signer = ClientConfig.resolve(
@@ -81,6 +100,8 @@ class AsyncClient:
             max_retry_after=max_retry_after,
             fee_rate_ttl=fee_rate_ttl,
             sign_query=sign_query,
+            total_timeout=total_timeout,
+            max_response_bytes=max_response_bytes,
         )
         self._core = ClientCore(config, signer)
         self._http = httpx.AsyncClient(transport=transport, timeout=config.timeout)
@@ -98,16 +119,13 @@ class AsyncClient:
     # -- I/O driver ------------------------------------------------------------------
 
     async def _run(self, op: Operation[T]) -> T:
-        send = self._http.send
+        send = self._send
         try:
             effect = op.send(None)
             while True:
                 result: Any
                 if type(effect) is Send:
-                    try:
-                        result = await send(effect.request)
-                    except httpx.RequestError as exc:
-                        result = exc
+                    result = await send(effect)
                 elif type(effect) is Sleep:
                     await asyncio.sleep(effect.seconds)
                     result = None
@@ -117,6 +135,45 @@ class AsyncClient:
                 effect = op.send(result)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+
+    async def _send(self, effect: Send) -> httpx.Response | BaseException:
+        """One attempt: the complete response within ``effect.timeout`` s, or the error."""
+        request, timeout, limit = effect
+        if timeout is None:
+            return await self._exchange(request, limit)
+        if timeout <= 0:
+            return attempt_timeout_error(request, timeout)
+        try:
+            return await asyncio.wait_for(self._exchange(request, limit), timeout)
+        except asyncio.TimeoutError:
+            return attempt_timeout_error(request, timeout)
+
+    async def _exchange(
+        self, request: httpx.Request, limit: int | None
+    ) -> httpx.Response | BaseException:
+        try:
+            response = await self._http.send(request, stream=True)
+        except httpx.RequestError as exc:
+            return exc
+        try:
+            error = body_error(response, declared_size(response), limit, False)
+            if error is not None:
+                return error
+            chunks = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                error = body_error(response, size, limit, False)
+                if error is not None:
+                    return error
+            return with_body(response, b"".join(chunks))
+        except httpx.RequestError as exc:
+            return exc
+        except ClobkitError as exc:
+            return exc
+        finally:
+            await response.aclose()
 
     async def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         return list(await asyncio.gather(*(self._run(op) for op in ops)))
@@ -478,12 +535,14 @@ class AsyncClient:
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
         ack_timeout: float = 1.0,
+        max_queue: int = 10_000,
     ) -> Stream:
         """A WebSocket stream of ``topics`` (``user:<id>:orders``, ``market:<token>:book``).
 
         Connects on ``start()``, ``async with`` or first iteration (returning once
         the server acknowledged, or after ``ack_timeout`` s); reconnects with
-        backoff (seconds), resubscribes and yields ``Reconnected``.
+        backoff (seconds), resubscribes and yields ``Reconnected``. Frames that are not JSON are
+        skipped (counted in ``bad_frames``); at most ``max_queue`` items wait unread.
         """
         stream = Stream(
             self._core,
@@ -493,6 +552,7 @@ class AsyncClient:
             open_timeout=open_timeout,
             ping_interval=ping_interval,
             ack_timeout=ack_timeout,
+            max_queue=max_queue,
         )
         self._streams.add(stream)
         return stream

@@ -3,7 +3,8 @@
 Nothing here touches the network or sleeps. Every client call is an
 *operation*: a generator that yields effects and receives their results.
 
-* ``Send(request)`` -> the ``httpx.Response``, or the ``httpx`` exception it raised;
+* ``Send(request, timeout, limit)`` -> the ``httpx.Response`` (its whole body read
+  within ``timeout`` seconds and at most ``limit`` bytes), or the exception raised;
 * ``Sleep(seconds)`` -> ``None``;
 * ``Gather(operations)`` -> the list of their results, run concurrently.
 
@@ -19,6 +20,7 @@ import math
 import os
 import random
 import re
+import reprlib
 import time
 import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping
@@ -34,7 +36,10 @@ import msgspec
 
 from .._core import OrderHasher, RequestSigner, from_units, limit_amounts, market_amounts, new_salt
 from .._core import to_units as _to_units
+from .._jsondepth import json_too_deep
 from .._types import OrderType, Side
+from ..amounts import MAX_ORDER_USDC
+from ..amounts import check_raw_amounts as _check_raw_amounts
 from ..errors import (
     AmountError,
     ApiError,
@@ -92,9 +97,6 @@ log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
 API_PREFIX = "/api/ext/v1"
 WS_PATH = API_PREFIX + "/ws"
-#: Single-order maximum of the service, in USDC (section 8).
-MAX_ORDER_USDC = 50_000
-_MAX_ORDER_UNITS = MAX_ORDER_USDC * 1_000_000
 SALT_MAX = 10**12
 CLIENT_ORDER_ID_MAX = 64
 ORDER_STATUS_FILTERS = ("pending", "signing", "submitted", "live", "matched")
@@ -107,9 +109,16 @@ _encoder = msgspec.json.Encoder(decimal_format="number")
 
 
 class Send(NamedTuple):
-    """Send ``request``; resume with the ``httpx.Response`` or the exception raised."""
+    """Send ``request``; resume with the ``httpx.Response`` or the exception raised.
+
+    The shell gives the whole exchange (connect, send, headers, body) at most
+    ``timeout`` seconds and reads at most ``limit`` body bytes; past either it
+    resumes with a ``clobkit.errors.TimeoutError`` / ``ServerError``.
+    """
 
     request: httpx.Request
+    timeout: float | None = None
+    limit: int | None = None
 
 
 class Sleep(NamedTuple):
@@ -141,10 +150,16 @@ def _env(name: str) -> str | None:
 class ClientConfig:
     """Connection settings of a client. The API secret is not kept here.
 
-    Times are seconds. ``max_retries`` counts retries after the first try;
-    backoff before retry *n* (from 0) is ``min(backoff_cap, backoff * 2**n)``
-    scaled by a random factor in [0.5, 1]. A ``Retry-After`` longer than
-    ``max_retry_after`` is not waited for: the ``RateLimited`` error is raised.
+    Times are seconds. ``timeout`` bounds one attempt as a whole (connect,
+    send, headers and body: a server trickling bytes cannot stretch it), and
+    ``total_timeout`` bounds a call with all its retries and waits (``None``:
+    ``(max_retries + 1) * timeout + max_retry_after``); a retry that cannot
+    start before it runs out is not made and the last error is raised.
+    ``max_retries`` counts retries after the first try; backoff before retry
+    *n* (from 0) is ``min(backoff_cap, backoff * 2**n)`` scaled by a random
+    factor in [0.5, 1]. A ``Retry-After`` longer than ``max_retry_after`` is not
+    waited for: the ``RateLimited`` error is raised. A response body over
+    ``max_response_bytes`` (default 16 MiB) is refused with ``ServerError``.
     """
 
     base_url: str
@@ -158,6 +173,15 @@ class ClientConfig:
     max_retry_after: float = 30.0
     fee_rate_ttl: float = 300.0
     sign_query: bool = True
+    total_timeout: float | None = None
+    max_response_bytes: int = 16 * 1024 * 1024
+
+    @property
+    def call_budget(self) -> float:
+        """Seconds one call may take with its retries (``total_timeout`` or its default)."""
+        if self.total_timeout is not None:
+            return self.total_timeout
+        return (self.max_retries + 1) * self.timeout + self.max_retry_after
 
     @classmethod
     def resolve(
@@ -210,8 +234,16 @@ class ClientConfig:
     def _validate(self) -> None:
         for name in ("timeout", "backoff", "backoff_cap", "max_retry_after", "fee_rate_ttl"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
                 raise ValidationError(name, value, "must be a non-negative number of seconds")
+        total = self.total_timeout
+        if total is not None and (
+            isinstance(total, bool) or not isinstance(total, (int, float)) or not total > 0
+        ):
+            raise ValidationError("total_timeout", total, "must be None or a positive number")
+        limit = self.max_response_bytes
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("max_response_bytes", limit, "must be a positive int")
         if (
             isinstance(self.max_retries, bool)
             or not isinstance(self.max_retries, int)
@@ -240,6 +272,7 @@ class _Envelope(msgspec.Struct, Generic[T]):
     error: str | None = None
     code: str | None = None
     message: str | None = None
+    detail: Any = None
 
 
 _TIMESTAMP_KEY = re.compile(r"(_at|_date|_time)\Z|\Atimestamp\Z")
@@ -394,47 +427,71 @@ def api_error(
     code: str | None = None,
     *,
     retry_after: float | None = None,
+    detail: str | None = None,
 ) -> ApiError:
     """The ``clobkit.errors`` class for a failed response (section 7)."""
     lower = message.lower()
     if code == "ORDER_FAILED_PLACE_BET":
-        return RiskControlError(message, status=status, code=code)
+        return RiskControlError(message, status=status, code=code, detail=detail)
     if status == 429:
-        return RateLimited(message, status=status, code=code, retry_after=retry_after)
+        return RateLimited(
+            message, status=status, code=code, retry_after=retry_after, detail=detail
+        )
+    cls: type[ApiError] = ApiError
     if "order book not found" in lower:
-        return OrderBookNotFound(message, status=status, code=code)
-    if status == 401:
-        return AuthenticationError(message, status=status, code=code)
-    if status == 403:
-        return PermissionDenied(message, status=status, code=code)
-    if status == 404 or code == "ORDER_NOT_FOUND":
-        return NotFound(message, status=status, code=code)
-    if "insufficient balance" in lower:
-        return InsufficientBalance(message, status=status, code=code)
-    if 400 <= status < 500 or (code or "").startswith("ORDER_INVALID"):
-        return InvalidRequest(message, status=status, code=code)
-    if status >= 500:
-        return ServerError(message, status=status, code=code)
-    if lower.endswith("not found"):
-        return NotFound(message, status=status, code=code)
-    return ApiError(message, status=status, code=code)
+        cls = OrderBookNotFound
+    elif status == 401:
+        cls = AuthenticationError
+    elif status == 403:
+        cls = PermissionDenied
+    elif status == 404 or code == "ORDER_NOT_FOUND":
+        cls = NotFound
+    elif "insufficient balance" in lower:
+        cls = InsufficientBalance
+    elif 400 <= status < 500 or (code or "").startswith("ORDER_INVALID"):
+        cls = InvalidRequest
+    elif status >= 500:
+        cls = ServerError
+    elif lower.endswith("not found"):
+        cls = NotFound
+    return cls(message, status=status, code=code, detail=detail)
+
+
+_DETAIL_MAX = 500  # characters of a server's detail kept on the error
+
+
+def _detail(value: Any) -> str | None:
+    """The envelope's ``detail`` as short text (a server may send any JSON there)."""
+    if value is None or value == "":
+        return None
+    text: str
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
+            return None
+    return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
 
 
 def _error_from_response(response: httpx.Response, env: Any) -> ApiError:
     status = response.status_code
     message: str | None = None
     code: str | None = None
+    detail: str | None = None
     if isinstance(env, _Envelope):
-        message, code = env.error or env.message, env.code
+        message, code, detail = env.error or env.message, env.code, _detail(env.detail)
     elif isinstance(env, dict):
         err, code = env.get("error") or env.get("message"), env.get("code")
-        message = err if isinstance(err, str) else (None if err is None else str(err))
+        message = err if isinstance(err, str) else (None if err is None else str(err)[:200])
         code = code if isinstance(code, str) else None
+        detail = _detail(env.get("detail"))
     if not message:
         text = response.text.strip()
         message = text[:200] if text else (response.reason_phrase or f"HTTP {status}")
     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-    return api_error(status, message, code, retry_after=retry_after)
+    return api_error(status, message, code, retry_after=retry_after, detail=detail)
 
 
 def transport_error(exc: BaseException, request: httpx.Request) -> TransportError:
@@ -443,6 +500,49 @@ def transport_error(exc: BaseException, request: httpx.Request) -> TransportErro
     if isinstance(exc, httpx.TimeoutException):
         return ClobkitTimeoutError(f"{where}: timed out ({type(exc).__name__})")
     return TransportError(f"{where}: {type(exc).__name__}: {exc}")
+
+
+def body_error(
+    response: httpx.Response, size: int, limit: int | None, late: bool
+) -> ClobkitError | None:
+    """The error of a body ``size`` bytes long so far (``late``: past the deadline)."""
+    request = response.request
+    if limit is not None and size > limit:
+        return ServerError(
+            f"response body of {request.method} {request.url.copy_with(query=None)} is larger "
+            f"than {limit} bytes (max_response_bytes)",
+            status=response.status_code,
+        )
+    if late:
+        return ClobkitTimeoutError(
+            f"{request.method} {request.url.copy_with(query=None)}: timed out reading the response"
+        )
+    return None
+
+
+def declared_size(response: httpx.Response) -> int:
+    """The ``Content-Length`` of a response, or 0 when absent or unreadable."""
+    try:
+        return max(0, int(response.headers.get("Content-Length", "0")))
+    except ValueError:
+        return 0
+
+
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def with_body(response: httpx.Response, body: bytes) -> httpx.Response:
+    """A complete ``httpx.Response``: the status and headers of ``response``, and ``body``."""
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+    return httpx.Response(
+        response.status_code, headers=headers, content=body, request=response.request
+    )
+
+
+def attempt_timeout_error(request: httpx.Request, seconds: float) -> ClobkitTimeoutError:
+    """The error of an attempt that used up its ``seconds``."""
+    where = f"{request.method} {request.url.copy_with(query=None)}"
+    return ClobkitTimeoutError(f"{where}: no complete answer within {seconds:g} s")
 
 
 # ---------------------------------------------------------------------------
@@ -581,23 +681,6 @@ def _uint(value: object, field: str, high: int | None = None) -> int:
     return value
 
 
-def _check_raw_amounts(side: int, maker: int, taker: int) -> None:
-    """The implied price (USDC per share) lies strictly between 0 and 1; USDC within the cap."""
-    usdc, shares = (maker, taker) if side == 0 else (taker, maker)
-    if maker <= 0 or taker <= 0 or not usdc < shares:
-        raise AmountError(
-            "maker_amount" if side == 0 else "taker_amount",
-            usdc,
-            f"implies a price outside (0, 1) with {shares} share units",
-        )
-    if usdc > _MAX_ORDER_UNITS:
-        raise AmountError(
-            "maker_amount" if side == 0 else "taker_amount",
-            usdc,
-            f"exceeds the single-order maximum of {MAX_ORDER_USDC} USDC",
-        )
-
-
 def _positive_int(value: object, field: str, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValidationError(field, value, "must be a positive int")
@@ -723,7 +806,21 @@ class ClientCore:
         return httpx.Request(call.method, url, headers=headers, content=call.body or None)
 
     def parse(self, call: Call, response: httpx.Response) -> Any:
-        """The model of a response, or the ``ApiError`` it carries (raised)."""
+        """The model of a response, or the ``ApiError`` it carries (raised).
+
+        A body nested too deeply to decode is a ``ServerError``, never a bare
+        ``RecursionError``.
+        """
+        try:
+            if json_too_deep(response.content):
+                raise RecursionError
+            return self._parse(call, response)
+        except RecursionError:
+            raise ServerError(
+                "response is nested too deeply to decode", status=response.status_code
+            ) from None
+
+    def _parse(self, call: Call, response: httpx.Response) -> Any:
         status = response.status_code
         content = response.content
         shape = call.shape
@@ -792,13 +889,23 @@ class ClientCore:
         return delay * (0.5 + 0.5 * self.random())
 
     def run(self, call: Call) -> Operation[Any]:
-        """Send ``call``, retrying as its policy allows; return the parsed result."""
+        """Send ``call``, retrying as its policy allows; return the parsed result.
+
+        Each attempt gets ``timeout`` seconds (less when the call's budget,
+        ``total_timeout``, ends sooner); a retry whose wait would end past the
+        budget is not made.
+        """
+        config = self.config
         attempt = 0
+        budget_end = self.clock() + config.call_budget
         while True:
             request = self.build(call)
             started = self.clock()
-            result = yield Send(request)
+            timeout = max(0.0, min(config.timeout, budget_end - started))
+            result = yield Send(request, timeout, config.max_response_bytes)
             try:
+                if isinstance(result, ClobkitError):
+                    raise result
                 if isinstance(result, BaseException):
                     if not isinstance(result, (httpx.RequestError, OSError)):
                         raise result
@@ -813,7 +920,7 @@ class ClientCore:
                     attempt + 1,
                     error,
                 )
-                if delay is None:
+                if delay is None or self.clock() + delay >= budget_end:
                     raise
                 log.info(
                     "retrying %s %s in %.3f s after %s",
@@ -1116,7 +1223,8 @@ class ClientCore:
         if isinstance(fee, float) and fee.is_integer():
             fee = int(fee)
         if isinstance(fee, bool) or not isinstance(fee, int) or fee < 0:
-            raise ServerError(f"fee-rate answer without an integer base_fee: {raw!r}", status=200)
+            shown = reprlib.repr(raw)  # bounded, whatever the answer holds
+            raise ServerError(f"fee-rate answer without an integer base_fee: {shown}", status=200)
         self.fee_rates[token_id] = (fee, self.clock() + self.config.fee_rate_ttl)
         return fee
 

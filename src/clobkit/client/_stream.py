@@ -23,6 +23,7 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from .._jsondepth import json_too_deep
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
 from ._base import ClientCore, api_error, tolerant_convert
@@ -55,11 +56,22 @@ def _topics(topics: Iterable[str] | str) -> list[str]:
 
 
 def parse_message(raw: str | bytes) -> StreamMessage:
-    """A ``StreamMessage`` from one WebSocket text frame; order payloads read as ``Order``."""
+    """A ``StreamMessage`` from one WebSocket frame; order payloads read as ``Order``.
+
+    A frame that is not JSON (binary, not UTF-8, nested too deeply to decode)
+    gives ``type="invalid"`` with the frame's text (bytes when not UTF-8); this
+    never raises.
+    """
     try:
+        if json_too_deep(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw):
+            raise RecursionError  # before msgspec can overflow the C stack
         obj = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        return StreamMessage(type="invalid", data=raw if isinstance(raw, str) else raw.decode())
+    except (msgspec.DecodeError, RecursionError):
+        data: Any = raw
+        if isinstance(raw, bytes):
+            with contextlib.suppress(UnicodeDecodeError):
+                data = raw.decode()
+        return StreamMessage(type="invalid", data=data)
     if not isinstance(obj, dict):
         return StreamMessage(type="unknown", data=obj)
     kind = obj.get("type")
@@ -74,7 +86,7 @@ def parse_message(raw: str | bytes) -> StreamMessage:
     ):
         fields = dict(data)
         fields.setdefault("id", fields.get("order_id"))
-        with contextlib.suppress(msgspec.ValidationError):
+        with contextlib.suppress(msgspec.ValidationError, RecursionError):
             order = tolerant_convert(fields, Order)
     return StreamMessage(
         type=kind if isinstance(kind, str) else "unknown", topic=topic, data=data, order=order
@@ -100,6 +112,13 @@ class Stream:
     stream waits up to ``ack_timeout`` seconds for the server's first answer
     (the API text names no acknowledgement; the sandbox sends ``subscribed``)
     before ``start()`` returns or ``Reconnected`` is yielded.
+
+    A frame that is not JSON (binary, not UTF-8, nested too deeply) is skipped
+    and counted in ``bad_frames``. At most ``max_queue`` items wait unread:
+    past that the stream stops reading the socket until the consumer catches
+    up (frames are at most ``max_size`` bytes, 1 MiB by default). Should the
+    stream's task ever fail, the consumer gets the error (a ``ClobkitError``)
+    and ``closed`` turns True: it never waits on a dead stream.
     """
 
     def __init__(
@@ -112,7 +131,12 @@ class Stream:
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
         ack_timeout: float = 1.0,
+        max_queue: int = 10_000,
+        max_size: int = 1 << 20,
     ) -> None:
+        for name, value in (("max_queue", max_queue), ("max_size", max_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValidationError(name, value, "must be a positive int")
         self._core = core
         self._topics = _topics(topics)
         self._backoff = backoff
@@ -120,7 +144,12 @@ class Stream:
         self._open_timeout = open_timeout
         self._ping_interval = ping_interval
         self._ack_timeout = ack_timeout
+        self._max_queue = max_queue
+        self._max_size = max_size
+        # unbounded as a container, bounded by _put (the end marker and a
+        # failure always fit: they must reach the consumer)
         self._queue: asyncio.Queue[StreamItem | _End | BaseException] = asyncio.Queue()
+        self._room = asyncio.Event()
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[None] | None = None
@@ -128,6 +157,8 @@ class Stream:
         self._closed = False
         #: Reconnects so far.
         self.reconnects = 0
+        #: Frames skipped because they were not JSON (binary, not UTF-8, too deep).
+        self.bad_frames = 0
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("open" if self._ws is not None else "idle")
@@ -158,7 +189,7 @@ class Stream:
             if self._closed:
                 raise TransportError("stream is closed")
             self._ready = asyncio.get_running_loop().create_future()
-            self._task = asyncio.create_task(self._run(), name="clobkit-stream")
+            self._task = asyncio.create_task(self._guarded(), name="clobkit-stream")
         assert self._ready is not None
         await asyncio.shield(self._ready)
 
@@ -204,6 +235,7 @@ class Stream:
         if self._task is None and not self._closed:
             await self.start()
         item = await self._queue.get()
+        self._room.set()
         if isinstance(item, _End):
             self._queue.put_nowait(item)
             raise StopAsyncIteration
@@ -214,7 +246,12 @@ class Stream:
 
     # -- internals ---------------------------------------------------------------
 
-    def _emit(self, item: StreamItem) -> None:
+    async def _emit(self, item: StreamItem) -> None:
+        # wait for room: a consumer that does not read pauses the socket's
+        # reading, never grows memory without bound
+        while self._queue.qsize() >= self._max_queue and not self._closed:
+            self._room.clear()
+            await self._room.wait()
         self._queue.put_nowait(item)
         for listener in tuple(self._listeners):
             try:
@@ -239,8 +276,40 @@ class Stream:
             additional_headers=self._headers(),
             open_timeout=self._open_timeout,
             ping_interval=self._ping_interval,
+            max_size=self._max_size,
             user_agent_header="clobkit-python",
         )
+
+    def _frame(self, raw: str | bytes) -> StreamMessage | None:
+        """The message of a frame, or None (counted, logged) for one that is not JSON."""
+        message = parse_message(raw)
+        if message.type != "invalid":
+            return message
+        self.bad_frames += 1
+        log.warning(
+            "skipping a stream frame that is not JSON (%s, %d bytes; %d so far)",
+            type(raw).__name__,
+            len(raw),
+            self.bad_frames,
+        )
+        return None
+
+    async def _guarded(self) -> None:
+        """``_run``, and whatever ends it unexpectedly reaches the consumer."""
+        try:
+            await self._run()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("the stream failed")
+            error = (
+                exc
+                if isinstance(exc, ClobkitError)
+                else TransportError(f"stream failed: {type(exc).__name__}: {exc}")
+            )
+            self._fail(error)
+        finally:
+            self._ws = None
 
     async def _first_message(self, ws: ClientConnection) -> str | bytes | None:
         """The server's first answer to the subscription (its acknowledgement), if it
@@ -283,16 +352,21 @@ class Stream:
                     first = await self._first_message(ws)
                     if connected_once:
                         self.reconnects += 1
-                        self._emit(Reconnected(topics=list(self._topics), attempt=self.reconnects))
+                        await self._emit(
+                            Reconnected(topics=list(self._topics), attempt=self.reconnects)
+                        )
                     else:
                         connected_once = True
                         if self._ready is not None and not self._ready.done():
                             self._ready.set_result(None)
-                    if first is not None:
-                        self._emit(parse_message(first))
+                    message = None if first is None else self._frame(first)
+                    if message is not None:
+                        await self._emit(message)
                     failures = 0
                     async for raw in ws:
-                        self._emit(parse_message(raw))
+                        message = self._frame(raw)
+                        if message is not None:
+                            await self._emit(message)
                     log.info("stream closed by the server (%s); reconnecting", ws.close_code)
                 except (OSError, WebSocketException, EOFError) as exc:
                     log.info("stream connection lost: %s: %s", type(exc).__name__, exc)
@@ -336,6 +410,8 @@ class SyncStream:
         self._core = core
         self._topics = _topics(topics)
         self._options = options
+        self._max_queue = options.get("max_queue", 10_000)
+        # bounded by _amain (the end marker and a failure always fit)
         self._items: queue.Queue[StreamItem | _End | BaseException] = queue.Queue()
         self._listeners: list[Listener] = []
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -363,6 +439,11 @@ class SyncStream:
     def reconnects(self) -> int:
         """Reconnects so far."""
         return self._stream.reconnects if self._stream is not None else 0
+
+    @property
+    def bad_frames(self) -> int:
+        """Frames skipped because they were not JSON."""
+        return self._stream.bad_frames if self._stream is not None else 0
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(item)`` for every item (on the stream's thread)."""
@@ -471,6 +552,9 @@ class SyncStream:
         self._started.set()
         try:
             async for item in stream:
+                # a consumer that does not read pauses the stream (see Stream)
+                while self._items.qsize() >= self._max_queue and not self._closed:
+                    await asyncio.sleep(0.01)
                 self._items.put(item)
         except BaseException as exc:
             self._items.put(exc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import threading
 import time
 import weakref
 from collections.abc import Iterable, Iterator
@@ -12,9 +13,11 @@ from decimal import Decimal
 from types import TracebackType
 from typing import Any, TypeVar
 
+import httpcore
 import httpx
 
 from .._types import OrderType, Side
+from ..errors import ClobkitError
 from ..models import (
     CancelResult,
     Event,
@@ -31,7 +34,19 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
-from ._base import ClientConfig, ClientCore, Gather, Operation, Pager, Send, Sleep
+from ._base import (
+    ClientConfig,
+    ClientCore,
+    Gather,
+    Operation,
+    Pager,
+    Send,
+    Sleep,
+    attempt_timeout_error,
+    body_error,
+    declared_size,
+    with_body,
+)
 from ._stream import StreamItem, SyncStream
 
 __all__ = ["Client"]
@@ -47,9 +62,13 @@ class Client:
     ``CLOBKIT_BASE_URL`` / ``CLOBKIT_API_KEY`` / ``CLOBKIT_API_SECRET`` /
     ``CLOBKIT_CLOB_URL`` environment variables (``clob_url``, the exchange
     host of the fee-rate query, falls back to ``base_url``). Times are in
-    seconds. GETs retry on 429, 5xx and transport errors; ``place_order`` is
-    never retried; ``place_raw_order`` always carries a ``client_order_id`` and
-    is retried safely. The secret is held only by the request signer and never
+    seconds: ``timeout`` bounds one attempt as a whole (a trickling server
+    cannot stretch it), ``total_timeout`` a call with its retries (default
+    ``(max_retries + 1) * timeout + max_retry_after``); a body over
+    ``max_response_bytes`` is refused with ``ServerError``. GETs retry on 429,
+    5xx and transport errors; ``place_order`` is never retried;
+    ``place_raw_order`` always carries a ``client_order_id`` and is retried
+    safely. The secret is held only by the request signer and never
     appears in a repr, log line or exception.
     """
 
@@ -68,6 +87,8 @@ class Client:
         max_retry_after: float = 30.0,
         fee_rate_ttl: float = 300.0,
         sign_query: bool = True,
+        total_timeout: float | None = None,
+        max_response_bytes: int = 16 * 1024 * 1024,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         config, signer = ClientConfig.resolve(
@@ -83,8 +104,13 @@ class Client:
             max_retry_after=max_retry_after,
             fee_rate_ttl=fee_rate_ttl,
             sign_query=sign_query,
+            total_timeout=total_timeout,
+            max_response_bytes=max_response_bytes,
         )
         self._core = ClientCore(config, signer)
+        if transport is None:
+            transport = httpx.HTTPTransport()
+            _bound_by_deadline(transport)
         self._http = httpx.Client(transport=transport, timeout=config.timeout)
         self._streams: weakref.WeakSet[SyncStream] = weakref.WeakSet()
 
@@ -100,16 +126,13 @@ class Client:
     # -- I/O driver ------------------------------------------------------------------
 
     def _run(self, op: Operation[T]) -> T:
-        send = self._http.send
+        send = self._send
         try:
             effect = op.send(None)
             while True:
                 result: Any
                 if type(effect) is Send:
-                    try:
-                        result = send(effect.request)
-                    except httpx.RequestError as exc:
-                        result = exc
+                    result = send(effect)
                 elif type(effect) is Sleep:
                     time.sleep(effect.seconds)
                     result = None
@@ -119,6 +142,45 @@ class Client:
                 effect = op.send(result)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+
+    def _send(self, effect: Send) -> httpx.Response | BaseException:
+        """One attempt: the complete response within ``effect.timeout`` s, or the error."""
+        request, timeout, limit = effect
+        deadline = None
+        if timeout is not None:
+            if timeout <= 0:
+                return attempt_timeout_error(request, timeout)
+            request.extensions["timeout"] = httpx.Timeout(timeout).as_dict()
+            deadline = time.monotonic() + timeout
+        _deadline.at = deadline  # read by the network streams (_DeadlineStream)
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.RequestError as exc:
+            return exc
+        finally:
+            _deadline.at = None
+        try:
+            error = body_error(response, declared_size(response), limit, False)
+            if error is not None:
+                return error
+            chunks = []
+            size = 0
+            _deadline.at = deadline
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                late = deadline is not None and time.monotonic() > deadline
+                error = body_error(response, size, limit, late)
+                if error is not None:
+                    return error
+            return with_body(response, b"".join(chunks))
+        except httpx.RequestError as exc:
+            return exc
+        except ClobkitError as exc:
+            return exc
+        finally:
+            _deadline.at = None
+            response.close()
 
     def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         if len(ops) <= 1:
@@ -480,12 +542,14 @@ class Client:
         open_timeout: float = 10.0,
         ping_interval: float | None = 20.0,
         ack_timeout: float = 1.0,
+        max_queue: int = 10_000,
     ) -> SyncStream:
         """A WebSocket stream of ``topics`` (``user:<id>:orders``, ``market:<token>:book``).
 
         Connects on ``start()``, ``with`` or first iteration (returning once the
         server acknowledged, or after ``ack_timeout`` s); reconnects with backoff
-        (seconds), resubscribes and yields ``Reconnected``.
+        (seconds), resubscribes and yields ``Reconnected``. Frames that are not JSON are
+        skipped (counted in ``bad_frames``); at most ``max_queue`` items wait unread.
         """
         stream = SyncStream(
             self._core,
@@ -495,6 +559,98 @@ class Client:
             open_timeout=open_timeout,
             ping_interval=ping_interval,
             ack_timeout=ack_timeout,
+            max_queue=max_queue,
         )
         self._streams.add(stream)
         return stream
+
+
+# ---------------------------------------------------------------------------
+# A deadline under httpx's per-read timeouts
+
+
+class _Deadline(threading.local):
+    at: float | None = None  # time.monotonic() of the current attempt's end
+
+
+_deadline = _Deadline()
+
+
+def _cut(timeout: float | None, error: type[Exception]) -> float | None:
+    """``timeout`` shortened to what is left of the attempt (raises ``error`` at 0)."""
+    at = _deadline.at
+    if at is None:
+        return timeout
+    left = at - time.monotonic()
+    if left <= 0:
+        raise error("the attempt's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write ends by the attempt's deadline, so a
+    server trickling its headers one byte at a time cannot outlast ``timeout``."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _cut(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        inner = self._inner.start_tls(
+            ssl_context, server_hostname, _cut(timeout, httpcore.ConnectTimeout)
+        )
+        return _DeadlineStream(inner)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Any = None,
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_tcp(
+            host, port, _cut(timeout, httpcore.ConnectTimeout), local_address, socket_options
+        )
+        return _DeadlineStream(stream)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Any = None
+    ) -> httpcore.NetworkStream:
+        stream = self._inner.connect_unix_socket(
+            path, _cut(timeout, httpcore.ConnectTimeout), socket_options
+        )
+        return _DeadlineStream(stream)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _bound_by_deadline(transport: httpx.HTTPTransport) -> None:
+    """Put the deadline streams under ``transport``'s connection pool.
+
+    httpx offers no public hook for a network backend; without one (a future
+    httpx) the body is still bounded chunk by chunk in ``Client._send``.
+    """
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    if isinstance(inner, httpcore.NetworkBackend):
+        pool._network_backend = _DeadlineBackend(inner)  # type: ignore[union-attr]

@@ -1,0 +1,115 @@
+"""The API's rules, each written once: limits, names, topics and the error table.
+
+Everything here restates the External Trading API text (sections 3, 6, 7 and
+8) as constants. The core, the client, the CLI and the sandbox import them;
+none of them restates a rule. Pure data: importing this module costs nothing.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Final, Literal
+
+__all__ = [
+    "API_PREFIX",
+    "CLIENT_ORDER_ID_MAX",
+    "ERROR_BALANCE",
+    "ERROR_BODY",
+    "ERROR_BOOK_NOT_FOUND",
+    "ERROR_EVENT_NOT_FOUND",
+    "ERROR_MARKET_NOT_FOUND",
+    "ERROR_ORDER_NOT_FOUND",
+    "ERROR_PARAMS",
+    "ERROR_UNAUTHORIZED",
+    "FINAL_STATUSES",
+    "LIST_STATUSES",
+    "MARKET_TOPIC_KINDS",
+    "OPEN_STATUSES",
+    "ORDER_STATUSES",
+    "ORDER_TYPES",
+    "PAGE_SIZE_MAX",
+    "RISK_CODE",
+    "SALT_MAX",
+    "SIDES",
+    "SINGLE_ORDER_MAX",
+    "OrderStatus",
+    "OrderTypeName",
+    "SideName",
+    "book_topic",
+    "forbidden_scope",
+    "user_orders_topic",
+]
+
+#: Path prefix of every endpoint (section 9).
+API_PREFIX: Final = "/api/ext/v1"
+
+# -- limits (section 8) ---------------------------------------------------------------
+#: A raw order's salt lies in [0, SALT_MAX].
+SALT_MAX: Final = 10**12
+#: The single-order maximum, USDC; it applies to every order, bonus-funded or not.
+SINGLE_ORDER_MAX: Final = Decimal(50_000)
+#: ``client_order_id`` is at most this many characters.
+CLIENT_ORDER_ID_MAX: Final = 64
+#: ``page_size`` / ``per_page`` / ``limit`` are at most this.
+PAGE_SIZE_MAX: Final = 100
+
+# -- names (sections 2 and 3) ---------------------------------------------------------
+SideName = Literal["BUY", "SELL"]
+#: Order sides; the index is the exchange's ``uint8 side``.
+SIDES: Final[tuple[SideName, SideName]] = ("BUY", "SELL")
+OrderTypeName = Literal["FOK", "GTC", "GTD"]
+#: Time in force: FOK fills at once or is killed; GTC and GTD rest.
+ORDER_TYPES: Final[tuple[OrderTypeName, ...]] = ("FOK", "GTC", "GTD")
+OrderStatus = Literal[
+    "pending", "signing", "submitted", "live", "matched", "won", "lost", "cancelled"
+]
+#: Order statuses named by the API text, in lifecycle order.
+ORDER_STATUSES: Final[tuple[OrderStatus, ...]] = (
+    "pending",
+    "signing",
+    "submitted",
+    "live",
+    "matched",
+    "won",
+    "lost",
+    "cancelled",
+)
+#: Statuses of an order that may still change by trading.
+OPEN_STATUSES: Final[tuple[OrderStatus, ...]] = ("pending", "signing", "submitted", "live")
+#: Statuses after which an order no longer trades.
+FINAL_STATUSES: Final[tuple[OrderStatus, ...]] = ("matched", "won", "lost", "cancelled")
+#: The values ``GET /orders?status=`` accepts.
+LIST_STATUSES: Final[tuple[OrderStatus, ...]] = (*OPEN_STATUSES, "matched")
+
+
+# -- WebSocket topics (section 6) -----------------------------------------------------
+def user_orders_topic(user_id: str) -> str:
+    """The topic of one user's order updates."""
+    return f"user:{user_id}:orders"
+
+
+#: What a market topic carries: the token's book, or its price.
+MARKET_TOPIC_KINDS: Final = ("book", "price")
+
+
+def book_topic(token_id: str, kind: str = "book") -> str:
+    """The topic of one outcome token's book (``kind`` "book") or price ("price")."""
+    return f"market:{token_id}:{kind}"
+
+
+# -- the error table (section 7): the ``error`` strings and codes -----------------------
+ERROR_BODY: Final = "invalid request body"
+ERROR_PARAMS: Final = "invalid request parameters"
+ERROR_BALANCE: Final = "insufficient balance"
+ERROR_UNAUTHORIZED: Final = "unauthorized"
+ERROR_ORDER_NOT_FOUND: Final = "order not found"
+ERROR_MARKET_NOT_FOUND: Final = "Market not found"
+ERROR_EVENT_NOT_FOUND: Final = "Event not found"
+ERROR_BOOK_NOT_FOUND: Final = "Order book not found"
+#: Code of a risk-control breach (answered 500).
+RISK_CODE: Final = "ORDER_FAILED_PLACE_BET"
+
+
+def forbidden_scope(scope: str) -> str:
+    """The ``error`` of a request whose key lacks ``scope``."""
+    return f"forbidden: missing scope {scope}"

@@ -1,0 +1,294 @@
+"""No traceback for any input: hostile files, flags out of range, Ctrl-C, refused rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from .conftest import TOKEN, Result, one_line_error, read_rows
+
+GOOD = {"token_id": TOKEN, "maker_amount": 9_295_000, "taker_amount": 16_900_000}
+
+
+def row(**fields: object) -> str:
+    return json.dumps({**GOOD, "side": "BUY", "salt": 1, **fields})
+
+
+def order_ids(cli: Callable[..., Result], wallet: Path, src: Path, dst: Path) -> Result:
+    return cli("order-ids", "--wallet", str(wallet), str(src), str(dst))
+
+
+def reports(result: Result) -> dict[int, str]:
+    """``line N: reason`` lines of stderr, by N."""
+    assert "Traceback" not in result.err
+    out = {}
+    for line in result.err.splitlines():
+        if line.startswith("line "):
+            number, _, reason = line[5:].partition(": ")
+            out[int(number)] = reason
+    return out
+
+
+# ---------------------------------------------------------------------------
+# order-ids: hostile input
+
+
+def test_deeply_nested_and_null_lines_are_reported(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    deep = "[" * 5000 + "]" * 5000
+    deep_field = row(token_id=json.loads("[" * 500 + "]" * 500))
+    src.write_text("\n".join([row(salt=1), deep, "null", deep_field, row(salt=2), ""]) + "\n")
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 1
+    bad = reports(result)
+    assert set(bad) == {2, 3, 4}, result.err
+    assert "nested too deeply" in bad[2]
+    assert "not a JSON object" in bad[3]
+    assert [r["salt"] for r in read_rows(dst)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"maker_amount": 0}, "outside (0, 1)"),
+        ({"taker_amount": 0}, "outside (0, 1)"),
+        ({"maker_amount": 16_900_000}, "outside (0, 1)"),  # price exactly 1
+        ({"maker_amount": 20_000_000}, "outside (0, 1)"),  # price above 1
+        ({"side": "SELL"}, "outside (0, 1)"),  # the same amounts sell at 1.8
+        ({"maker_amount": 50_000_000_001, "taker_amount": 10**12}, "single-order maximum"),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_rows_the_service_refuses_get_no_id(
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    wallet_files: dict[str, Path],
+    fields: dict[str, object],
+    reason: str,
+    fmt: str,
+) -> None:
+    src, dst = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
+    rows = [json.loads(row(salt=1)), json.loads(row(salt=2, **fields))]
+    if fmt == "jsonl":
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        bad_line = 2
+    else:
+        names = list(rows[0])
+        src.write_text(
+            ",".join(names)
+            + "\n"
+            + "".join(",".join(str(r[n]) for n in names) + "\n" for r in rows)
+        )
+        bad_line = 3
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 1
+    bad = reports(result)
+    assert list(bad) == [bad_line]
+    assert reason in bad[bad_line]
+    assert [str(r["salt"]) for r in read_rows(dst)] == ["1"]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [bytes(range(256)), b"\xff\xfe{}", b"[" * 100_000, b"{" + b'"a":' * 1 + b"1" * (2 << 20)],
+    ids=["binary", "utf16-bom", "nested", "huge"],
+)
+def test_a_hostile_wallet_file_is_one_line(
+    cli: Callable[..., Result], tmp_path: Path, content: bytes
+) -> None:
+    wallet = tmp_path / "wallet.json"
+    wallet.write_bytes(content)
+    src = tmp_path / "in.jsonl"
+    src.write_text(row() + "\n")
+    result = order_ids(cli, wallet, src, tmp_path / "out.jsonl")
+    assert result.code == 2
+    assert "wallet" in one_line_error(result.err)
+
+
+@pytest.mark.parametrize("size", ["0", "-3", str(10**7 + 1), str(10**20)])
+def test_batch_size_out_of_range_is_one_line(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path], size: str
+) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(row() + "\n")
+    wallet = str(wallet_files["data"])
+    result = cli(
+        "order-ids", "--wallet", wallet, str(src), str(tmp_path / "o.jsonl"), "--batch-size", size
+    )
+    assert result.code == 2
+    assert "--batch-size" in one_line_error(result.err)
+
+
+# ---------------------------------------------------------------------------
+# order-ids: OUTPUT
+
+
+@pytest.mark.parametrize("how", ["same", "symlink", "hardlink"])
+@pytest.mark.parametrize("victim", ["input", "wallet"])
+def test_output_may_not_be_input_or_wallet(
+    cli: Callable[..., Result], tmp_path: Path, how: str, victim: str
+) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(row() + "\n")
+    wallet = tmp_path / "wallet.jsonl"  # a wallet named like an output, to reach the check
+    wallet.write_text(json.dumps({"success": True, "data": {}}))
+    target = src if victim == "input" else wallet
+    before = target.read_bytes()
+    if how == "same":
+        out = target
+    elif how == "symlink":
+        out = tmp_path / "link.jsonl"
+        out.symlink_to(target)
+    else:
+        out = tmp_path / "hard.jsonl"
+        os.link(target, out)
+    result = order_ids(cli, wallet, src, out)
+    assert result.code == 2
+    assert "OUTPUT must not be" in one_line_error(result.err)
+    assert target.read_bytes() == before
+
+
+def test_read_only_output_is_not_replaced(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    # (root may write any file, so os.access alone says yes: the mode bits decide)
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(row() + "\n")
+    dst.write_text("keep me\n")
+    dst.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 2
+    assert "read-only" in one_line_error(result.err)
+    assert dst.read_text() == "keep me\n"
+
+
+# ---------------------------------------------------------------------------
+# Other commands
+
+
+def test_sandbox_port_out_of_range(cli: Callable[..., Result]) -> None:
+    for port in ("99999", "-1", "65536"):
+        result = cli("sandbox", "--port", port)
+        assert result.code == 2
+        assert "--port" in one_line_error(result.err)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["--batch", "0"], "--batch"),
+        (["--rounds", "0"], "--rounds"),
+        (["--memory-orders", "-1"], "--memory-orders"),
+    ],
+)
+def test_bench_bad_numbers_are_one_line(
+    cli: Callable[..., Result], argv: list[str], flag: str
+) -> None:
+    result = cli("bench", "--quick", *argv)
+    assert result.code == 2
+    assert flag in one_line_error(result.err)
+
+
+def test_bench_png_without_matplotlib(
+    cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    result = cli("bench", "--quick", "--png", str(tmp_path / "chart.png"))
+    assert result.code == 2
+    assert "matplotlib" in one_line_error(result.err)
+
+
+def test_ctrl_c_while_parsing(cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch) -> None:
+    from clobkit import cli as cli_module
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "build_parser", interrupted)
+    result = cli("salts", "1")
+    assert result.code == 130
+    assert "interrupted" in one_line_error(result.err)
+
+
+def test_ctrl_c_while_importing() -> None:
+    # Ctrl-C lands while `python -m clobkit` imports the CLI
+    code = (
+        "import builtins, runpy, sys\n"
+        "real = builtins.__import__\n"
+        "def hook(name, *a, **k):\n"
+        "    if name == 'cli' or name.endswith('.cli'):\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = hook\n"
+        "sys.argv = ['clobkit', 'salts', '1']\n"
+        "runpy.run_module('clobkit', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 130
+    assert "interrupted" in one_line_error(done.stderr)
+
+
+def test_amounts_prints_the_size_used_and_names_the_flag(cli: Callable[..., Result]) -> None:
+    result = cli("amounts", "BUY", "0.55", "10.12345")
+    assert result.code == 0
+    assert result.out.splitlines()[0].startswith("BUY 10.12 shares (10.12345 rounded) at 0.55")
+    result = cli("amounts", "SELL", "0.55", "10.123", "--market")
+    assert result.out.splitlines()[0].startswith("SELL 10.12 shares (10.123 rounded) at 0.55")
+    result = cli("amounts", "BUY", "0.55", "10")
+    assert result.out.splitlines()[0].startswith("BUY 10 shares at 0.55")
+    result = cli("amounts", "BUY", "0.555", "10")
+    assert result.code == 2
+    line = one_line_error(result.err)
+    assert "--round-price" in line
+    assert "round_price" not in line
+
+
+def test_api_error_line_carries_the_detail(
+    cli: Callable[..., Result], env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOBKIT_API_SECRET", "not-the-secret")
+    result = cli("call", "GET", "/wallet")
+    assert result.code == 1
+    assert result.err.strip().splitlines()[-1].endswith("unauthorized: signature mismatch")
+
+
+def test_deep_input_is_refused_under_a_raised_recursion_limit(
+    tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    # eth-account, imported next to clobkit, raises the limit to 100,000: the
+    # decoders would then recurse until the C stack overflows (a subprocess
+    # contains the crash)
+    src, deep_wallet = tmp_path / "in.jsonl", tmp_path / "deep.json"
+    src.write_text(row() + "\n" + "[" * 200_000 + "]" * 200_000 + "\n")
+    deep_wallet.write_text("[" * 200_000 + "]" * 200_000)
+    code = (
+        "import sys\n"
+        "sys.setrecursionlimit(100_000)\n"
+        "from clobkit.cli import main\n"
+        "a, b, c, d = sys.argv[1:]\n"
+        "codes = [main(['order-ids', '--wallet', w, c, d]) for w in (a, b)]\n"
+        "print(*codes)\n"
+    )
+    argv = [str(wallet_files["data"]), str(deep_wallet), str(src), str(tmp_path / "o.jsonl")]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-2:] == ["1", "2"]
+    assert "line 2: invalid JSON (nested too deeply)" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,103 @@
+"""The stream never dies silently: bad frames are skipped and counted, a dead task
+surfaces, a consumer that does not read does not grow memory without bound."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import pytest
+
+from clobkit import errors
+from clobkit.client import orders_topic
+from clobkit.client._stream import Stream, parse_message
+from clobkit.models import Reconnected, StreamMessage
+
+from .test_client_stream import aclient_for, next_data, ws_server
+
+ORDER = {"type": "data", "topic": "user:u1:orders", "data": {"id": "o1", "status": "live"}}
+BAD_FRAMES = [
+    b"\x00\xff\xfe binary",  # a binary frame, not UTF-8
+    "\udcff".encode("utf-8", "surrogatepass"),  # invalid UTF-8 in a binary frame
+    "[" * 100_000 + "]" * 100_000,  # a text frame nested too deeply to decode
+    "not json",
+]
+
+
+async def send_all(server: Any, frames: list[Any]) -> None:
+    for connection in list(server.connections):
+        for frame in frames:
+            await connection.send(frame)
+
+
+async def test_bad_frames_are_skipped_counted_and_the_stream_goes_on() -> None:
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], backoff=0.01)
+        async with stream:
+            await server.wait_subscribed(1)
+            await send_all(server, BAD_FRAMES)
+            await server.push(ORDER)
+            msg = await next_data(stream)
+            assert isinstance(msg, StreamMessage)
+            assert msg.order is not None
+            assert stream.bad_frames == len(BAD_FRAMES)
+            assert not stream.closed
+            # and it still reconnects afterwards
+            server.kill()
+            assert isinstance(await next_data(stream), Reconnected)
+            await server.wait_subscribed(2)
+            await send_all(server, BAD_FRAMES[:1])
+            await server.push(ORDER)
+            assert (await next_data(stream)).order is not None
+            assert stream.bad_frames == len(BAD_FRAMES) + 1
+
+
+def test_parse_message_never_raises_on_bad_frames() -> None:
+    for frame in BAD_FRAMES:
+        assert parse_message(frame).type == "invalid"
+    deep_order = '{"type":"data","data":{"id":"o","status":' + "[" * 5000 + "]" * 5000 + "}}"
+    assert parse_message(deep_order).type in ("invalid", "data")
+
+
+async def test_a_dead_task_surfaces_to_the_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: Stream, raw: Any) -> None:
+        raise RuntimeError("a bug in the stream")
+
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], backoff=0.01, ack_timeout=0.05)
+        async with stream:
+            await server.wait_subscribed(1)
+            monkeypatch.setattr(Stream, "_frame", broken)
+            await server.push(ORDER)
+            first = await asyncio.wait_for(stream.__anext__(), 5)  # the acknowledgement
+            assert isinstance(first, StreamMessage)
+            with pytest.raises(errors.TransportError, match="a bug in the stream"):
+                await asyncio.wait_for(stream.__anext__(), 5)
+            assert stream.closed
+
+
+async def test_an_unread_stream_holds_at_most_max_queue_items() -> None:
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], backoff=0.01, max_queue=5)
+        async with stream:
+            await server.wait_subscribed(1)
+            for _ in range(50):
+                await server.push(ORDER)
+            await asyncio.sleep(0.5)
+            assert stream._queue.qsize() <= 5
+            orders = 0  # nothing was lost meanwhile: the socket waited
+            with contextlib.suppress(asyncio.TimeoutError):
+                while orders < 50:
+                    item = await asyncio.wait_for(stream.__anext__(), 2)
+                    orders += isinstance(item, StreamMessage) and item.order is not None
+            assert orders == 50
+
+
+def test_stream_options_are_checked() -> None:
+    from clobkit import AsyncClient
+
+    client = AsyncClient("http://api.test", "k", "s")
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(errors.ValidationError, match="max_queue"):
+            client.stream(["t"], max_queue=bad)
