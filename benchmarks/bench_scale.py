@@ -77,3 +77,48 @@ def test_order_ids_columns(
     benchmark.pedantic(
         lambda: hasher.order_ids(**forms[form], threads=threads), rounds=5, iterations=1
     )
+
+
+# ---------------------------------------------------------------- clobkit order-ids on files
+
+FILE_ROWS = 200_000
+
+
+@pytest.fixture(scope="module")
+def order_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The same V1 orders as Parquet and as a quoted CSV (as pyarrow and pandas write it)."""
+    import json
+
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("files")
+    lists = _lists(1)
+    n = FILE_ROWS
+    table = pa.table(
+        {
+            "token_id": pa.array(lists["token_ids"][:n]),
+            "maker_amount": pa.array([9_295_000 + i % 1000 for i in range(n)], pa.int64()),
+            "taker_amount": pa.array([16_900_000] * n, pa.int64()),
+            "side": pa.array(["BUY"] * n),
+            "salt": pa.array([s % 10**12 for s in lists["salts"][:n]], pa.int64()),
+        }
+    )
+    pq.write_table(table, root / "in.parquet")
+    pacsv.write_csv(table, root / "in.csv", pacsv.WriteOptions(quoting_style="all_valid"))
+    (root / "wallet.json").write_text(json.dumps(WALLET))
+    return root
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_order_ids_file(benchmark: Any, order_files: Any, fmt: str) -> None:
+    """``clobkit order-ids`` in process, --threads 2: read, hash, write (#14)."""
+    from clobkit._order_ids import run
+
+    benchmark.group = f"clobkit order-ids ({FILE_ROWS} orders, threads=2)"
+    benchmark.extra_info["per"] = FILE_ROWS
+    wallet, src = str(order_files / "wallet.json"), str(order_files / f"in.{fmt}")
+    out = str(order_files / f"out.{fmt}")
+    summary = run(wallet, src, out, threads=2, progress=False)
+    assert summary.written == FILE_ROWS
+    benchmark.pedantic(lambda: run(wallet, src, out, threads=2, progress=False), rounds=3)

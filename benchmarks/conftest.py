@@ -90,6 +90,20 @@ TARGETS: list[tuple[str, str, str, str, float]] = [
         0.64,
     ),
     (
+        "clobkit order-ids Parquet -> Parquet, threads 2, x F per order (#14: <= 0.4)",
+        "test_order_ids_file[parquet]",
+        "F",
+        "floor",
+        0.4,
+    ),
+    (
+        "clobkit order-ids quoted CSV -> CSV, threads 2, x F per order (#14: <= 0.8)",
+        "test_order_ids_file[csv]",
+        "F",
+        "floor",
+        0.8,
+    ),
+    (
         "headers_many vs hmac+hashlib+secrets, speedup",
         "test_headers_many[c]",
         "test_headers_many_stdlib",

@@ -19,8 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._core_py import V1_COLUMNS, V1_FIELDS, V2_COLUMNS, V2_FIELDS
-from ._order_ids import FIELDS, KEYWORDS, REQUIRED
+from ._order_ids import _BATCH_KEYWORDS, LAYOUTS
 from ._wallet import _WALLET_FIELDS, _field
 from .errors import MissingExtra, OrderFieldError, ValidationError
 from .order_id import OrderHasher
@@ -35,18 +34,13 @@ except ImportError:
 
 __all__ = ["with_order_ids"]
 
-# DataFrame column -> keyword of OrderHasher.order_ids
-_KEYWORDS: dict[str, str] = {
-    **dict(zip(FIELDS, KEYWORDS, strict=True)),
-    **dict(zip(V1_FIELDS, V1_COLUMNS, strict=True)),
-    **dict(zip(V2_FIELDS, V2_COLUMNS, strict=True)),
-}
+_KEYWORDS = _BATCH_KEYWORDS  # DataFrame column -> keyword of OrderHasher.order_ids
 _ROW = re.compile(r"(\w+)\[(\d+)\]\Z")
 
 
 def _columns(version: int) -> tuple[str, ...]:
     """The DataFrame columns an order of this version reads (required ones first)."""
-    return (*REQUIRED, *(V1_FIELDS if version == 1 else V2_FIELDS), "neg_risk")
+    return LAYOUTS[1 if version == 1 else 2].fields
 
 
 def _argument(series: pd.Series) -> Any:
@@ -119,9 +113,8 @@ def with_order_ids(
     """
     data = _wallet_data(wallet)
     resolved = OrderHasher(data, version=version).version  # a bad wallet fails here, not later
-    missing = [name for name in REQUIRED if name not in df.columns]
-    if resolved != 1 and "timestamp" not in df.columns:
-        missing.append("timestamp")
+    required = LAYOUTS[1 if resolved == 1 else 2].required
+    missing = [name for name in required if name not in df.columns]
     if missing:
         raise OrderFieldError("df", list(df.columns), f"lacks the column(s) {', '.join(missing)}")
     meta = _ids(df._meta, data, resolved, column)
