@@ -20,7 +20,10 @@ from libc.string cimport memcmp, memcpy, memset
 import os as _os
 
 from clobkit import _columns as _col
-from clobkit import _core_py as _py
+from clobkit import _amounts_py as _a
+from clobkit import _parse as _p
+from clobkit._types import CORE_API
+from clobkit.errors import OrderFieldError, SignatureInputError
 from clobkit._types import Amounts, Side
 from clobkit._wallet import prepare_wallet
 
@@ -170,7 +173,7 @@ cdef extern from "sign.h":
     void ck_hex(const uint8_t *inp, size_t n, char *out) nogil
     void ck_expand_seed(const uint8_t *seed, uint8_t *out, size_t n) nogil
 
-__all__ = _py.__all__
+__all__ = list(CORE_API)
 
 # Shared with the pure twin: constants and the canonical (slow-path) parsers.
 cdef object UINT256_MAX = (1 << 256) - 1
@@ -399,7 +402,7 @@ cdef inline int _u256(object value, ck_u256 *out, object field, Py_ssize_t i) ex
     elif _ascii_view(value, &data, &n) and _u256_digits(data, n, out):
         return 0
     # big ints, int subclasses and every error
-    raw = _py.parse_uint256(value, _name(field, i)).to_bytes(32, "little")
+    raw = _p.parse_uint256(value, _name(field, i)).to_bytes(32, "little")
     memcpy(out.w, PyBytes_AS_STRING(raw), 32)
     _le_limbs(out)
     return 0
@@ -429,7 +432,7 @@ cdef inline int _side(object value, object field, Py_ssize_t i) except -1:
             return 0
         if value == 1:
             return 1
-    return _py.parse_side(value, _name(field, i))
+    return _p.parse_side(value, _name(field, i))
 
 
 cdef inline int _flag(object value, object field, Py_ssize_t i) except -1:
@@ -437,7 +440,7 @@ cdef inline int _flag(object value, object field, Py_ssize_t i) except -1:
         return 0
     if value is True:
         return 1
-    return 1 if _py.parse_flag(value, _name(field, i)) else 0
+    return 1 if _p.parse_flag(value, _name(field, i)) else 0
 
 
 # ---------------------------------------------------------------------------
@@ -462,7 +465,7 @@ cdef enum:
     C_BUILDER = 11
 
 
-cdef object UNSET = _py.UNSET  # "not given": a field of the other order version
+cdef object UNSET = _p.UNSET  # "not given": a field of the other order version
 
 
 cdef inline bint _hex_limbs(const char *s, ck_u256 *out) noexcept nogil:
@@ -510,7 +513,7 @@ cdef inline int _word(object value, ck_u256 *out, object field, Py_ssize_t i) ex
             and _hex_limbs(s + 2, out):
         return 0
     # every other spelling and every error
-    raw = _py.parse_word(value, _name(field, i)).to_bytes(32, "little")
+    raw = _p.parse_word(value, _name(field, i)).to_bytes(32, "little")
     memcpy(out.w, PyBytes_AS_STRING(raw), 32)
     _le_limbs(out)
     return 0
@@ -556,12 +559,12 @@ cdef inline int _fill(int version, ck_order *o, object token_id, object maker_am
     """One order's fields, checked against the version first (the pure twin's order)."""
     if version == 1:
         if timestamp is not UNSET or metadata is not UNSET or builder is not UNSET:
-            _py.check_version_fields(
+            _p.check_version_fields(
                 version, (fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
             )
     elif fee_rate_bps is not UNSET or nonce is not UNSET or expiration is not UNSET \
             or timestamp is UNSET:
-        _py.check_version_fields(
+        _p.check_version_fields(
             version, (fee_rate_bps, nonce, expiration, timestamp, metadata, builder)
         )
     _u256(token_id, &o.token_id, "token_id", -1)
@@ -722,14 +725,14 @@ cdef class OrderHasher:
         stays flat), hashed without the GIL, split over ``threads`` workers
         (default 1), and returned as a list of ``"0x…"`` strings.
         """
-        cdef int workers = _py.parse_threads(threads)
+        cdef int workers = _p.parse_threads(threads)
         cdef int kinds[9]
         kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], kinds[8] = \
             C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_NEG_RISK
         given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
         if self.version == 1:
             if timestamps is not UNSET or metadatas is not UNSET or builders is not UNSET:
-                _py.check_version_fields(1, given, True)
+                _p.check_version_fields(1, given, True)
             columns = {
                 "token_ids": token_ids,
                 "maker_amounts": maker_amounts,
@@ -745,7 +748,7 @@ cdef class OrderHasher:
         else:
             if fee_rate_bps is not UNSET or nonces is not UNSET or expirations is not UNSET \
                     or timestamps is UNSET:
-                _py.check_version_fields(self.version, given, True)
+                _p.check_version_fields(self.version, given, True)
             columns = {
                 "token_ids": token_ids,
                 "maker_amounts": maker_amounts,
@@ -761,8 +764,8 @@ cdef class OrderHasher:
         # pyarrow / numpy columns: read from their buffers below (see _columns)
         for name, value in columns.items():
             if _col.is_columnar(value):
-                columns[name] = _col.Column(value, name, _py.COLUMN_KINDS[name])
-        cdef Py_ssize_t n = _py.batch_length(columns)
+                columns[name] = _col.Column(value, name, _p.COLUMN_KINDS[name])
+        cdef Py_ssize_t n = _p.batch_length(columns)
         cdef list names = list(columns)
         cdef list seqs = [None] * 9
         cdef ck_order tmpl
@@ -788,12 +791,12 @@ cdef class OrderHasher:
                         slow.append((c, value))
                         continue
                     value = value.values()  # a big-endian host: through Python objects
-            if _py.is_scalar(value):
+            if _p.is_scalar(value):
                 _set(&tmpl, kinds[c], value, names[c], -1)
             else:
                 value = value if type(value) is tuple else tuple(value)
                 if len(<tuple>value) != n:
-                    raise _py.OrderFieldError(names[c], f"<{len(value)} items>", "changed length")
+                    raise OrderFieldError(names[c], f"<{len(value)} items>", "changed length")
                 seqs[c] = value
                 items[c] = PySequence_Fast_ITEMS(value)
                 cols[nseq] = c
@@ -1228,7 +1231,7 @@ def limit_amounts(side, price, size, tick_size="0.01", *, round_price=False):
         if s == 0:
             return _amounts(usdc, shares)
         return _amounts(shares, usdc)
-    return _py.limit_amounts(side, price, size, tick_size, round_price=round_price)
+    return _a.limit_amounts(side, price, size, tick_size, round_price=round_price)
 
 
 def market_amounts(side, price, amount, tick_size="0.01", *, round_price=False):
@@ -1245,7 +1248,7 @@ def market_amounts(side, price, amount, tick_size="0.01", *, round_price=False):
         if ck_mul_ok(cents, POW10[2 * d + 4], &scaled):
             up = scaled // ticks + (1 if scaled % ticks else 0)
             return _amounts(maker, up // 10_000 * POW10[4 - d])
-    return _py.market_amounts(side, price, amount, tick_size, round_price=round_price)
+    return _a.market_amounts(side, price, amount, tick_size, round_price=round_price)
 
 
 def to_units(value, field="value"):
@@ -1254,16 +1257,16 @@ def to_units(value, field="value"):
     cdef int f
     if _plain(value, &m, &f, 6) and f <= 6 and ck_mul_ok(m, POW10[6 - f], &units):
         return units
-    return _py.to_units(value, field)
-from_units = _py.from_units
-market_price = _py.market_price
+    return _a.to_units(value, field)
+from_units = _a.from_units
+market_price = _a.market_price
 
 
 # ---------------------------------------------------------------------------
-# Salts: 8-byte draws, the biased tail rejected (see _core_py.salts_from_bytes).
+# Salts: 8-byte draws, the biased tail rejected (see _parse.salts_from_bytes).
 
 cdef uint64_t SALT_SPAN = 1_000_000_000_001ULL
-cdef uint64_t SALT_REJECT_FROM = _py.SALT_REJECT_FROM
+cdef uint64_t SALT_REJECT_FROM = _p.SALT_REJECT_FROM
 
 
 def salts_from_bytes(data, Py_ssize_t n):
@@ -1287,7 +1290,7 @@ def salts_from_bytes(data, Py_ssize_t n):
 def new_salts(n):
     """``n`` salts, each uniform on [0, 10**12], from the OS CSPRNG."""
     if type(n) is not int or n < 0:
-        return _py.new_salts(n)
+        _p.parse_count(n)  # raises the canonical error
     out = []
     while len(out) < n:
         need = n - len(out)
@@ -1368,14 +1371,14 @@ cdef inline object _text(object value, int kind):
     if _ascii_view(value, &s, &n) and _text_ok(s, n, kind):
         return value
     if kind == K_METHOD:
-        return _py.parse_method(value)
+        return _p.parse_method(value)
     if kind == K_PATH:
-        return _py.parse_path(value)
+        return _p.parse_path(value)
     if kind == K_TS:
         if type(value) is int and value >= 0:
             return str(value)
-        return _py.parse_timestamp(value)
-    return _py.parse_token(value, "nonce")
+        return _p.parse_timestamp(value)
+    return _p.parse_token(value, "nonce")
 
 
 cdef int _sign(const ck_hmac_key *key, object method, object path, bint sign_query,
@@ -1386,7 +1389,7 @@ cdef int _sign(const ck_hmac_key *key, object method, object path, bint sign_que
     ts = _text(ts, K_TS)
     nonce = _text(nonce, K_NONCE)
     if type(body) is not bytes:
-        body = _py.parse_body(body)
+        body = _p.parse_body(body)
     return _sign_valid(key, method, path, sign_query, ts, nonce, body, sig_hex)
 
 
@@ -1435,7 +1438,7 @@ cdef int _sign_valid(const ck_hmac_key *key, str method, str path, bint sign_que
 
 
 cdef int _key(ck_hmac_key *key, object secret) except -1:
-    cdef bytes raw = _py.parse_secret(secret)
+    cdef bytes raw = _p.parse_secret(secret)
     ck_hmac_sha256_init(key, <const uint8_t *>PyBytes_AS_STRING(raw), PyBytes_GET_SIZE(raw))
     return 0
 
@@ -1456,7 +1459,7 @@ def signature(secret, method, path, timestamp, nonce, body=b""):
     timestamp = _text(timestamp, K_TS)
     nonce = _text(nonce, K_NONCE)
     if type(body) is not bytes:
-        body = _py.parse_body(body)
+        body = _p.parse_body(body)
     _key(&key, secret)
     _sign_valid(&key, method, path, True, timestamp, nonce, body, sig)
     return _hex_text(sig)
@@ -1480,7 +1483,7 @@ def verify_signature(secret, method, path, timestamp, nonce, body, sig):
         return False
     try:
         _sign(&key, method, path, True, timestamp, nonce, body, expected)
-    except _py.SignatureInputError:
+    except SignatureInputError:
         return False
     if n != 64:
         return False
@@ -1498,7 +1501,7 @@ cdef str _now_text():
     global _ts_ms, _ts_str
     cdef long long now = ck_now_ms()
     if now < 0:
-        return _py.parse_timestamp(_py._now_ms())
+        return _p.parse_timestamp(_p._now_ms())
     if now != _ts_ms:
         _ts_str = str(now)
         _ts_ms = now
@@ -1539,9 +1542,9 @@ cdef class RequestSigner:
     cdef readonly bint sign_query
 
     def __init__(self, api_key, api_secret, *, sign_query=True):
-        self.api_key = _py.parse_token(api_key, "api_key")
+        self.api_key = _p.parse_token(api_key, "api_key")
         _key(&self._hk, api_secret)
-        self.sign_query = _py.parse_flag(sign_query, "sign_query")
+        self.sign_query = _p.parse_flag(sign_query, "sign_query")
         self._template = {H_KEY: self.api_key, H_TS: "", H_NONCE: "", H_SIG: ""}
 
     def __repr__(self):
@@ -1561,7 +1564,7 @@ cdef class RequestSigner:
         ts = _now_text() if timestamp_ms is None else _text(timestamp_ms, K_TS)
         n = _hex_str(_random16(), 16, False) if nonce is None else _text(nonce, K_NONCE)
         if type(body) is not bytes:
-            body = _py.parse_body(body)
+            body = _p.parse_body(body)
         _sign_valid(&self._hk, method, path, self.sign_query, ts, n, body, sig)
         cdef dict h = PyDict_Copy(self._template)
         PyDict_SetItem(h, H_TS, ts)
@@ -1614,7 +1617,7 @@ cdef class RequestSigner:
             method, path = request[0], request[1]
             body = request[2] if len(request) == 3 else b""
         else:
-            raise _py.SignatureInputError(
+            raise SignatureInputError(
                 f"requests[{i}]", request, "must be (method, path) or (method, path, body)"
             )
         # a batch mostly repeats a few method and path objects: check each once
@@ -1626,7 +1629,7 @@ cdef class RequestSigner:
             seen[2] = path
         method, path = seen[1], seen[3]
         if type(body) is not bytes:
-            body = _py.parse_body(body)
+            body = _p.parse_body(body)
         nonce = _hex_str(_random16(), 16, False)
         _request(r, method, path, self.sign_query, nonce, body, sig)
         # the request may be a list the caller could change under us: hold

@@ -8,7 +8,16 @@ import sys
 
 import pytest
 
-HEAVY = ("httpx", "websockets", "starlette", "uvicorn", "eth_account", "coincurve")
+HEAVY = (
+    "httpx",
+    "websockets",
+    "starlette",
+    "uvicorn",
+    "eth_account",
+    "coincurve",
+    "Crypto",
+    "msgspec",
+)
 
 
 def _modules_after(code: str) -> list[str]:
@@ -25,6 +34,13 @@ def test_import_clobkit_is_light() -> None:
     assert heavy == []
 
 
+def test_compiled_twin_does_not_import_the_pure_one() -> None:
+    pytest.importorskip("clobkit._core_c")
+    loaded = _modules_after("import clobkit._core_c")
+    assert "clobkit._core_py" not in loaded
+    assert "Crypto" not in {m.split(".")[0] for m in loaded}
+
+
 @pytest.mark.parametrize(
     ("name", "module"),
     [
@@ -32,6 +48,7 @@ def test_import_clobkit_is_light() -> None:
         ("AsyncClient", "httpx"),
         ("OrderSigner", "clobkit.signing"),
         ("SignedOrder", "clobkit.signing"),
+        ("WalletInfo", "msgspec"),
     ],
 )
 def test_lazy_names_load_on_first_use(name: str, module: str) -> None:

@@ -4,7 +4,8 @@ The core (amounts, salts, order ids, request signing) runs on a compiled twin
 when it is built and on a pure-Python twin otherwise; ``IMPLEMENTATION`` says
 which (``"c"`` or ``"python"``). ``import clobkit`` loads the core only: the
 client (httpx, websockets) and order signing (coincurve) load on first use of
-``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``.
+``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``, and the typed
+models (msgspec) on first use of ``WalletInfo``.
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from .amounts import (
     to_units,
 )
 from .auth import RequestSigner, signature, verify_signature
-from .order_id import OrderHasher, WalletInfo, sign_order_id
+from .order_id import OrderHasher, sign_order_id
 from .salt import new_salt, new_salts
 
 if TYPE_CHECKING:
     from .client import AsyncClient, Client
+    from .models import WalletInfo
     from .signing import OrderSigner, SignedOrder
 
 # name -> module that defines it, imported on first access (PEP 562)
@@ -37,6 +39,7 @@ _LAZY = {
     "Client": "clobkit.client",
     "OrderSigner": "clobkit.signing",
     "SignedOrder": "clobkit.signing",
+    "WalletInfo": "clobkit.models",
 }
 
 

@@ -4,9 +4,10 @@ Same names, signatures and exceptions as ``clobkit._core_c``. Everything here
 is exact: amounts are integer arithmetic on parsed decimal digits (no binary
 floating point), hashes come from pycryptodome (Keccak) and hashlib/hmac.
 
-The compiled twin calls the validators below (``parse_number``, ``parse_side``,
-``parse_uint256``, ...) on its slow path, so both twins reject bad input with
-the same class and the same message.
+Its validators (``clobkit._parse``) and exact amounts (``clobkit._amounts_py``)
+are shared: the compiled twin calls them on its slow path, so both twins reject
+bad input with the same class and the same message, and never imports this
+module (nor pycryptodome).
 """
 
 from __future__ import annotations
@@ -14,335 +15,54 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import re
-import time
-from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal, localcontext
-from fractions import Fraction
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from Crypto.Hash import keccak as _keccak
 
-from ._columns import FLAG, SIDE, TOKEN, UINT, WORD, Column, is_columnar, nullable
-from ._types import Amounts, OrderType
-from ._wallet import UINT256_MAX, prepare_wallet
-from .errors import (
-    AmountError,
-    InsufficientLiquidity,
-    OrderFieldError,
-    SignatureInputError,
+from ._amounts_py import from_units as from_units
+from ._amounts_py import limit_amounts as limit_amounts
+from ._amounts_py import market_amounts as market_amounts
+from ._amounts_py import market_price as market_price
+from ._amounts_py import to_units as to_units
+from ._columns import Column, is_columnar, nullable
+from ._parse import (
+    _SALT_SPAN,
+    COLUMN_KINDS,
+    SALT_REJECT_FROM,
+    UNSET,
+    V1_COLUMNS,
+    V2_COLUMNS,
+    _now_ms,
+    batch_length,
+    check_version_fields,
+    is_scalar,
+    parse_body,
+    parse_count,
+    parse_flag,
+    parse_method,
+    parse_path,
+    parse_secret,
+    parse_side,
+    parse_threads,
+    parse_timestamp,
+    parse_token,
+    parse_uint256,
+    parse_word,
 )
+from ._parse import (
+    salts_from_bytes as salts_from_bytes,
+)
+from ._types import CORE_API
+from ._wallet import prepare_wallet
+from .errors import SignatureInputError
 
-__all__ = [
-    "OrderHasher",
-    "RequestSigner",
-    "from_units",
-    "keccak256",
-    "limit_amounts",
-    "market_amounts",
-    "market_price",
-    "new_salt",
-    "new_salts",
-    "salts_from_bytes",
-    "sha256_hex",
-    "signature",
-    "to_units",
-    "verify_signature",
-]
-
-# ---------------------------------------------------------------------------
-# Numbers: every price, size and amount is parsed to (negative, coef, exp) with
-# value = (-1)**negative * coef * 10**exp and coef free of trailing zeros.
-
-_NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,9}))?\Z")
-MAX_SIGNIFICANT_DIGITS = 96  # far beyond uint256 (78 digits); stops absurd inputs early
-MAX_MAGNITUDE_DIGITS = 80  # a value >= 10**80 cannot become a uint256 amount
-TICKS = {"0.1": 1, "0.01": 2, "0.001": 3, "0.0001": 4}
-SALT_MAX = 10**12
-_SALT_SPAN = SALT_MAX + 1
-# 8-byte draws at or above this bound are rejected so ``draw % span`` is unbiased.
-SALT_REJECT_FROM = (1 << 64) - (1 << 64) % _SALT_SPAN
-
-
-def _strip(coef: int, exp: int) -> tuple[int, int]:
-    if coef == 0:
-        return 0, 0
-    while coef % 10 == 0:
-        coef //= 10
-        exp += 1
-    return coef, exp
-
-
-def parse_number(value: object, field: str) -> tuple[bool, int, int]:
-    """Read a Decimal, str, int or float (by its shortest repr) exactly."""
-    if isinstance(value, bool) or value is None:
-        raise AmountError(field, value, "must be a number (Decimal, str, int or float)")
-    if isinstance(value, int):
-        if value.bit_length() > 300:
-            raise AmountError(field, value, "is too large")
-        coef, exp = _strip(abs(value), 0)
-        neg = value < 0
-    elif isinstance(value, (str, float, Decimal)):
-        if isinstance(value, Decimal):
-            if not value.is_finite():
-                raise AmountError(field, value, "must be finite")
-            sign, digits, dexp = value.as_tuple()
-            neg = bool(sign)
-            text = "".join(map(str, digits))
-            assert isinstance(dexp, int)
-            exp = dexp
-        else:
-            if isinstance(value, float):
-                if value != value or value in (float("inf"), float("-inf")):
-                    raise AmountError(field, value, "must be finite")
-                text = repr(value)
-            else:
-                text = value
-            m = _NUMBER.match(text)
-            if m is None or not (m.group(2) or m.group(3)):
-                raise AmountError(field, value, "is not a decimal number")
-            neg = m.group(1) == "-"
-            frac = m.group(3) or ""
-            text = (m.group(2) or "") + frac
-            exp = int(m.group(4) or 0) - len(frac)
-        stripped = text.lstrip("0")
-        body = stripped.rstrip("0")
-        if len(body) > MAX_SIGNIFICANT_DIGITS:
-            raise AmountError(field, value, "has too many significant digits")
-        exp += len(stripped) - len(body)
-        coef = int(body) if body else 0
-        if coef == 0:
-            exp = 0
-    else:
-        raise AmountError(field, value, "must be a number (Decimal, str, int or float)")
-    if coef and len(str(coef)) + exp > MAX_MAGNITUDE_DIGITS:
-        raise AmountError(field, value, "is too large")
-    return neg and coef != 0, coef, exp
-
-
-def _pow10(n: int) -> int:
-    """10**n for n >= 0 (int ** int is Any to mypy)."""
-    result: int = 10**n
-    return result
-
-
-def _scaled_floor(coef: int, exp: int, k: int) -> int:
-    """floor(coef * 10**exp * 10**k) for coef >= 0."""
-    shift = exp + k
-    if shift >= 0:
-        return coef * _pow10(shift)
-    if -shift > len(str(coef)):
-        return 0
-    return coef // _pow10(-shift)
-
-
-def parse_tick(tick_size: object) -> int:
-    """Decimals of a tick size: 0.1 -> 1 ... 0.0001 -> 4."""
-    try:
-        neg, coef, exp = parse_number(tick_size, "tick_size")
-    except AmountError:
-        coef, exp, neg = 0, 0, True
-    if neg or coef != 1 or not -4 <= exp <= -1:
-        raise AmountError("tick_size", tick_size, "must be one of 0.1, 0.01, 0.001, 0.0001")
-    return -exp
-
-
-def parse_price(price: object, decimals: int, round_price: bool, field: str = "price") -> int:
-    """Price in ticks of 10**-decimals, within [tick, 1 - tick]."""
-    tick = TICKS_BY_DECIMALS[decimals]
-    neg, coef, exp = parse_number(price, field)
-    shift = exp + decimals
-    if shift >= 0:
-        ticks = coef * _pow10(shift)
-    elif not round_price:
-        raise AmountError(
-            field, price, f"is not on the tick grid {tick} (pass round_price=True to round it)"
-        )
-    elif -shift > len(str(coef)) + 1:
-        ticks = 0
-    else:
-        ticks, rest = divmod(coef, 10**-shift)
-        twice, half = 2 * rest, 10**-shift
-        if twice > half or (twice == half and ticks % 2 == 1):
-            ticks += 1
-    if neg or not 1 <= ticks <= 10**decimals - 1:
-        raise AmountError(field, price, f"must lie in [{tick}, {1 - Decimal(tick)}]")
-    return ticks
-
-
-TICKS_BY_DECIMALS = {v: k for k, v in TICKS.items()}
-
-
-def _hundredths(value: object, field: str) -> int:
-    """A positive size or amount floored to 2 decimals, in hundredths."""
-    neg, coef, exp = parse_number(value, field)
-    if neg or coef == 0:
-        raise AmountError(field, value, "must be positive")
-    cents = _scaled_floor(coef, exp, 2)
-    if cents == 0:
-        raise AmountError(field, value, "rounds down to 0 at 2 decimals")
-    return cents
-
-
-def _amounts(maker: int, taker: int, field: str, value: object) -> Amounts:
-    if maker > UINT256_MAX or taker > UINT256_MAX:
-        raise AmountError(field, value, "is too large: the amount exceeds uint256")
-    return Amounts(maker, taker)
-
-
-def _terms(
-    side: object, price: object, tick_size: object, round_price: bool, value: object, field: str
-) -> tuple[int, int, int, int]:
-    """Side (0/1), price decimals, price in ticks, and ``value`` floored to hundredths."""
-    s = parse_side(side)
-    decimals = parse_tick(tick_size)
-    return s, decimals, parse_price(price, decimals, round_price), _hundredths(value, field)
-
-
-def limit_amounts(
-    side: object,
-    price: object,
-    size: object,
-    tick_size: object = "0.01",
-    *,
-    round_price: bool = False,
-) -> Amounts:
-    """Maker/taker amounts (6-decimal units) of a limit order of ``size`` shares at ``price``."""
-    s, decimals, ticks, cents = _terms(side, price, tick_size, round_price, size, "size")
-    shares = cents * 10_000
-    usdc = cents * ticks * _pow10(4 - decimals)  # shares x price: exact in units
-    return _amounts(usdc, shares, "size", size) if s == 0 else _amounts(shares, usdc, "size", size)
-
-
-def market_amounts(
-    side: object,
-    price: object,
-    amount: object,
-    tick_size: object = "0.01",
-    *,
-    round_price: bool = False,
-) -> Amounts:
-    """Maker/taker amounts of a market order: ``amount`` is USDC for a BUY, shares for a SELL."""
-    s, decimals, ticks, cents = _terms(side, price, tick_size, round_price, amount, "amount")
-    if s == 0:
-        # shares = usdc / price, rounded up at (amount decimals + 4) then down
-        # at amount decimals (= price decimals + 2); in units of 10**-(d+6):
-        up = -(-(cents * _pow10(2 * decimals + 4)) // ticks)
-        taker = up // 10_000 * _pow10(4 - decimals)
-    else:
-        taker = cents * ticks * _pow10(4 - decimals)
-    return _amounts(cents * 10_000, taker, "amount", amount)
-
-
-def to_units(value: object, field: str = "value") -> int:
-    """Exact 6-decimal units of a non-negative USDC or share amount: "12.34" -> 12_340_000."""
-    neg, coef, exp = parse_number(value, field)
-    if neg:
-        raise AmountError(field, value, "must not be negative")
-    if exp < -6:
-        raise AmountError(field, value, "has more than 6 decimals")
-    units = coef * _pow10(exp + 6)
-    if units > UINT256_MAX:
-        raise AmountError(field, value, "is too large for uint256")
-    return units
-
-
-def from_units(units: object) -> Decimal:
-    """The decimal value of 6-decimal units: 12_340_000 -> Decimal("12.34")."""
-    if isinstance(units, bool) or not isinstance(units, (int, str)):
-        raise AmountError("units", units, "must be an int or a decimal integer string")
-    if isinstance(units, str):
-        digits = units[1:] if units[:1] == "-" else units
-        if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > 84:
-            raise AmountError("units", units, "must be a decimal integer string")
-        units = int(units)
-    elif units.bit_length() > 280:
-        raise AmountError("units", units, "is too large")
-    # Built from digits, not by division: exact at any size, no context needed.
-    digits = str(abs(units)).rjust(7, "0")
-    whole, frac = digits[:-6], digits[-6:].rstrip("0")
-    sign = "-" if units < 0 else ""
-    return Decimal(f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}")
-
-
-def _level(level: object, i: int) -> tuple[Fraction, Fraction, object]:
-    if isinstance(level, Mapping):
-        price, size = level.get("price"), level.get("size")
-    elif isinstance(level, (tuple, list)) and len(level) == 2:
-        price, size = level
-    else:
-        price, size = getattr(level, "price", None), getattr(level, "size", None)
-    p_neg, p_coef, p_exp = parse_number(price, f"levels[{i}].price")
-    s_neg, s_coef, s_exp = parse_number(size, f"levels[{i}].size")
-    if p_neg or p_coef == 0:
-        raise AmountError(f"levels[{i}].price", price, "must be positive")
-    if s_neg:
-        raise AmountError(f"levels[{i}].size", size, "must not be negative")
-    return Fraction(p_coef) * Fraction(10) ** p_exp, Fraction(s_coef) * Fraction(10) ** s_exp, price
-
-
-def market_price(
-    levels: Iterable[object], side: object, amount: object, order_type: object = "FOK"
-) -> Decimal:
-    """Worst price a market order must accept to fill ``amount`` against one book side.
-
-    ``levels`` are the asks for a BUY (``amount`` in USDC) or the bids for a SELL
-    (``amount`` in shares), each with ``price`` and ``size`` (USDC at that price).
-    FOK raises ``InsufficientLiquidity`` when the book cannot fill the amount;
-    other order types then take the worst price on the book.
-    """
-    s = parse_side(side)
-    kind = order_type.value if isinstance(order_type, OrderType) else order_type
-    if kind not in ("FOK", "FAK", "GTC", "GTD"):
-        raise AmountError("order_type", order_type, "must be FOK, FAK, GTC or GTD")
-    neg, coef, exp = parse_number(amount, "amount")
-    if neg or coef == 0:
-        raise AmountError("amount", amount, "must be positive")
-    want = Fraction(coef) * Fraction(10) ** exp
-    book = sorted((_level(level, i) for i, level in enumerate(levels)), key=lambda lv: lv[0])
-    if s == 1:
-        book.reverse()
-    filled = Fraction(0)
-    for price, size, _ in book:
-        filled += size if s == 0 else size / price
-        if filled >= want:
-            return _decimal(price)
-    if not book or kind == "FOK":
-        raise InsufficientLiquidity(
-            "amount", amount, f"the book fills only {_decimal(filled, 6)} of it"
-        )
-    return _decimal(book[-1][0])
-
-
-def _decimal(value: Fraction, places: int | None = None) -> Decimal:
-    """Exact Decimal of a terminating fraction (or truncated to ``places``)."""
-    if places is not None:
-        value = Fraction(int(value * 10**places), 10**places)
-    with localcontext() as ctx:
-        ctx.prec = 200  # exact: every operand here has far fewer digits
-        return Decimal(value.numerator) / Decimal(value.denominator)
-
-
-# ---------------------------------------------------------------------------
-# Salts
-
-
-def salts_from_bytes(data: bytes, n: int) -> list[int]:
-    """Up to ``n`` salts from 8-byte little-endian draws, rejecting the biased tail."""
-    out: list[int] = []
-    for i in range(0, len(data) - 7, 8):
-        if len(out) == n:
-            break
-        draw = int.from_bytes(data[i : i + 8], "little")
-        if draw < SALT_REJECT_FROM:
-            out.append(draw % _SALT_SPAN)
-    return out
+__all__ = list(CORE_API)  # the twins' one list of names
 
 
 def new_salts(n: int) -> list[int]:
     """``n`` salts, each uniform on [0, 10**12], from the OS CSPRNG."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise OrderFieldError("n", n, "must be a non-negative int")
+    parse_count(n)
     out: list[int] = []
     while len(out) < n:
         need = n - len(out)
@@ -365,165 +85,6 @@ def new_salt() -> int:
 def keccak256(data: bytes) -> bytes:
     """Keccak-256 (Ethereum's, not SHA3-256) of ``data``."""
     return _keccak.new(data=bytes(memoryview(data)), digest_bits=256).digest()
-
-
-def parse_side(value: object, field: str = "side") -> int:
-    """0 for BUY, 1 for SELL, from a Side, "BUY"/"SELL" or 0/1."""
-    if isinstance(value, str):
-        if value == "BUY":
-            return 0
-        if value == "SELL":
-            return 1
-    elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-        return int(value)
-    raise OrderFieldError(field, value, 'must be "BUY", "SELL", 0 or 1')
-
-
-def parse_uint256(value: object, field: str) -> int:
-    """An int or decimal digit string in [0, 2**256 - 1]."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if 0 <= value <= UINT256_MAX:
-            return value
-        raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
-    if isinstance(value, str):
-        if not (value.isascii() and value.isdigit()):
-            raise OrderFieldError(field, value, "must be a non-negative decimal integer string")
-        if len(value.lstrip("0")) > 78 or int(value) > UINT256_MAX:
-            raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
-        return int(value)
-    raise OrderFieldError(field, value, "must be an int or a decimal integer string")
-
-
-def parse_flag(value: object, field: str) -> bool:
-    """A bool (or 0/1)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    raise OrderFieldError(field, value, "must be a bool")
-
-
-#: Most hashing threads one batch uses: more than a few per core only adds
-#: switching, and each native helper thread is kept alive between batches.
-MAX_THREADS = 4 * (os.cpu_count() or 1)
-
-
-def parse_threads(threads: object) -> int:
-    """Worker count of a batch: None -> 1; above ``MAX_THREADS`` (4 per core) -> that."""
-    if threads is None:
-        return 1
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise OrderFieldError("threads", threads, "must be None or a positive int")
-    return min(int.__index__(threads), MAX_THREADS)
-
-
-def is_scalar(value: object) -> bool:
-    """A batch argument given once for every order (broadcast); bytes are one bytes32."""
-    return isinstance(value, (str, int, bytes, bytearray, memoryview)) or not isinstance(
-        value, Sequence
-    )
-
-
-def batch_length(columns: Mapping[str, object]) -> int:
-    """The common length of the sequence arguments of ``order_ids`` (1 if none)."""
-    n: int | None = None
-    first = ""
-    for name, value in columns.items():
-        if is_scalar(value):
-            continue
-        size = len(value)  # type: ignore[arg-type]
-        if n is None:
-            n, first = size, name
-        elif size != n:
-            raise OrderFieldError(
-                name, f"<{size} items>", f"has a different length than {first} ({n})"
-            )
-    return 1 if n is None else n
-
-
-def parse_word(value: object, field: str) -> int:
-    """A bytes32 (``metadata``, ``builder``) as the big-endian integer of its 32 bytes.
-
-    None is zero; otherwise 32 bytes, or ``0x`` followed by 64 hex digits.
-    """
-    if value is None:
-        return 0
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        raw = bytes(value)
-        if len(raw) != 32:
-            raise OrderFieldError(field, value, f"must be 32 bytes, not {len(raw)}")
-        return int.from_bytes(raw, "big")
-    if isinstance(value, str):
-        if (
-            len(value) != 66
-            or value[:2] not in ("0x", "0X")
-            or not _HEXDIGITS.issuperset(value[2:])
-        ):
-            raise OrderFieldError(field, value, "must be 0x followed by 64 hex digits")
-        return int(value[2:], 16)
-    raise OrderFieldError(field, value, "must be None, 32 bytes or 0x followed by 64 hex digits")
-
-
-_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
-
-
-class _Unset:
-    """Default of the version-specific order fields: "not given" (unlike an explicit 0)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __reduce__(self) -> str:
-        return "UNSET"
-
-
-UNSET: Any = _Unset()
-# what each batch keyword holds, for its columnar (pyarrow / numpy) form
-COLUMN_KINDS = {
-    "token_ids": TOKEN,
-    "maker_amounts": UINT,
-    "taker_amounts": UINT,
-    "sides": SIDE,
-    "salts": UINT,
-    "fee_rate_bps": UINT,
-    "nonces": UINT,
-    "expirations": UINT,
-    "timestamps": UINT,
-    "metadatas": WORD,
-    "builders": WORD,
-    "neg_risk": FLAG,
-}
-V1_FIELDS = ("fee_rate_bps", "nonce", "expiration")
-V2_FIELDS = ("timestamp", "metadata", "builder")
-V1_COLUMNS = ("fee_rate_bps", "nonces", "expirations")
-V2_COLUMNS = ("timestamps", "metadatas", "builders")
-
-
-def check_version_fields(version: int, given: Sequence[object], batch: bool = False) -> None:
-    """Refuse a field of the other order version, and a V2/V3 order without a timestamp.
-
-    ``given`` holds the six version-specific arguments in signature order
-    (``fee_rate_bps, nonce, expiration, timestamp, metadata, builder``, plural
-    in a batch), ``UNSET`` where the caller left them out. Never ignored
-    silently: an explicit ``nonce=0`` on a V2 order is refused too.
-    """
-    names = (V1_COLUMNS + V2_COLUMNS) if batch else (V1_FIELDS + V2_FIELDS)
-    foreign = range(3, 6) if version == 1 else range(3)
-    for k in foreign:
-        if given[k] is not UNSET:
-            other = "V2/V3" if version == 1 else "V1"
-            raise OrderFieldError(
-                names[k],
-                given[k],
-                f"is a {other} order field, and this wallet's orders are V{version} "
-                "(OrderHasher.version)",
-            )
-    if version != 1 and given[3] is UNSET:
-        raise OrderFieldError(
-            names[3], None, f"is required on a V{version} order (milliseconds since the epoch)"
-        )
 
 
 class OrderHasher:
@@ -787,70 +348,6 @@ class OrderHasher:
         return sign_orders(self, signer, columns, threads)
 
 
-# ---------------------------------------------------------------------------
-# Request signing
-
-_PRINTABLE = re.compile(r"[\x21-\x7e]+\Z")
-_LETTERS = re.compile(r"[A-Za-z]+\Z")
-HIDDEN = "<hidden>"
-
-
-def parse_secret(secret: object) -> bytes:
-    """The HMAC key: the UTF-8 bytes of the secret string as issued."""
-    if isinstance(secret, str):
-        key = str.encode(secret, "utf-8")  # a subclass's own encode() is not consulted
-    elif isinstance(secret, (bytes, bytearray, memoryview)):
-        key = bytes(secret)
-    else:
-        raise SignatureInputError("api_secret", HIDDEN, "must be a str or bytes")
-    if not key:
-        raise SignatureInputError("api_secret", HIDDEN, "must not be empty")
-    return key
-
-
-def parse_token(value: object, field: str) -> str:
-    """A header-safe token (key, nonce): printable ASCII without spaces."""
-    if not isinstance(value, str) or not _PRINTABLE.match(value):
-        raise SignatureInputError(field, value, "must be a non-empty printable ASCII string")
-    return str.__str__(value)  # a plain str, also for a str subclass (both twins)
-
-
-def parse_method(method: object) -> str:
-    """HTTP method, upper-cased."""
-    if not isinstance(method, str) or not _LETTERS.match(method):
-        raise SignatureInputError("method", method, "must be an HTTP method such as GET or POST")
-    return str.upper(method)
-
-
-def parse_path(path: object) -> str:
-    """Request path (and query) as sent: printable ASCII starting with '/'."""
-    if not isinstance(path, str) or not str.startswith(path, "/") or not _PRINTABLE.match(path):
-        raise SignatureInputError(
-            "path", path, "must start with '/' and be printable ASCII (percent-encode the rest)"
-        )
-    return str.__str__(path)
-
-
-def parse_timestamp(timestamp: object) -> str:
-    """Milliseconds since the epoch as a decimal string."""
-    if isinstance(timestamp, int) and not isinstance(timestamp, bool) and timestamp >= 0:
-        return int.__repr__(timestamp)  # the digits, also for an IntEnum
-    if isinstance(timestamp, str) and str.isascii(timestamp) and str.isdigit(timestamp):
-        return str.__str__(timestamp)
-    raise SignatureInputError("timestamp", timestamp, "must be non-negative milliseconds")
-
-
-def parse_body(body: object) -> bytes:
-    """Body bytes exactly as sent (a str is sent as UTF-8)."""
-    if body is None:
-        return b""
-    if isinstance(body, (bytes, bytearray, memoryview)):
-        return bytes(body)
-    if isinstance(body, str):
-        return body.encode("utf-8")
-    raise SignatureInputError("body", body, "must be bytes or str")
-
-
 def sha256_hex(data: bytes) -> str:
     """Lowercase hex SHA-256 of ``data``."""
     return hashlib.sha256(data).hexdigest()
@@ -902,10 +399,6 @@ def verify_signature(
     except SignatureInputError:
         return False
     return hmac.compare_digest(expected, sig)
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class RequestSigner:

@@ -32,8 +32,8 @@ import msgspec
 
 from ._columns import NULL, Column
 from ._core import IMPLEMENTATION
-from ._core_py import COLUMN_KINDS, parse_side
 from ._jsondepth import json_too_deep
+from ._parse import COLUMN_KINDS, parse_side
 from ._spec import SALT_MAX
 from .amounts import check_raw_amounts, raw_amounts_flagged
 from .errors import AmountError, ValidationError

@@ -5,7 +5,25 @@ from __future__ import annotations
 from enum import Enum, IntEnum
 from typing import NamedTuple
 
-__all__ = ["Amounts", "OrderType", "Side"]
+__all__ = ["CORE_API", "Amounts", "OrderType", "Side"]
+
+#: The names both core twins define (``clobkit._core_c`` and ``clobkit._core_py``).
+CORE_API = (
+    "OrderHasher",
+    "RequestSigner",
+    "from_units",
+    "keccak256",
+    "limit_amounts",
+    "market_amounts",
+    "market_price",
+    "new_salt",
+    "new_salts",
+    "salts_from_bytes",
+    "sha256_hex",
+    "signature",
+    "to_units",
+    "verify_signature",
+)
 
 
 class Side(IntEnum):

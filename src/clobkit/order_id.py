@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ._core import OrderHasher, keccak256
 from ._wallet import checksum, parse_address
-from .models import WalletInfo
 
-__all__ = ["OrderHasher", "WalletInfo", "checksum_address", "keccak256", "sign_order_id"]
+__all__ = ["OrderHasher", "checksum_address", "keccak256", "sign_order_id"]
 
 
 def checksum_address(address: str | bytes) -> str:

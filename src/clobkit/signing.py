@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, cast
 
 from . import _wallet
 from ._core import keccak256
-from ._core_py import HIDDEN, batch_length, is_scalar, parse_threads
+from ._parse import HIDDEN, batch_length, is_scalar, parse_threads
 from ._wallet import checksum, parse_address
 from .errors import OrderFieldError
 

@@ -1,0 +1,297 @@
+"""Exact order amounts in pure Python: the rules both core twins answer to.
+
+The pure twin exports these functions; the compiled twin computes ordinary
+inputs in C and hands everything else here, so both give the same result and
+the same error for every input. Integer arithmetic on parsed decimal digits:
+no binary floating point anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+from ._parse import parse_side
+from ._types import Amounts, OrderType
+from ._wallet import UINT256_MAX
+from .errors import AmountError, InsufficientLiquidity
+
+__all__ = [
+    "from_units",
+    "limit_amounts",
+    "market_amounts",
+    "market_price",
+    "parse_number",
+    "parse_price",
+    "parse_tick",
+    "to_units",
+]
+
+# Every price, size and amount is parsed to (negative, coef, exp) with
+# value = (-1)**negative * coef * 10**exp and coef free of trailing zeros.
+
+_NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,9}))?\Z")
+MAX_SIGNIFICANT_DIGITS = 96  # far beyond uint256 (78 digits); stops absurd inputs early
+MAX_MAGNITUDE_DIGITS = 80  # a value >= 10**80 cannot become a uint256 amount
+TICKS = {"0.1": 1, "0.01": 2, "0.001": 3, "0.0001": 4}
+
+
+def _strip(coef: int, exp: int) -> tuple[int, int]:
+    if coef == 0:
+        return 0, 0
+    while coef % 10 == 0:
+        coef //= 10
+        exp += 1
+    return coef, exp
+
+
+def parse_number(value: object, field: str) -> tuple[bool, int, int]:
+    """Read a Decimal, str, int or float (by its shortest repr) exactly."""
+    if isinstance(value, bool) or value is None:
+        raise AmountError(field, value, "must be a number (Decimal, str, int or float)")
+    if isinstance(value, int):
+        if value.bit_length() > 300:
+            raise AmountError(field, value, "is too large")
+        coef, exp = _strip(abs(value), 0)
+        neg = value < 0
+    elif isinstance(value, (str, float, Decimal)):
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                raise AmountError(field, value, "must be finite")
+            sign, digits, dexp = value.as_tuple()
+            neg = bool(sign)
+            text = "".join(map(str, digits))
+            assert isinstance(dexp, int)
+            exp = dexp
+        else:
+            if isinstance(value, float):
+                if value != value or value in (float("inf"), float("-inf")):
+                    raise AmountError(field, value, "must be finite")
+                text = repr(value)
+            else:
+                text = value
+            m = _NUMBER.match(text)
+            if m is None or not (m.group(2) or m.group(3)):
+                raise AmountError(field, value, "is not a decimal number")
+            neg = m.group(1) == "-"
+            frac = m.group(3) or ""
+            text = (m.group(2) or "") + frac
+            exp = int(m.group(4) or 0) - len(frac)
+        stripped = text.lstrip("0")
+        body = stripped.rstrip("0")
+        if len(body) > MAX_SIGNIFICANT_DIGITS:
+            raise AmountError(field, value, "has too many significant digits")
+        exp += len(stripped) - len(body)
+        coef = int(body) if body else 0
+        if coef == 0:
+            exp = 0
+    else:
+        raise AmountError(field, value, "must be a number (Decimal, str, int or float)")
+    if coef and len(str(coef)) + exp > MAX_MAGNITUDE_DIGITS:
+        raise AmountError(field, value, "is too large")
+    return neg and coef != 0, coef, exp
+
+
+def _pow10(n: int) -> int:
+    """10**n for n >= 0 (int ** int is Any to mypy)."""
+    result: int = 10**n
+    return result
+
+
+def _scaled_floor(coef: int, exp: int, k: int) -> int:
+    """floor(coef * 10**exp * 10**k) for coef >= 0."""
+    shift = exp + k
+    if shift >= 0:
+        return coef * _pow10(shift)
+    if -shift > len(str(coef)):
+        return 0
+    return coef // _pow10(-shift)
+
+
+def parse_tick(tick_size: object) -> int:
+    """Decimals of a tick size: 0.1 -> 1 ... 0.0001 -> 4."""
+    try:
+        neg, coef, exp = parse_number(tick_size, "tick_size")
+    except AmountError:
+        coef, exp, neg = 0, 0, True
+    if neg or coef != 1 or not -4 <= exp <= -1:
+        raise AmountError("tick_size", tick_size, "must be one of 0.1, 0.01, 0.001, 0.0001")
+    return -exp
+
+
+def parse_price(price: object, decimals: int, round_price: bool, field: str = "price") -> int:
+    """Price in ticks of 10**-decimals, within [tick, 1 - tick]."""
+    tick = TICKS_BY_DECIMALS[decimals]
+    neg, coef, exp = parse_number(price, field)
+    shift = exp + decimals
+    if shift >= 0:
+        ticks = coef * _pow10(shift)
+    elif not round_price:
+        raise AmountError(
+            field, price, f"is not on the tick grid {tick} (pass round_price=True to round it)"
+        )
+    elif -shift > len(str(coef)) + 1:
+        ticks = 0
+    else:
+        ticks, rest = divmod(coef, 10**-shift)
+        twice, half = 2 * rest, 10**-shift
+        if twice > half or (twice == half and ticks % 2 == 1):
+            ticks += 1
+    if neg or not 1 <= ticks <= 10**decimals - 1:
+        raise AmountError(field, price, f"must lie in [{tick}, {1 - Decimal(tick)}]")
+    return ticks
+
+
+TICKS_BY_DECIMALS = {v: k for k, v in TICKS.items()}
+
+
+def _hundredths(value: object, field: str) -> int:
+    """A positive size or amount floored to 2 decimals, in hundredths."""
+    neg, coef, exp = parse_number(value, field)
+    if neg or coef == 0:
+        raise AmountError(field, value, "must be positive")
+    cents = _scaled_floor(coef, exp, 2)
+    if cents == 0:
+        raise AmountError(field, value, "rounds down to 0 at 2 decimals")
+    return cents
+
+
+def _amounts(maker: int, taker: int, field: str, value: object) -> Amounts:
+    if maker > UINT256_MAX or taker > UINT256_MAX:
+        raise AmountError(field, value, "is too large: the amount exceeds uint256")
+    return Amounts(maker, taker)
+
+
+def _terms(
+    side: object, price: object, tick_size: object, round_price: bool, value: object, field: str
+) -> tuple[int, int, int, int]:
+    """Side (0/1), price decimals, price in ticks, and ``value`` floored to hundredths."""
+    s = parse_side(side)
+    decimals = parse_tick(tick_size)
+    return s, decimals, parse_price(price, decimals, round_price), _hundredths(value, field)
+
+
+def limit_amounts(
+    side: object,
+    price: object,
+    size: object,
+    tick_size: object = "0.01",
+    *,
+    round_price: bool = False,
+) -> Amounts:
+    """Maker/taker amounts (6-decimal units) of a limit order of ``size`` shares at ``price``."""
+    s, decimals, ticks, cents = _terms(side, price, tick_size, round_price, size, "size")
+    shares = cents * 10_000
+    usdc = cents * ticks * _pow10(4 - decimals)  # shares x price: exact in units
+    return _amounts(usdc, shares, "size", size) if s == 0 else _amounts(shares, usdc, "size", size)
+
+
+def market_amounts(
+    side: object,
+    price: object,
+    amount: object,
+    tick_size: object = "0.01",
+    *,
+    round_price: bool = False,
+) -> Amounts:
+    """Maker/taker amounts of a market order: ``amount`` is USDC for a BUY, shares for a SELL."""
+    s, decimals, ticks, cents = _terms(side, price, tick_size, round_price, amount, "amount")
+    if s == 0:
+        # shares = usdc / price, rounded up at (amount decimals + 4) then down
+        # at amount decimals (= price decimals + 2); in units of 10**-(d+6):
+        up = -(-(cents * _pow10(2 * decimals + 4)) // ticks)
+        taker = up // 10_000 * _pow10(4 - decimals)
+    else:
+        taker = cents * ticks * _pow10(4 - decimals)
+    return _amounts(cents * 10_000, taker, "amount", amount)
+
+
+def to_units(value: object, field: str = "value") -> int:
+    """Exact 6-decimal units of a non-negative USDC or share amount: "12.34" -> 12_340_000."""
+    neg, coef, exp = parse_number(value, field)
+    if neg:
+        raise AmountError(field, value, "must not be negative")
+    if exp < -6:
+        raise AmountError(field, value, "has more than 6 decimals")
+    units = coef * _pow10(exp + 6)
+    if units > UINT256_MAX:
+        raise AmountError(field, value, "is too large for uint256")
+    return units
+
+
+def from_units(units: object) -> Decimal:
+    """The decimal value of 6-decimal units: 12_340_000 -> Decimal("12.34")."""
+    if isinstance(units, bool) or not isinstance(units, (int, str)):
+        raise AmountError("units", units, "must be an int or a decimal integer string")
+    if isinstance(units, str):
+        digits = units[1:] if units[:1] == "-" else units
+        if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > 84:
+            raise AmountError("units", units, "must be a decimal integer string")
+        units = int(units)
+    elif units.bit_length() > 280:
+        raise AmountError("units", units, "is too large")
+    # Built from digits, not by division: exact at any size, no context needed.
+    digits = str(abs(units)).rjust(7, "0")
+    whole, frac = digits[:-6], digits[-6:].rstrip("0")
+    sign = "-" if units < 0 else ""
+    return Decimal(f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}")
+
+
+def _level(level: object, i: int) -> tuple[Fraction, Fraction, object]:
+    if isinstance(level, Mapping):
+        price, size = level.get("price"), level.get("size")
+    elif isinstance(level, (tuple, list)) and len(level) == 2:
+        price, size = level
+    else:
+        price, size = getattr(level, "price", None), getattr(level, "size", None)
+    p_neg, p_coef, p_exp = parse_number(price, f"levels[{i}].price")
+    s_neg, s_coef, s_exp = parse_number(size, f"levels[{i}].size")
+    if p_neg or p_coef == 0:
+        raise AmountError(f"levels[{i}].price", price, "must be positive")
+    if s_neg:
+        raise AmountError(f"levels[{i}].size", size, "must not be negative")
+    return Fraction(p_coef) * Fraction(10) ** p_exp, Fraction(s_coef) * Fraction(10) ** s_exp, price
+
+
+def market_price(
+    levels: Iterable[object], side: object, amount: object, order_type: object = "FOK"
+) -> Decimal:
+    """Worst price a market order must accept to fill ``amount`` against one book side.
+
+    ``levels`` are the asks for a BUY (``amount`` in USDC) or the bids for a SELL
+    (``amount`` in shares), each with ``price`` and ``size`` (USDC at that price).
+    FOK raises ``InsufficientLiquidity`` when the book cannot fill the amount;
+    other order types then take the worst price on the book.
+    """
+    s = parse_side(side)
+    kind = order_type.value if isinstance(order_type, OrderType) else order_type
+    if kind not in ("FOK", "FAK", "GTC", "GTD"):
+        raise AmountError("order_type", order_type, "must be FOK, FAK, GTC or GTD")
+    neg, coef, exp = parse_number(amount, "amount")
+    if neg or coef == 0:
+        raise AmountError("amount", amount, "must be positive")
+    want = Fraction(coef) * Fraction(10) ** exp
+    book = sorted((_level(level, i) for i, level in enumerate(levels)), key=lambda lv: lv[0])
+    if s == 1:
+        book.reverse()
+    filled = Fraction(0)
+    for price, size, _ in book:
+        filled += size if s == 0 else size / price
+        if filled >= want:
+            return _decimal(price)
+    if not book or kind == "FOK":
+        raise InsufficientLiquidity(
+            "amount", amount, f"the book fills only {_decimal(filled, 6)} of it"
+        )
+    return _decimal(book[-1][0])
+
+
+def _decimal(value: Fraction, places: int | None = None) -> Decimal:
+    """Exact Decimal of a terminating fraction (or truncated to ``places``)."""
+    if places is not None:
+        value = Fraction(int(value * 10**places), 10**places)
+    with localcontext() as ctx:
+        ctx.prec = 200  # exact: every operand here has far fewer digits
+        return Decimal(value.numerator) / Decimal(value.denominator)

@@ -1,0 +1,277 @@
+"""Input validation shared by both core twins: the canonical error of every bad input.
+
+The pure twin validates with these functions; the compiled twin takes the
+ordinary inputs in C and hands everything else here, so both raise the same
+class with the same message. Nothing here hashes (no pycryptodome): the
+compiled twin imports this module, never the pure twin.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._columns import FLAG, SIDE, TOKEN, UINT, WORD
+from ._spec import SALT_MAX
+from ._wallet import UINT256_MAX
+from .errors import OrderFieldError, SignatureInputError
+
+# ---------------------------------------------------------------------------
+# Salts
+
+_SALT_SPAN = SALT_MAX + 1
+# 8-byte draws at or above this bound are rejected so ``draw % span`` is unbiased.
+SALT_REJECT_FROM = (1 << 64) - (1 << 64) % _SALT_SPAN
+
+
+def salts_from_bytes(data: bytes, n: int) -> list[int]:
+    """Up to ``n`` salts from 8-byte little-endian draws, rejecting the biased tail."""
+    out: list[int] = []
+    for i in range(0, len(data) - 7, 8):
+        if len(out) == n:
+            break
+        draw = int.from_bytes(data[i : i + 8], "little")
+        if draw < SALT_REJECT_FROM:
+            out.append(draw % _SALT_SPAN)
+    return out
+
+
+def parse_count(n: object) -> int:
+    """How many salts ``new_salts`` makes: a non-negative int."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise OrderFieldError("n", n, "must be a non-negative int")
+    return n
+
+
+# ---------------------------------------------------------------------------
+# Order fields
+
+
+def parse_side(value: object, field: str = "side") -> int:
+    """0 for BUY, 1 for SELL, from a Side, "BUY"/"SELL" or 0/1."""
+    if isinstance(value, str):
+        if value == "BUY":
+            return 0
+        if value == "SELL":
+            return 1
+    elif isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return int(value)
+    raise OrderFieldError(field, value, 'must be "BUY", "SELL", 0 or 1')
+
+
+def parse_uint256(value: object, field: str) -> int:
+    """An int or decimal digit string in [0, 2**256 - 1]."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if 0 <= value <= UINT256_MAX:
+            return value
+        raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()):
+            raise OrderFieldError(field, value, "must be a non-negative decimal integer string")
+        if len(value.lstrip("0")) > 78 or int(value) > UINT256_MAX:
+            raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
+        return int(value)
+    raise OrderFieldError(field, value, "must be an int or a decimal integer string")
+
+
+def parse_flag(value: object, field: str) -> bool:
+    """A bool (or 0/1)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise OrderFieldError(field, value, "must be a bool")
+
+
+#: Most hashing threads one batch uses: more than a few per core only adds
+#: switching, and each native helper thread is kept alive between batches.
+MAX_THREADS = 4 * (os.cpu_count() or 1)
+
+
+def parse_threads(threads: object) -> int:
+    """Worker count of a batch: None -> 1; above ``MAX_THREADS`` (4 per core) -> that."""
+    if threads is None:
+        return 1
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise OrderFieldError("threads", threads, "must be None or a positive int")
+    return min(int.__index__(threads), MAX_THREADS)
+
+
+def is_scalar(value: object) -> bool:
+    """A batch argument given once for every order (broadcast); bytes are one bytes32."""
+    return isinstance(value, (str, int, bytes, bytearray, memoryview)) or not isinstance(
+        value, Sequence
+    )
+
+
+def batch_length(columns: Mapping[str, object]) -> int:
+    """The common length of the sequence arguments of ``order_ids`` (1 if none)."""
+    n: int | None = None
+    first = ""
+    for name, value in columns.items():
+        if is_scalar(value):
+            continue
+        size = len(value)  # type: ignore[arg-type]
+        if n is None:
+            n, first = size, name
+        elif size != n:
+            raise OrderFieldError(
+                name, f"<{size} items>", f"has a different length than {first} ({n})"
+            )
+    return 1 if n is None else n
+
+
+def parse_word(value: object, field: str) -> int:
+    """A bytes32 (``metadata``, ``builder``) as the big-endian integer of its 32 bytes.
+
+    None is zero; otherwise 32 bytes, or ``0x`` followed by 64 hex digits.
+    """
+    if value is None:
+        return 0
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        if len(raw) != 32:
+            raise OrderFieldError(field, value, f"must be 32 bytes, not {len(raw)}")
+        return int.from_bytes(raw, "big")
+    if isinstance(value, str):
+        if (
+            len(value) != 66
+            or value[:2] not in ("0x", "0X")
+            or not _HEXDIGITS.issuperset(value[2:])
+        ):
+            raise OrderFieldError(field, value, "must be 0x followed by 64 hex digits")
+        return int(value[2:], 16)
+    raise OrderFieldError(field, value, "must be None, 32 bytes or 0x followed by 64 hex digits")
+
+
+_HEXDIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+class _Unset:
+    """Default of the version-specific order fields: "not given" (unlike an explicit 0)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+# what each batch keyword holds, for its columnar (pyarrow / numpy) form
+COLUMN_KINDS = {
+    "token_ids": TOKEN,
+    "maker_amounts": UINT,
+    "taker_amounts": UINT,
+    "sides": SIDE,
+    "salts": UINT,
+    "fee_rate_bps": UINT,
+    "nonces": UINT,
+    "expirations": UINT,
+    "timestamps": UINT,
+    "metadatas": WORD,
+    "builders": WORD,
+    "neg_risk": FLAG,
+}
+V1_FIELDS = ("fee_rate_bps", "nonce", "expiration")
+V2_FIELDS = ("timestamp", "metadata", "builder")
+V1_COLUMNS = ("fee_rate_bps", "nonces", "expirations")
+V2_COLUMNS = ("timestamps", "metadatas", "builders")
+
+
+def check_version_fields(version: int, given: Sequence[object], batch: bool = False) -> None:
+    """Refuse a field of the other order version, and a V2/V3 order without a timestamp.
+
+    ``given`` holds the six version-specific arguments in signature order
+    (``fee_rate_bps, nonce, expiration, timestamp, metadata, builder``, plural
+    in a batch), ``UNSET`` where the caller left them out. Never ignored
+    silently: an explicit ``nonce=0`` on a V2 order is refused too.
+    """
+    names = (V1_COLUMNS + V2_COLUMNS) if batch else (V1_FIELDS + V2_FIELDS)
+    foreign = range(3, 6) if version == 1 else range(3)
+    for k in foreign:
+        if given[k] is not UNSET:
+            other = "V2/V3" if version == 1 else "V1"
+            raise OrderFieldError(
+                names[k],
+                given[k],
+                f"is a {other} order field, and this wallet's orders are V{version} "
+                "(OrderHasher.version)",
+            )
+    if version != 1 and given[3] is UNSET:
+        raise OrderFieldError(
+            names[3], None, f"is required on a V{version} order (milliseconds since the epoch)"
+        )
+
+
+# ---------------------------------------------------------------------------
+# Request signing
+
+_PRINTABLE = re.compile(r"[\x21-\x7e]+\Z")
+_LETTERS = re.compile(r"[A-Za-z]+\Z")
+HIDDEN = "<hidden>"
+
+
+def parse_secret(secret: object) -> bytes:
+    """The HMAC key: the UTF-8 bytes of the secret string as issued."""
+    if isinstance(secret, str):
+        key = str.encode(secret, "utf-8")  # a subclass's own encode() is not consulted
+    elif isinstance(secret, (bytes, bytearray, memoryview)):
+        key = bytes(secret)
+    else:
+        raise SignatureInputError("api_secret", HIDDEN, "must be a str or bytes")
+    if not key:
+        raise SignatureInputError("api_secret", HIDDEN, "must not be empty")
+    return key
+
+
+def parse_token(value: object, field: str) -> str:
+    """A header-safe token (key, nonce): printable ASCII without spaces."""
+    if not isinstance(value, str) or not _PRINTABLE.match(value):
+        raise SignatureInputError(field, value, "must be a non-empty printable ASCII string")
+    return str.__str__(value)  # a plain str, also for a str subclass (both twins)
+
+
+def parse_method(method: object) -> str:
+    """HTTP method, upper-cased."""
+    if not isinstance(method, str) or not _LETTERS.match(method):
+        raise SignatureInputError("method", method, "must be an HTTP method such as GET or POST")
+    return str.upper(method)
+
+
+def parse_path(path: object) -> str:
+    """Request path (and query) as sent: printable ASCII starting with '/'."""
+    if not isinstance(path, str) or not str.startswith(path, "/") or not _PRINTABLE.match(path):
+        raise SignatureInputError(
+            "path", path, "must start with '/' and be printable ASCII (percent-encode the rest)"
+        )
+    return str.__str__(path)
+
+
+def parse_timestamp(timestamp: object) -> str:
+    """Milliseconds since the epoch as a decimal string."""
+    if isinstance(timestamp, int) and not isinstance(timestamp, bool) and timestamp >= 0:
+        return int.__repr__(timestamp)  # the digits, also for an IntEnum
+    if isinstance(timestamp, str) and str.isascii(timestamp) and str.isdigit(timestamp):
+        return str.__str__(timestamp)
+    raise SignatureInputError("timestamp", timestamp, "must be non-negative milliseconds")
+
+
+def parse_body(body: object) -> bytes:
+    """Body bytes exactly as sent (a str is sent as UTF-8)."""
+    if body is None:
+        return b""
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    raise SignatureInputError("body", body, "must be bytes or str")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
