@@ -35,7 +35,19 @@ __all__ = [
 _NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,9}))?\Z")
 MAX_SIGNIFICANT_DIGITS = 96  # far beyond uint256 (78 digits); stops absurd inputs early
 MAX_MAGNITUDE_DIGITS = 80  # a value >= 10**80 cannot become a uint256 amount
-TICKS = {"0.1": 1, "0.01": 2, "0.001": 3, "0.0001": 4}
+# tick -> (price decimals, grid step in units of 10**-decimals). 0.005 and
+# 0.0025 (the exchange's since 2026-07-01) round like 0.001 and 0.0001, as
+# py-clob-client-v2's ROUNDING_CONFIG does, on a coarser grid.
+TICKS = {
+    "0.1": (1, 1),
+    "0.01": (2, 1),
+    "0.005": (3, 5),
+    "0.0025": (4, 25),
+    "0.001": (3, 1),
+    "0.0001": (4, 1),
+}
+_TICK_OF = {(step, decimals): text for text, (decimals, step) in TICKS.items()}
+_TICK_NAMES = ", ".join(TICKS)
 
 
 def _strip(coef: int, exp: int) -> tuple[int, int]:
@@ -110,41 +122,45 @@ def _scaled_floor(coef: int, exp: int, k: int) -> int:
     return coef // _pow10(-shift)
 
 
-def parse_tick(tick_size: object) -> int:
-    """Decimals of a tick size: 0.1 -> 1 ... 0.0001 -> 4."""
+def parse_tick(tick_size: object) -> tuple[int, int]:
+    """Price decimals and grid step of a tick size: 0.01 -> (2, 1), 0.005 -> (3, 5)."""
     try:
         neg, coef, exp = parse_number(tick_size, "tick_size")
     except AmountError:
         coef, exp, neg = 0, 0, True
-    if neg or coef != 1 or not -4 <= exp <= -1:
-        raise AmountError("tick_size", tick_size, "must be one of 0.1, 0.01, 0.001, 0.0001")
-    return -exp
+    if neg or (coef, -exp) not in _TICK_OF:
+        raise AmountError("tick_size", tick_size, f"must be one of {_TICK_NAMES}")
+    return -exp, coef
 
 
-def parse_price(price: object, decimals: int, round_price: bool, field: str = "price") -> int:
-    """Price in ticks of 10**-decimals, within [tick, 1 - tick]."""
-    tick = TICKS_BY_DECIMALS[decimals]
+def parse_price(
+    price: object, decimals: int, round_price: bool, field: str = "price", step: int = 1
+) -> int:
+    """Price in units of 10**-decimals, a multiple of ``step``, within [tick, 1 - tick]."""
+    tick = _TICK_OF[(step, decimals)]
     neg, coef, exp = parse_number(price, field)
     shift = exp + decimals
-    if shift >= 0:
-        ticks = coef * _pow10(shift)
-    elif not round_price:
-        raise AmountError(
-            field, price, f"is not on the tick grid {tick} (pass round_price=True to round it)"
-        )
-    elif -shift > len(str(coef)) + 1:
-        ticks = 0
+    if shift < 0 and -shift > len(str(coef)) + 1:
+        # under a tenth of a 10**-decimals unit, so under half a step: rounds to 0
+        # (and 10**-shift, which may have a billion digits, is never computed)
+        steps, rest, den = 0, coef, 2 * coef + 1
     else:
-        ticks, rest = divmod(coef, 10**-shift)
-        twice, half = 2 * rest, 10**-shift
-        if twice > half or (twice == half and ticks % 2 == 1):
-            ticks += 1
-    if neg or not 1 <= ticks <= 10**decimals - 1:
+        # price / tick = num / den exactly
+        num = coef * _pow10(max(shift, 0))
+        den = step * _pow10(max(-shift, 0))
+        steps, rest = divmod(num, den)
+    if rest:
+        if not round_price:
+            raise AmountError(
+                field, price, f"is not on the tick grid {tick} (pass round_price=True to round it)"
+            )
+        twice = 2 * rest
+        if twice > den or (twice == den and steps % 2 == 1):
+            steps += 1  # half-even onto the grid
+    ticks = steps * step
+    if neg or not step <= ticks <= _pow10(decimals) - step:
         raise AmountError(field, price, f"must lie in [{tick}, {1 - Decimal(tick)}]")
     return ticks
-
-
-TICKS_BY_DECIMALS = {v: k for k, v in TICKS.items()}
 
 
 def _hundredths(value: object, field: str) -> int:
@@ -169,8 +185,9 @@ def _terms(
 ) -> tuple[int, int, int, int]:
     """Side (0/1), price decimals, price in ticks, and ``value`` floored to hundredths."""
     s = parse_side(side)
-    decimals = parse_tick(tick_size)
-    return s, decimals, parse_price(price, decimals, round_price), _hundredths(value, field)
+    decimals, step = parse_tick(tick_size)
+    ticks = parse_price(price, decimals, round_price, step=step)
+    return s, decimals, ticks, _hundredths(value, field)
 
 
 def limit_amounts(

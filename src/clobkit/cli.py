@@ -524,7 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("side", metavar="SIDE", help="BUY or SELL")
     p.add_argument("price", metavar="PRICE", help="price, e.g. 0.55")
     p.add_argument("size", metavar="SIZE", help="shares (limit) or amount (--market)")
-    p.add_argument("--tick", default="0.01", help="tick size: 0.1, 0.01, 0.001, 0.0001")
+    p.add_argument(
+        "--tick", default="0.01", help="tick size: 0.1, 0.01, 0.005, 0.0025, 0.001, 0.0001"
+    )
     p.add_argument("--market", action="store_true", help="market-order rounding")
     p.add_argument("--round-price", action="store_true", help="round an off-grid price")
     p.set_defaults(handler=_cmd_amounts)
