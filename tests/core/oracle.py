@@ -1,6 +1,6 @@
 """Independent oracles the core is held to.
 
-``decimal_*_amounts`` restate DESIGN.md's rounding rules literally in
+``decimal_*_amounts`` restate the rounding rules (README, "Decisions") literally in
 ``decimal.Decimal`` (round down to 2 dp, multiply or divide, round up at
 amount decimals + 4 then down at amount decimals, scale by 10**6), the way a
 careful reader of the rules would write them, sharing no code with clobkit.

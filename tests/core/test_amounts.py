@@ -1,4 +1,4 @@
-"""Amounts: both twins against the Decimal oracle of DESIGN.md's rules."""
+"""Amounts: both twins against the Decimal oracle of the rounding rules."""
 
 from __future__ import annotations
 
