@@ -32,7 +32,14 @@ CHAIN_ID = 137
 TIMESTAMP = 1_777_777_777_123  # milliseconds; order i gets TIMESTAMP + i
 ZERO32 = "0x" + "00" * 32  # metadata and builder left empty, as the peers default them
 SIGN_BATCH = 2_000  # orders per sign_many call (about 40 ms of ECDSA)
-NAUTILUS_SIGN_ORDER_NS = 44_300.0  # nautilus_trader's published Rust sign_order (not measured)
+# Published elsewhere, not measured here (docs: ../shared/exchange-versions.md):
+# operation key -> (name, nanoseconds); the chart marks them, the text quotes them.
+PUBLISHED_SOURCE = "nautilus_trader's Polymarket adapter (Rust), AMD Threadripper 9980X, 2026-05-19"
+PUBLISHED = {
+    "order_id_v2": ("nautilus_trader order_hash", 2_600.0),
+    "sign_v2": ("nautilus_trader sign_order", 44_300.0),
+}
+NAUTILUS_SIGN_ORDER_NS = PUBLISHED["sign_v2"][1]
 
 # (token_id, maker_amount, taker_amount, side, salt, timestamp, neg_risk)
 Order = tuple[str, int, int, int, int, int, bool]

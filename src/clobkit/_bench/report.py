@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .machine import machine_line
+from .orders_v2 import PUBLISHED, PUBLISHED_SOURCE
 
 
 def fmt_ns(ns: float) -> str:
@@ -71,7 +72,12 @@ def _epilogue(report: dict[str, Any]) -> list[str]:
                 "units, then clobkit's): " + "; ".join(ex[:3])
             )
     v2 = _v2_line(report.get("v2_ratios") or {})
-    return [*lines, v2] if v2 else lines
+    return [*lines, v2, _published_line()] if v2 else lines
+
+
+def _published_line() -> str:
+    figures = ", ".join(f"{name} {fmt_ns(ns)}" for name, ns in PUBLISHED.values())
+    return f"Published elsewhere, not measured here ({PUBLISHED_SOURCE}): {figures}."
 
 
 V2_TARGETS = [  # (key, label, issue #10's target)
@@ -182,7 +188,8 @@ def format_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-COLORS = {"clobkit": "#1f6fb4", "peer": "#e07b28"}
+COLORS = {"clobkit": "#1f6fb4", "peer": "#e07b28", "floor": "#888888"}
+PUBLISHED_COLOR = "#b22222"
 
 
 def write_png(report: dict[str, Any], path: str | Path) -> None:
@@ -197,9 +204,13 @@ def write_png(report: dict[str, Any], path: str | Path) -> None:
     labels: list[str] = []
     headers: list[int] = []  # label indexes that name an operation
     bars: list[tuple[float, float, str]] = []  # (y, ns, color)
+    published: list[tuple[float, float, float]] = []  # (first y, last y, ns)
     for op in report["operations"]:
         if op["key"] == "floors":
             continue
+        if op["key"] in PUBLISHED:
+            ns = PUBLISHED[op["key"]][1]
+            published.append((len(labels) + 0.5, len(labels) + len(op["rows"]) + 0.5, ns))
         headers.append(len(labels))
         labels.append(op["title"])
         for r in op["rows"]:
@@ -219,16 +230,28 @@ def write_png(report: dict[str, Any], path: str | Path) -> None:
     floors = report["floors_ns"]
     for name, style in (("F", "--"), ("S", ":")):
         ax.axvline(floors[name], color="#444444", linestyle=style, linewidth=1)
+    for y0, y1, ns in published:
+        ax.vlines(ns, y0, y1, color=PUBLISHED_COLOR, linestyle="-.", linewidth=1.2)
     ax.set_xlim(min(floors["S"], *(b[1] for b in bars)) / 2, max(b[1] for b in bars) * 4)
     ax.set_xlabel("time per operation, ns (log scale; shorter is faster)", fontsize=8)
     ax.legend(
         handles=[
             Patch(color=COLORS["clobkit"], label="clobkit"),
             Patch(color=COLORS["peer"], label="peers"),
+            Patch(color=COLORS["floor"], label="E: bare ECDSA (coincurve)"),
+            Line2D(
+                [],
+                [],
+                color=PUBLISHED_COLOR,
+                linestyle="-.",
+                label="nautilus_trader (Rust), published elsewhere, not measured here",
+            ),
             Line2D([], [], color="#444444", linestyle="--", label=f"F = {fmt_ns(floors['F'])}"),
             Line2D([], [], color="#444444", linestyle=":", label=f"S = {fmt_ns(floors['S'])}"),
         ],
-        loc="lower right",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.05),
+        ncol=3,
         fontsize=7,
     )
     ax.set_title(f"clobkit bench, {report['date']}\n{machine_line(report['machine'])}", fontsize=8)
