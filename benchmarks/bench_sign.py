@@ -72,6 +72,60 @@ def test_sign_many(benchmark: Any, order_ids: list[str], threads: int) -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def v2_hasher() -> Any:
+    """A V2 EOA wallet whose signer is KEY, so ``hasher.sign`` accepts the key."""
+    from clobkit import OrderHasher
+
+    address = OrderSigner(KEY).address
+    wallet = {
+        "maker": address,
+        "signer": address,
+        "chain_id": 137,
+        "signature_type": 0,
+        "ctf_exchange": V2_CTF,
+        "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+    }
+    return OrderHasher(wallet)
+
+
+V2_ORDER = {
+    "token_id": "71321045679252212594626385532706912750332728571942532289631379312455583992563",
+    "maker_amount": 9_295_000,
+    "taker_amount": 16_900_000,
+    "side": 0,
+    "salt": 482_391_004_117,
+    "timestamp": 1_760_000_000_000,
+}
+
+
+def test_hasher_sign(benchmark: Any, v2_hasher: Any) -> None:
+    """Hash and sign one V2 order (#10: <= 1.25 x E)."""
+    benchmark.group = "sign (per order)"
+    signer = OrderSigner(KEY)
+    order = V2_ORDER
+    benchmark(lambda: v2_hasher.sign(signer, **order))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_hasher_sign_many(benchmark: Any, v2_hasher: Any, threads: int) -> None:
+    """Hash and sign a batch of V2 orders (#10: 1 thread <= 1.15 x E per order)."""
+    benchmark.group = f"sign_many ({BATCH} orders, per call)"
+    benchmark.extra_info["per"] = BATCH
+    signer = OrderSigner(KEY)
+    columns = {
+        "token_ids": V2_ORDER["token_id"],
+        "maker_amounts": [1_000_000 + i for i in range(BATCH)],
+        "taker_amounts": 2_000_000,
+        "sides": 0,
+        "salts": [482_391_004_117 + i for i in range(BATCH)],
+        "timestamps": 1_760_000_000_000,
+    }
+    benchmark.pedantic(
+        lambda: v2_hasher.sign_many(signer, **columns, threads=threads), rounds=15, iterations=1
+    )
+
+
 def test_sign_eth_account(benchmark: Any) -> None:
     benchmark.group = "sign (per order)"
     from eth_account import Account

@@ -1,4 +1,4 @@
-"""``clobkit bench`` (clobkit.bench): structure and correctness columns of a quick run, memory.
+"""``clobkit bench`` (clobkit._bench): structure and correctness columns of a quick run, memory.
 
 No timing assertions: timings only have to exist and be positive.
 """
@@ -16,10 +16,19 @@ from typing import Any
 
 import pytest
 
-from clobkit import IMPLEMENTATION, bench
+from clobkit import IMPLEMENTATION, _bench
+from clobkit._bench import amounts, machine, order_ids, orders_v2, report
 
 ROOT = Path(__file__).resolve().parents[1]
-OPERATIONS = ["order_id", "limit_amounts", "market_amounts", "headers", "floors"]
+OPERATIONS = [
+    "order_id",
+    "order_id_v2",
+    "sign_v2",
+    "limit_amounts",
+    "market_amounts",
+    "headers",
+    "floors",
+]
 ROW_KEYS = {
     "implementation",
     "kind",
@@ -53,7 +62,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         argv += ["--png", str(out / "r.png")]
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
-        code = bench.main(argv)
+        code = _bench.main(argv)
     return {
         "code": code,
         "stdout": stdout.getvalue(),
@@ -71,7 +80,7 @@ def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
     assert quick["code"] == 0
     text = quick["stdout"]
     header = next(line for line in text.splitlines() if line.startswith("operation"))
-    for column in bench.HEADERS:
+    for column in report.HEADERS:
         assert column in header
     for title in ("order id", "limit amounts", "market amounts", "request headers", "floors"):
         assert any(line.startswith(title) for line in text.splitlines()), title
@@ -83,7 +92,7 @@ def test_json_structure(quick: dict[str, Any]) -> None:
     report = quick["report"]
     assert {"date", "machine", "settings", "floors_ns", "operations", "amounts_grid"} <= set(report)
     assert report["ok"] is True
-    assert report["settings"]["batch"] == bench.QUICK.batch
+    assert report["settings"]["batch"] == _bench.QUICK.batch
     assert [op["key"] for op in report["operations"]] == OPERATIONS
     assert report["floors_ns"]["F"] > 0
     assert report["floors_ns"]["S"] > 0
@@ -96,7 +105,7 @@ def test_json_structure(quick: dict[str, Any]) -> None:
             assert op["rows"][0]["x_clobkit"] == 1.0
     m = report["machine"]
     assert m["core"] == IMPLEMENTATION
-    assert bench.machine_line(m) in quick["stdout"]
+    assert machine.machine_line(m) in quick["stdout"]
 
 
 def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> None:
@@ -104,11 +113,11 @@ def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> Non
     names = [r["implementation"] for r in order_rows]
     assert names[:3] == [
         "clobkit order_id",
-        f"clobkit order_ids ×{bench.QUICK.batch:,}, threads=1",
-        f"clobkit order_ids ×{bench.QUICK.batch:,}, threads=2",
+        f"clobkit order_ids ×{_bench.QUICK.batch:,}, threads=1",
+        f"clobkit order_ids ×{_bench.QUICK.batch:,}, threads=2",
     ]
     for r in order_rows[1:3]:  # the batches, checked against order_id
-        assert r["compared"] == bench.QUICK.batch
+        assert r["compared"] == _bench.QUICK.batch
         assert r["mismatches"] == 0
     for prefix, module in ORDER_ID_PEERS.items():
         found = [r for r in order_rows if r["implementation"].startswith(prefix)]
@@ -117,14 +126,83 @@ def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> Non
             assert any(prefix.split()[0] in n for n in quick["report"]["notes"])
             continue
         (r,) = found
-        assert r["compared"] == 2 * bench.QUICK.checks  # both exchanges
+        assert r["compared"] == 2 * _bench.QUICK.checks  # both exchanges
         assert r["mismatches"] == 0
         assert r["correctness"].startswith("ids equal: ")
 
 
+def test_v2_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> None:
+    v2_rows = rows(quick["report"], "order_id_v2")
+    n = _bench.QUICK.batch_v2
+    assert [r["implementation"] for r in v2_rows[:3]] == [
+        "clobkit order_id (V2)",
+        f"clobkit order_ids (V2) ×{n:,}, threads=1",
+        f"clobkit order_ids (V2) ×{n:,}, threads=2",
+    ]
+    for r in v2_rows[1:3]:
+        assert (r["compared"], r["mismatches"]) == (n, 0)
+    for prefix, module in (
+        ("py-clob-client-v2", "py_clob_client_v2"),
+        ("eth-account", "eth_account"),
+    ):
+        found = [r for r in v2_rows if r["implementation"].startswith(prefix)]
+        if not installed(module):
+            assert not found
+            continue
+        (r,) = found
+        assert r["kind"] == "peer"
+        assert (r["compared"], r["mismatches"]) == (2 * _bench.QUICK.checks, 0)
+
+
+def test_v2_signatures_agree_with_every_installed_peer_and_the_floor(
+    quick: dict[str, Any],
+) -> None:
+    sig_rows = rows(quick["report"], "sign_v2")
+    names = [r["implementation"] for r in sig_rows]
+    assert names[:3] == [
+        "clobkit hasher.sign",
+        f"clobkit sign_many ×{orders_v2.SIGN_BATCH:,}, threads=1",
+        f"clobkit sign_many ×{orders_v2.SIGN_BATCH:,}, threads=2",
+    ]
+    for r in sig_rows[1:3]:
+        assert (r["compared"], r["mismatches"]) == (orders_v2.SIGN_BATCH, 0)
+    (floor,) = [r for r in sig_rows if r["implementation"].startswith("E: ")]
+    assert floor["kind"] == "floor"
+    peers = [r for r in sig_rows if r["kind"] == "peer"]
+    assert len(peers) == installed("py_clob_client_v2") + installed("eth_account")
+    for r in [*peers, floor]:
+        assert (r["compared"], r["mismatches"]) == (_bench.QUICK.checks, 0)
+        assert r["correctness"].startswith("signatures equal: ")
+    ratios = quick["report"]["v2_ratios"]
+    assert {key for key, _, _ in report.V2_TARGETS} == set(ratios)
+    assert ratios["sign_x_E"] is not None
+    assert ratios["sign_x_E"] > 0
+    assert "V2 ratios (issue #10 targets" in quick["stdout"]
+
+
+def test_a_wrong_v2_peer_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The V2 correctness columns can fail: a peer that flips one hex digit is caught."""
+
+    def wrong() -> Any:
+        def flip(*row: Any) -> str:
+            return "0x" + "0" * 64
+
+        return flip, flip
+
+    monkeypatch.setattr(orders_v2, "V2_PEERS", [("wrong", "wrong", wrong)])
+    monkeypatch.setitem(orders_v2.PEER_CALLS, "wrong", ("id", "sign"))
+    tiny = _bench.Settings(1, 0.1, 100, 3, 1 << 12, 0, 4, batch_v2=50)
+    ids, sig = orders_v2.v2_operations(tiny, [], lambda _: None)
+    (peer_id,) = [c for c in ids.contenders if c.kind == "peer"]
+    (peer_sig,) = [c for c in sig.contenders if c.kind == "peer"]
+    assert (peer_id.compared, peer_id.mismatches) == (8, 8)
+    assert (peer_sig.compared, peer_sig.mismatches) == (4, 4)
+    assert "DIFFER" in peer_sig.correctness
+
+
 def test_amounts_grid_counts(quick: dict[str, Any]) -> None:
     grid = quick["report"]["amounts_grid"]
-    assert grid["points"] == 99 * bench.QUICK.sizes_max_cents * 2
+    assert grid["points"] == 99 * _bench.QUICK.sizes_max_cents * 2
     for kind in ("limit", "market"):
         assert grid[kind]["clobkit_vs_decimal"] == 0
         amount_rows = rows(quick["report"], f"{kind}_amounts")
@@ -145,7 +223,7 @@ def test_signatures_agree_with_stdlib(quick: dict[str, Any]) -> None:
     sign_rows = rows(quick["report"], "headers")
     assert [r["kind"] for r in sign_rows] == ["clobkit", "clobkit", "peer"]
     for r in sign_rows:
-        assert r["compared"] == bench.QUICK.checks
+        assert r["compared"] == _bench.QUICK.checks
         assert r["mismatches"] == 0
 
 
@@ -156,10 +234,10 @@ def test_png_written(quick: dict[str, Any]) -> None:
 
 
 def test_markdown_table(quick: dict[str, Any]) -> None:
-    md = bench.format_markdown(quick["report"])
+    md = _bench.format_markdown(quick["report"])
     table = [line for line in md.splitlines() if line.startswith("| ")]
-    assert table[0] == "| " + " | ".join(bench.HEADERS) + " |"
-    assert all(line.count(" | ") == len(bench.HEADERS) - 1 for line in table[:3])
+    assert table[0] == "| " + " | ".join(report.HEADERS) + " |"
+    assert all(line.count(" | ") == len(report.HEADERS) - 1 for line in table[:3])
     body_rows = sum(len(op["rows"]) for op in quick["report"]["operations"])
     assert len(table) >= 2 + body_rows  # header, alignment, rows (+ the memory table)
     assert quick["report"]["date"] in md
@@ -169,19 +247,23 @@ def test_missing_peers_are_skipped_with_a_line(monkeypatch: pytest.MonkeyPatch) 
     def missing() -> Any:
         raise ModuleNotFoundError("No module named 'nope'", name="nope")
 
-    monkeypatch.setattr(bench, "ORDER_ID_PEERS", [("nope-utils", "nope order id", missing)])
-    monkeypatch.setattr(bench, "py_clob_client_amount_fns", missing)
-    tiny = bench.Settings(1, 0.1, 100, 3, 1 << 12, 0, 4)
+    monkeypatch.setattr(order_ids, "ORDER_ID_PEERS", [("nope-utils", "nope order id", missing)])
+    monkeypatch.setattr(amounts, "py_clob_client_amount_fns", missing)
+    monkeypatch.setattr(orders_v2, "V2_PEERS", [("nope-v2", "nope v2", missing)])
+    tiny = _bench.Settings(1, 0.1, 100, 3, 1 << 12, 0, 4)
     notes: list[str] = []
-    op = bench.order_id_operation(tiny, notes, lambda _: None)
-    ops, grid = bench.amounts_operations(tiny, notes, lambda _: None)
+    op = order_ids.order_id_operation(tiny, notes, lambda _: None)
+    ops, grid = amounts.amounts_operations(tiny, notes, lambda _: None)
+    v2_ids, v2_sig = orders_v2.v2_operations(tiny, notes, lambda _: None)
+    assert [c.kind for c in v2_ids.contenders] == ["clobkit"] * 3
+    assert [c.kind for c in v2_sig.contenders] == ["clobkit"] * 3 + ["floor"]
     assert [c.kind for c in op.contenders] == ["clobkit"] * 3
     assert grid["limit"]["py_clob_client_vs_clobkit"] is None
     assert [c.name for c in ops[0].contenders] == [
         "clobkit limit_amounts",
         "Decimal rules, hand-written",
     ]
-    assert len(notes) == 2
+    assert len(notes) == 3
     assert all("not installed (nope)" in n and "clobkit[bench]" in n for n in notes)
 
 
@@ -200,7 +282,7 @@ def test_compare_wrapper_runs_from_the_repository() -> None:
 def test_memory_peak_within_twice_inputs_and_outputs() -> None:
     """Issue #5: a 1,000,000-order batch peaks at no more than 2 × its inputs + outputs."""
     orders = 1_000_000 if IMPLEMENTATION == "c" else 50_000  # the pure twin is ~20x slower
-    results = bench.measure_memory(orders, threads=(1, 2))
+    results = _bench.measure_memory(orders, threads=(1, 2))
     assert [r["threads"] for r in results] == [1, 2]
     for r in results:
         assert r["orders"] == orders

@@ -383,11 +383,11 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
 
 def _cmd_bench(extra: list[str]) -> int:
     try:
-        bench = importlib.import_module("clobkit.bench")
+        bench = importlib.import_module("clobkit._bench")
     except ModuleNotFoundError as exc:
-        if exc.name == "clobkit.bench":
+        if exc.name == "clobkit._bench":
             raise Failed(
-                "the benchmark suite (clobkit.bench) is not part of this install"
+                "the benchmark suite (clobkit._bench) is not part of this install"
             ) from None
         raise Failed(_extra_missing("bench", exc)) from None
     try:
@@ -592,7 +592,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "bench",
         help="run the benchmarks",
-        description="Run the benchmark suite; every argument is passed to clobkit.bench.",
+        description="Run the benchmark suite; every argument is passed to clobkit._bench.",
         add_help=False,
     )
     p.set_defaults(handler=None)

@@ -186,6 +186,7 @@ def test_sandbox_port_out_of_range(cli: Callable[..., Result]) -> None:
     ("argv", "flag"),
     [
         (["--batch", "0"], "--batch"),
+        (["--batch-v2", "0"], "--batch-v2"),
         (["--rounds", "0"], "--rounds"),
         (["--memory-orders", "-1"], "--memory-orders"),
     ],

@@ -1,0 +1,259 @@
+"""``clobkit bench`` output: the report as a text table, Markdown (README) and a PNG bar chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .machine import machine_line
+from .orders_v2 import PUBLISHED, PUBLISHED_SOURCE
+
+
+def fmt_ns(ns: float) -> str:
+    """Nanoseconds with three significant digits and a unit: ``838 ns``, ``2.41 µs``."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{_sig3(ns / scale)} {unit}"
+    return f"{_sig3(ns)} ns"
+
+
+def _sig3(x: float) -> str:
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+HEADERS = ["operation", "implementation", "per op", "× clobkit", "× F", "× S", "correctness"]
+
+
+def table_rows(report: dict[str, Any]) -> list[list[str]]:
+    """The table's cells, one list per row (operation named on its first row only)."""
+    rows = []
+    for op in report["operations"]:
+        for i, r in enumerate(op["rows"]):
+            rows.append(
+                [
+                    op["title"] if i == 0 else "",
+                    r["implementation"],
+                    fmt_ns(r["per_op_ns"]),
+                    "" if r["x_clobkit"] is None else _sig3(r["x_clobkit"]),
+                    _sig3(r["x_F"]),
+                    _sig3(r["x_S"]),
+                    r["correctness"],
+                ]
+            )
+    return rows
+
+
+def _preamble(report: dict[str, Any]) -> list[str]:
+    s, fl = report["settings"], report["floors_ns"]
+    return [
+        f"clobkit bench, {report['date']}, on {machine_line(report['machine'])}",
+        f"Per-operation time, best of {s['rounds']} interleaved rounds (clobkit and peers "
+        "alternate). × clobkit: time ÷ the operation's first clobkit row. "
+        f"F = {fmt_ns(fl['F'])}: 5 Keccak-f[1600] permutations (one order id's work), "
+        f"OpenSSL via hashlib.sha3_256. S = {fmt_ns(fl['S'])}: one SHA-256 compression, "
+        "hashlib.sha256.",
+    ]
+
+
+def _epilogue(report: dict[str, Any]) -> list[str]:
+    g = report["amounts_grid"]
+    lines = [
+        f"Amounts grid: tick {g['tick']}, prices {g['prices']} × sizes {g['sizes']}, "
+        f"BUY and SELL: {g['points']:,} points each for limit and market; floats go to clobkit "
+        "and py-clob-client, the exact decimals they print as go to the Decimal rules."
+    ]
+    for kind in ("limit", "market"):
+        ex = g[kind]["py_clob_client_examples"]
+        if ex:
+            lines.append(
+                f"py-clob-client {kind} mismatches, e.g. (side price × size: its maker/taker "
+                "units, then clobkit's): " + "; ".join(ex[:3])
+            )
+    v2 = _v2_line(report.get("v2_ratios") or {})
+    return [*lines, v2, _published_line()] if v2 else lines
+
+
+def _published_line() -> str:
+    figures = ", ".join(f"{name} {fmt_ns(ns)}" for name, ns in PUBLISHED.values())
+    return f"Published elsewhere, not measured here ({PUBLISHED_SOURCE}): {figures}."
+
+
+V2_TARGETS = [  # (key, label, issue #10's target)
+    ("order_ids_batch_1_thread_x_F", "V2 order_ids, 1 thread, per order ÷ F", "≤ 0.64"),
+    ("order_id_single_x_F", "V2 order_id ÷ F", "≤ 1.2"),
+    ("sign_x_E", "hasher.sign ÷ E", "≤ 1.25"),
+    ("sign_many_1_thread_x_E", "sign_many 1 thread, per order ÷ E", "≤ 1.15"),
+    ("sign_many_threads_2_speedup", "sign_many threads=2 speed-up", "≥ 1.7"),
+    ("build_signed_order_over_sign", "py-clob-client-v2 build_signed_order ÷ hasher.sign", "≥ 12"),
+    ("nautilus_44_3_us_over_sign", "44.3 µs (nautilus_trader, published) ÷ hasher.sign", "> 1"),
+]
+
+
+def _v2_line(ratios: dict[str, float | None]) -> str:
+    """Issue #10's V2 targets as measured in this run: ``label r (target t)``, ``; ``-joined."""
+    parts = [
+        f"{label} {ratios[key]:.2f} (target {target})"
+        for key, label, target in V2_TARGETS
+        if ratios.get(key) is not None
+    ]
+    if not parts:
+        return ""
+    return (
+        "V2 ratios (issue #10 targets; E = the bare coincurve ECDSA row): " + "; ".join(parts) + "."
+    )
+
+
+MEMORY_HEADERS = [
+    "orders",
+    "threads",
+    "inputs",
+    "outputs",
+    "peak increase",
+    "peak ÷ (in + out)",
+    "process peak ÷ (in + out)",
+]
+
+
+def memory_rows(report: dict[str, Any]) -> list[list[str]]:
+    """Cells of the memory table (sizes in MB = 10**6 bytes)."""
+    return [
+        [
+            f"{m['orders']:,}",
+            str(m["threads"]),
+            f"{m['inputs_bytes'] / 1e6:,.1f} MB",
+            f"{m['outputs_bytes'] / 1e6:,.1f} MB",
+            f"{m['peak_increase_bytes'] / 1e6:,.1f} MB",
+            f"{m['ratio']:.2f}",
+            f"{m['process_ratio']:.2f}",
+        ]
+        for m in report["memory"]
+    ]
+
+
+def _memory_note(report: dict[str, Any]) -> str:
+    method = report["memory"][0]["method"] if report["memory"] else ""
+    return (
+        "Memory: one order_ids call on Python lists (distinct 77-digit token id strings, int "
+        "amounts and salts), each thread count in a fresh process; inputs and outputs as "
+        f"sys.getsizeof counts them; peak RSS from {method}. Issue #5 target: ≤ 2."
+    )
+
+
+def _text_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+
+    def line(cells: list[str]) -> str:
+        out = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *map(line, rows)]
+
+
+def _md_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+    align = ["---:" if i in right else "---" for i in range(len(headers))]
+    return ["| " + " | ".join(r) + " |" for r in [headers, align, *rows]]
+
+
+def format_text(report: dict[str, Any]) -> str:
+    """The report as a plain-text table for a terminal."""
+    lines = [*_preamble(report), ""]
+    lines += _text_table(HEADERS, table_rows(report), {2, 3, 4, 5})
+    lines += ["", *_epilogue(report)]
+    if report["memory"]:
+        lines += ["", _memory_note(report)]
+        lines += _text_table(MEMORY_HEADERS, memory_rows(report), set(range(len(MEMORY_HEADERS))))
+    lines += [f"skipped: {n}" for n in report["notes"]]
+    return "\n".join(lines)
+
+
+def format_markdown(report: dict[str, Any]) -> str:
+    """The report as Markdown (for README)."""
+    lines = []
+    for p in _preamble(report):
+        lines += [p, ""]
+    lines += _md_table(HEADERS, table_rows(report), {2, 3, 4, 5})
+    lines += [""]
+    for e in _epilogue(report):
+        lines += [e, ""]
+    if report["memory"]:
+        lines += [_memory_note(report), ""]
+        lines += _md_table(MEMORY_HEADERS, memory_rows(report), set(range(len(MEMORY_HEADERS))))
+        lines += [""]
+    lines += [f"Skipped: {n}" for n in report["notes"]]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+COLORS = {"clobkit": "#1f6fb4", "peer": "#e07b28", "floor": "#888888"}
+PUBLISHED_COLOR = "#b22222"
+
+
+def write_png(report: dict[str, Any], path: str | Path) -> None:
+    """Horizontal bar chart of per-operation times (log scale), floors drawn as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    labels: list[str] = []
+    headers: list[int] = []  # label indexes that name an operation
+    bars: list[tuple[float, float, str]] = []  # (y, ns, color)
+    published: list[tuple[float, float, float]] = []  # (first y, last y, ns)
+    for op in report["operations"]:
+        if op["key"] == "floors":
+            continue
+        if op["key"] in PUBLISHED:
+            ns = PUBLISHED[op["key"]][1]
+            published.append((len(labels) + 0.5, len(labels) + len(op["rows"]) + 0.5, ns))
+        headers.append(len(labels))
+        labels.append(op["title"])
+        for r in op["rows"]:
+            bars.append((len(labels), r["per_op_ns"], COLORS.get(r["kind"], "#888888")))
+            labels.append(r["implementation"])
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(labels) + 1.6))
+    ax.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars], height=0.75)
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    for i, tick in enumerate(ax.get_yticklabels()):
+        if i in headers:
+            tick.set_fontweight("bold")
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylim(len(labels) - 0.4, -0.6)
+    for y, ns, _ in bars:
+        ax.text(ns * 1.08, y, fmt_ns(ns), va="center", fontsize=7)
+    floors = report["floors_ns"]
+    for name, style in (("F", "--"), ("S", ":")):
+        ax.axvline(floors[name], color="#444444", linestyle=style, linewidth=1)
+    for y0, y1, ns in published:
+        ax.vlines(ns, y0, y1, color=PUBLISHED_COLOR, linestyle="-.", linewidth=1.2)
+    ax.set_xlim(min(floors["S"], *(b[1] for b in bars)) / 2, max(b[1] for b in bars) * 4)
+    ax.set_xlabel("time per operation, ns (log scale; shorter is faster)", fontsize=8)
+    ax.legend(
+        handles=[
+            Patch(color=COLORS["clobkit"], label="clobkit"),
+            Patch(color=COLORS["peer"], label="peers"),
+            Patch(color=COLORS["floor"], label="E: bare ECDSA (coincurve)"),
+            Line2D(
+                [],
+                [],
+                color=PUBLISHED_COLOR,
+                linestyle="-.",
+                label="nautilus_trader (Rust), published elsewhere, not measured here",
+            ),
+            Line2D([], [], color="#444444", linestyle="--", label=f"F = {fmt_ns(floors['F'])}"),
+            Line2D([], [], color="#444444", linestyle=":", label=f"S = {fmt_ns(floors['S'])}"),
+        ],
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.05),
+        ncol=3,
+        fontsize=7,
+    )
+    ax.set_title(f"clobkit bench, {report['date']}\n{machine_line(report['machine'])}", fontsize=8)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)

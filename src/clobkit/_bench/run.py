@@ -1,0 +1,73 @@
+"""``clobkit bench``: build, check and time every operation into one JSON-ready report."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ._timing import Contender, Settings, floors, time_operations
+from .amounts import amounts_operations
+from .machine import machine
+from .memory import measure_memory
+from .order_ids import order_id_operation
+from .orders_v2 import v2_operations, v2_ratios
+from .request_headers import signing_operation
+
+
+def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
+    """Build, check and time every operation; returns the report (JSON-ready)."""
+    notes: list[str] = []
+    f, sh = floors(s.floor_bytes)
+    ops = [order_id_operation(s, notes, say), *v2_operations(s, notes, say)]
+    amount_ops, grid = amounts_operations(s, notes, say)
+    ops += [*amount_ops, signing_operation(s)]
+    for note in notes:
+        say(note)
+    for op in ops:
+        say(f"timing {op.title}: {len(op.contenders)} contenders + floors, {s.rounds} rounds")
+        time_operations([op], [f, sh], s)
+    memory = []
+    if s.memory_orders:
+        say(f"memory: order_ids of {s.memory_orders:,} orders, threads 1 and 2 (subprocesses)")
+        memory = measure_memory(s.memory_orders)
+    fl, sl = f.best_ns, sh.best_ns
+
+    def row(c: Contender, ref: float | None) -> dict[str, Any]:
+        return {
+            "implementation": c.name,
+            "kind": c.kind,
+            "per_op_ns": round(c.best_ns, 3),
+            "x_clobkit": None if ref is None else round(c.best_ns / ref, 4),
+            "x_F": round(c.best_ns / fl, 4),
+            "x_S": round(c.best_ns / sl, 4),
+            "correctness": c.correctness,
+            "compared": c.compared,
+            "mismatches": c.mismatches,
+            "expect_equal": c.expect_equal,
+        }
+
+    operations: list[dict[str, Any]] = [
+        {
+            "key": op.key,
+            "title": op.title,
+            "rows": [row(c, op.contenders[0].best_ns) for c in op.contenders],
+        }
+        for op in ops
+    ]
+    operations.append({"key": "floors", "title": "floors", "rows": [row(f, None), row(sh, None)]})
+    ok = all(r["mismatches"] == 0 for op in operations for r in op["rows"] if r["expect_equal"])
+    return {
+        "tool": "clobkit bench",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "settings": dataclasses.asdict(s),
+        "floors_ns": {"F": round(fl, 3), "S": round(sl, 3)},
+        "operations": operations,
+        "amounts_grid": grid,
+        "v2_ratios": v2_ratios(operations, fl),
+        "memory": memory,
+        "notes": notes,
+        "ok": ok,
+    }
