@@ -14,19 +14,11 @@ import msgspec
 import pytest
 
 from clobkit import AsyncClient, Client, OrderHasher, errors, verify_signature
-from clobkit.client._base import (
-    NEVER,
-    SAFE,
-    SHAPES,
-    Call,
-    ClientConfig,
-    ClientCore,
-    Gather,
-    Send,
-    Sleep,
-    api_error,
-    retry_after_seconds,
-)
+from clobkit.client import _decode as shapes
+from clobkit.client._config import ClientConfig
+from clobkit.client._core import ClientCore
+from clobkit.client._errors import api_error, retry_after_seconds
+from clobkit.client._ops import NEVER, SAFE, Call, Gather, Send, Sleep
 from clobkit.models import CancelResult, WalletInfo
 
 from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, WALLET, FakeApi, fail, ok
@@ -83,7 +75,7 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
         "/api/ext/v1/events",
         {"live": True, "limit": 5, "league": None},
         b"",
-        SHAPES["events"],
+        shapes.EVENTS,
         SAFE,
     )
     request = core.build(call)
@@ -108,9 +100,7 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
 
 def test_sign_query_false_signs_bare_path() -> None:
     core = make_core(sign_query=False)
-    request = core.build(
-        Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", SHAPES["orders"], SAFE)
-    )
+    request = core.build(Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", shapes.ORDERS, SAFE))
     h = request.headers
     assert verify_signature(
         SECRET,
@@ -142,7 +132,7 @@ def test_post_body_is_the_signed_compact_bytes() -> None:
         b'{"market_id":"' + MARKET_ID.encode() + b'","outcome":"a","amount":12.5,"side":"BUY",'
         b'"order_type":"FOK","take_profit_price":0.9,"stop_loss_price":0.2}'
     )
-    request = core.build(Call("POST", "/api/ext/v1/orders", None, body, SHAPES["placed"], NEVER))
+    request = core.build(Call("POST", "/api/ext/v1/orders", None, body, shapes.PLACED, NEVER))
     assert request.content == body
     assert request.headers["Content-Type"] == "application/json"
     assert verify(request)
@@ -267,7 +257,7 @@ def test_secret_never_in_repr_logs_or_errors(
 )
 def test_error_classes(status: int, error: str, code: str | None, cls: type[Exception]) -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/x", None, b"", SHAPES["order"], NEVER)
+    call = Call("GET", "/api/ext/v1/x", None, b"", shapes.ORDER, NEVER)
     with pytest.raises(cls) as info:
         core.parse(call, fail(status, error, code))
     exc = info.value
@@ -284,7 +274,7 @@ def test_permission_denied_names_the_scope() -> None:
 
 def test_rate_limited_carries_retry_after() -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/x", None, b"", SHAPES["order"], NEVER)
+    call = Call("GET", "/api/ext/v1/x", None, b"", shapes.ORDER, NEVER)
     with pytest.raises(errors.RateLimited) as info:
         core.parse(call, fail(429, "too many requests", **{"Retry-After": "3"}))
     assert info.value.retry_after == 3.0
@@ -303,7 +293,7 @@ def test_retry_after_forms() -> None:
 
 def test_non_json_error_bodies() -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/x", None, b"", SHAPES["order"], NEVER)
+    call = Call("GET", "/api/ext/v1/x", None, b"", shapes.ORDER, NEVER)
     with pytest.raises(errors.ServerError, match="Bad Gateway"):
         core.parse(call, httpx.Response(502, text="<html>Bad Gateway</html>"))
     with pytest.raises(errors.ServerError, match="not JSON"):
@@ -413,7 +403,7 @@ def test_place_order_is_never_retried() -> None:
 
 
 def warm(core: ClientCore) -> None:
-    from clobkit.client._base import MarketInfo
+    from clobkit.client._core import MarketInfo
 
     core.wallet = WalletInfo(**WALLET)
     core.hasher = OrderHasher(core.wallet)
@@ -554,6 +544,36 @@ def test_raw_order_market_amounts_and_explicit_amounts() -> None:
     )
     body = json.loads(effects[0].request.content)
     assert (body["fee_rate_bps"], body["salt"], body["client_order_id"]) == (3, "5", "mine")
+
+
+def test_raw_order_sends_the_validated_values_not_the_given_text() -> None:
+    """Numbers given as digit strings are checked and sent as the typed values: a
+    ``fee_rate_bps`` of ``"200"`` goes out as the JSON number 200 (the service
+    answers 400 to a string), and the result carries ints too."""
+    core = make_core()
+    warm(core)
+    result, effects = drive(
+        core.place_raw_order_amounts(
+            MARKET_ID,
+            "a",
+            "BUY",
+            "1000000",
+            "2000000",
+            fee_rate_bps="200",  # type: ignore[arg-type]
+            nonce="7",
+            salt="5",
+            client_order_id="typed",
+        ),
+        [ok({"order_id": "z"}, 201)],
+    )
+    body = json.loads(effects[0].request.content)
+    assert body["fee_rate_bps"] == 200
+    assert (body["maker_amount"], body["taker_amount"]) == ("1000000", "2000000")
+    assert (body["nonce"], body["salt"]) == ("7", "5")
+    assert result.fee_rate_bps == 200
+    assert (result.maker_amount, result.nonce, result.salt) == (1_000_000, 7, 5)
+    with pytest.raises(errors.OrderFieldError, match="fee_rate_bps"):
+        core.place_raw_order_amounts(MARKET_ID, "a", "BUY", 1, 2, fee_rate_bps="-1")  # type: ignore[arg-type]
 
 
 def test_fee_rate_cache_expires() -> None:

@@ -26,13 +26,14 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from .._jsondepth import json_too_deep
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
-from ._base import ClientCore, api_error, tolerant_convert
+from ._core import ClientCore, StreamItem
+from ._decode import tolerant_convert
+from ._errors import api_error
 
 __all__ = ["Stream", "StreamItem", "SyncStream", "book_topic", "orders_topic", "parse_message"]
 
 log = logging.getLogger("clobkit.client.stream")
 
-StreamItem = StreamMessage | Reconnected
 Listener = Callable[[StreamItem], None]
 _ORDERS_TOPIC = re.compile(r"user:[^:]+:orders\Z")
 

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from .._core import from_units, to_units
 from ..client import AsyncClient, book_topic, orders_topic
-from ..client._base import PreparedRawOrder
+from ..client._core import PreparedRawOrder
 from ..client._stream import Stream
 from ..errors import (
     ApiError,
