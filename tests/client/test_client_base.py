@@ -18,8 +18,8 @@ from clobkit.client import _decode as shapes
 from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
 from clobkit.client._errors import api_error, retry_after_seconds
-from clobkit.client._ops import NEVER, SAFE, Call, Gather, Send, Sleep
-from clobkit.models import CancelResult, WalletInfo
+from clobkit.client._ops import NEVER, SAFE, Call, Gather, Receive, Send, Sleep
+from clobkit.models import CancelResult, StreamMessage, WalletInfo
 
 from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, WALLET, FakeApi, fail, ok
 
@@ -376,6 +376,66 @@ def test_429_with_long_retry_after_is_raised() -> None:
     with pytest.raises(errors.RateLimited) as info:
         drive(core.get_order("o"), [fail(429, "later", **{"Retry-After": "60"})])
     assert info.value.retry_after == 60
+
+
+def test_wait_for_order_polls_on_the_core_clock() -> None:
+    """Waiting is an operation of the core: its sleeps and deadline follow the
+    clock hook, so a fake clock gives exact, machine-independent timings."""
+    core = make_core()
+    now = [100.0]
+    core.clock = lambda: now[0]
+    op = core.wait_for_order("o", "matched", 1.0, 0.3, lambda order: None)
+    sleeps: list[float] = []
+    reads = 0
+
+    def run() -> None:
+        nonlocal reads
+        effect = op.send(None)
+        while True:
+            if isinstance(effect, Sleep):
+                sleeps.append(effect.seconds)
+                now[0] += effect.seconds
+                effect = op.send(None)
+            else:
+                assert isinstance(effect, Send)
+                reads += 1
+                effect = op.send(ok({"order": {"id": "o", "status": "live"}}))
+
+    with pytest.raises(errors.TimeoutError, match="did not reach matched"):
+        run()
+    assert sleeps == pytest.approx([0.3, 0.3, 0.3, 0.1])
+    assert reads == 5  # the first read, then one after each sleep
+
+
+def test_wait_for_order_reads_again_on_stream_news() -> None:
+    core = make_core()
+    now = [0.0]
+    core.clock = lambda: now[0]
+
+    class Feed:
+        inbox = "the shell's queue"
+        closed = False
+        closes = 0
+
+        def close(self) -> None:
+            Feed.closes += 1
+
+    op = core.wait_for_order("o", None, 30.0, 0.5, lambda order: Feed())  # type: ignore[arg-type,return-value]
+    live = ok({"order": {"id": "o", "user_id": "u", "status": "live"}})
+    assert isinstance(op.send(None), Send)  # the first read
+    assert isinstance(op.send(live), Send)  # read again once listening
+    receive = op.send(live)
+    assert isinstance(receive, Receive)
+    assert (receive.inbox, receive.seconds) == ("the shell's queue", 5.0)
+    other = StreamMessage(type="data", data={"id": "x"})
+    assert isinstance(op.send(other), Receive)  # another order's news: keep listening
+    assert isinstance(op.send(None), Send)  # nothing came in time: read again
+    assert isinstance(op.send(live), Receive)
+    assert isinstance(op.send(StreamMessage(type="data", data={"id": "o"})), Send)
+    with pytest.raises(StopIteration) as done:
+        op.send(ok({"order": {"id": "o", "status": "cancelled"}}))
+    assert done.value.value.status == "cancelled"
+    assert Feed.closes == 1  # the listener is removed
 
 
 def test_client_errors_are_not_retried() -> None:

@@ -364,6 +364,15 @@ def test_tolerant_convert_drops_only_optional_fields_never_list_items() -> None:
             tolerant_convert({"orders": items}, OrderPage)
 
 
+def test_statuses_sides_and_types_are_the_api_names() -> None:
+    order = decode(shapes.ORDER, {"order": {"id": "o", "status": "live", "side": "SELL"}})
+    assert (order.status, order.side) == ("live", "SELL")
+    # a name outside the API text is unreadable as its Literal: the optional field
+    # reads as None (the rest of the order is kept), never as an unchecked string
+    odd = tolerant_convert({"id": "o", "status": "rejected", "order_type": "IOC"}, Order)
+    assert (odd.id, odd.status, odd.order_type) == ("o", None, None)
+
+
 def test_wallet_keeps_its_defaults() -> None:
     wallet = msgspec.convert({"maker": "0x1", "signer": "0x2"}, WalletInfo)
     assert wallet.chain_id == 137

@@ -17,7 +17,7 @@ from ..models import (
 )
 
 if TYPE_CHECKING:
-    from ._core import ClientCore
+    from ._endpoints import EndpointCore
     from ._ops import Operation
 
 __all__ = ["EventsPager", "OrdersPager", "Pager", "PortfolioOrdersPager", "PositionsPager"]
@@ -32,7 +32,7 @@ class Pager(Generic[P, T]):
     def __init__(self, params: dict[str, Any]) -> None:
         self.params: dict[str, Any] | None = params
 
-    def fetch(self, core: ClientCore, params: dict[str, Any]) -> Operation[P]:
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[P]:
         """The operation reading the page of ``params``."""
         raise NotImplementedError
 
@@ -56,7 +56,7 @@ class Pager(Generic[P, T]):
 class EventsPager(Pager[EventPage, Event]):
     """``GET /events``: ``limit`` / ``offset`` paging (limit 20 by default)."""
 
-    def fetch(self, core: ClientCore, params: dict[str, Any]) -> Operation[EventPage]:
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[EventPage]:
         return core.list_events(params)
 
     def items(self, page: EventPage) -> list[Event]:
@@ -94,7 +94,7 @@ class OrdersPager(_NumberedPager[OrderPage, Order]):
     size_key = "page_size"
     default_size = 20
 
-    def fetch(self, core: ClientCore, params: dict[str, Any]) -> Operation[OrderPage]:
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[OrderPage]:
         return core.list_orders(params["status"], params["page"], params["page_size"])
 
     def items(self, page: OrderPage) -> list[Order]:
@@ -107,7 +107,7 @@ class OrdersPager(_NumberedPager[OrderPage, Order]):
 class PositionsPager(_NumberedPager[PositionPage, Position]):
     """``GET /portfolio/positions``: ``page`` / ``per_page``, ended by ``total_pages``."""
 
-    def fetch(self, core: ClientCore, params: dict[str, Any]) -> Operation[PositionPage]:
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[PositionPage]:
         return core.list_positions(params["page"], params["per_page"])
 
     def items(self, page: PositionPage) -> list[Position]:
@@ -121,7 +121,7 @@ class PositionsPager(_NumberedPager[PositionPage, Position]):
 class PortfolioOrdersPager(_NumberedPager[PortfolioOrderPage, PortfolioOrder]):
     """``GET /portfolio/orders``: ``page`` / ``per_page``, ended by ``total_pages``."""
 
-    def fetch(self, core: ClientCore, params: dict[str, Any]) -> Operation[PortfolioOrderPage]:
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[PortfolioOrderPage]:
         return core.list_portfolio_orders(params["side"], params["page"], params["per_page"])
 
     def items(self, page: PortfolioOrderPage) -> list[PortfolioOrder]:
