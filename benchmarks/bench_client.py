@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from clobkit import Client
-from clobkit.client._base import Send
+from clobkit.client._ops import Send
 
 pytest.importorskip("pytest_benchmark")
 sandbox_server = pytest.importorskip("clobkit.sandbox")

@@ -14,10 +14,27 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: Any) -> Any:
+        """Run-time stand-in: the decorator only informs the type checker."""
+        return lambda cls: cls
+
 
 import msgspec
 
+from ._spec import (
+    FINAL_STATUSES,
+    OPEN_STATUSES,
+    ORDER_STATUSES,
+    OrderStatus,
+    OrderTypeName,
+    SideName,
+)
 from ._wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
 from .errors import OrderFieldError
 
@@ -50,13 +67,6 @@ __all__ = [
     "WalletInfo",
 ]
 
-#: Order statuses named by the API text, in lifecycle order.
-ORDER_STATUSES = ("pending", "signing", "submitted", "live", "matched", "won", "lost", "cancelled")
-#: Statuses of an order that may still change by trading (``open_orders`` reads these).
-OPEN_STATUSES = ("pending", "signing", "submitted", "live")
-#: Statuses after which an order no longer trades.
-FINAL_STATUSES = ("matched", "won", "lost", "cancelled")
-
 
 def _aware(struct: msgspec.Struct, *names: str) -> None:
     """Read naive timestamps as UTC (the API text says every timestamp is UTC)."""
@@ -66,8 +76,13 @@ def _aware(struct: msgspec.Struct, *names: str) -> None:
             msgspec.structs.force_setattr(struct, name, value.replace(tzinfo=timezone.utc))
 
 
+# msgspec makes subclasses frozen and omit_defaults; this tells the type checker so too
+@dataclass_transform(frozen_default=True, kw_only_default=True, field_specifiers=(msgspec.field,))
 class _Model(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Base of the API resources: immutable, keyword-only, ignores unknown fields."""
+    """Base of the API resources: immutable, keyword-only, ignores unknown fields.
+
+    ``frozen`` and ``omit_defaults`` are inherited; msgspec applies ``kw_only``
+    to the fields a class declares itself, so each subclass restates it."""
 
 
 class WalletInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -89,7 +104,7 @@ class WalletInfo(msgspec.Struct, frozen=True, kw_only=True):
     neg_risk_exchange: str = V1_NEG_RISK_EXCHANGE
 
 
-class Team(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Team(_Model, kw_only=True):
     """A team (section 2.2). Portfolio records carry only ``name`` and ``logo``."""
 
     id: int | None = None
@@ -102,7 +117,7 @@ class Team(_Model, frozen=True, kw_only=True, omit_defaults=True):
     recent_form: Any = None
 
 
-class EnrichedMarket(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class EnrichedMarket(_Model, kw_only=True):
     """``home_win`` / ``away_win`` of an event list item: price (0.01-0.99) and odds."""
 
     id: str | None = None
@@ -114,7 +129,7 @@ class EnrichedMarket(_Model, frozen=True, kw_only=True, omit_defaults=True):
     odds: Decimal | None = None
 
 
-class EnrichedMarkets(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class EnrichedMarkets(_Model, kw_only=True):
     """``enriched_markets`` of an event list item (section 2.3)."""
 
     home_win: EnrichedMarket | None = None
@@ -125,7 +140,7 @@ class EnrichedMarkets(_Model, frozen=True, kw_only=True, omit_defaults=True):
         _aware(self, "game_start_time")
 
 
-class MarketOutcome(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class MarketOutcome(_Model, kw_only=True):
     """One item of the guides' simplified ``outcomes`` array; ``price`` 0.01-0.99."""
 
     id: str | None = None
@@ -134,7 +149,7 @@ class MarketOutcome(_Model, frozen=True, kw_only=True, omit_defaults=True):
     price: Decimal | None = None
 
 
-class Market(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Market(_Model, kw_only=True):
     """A market (section 2.4), in any of its shapes: search item, detail, event market.
 
     Fields a shape does not carry are ``None``. Prices are implied
@@ -189,7 +204,7 @@ class Market(_Model, frozen=True, kw_only=True, omit_defaults=True):
         return token
 
 
-class Event(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Event(_Model, kw_only=True):
     """A sports event (section 2.1), list or detail shape.
 
     ``start_time`` (detail only) is the kickoff to schedule by; ``start_date``
@@ -230,7 +245,7 @@ class Event(_Model, frozen=True, kw_only=True, omit_defaults=True):
         _aware(self, "start_date", "start_time", "end_date", "created_at", "updated_at")
 
 
-class EventPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class EventPage(_Model, kw_only=True):
     """``GET /events``: one page of events; ``page_size`` items per page."""
 
     events: list[Event] = msgspec.field(default_factory=list)
@@ -239,21 +254,21 @@ class EventPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
     page_size: int | None = None
 
 
-class MarketList(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class MarketList(_Model, kw_only=True):
     """``GET /markets`` (search) and ``GET /events/:id/markets``."""
 
     markets: list[Market] = msgspec.field(default_factory=list)
     count: int | None = None
 
 
-class OrderbookLevel(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class OrderbookLevel(_Model, kw_only=True):
     """One price level: ``price`` (0.01-0.99) and ``size`` (USDC available at it)."""
 
     price: Decimal
     size: Decimal
 
 
-class Orderbook(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Orderbook(_Model, kw_only=True):
     """``GET /orderbooks/:asset_id``: bids best (highest) first, asks best (lowest) first.
 
     ``min_order_size`` is the market's minimum order in USDC; ``updated_at_ms``
@@ -282,7 +297,7 @@ class Orderbook(_Model, frozen=True, kw_only=True, omit_defaults=True):
         return min((level.price for level in self.asks), default=None)
 
 
-class Order(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Order(_Model, kw_only=True):
     """An order record (section 2.5).
 
     ``amount``, ``making_amount``, ``taking_amount``, ``potential_profit`` and
@@ -301,9 +316,9 @@ class Order(_Model, frozen=True, kw_only=True, omit_defaults=True):
     taking_amount: Decimal | None = None
     odds: Decimal | None = None
     potential_profit: Decimal | None = None
-    status: str | None = None
-    side: str | None = None
-    order_type: str | None = None
+    status: OrderStatus | None = None
+    side: SideName | None = None
+    order_type: OrderTypeName | None = None
     order_source: str | None = None
     order_source_id: str | None = None
     clob_order_id: str | None = None
@@ -330,7 +345,7 @@ class Order(_Model, frozen=True, kw_only=True, omit_defaults=True):
         return self.status in OPEN_STATUSES
 
 
-class OrderPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class OrderPage(_Model, kw_only=True):
     """``GET /orders``: one page of the caller's orders."""
 
     orders: list[Order] = msgspec.field(default_factory=list)
@@ -339,14 +354,14 @@ class OrderPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
     page_size: int | None = None
 
 
-class PlacedOrder(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class PlacedOrder(_Model, kw_only=True):
     """``POST /orders`` answer: the new order's id (status ``pending``)."""
 
     order_id: str
     notification_id: str | None = None
 
 
-class RawOrderResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class RawOrderResult(_Model, kw_only=True):
     """``POST /orders/raw`` answer, with what the client computed and sent.
 
     ``clob_order_id`` is the exchange order hash precomputed offline from the
@@ -369,20 +384,20 @@ class RawOrderResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
     fee_rate_bps: int
     nonce: int = 0
     expiration: int = 0
-    order_type: str = "GTC"
+    order_type: OrderTypeName = "GTC"
     neg_risk: bool = False
     notification_id: str | None = None
     clob_order_id_precomputed: bool = True
 
 
-class CancelResult(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class CancelResult(_Model, kw_only=True):
     """``DELETE /orders/:id`` answer; ``status`` is ``cancelled``."""
 
     order_id: str | None = None
-    status: str | None = None
+    status: OrderStatus | None = None
 
 
-class Pagination(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Pagination(_Model, kw_only=True):
     """Portfolio paging: ``per_page`` items per page, pages counted from 1."""
 
     current_page: int | None = None
@@ -391,7 +406,7 @@ class Pagination(_Model, frozen=True, kw_only=True, omit_defaults=True):
     per_page: int | None = None
 
 
-class Position(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Position(_Model, kw_only=True):
     """An open position (section 2.6).
 
     ``shares`` / ``available_shares`` / ``reserved_shares`` are outcome
@@ -442,14 +457,14 @@ class Position(_Model, frozen=True, kw_only=True, omit_defaults=True):
         _aware(self, "updated_at")
 
 
-class PositionPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class PositionPage(_Model, kw_only=True):
     """``GET /portfolio/positions``: one page of positions."""
 
     positions: list[Position] = msgspec.field(default_factory=list)
     pagination: Pagination = msgspec.field(default_factory=Pagination)
 
 
-class PortfolioOrder(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class PortfolioOrder(_Model, kw_only=True):
     """A portfolio order-history item (section 2.7); amounts in USDC / shares."""
 
     id: str
@@ -460,10 +475,10 @@ class PortfolioOrder(_Model, frozen=True, kw_only=True, omit_defaults=True):
     home_team: Team | None = None
     away_team: Team | None = None
     outcome: str | None = None
-    side: str | None = None
+    side: SideName | None = None
     making_amount: Decimal | None = None
     taking_amount: Decimal | None = None
-    status: str | None = None
+    status: OrderStatus | None = None
     tx_hashes: list[str] = msgspec.field(default_factory=list)
     is_bonus: bool | None = None
     created_at: datetime | None = None
@@ -472,14 +487,14 @@ class PortfolioOrder(_Model, frozen=True, kw_only=True, omit_defaults=True):
         _aware(self, "created_at")
 
 
-class PortfolioOrderPage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class PortfolioOrderPage(_Model, kw_only=True):
     """``GET /portfolio/orders``: one page of order history."""
 
     orders: list[PortfolioOrder] = msgspec.field(default_factory=list)
     pagination: Pagination = msgspec.field(default_factory=Pagination)
 
 
-class StreamMessage(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class StreamMessage(_Model, kw_only=True):
     """One WebSocket message (section 6).
 
     ``type`` is the message type (``data`` for updates), ``topic`` the topic
@@ -502,7 +517,7 @@ class StreamMessage(_Model, frozen=True, kw_only=True, omit_defaults=True):
         return None
 
 
-class Reconnected(_Model, frozen=True, kw_only=True, omit_defaults=True):
+class Reconnected(_Model, kw_only=True):
     """Yielded by a stream after it reconnected and resubscribed.
 
     Messages sent while it was down are lost: resynchronise from REST (for

@@ -14,20 +14,12 @@ import msgspec
 import pytest
 
 from clobkit import AsyncClient, Client, OrderHasher, errors, verify_signature
-from clobkit.client._base import (
-    NEVER,
-    SAFE,
-    SHAPES,
-    Call,
-    ClientConfig,
-    ClientCore,
-    Gather,
-    Send,
-    Sleep,
-    api_error,
-    retry_after_seconds,
-)
-from clobkit.models import CancelResult, WalletInfo
+from clobkit.client import _decode as shapes
+from clobkit.client._config import ClientConfig
+from clobkit.client._core import ClientCore
+from clobkit.client._errors import api_error, retry_after_seconds
+from clobkit.client._ops import NEVER, SAFE, Call, Gather, Receive, Send, Sleep
+from clobkit.models import CancelResult, StreamMessage, WalletInfo
 
 from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, WALLET, FakeApi, fail, ok
 
@@ -83,7 +75,7 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
         "/api/ext/v1/events",
         {"live": True, "limit": 5, "league": None},
         b"",
-        SHAPES["events"],
+        shapes.EVENTS,
         SAFE,
     )
     request = core.build(call)
@@ -108,9 +100,7 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
 
 def test_sign_query_false_signs_bare_path() -> None:
     core = make_core(sign_query=False)
-    request = core.build(
-        Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", SHAPES["orders"], SAFE)
-    )
+    request = core.build(Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", shapes.ORDERS, SAFE))
     h = request.headers
     assert verify_signature(
         SECRET,
@@ -142,7 +132,7 @@ def test_post_body_is_the_signed_compact_bytes() -> None:
         b'{"market_id":"' + MARKET_ID.encode() + b'","outcome":"a","amount":12.5,"side":"BUY",'
         b'"order_type":"FOK","take_profit_price":0.9,"stop_loss_price":0.2}'
     )
-    request = core.build(Call("POST", "/api/ext/v1/orders", None, body, SHAPES["placed"], NEVER))
+    request = core.build(Call("POST", "/api/ext/v1/orders", None, body, shapes.PLACED, NEVER))
     assert request.content == body
     assert request.headers["Content-Type"] == "application/json"
     assert verify(request)
@@ -267,7 +257,7 @@ def test_secret_never_in_repr_logs_or_errors(
 )
 def test_error_classes(status: int, error: str, code: str | None, cls: type[Exception]) -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/x", None, b"", SHAPES["order"], NEVER)
+    call = Call("GET", "/api/ext/v1/x", None, b"", shapes.ORDER, NEVER)
     with pytest.raises(cls) as info:
         core.parse(call, fail(status, error, code))
     exc = info.value
@@ -284,7 +274,7 @@ def test_permission_denied_names_the_scope() -> None:
 
 def test_rate_limited_carries_retry_after() -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/x", None, b"", SHAPES["order"], NEVER)
+    call = Call("GET", "/api/ext/v1/x", None, b"", shapes.ORDER, NEVER)
     with pytest.raises(errors.RateLimited) as info:
         core.parse(call, fail(429, "too many requests", **{"Retry-After": "3"}))
     assert info.value.retry_after == 3.0
@@ -303,7 +293,7 @@ def test_retry_after_forms() -> None:
 
 def test_non_json_error_bodies() -> None:
     core = make_core()
-    call = Call("GET", "/api/ext/v1/x", None, b"", SHAPES["order"], NEVER)
+    call = Call("GET", "/api/ext/v1/x", None, b"", shapes.ORDER, NEVER)
     with pytest.raises(errors.ServerError, match="Bad Gateway"):
         core.parse(call, httpx.Response(502, text="<html>Bad Gateway</html>"))
     with pytest.raises(errors.ServerError, match="not JSON"):
@@ -388,6 +378,66 @@ def test_429_with_long_retry_after_is_raised() -> None:
     assert info.value.retry_after == 60
 
 
+def test_wait_for_order_polls_on_the_core_clock() -> None:
+    """Waiting is an operation of the core: its sleeps and deadline follow the
+    clock hook, so a fake clock gives exact, machine-independent timings."""
+    core = make_core()
+    now = [100.0]
+    core.clock = lambda: now[0]
+    op = core.wait_for_order("o", "matched", 1.0, 0.3, lambda order: None)
+    sleeps: list[float] = []
+    reads = 0
+
+    def run() -> None:
+        nonlocal reads
+        effect = op.send(None)
+        while True:
+            if isinstance(effect, Sleep):
+                sleeps.append(effect.seconds)
+                now[0] += effect.seconds
+                effect = op.send(None)
+            else:
+                assert isinstance(effect, Send)
+                reads += 1
+                effect = op.send(ok({"order": {"id": "o", "status": "live"}}))
+
+    with pytest.raises(errors.TimeoutError, match="did not reach matched"):
+        run()
+    assert sleeps == pytest.approx([0.3, 0.3, 0.3, 0.1])
+    assert reads == 5  # the first read, then one after each sleep
+
+
+def test_wait_for_order_reads_again_on_stream_news() -> None:
+    core = make_core()
+    now = [0.0]
+    core.clock = lambda: now[0]
+
+    class Feed:
+        inbox = "the shell's queue"
+        closed = False
+        closes = 0
+
+        def close(self) -> None:
+            Feed.closes += 1
+
+    op = core.wait_for_order("o", None, 30.0, 0.5, lambda order: Feed())  # type: ignore[arg-type,return-value]
+    live = ok({"order": {"id": "o", "user_id": "u", "status": "live"}})
+    assert isinstance(op.send(None), Send)  # the first read
+    assert isinstance(op.send(live), Send)  # read again once listening
+    receive = op.send(live)
+    assert isinstance(receive, Receive)
+    assert (receive.inbox, receive.seconds) == ("the shell's queue", 5.0)
+    other = StreamMessage(type="data", data={"id": "x"})
+    assert isinstance(op.send(other), Receive)  # another order's news: keep listening
+    assert isinstance(op.send(None), Send)  # nothing came in time: read again
+    assert isinstance(op.send(live), Receive)
+    assert isinstance(op.send(StreamMessage(type="data", data={"id": "o"})), Send)
+    with pytest.raises(StopIteration) as done:
+        op.send(ok({"order": {"id": "o", "status": "cancelled"}}))
+    assert done.value.value.status == "cancelled"
+    assert Feed.closes == 1  # the listener is removed
+
+
 def test_client_errors_are_not_retried() -> None:
     core = make_core()
     for answer, cls in [
@@ -413,7 +463,7 @@ def test_place_order_is_never_retried() -> None:
 
 
 def warm(core: ClientCore) -> None:
-    from clobkit.client._base import MarketInfo
+    from clobkit.client._core import MarketInfo
 
     core.wallet = WalletInfo(**WALLET)
     core.hasher = OrderHasher(core.wallet)
@@ -554,6 +604,36 @@ def test_raw_order_market_amounts_and_explicit_amounts() -> None:
     )
     body = json.loads(effects[0].request.content)
     assert (body["fee_rate_bps"], body["salt"], body["client_order_id"]) == (3, "5", "mine")
+
+
+def test_raw_order_sends_the_validated_values_not_the_given_text() -> None:
+    """Numbers given as digit strings are checked and sent as the typed values: a
+    ``fee_rate_bps`` of ``"200"`` goes out as the JSON number 200 (the service
+    answers 400 to a string), and the result carries ints too."""
+    core = make_core()
+    warm(core)
+    result, effects = drive(
+        core.place_raw_order_amounts(
+            MARKET_ID,
+            "a",
+            "BUY",
+            "1000000",
+            "2000000",
+            fee_rate_bps="200",  # type: ignore[arg-type]
+            nonce="7",
+            salt="5",
+            client_order_id="typed",
+        ),
+        [ok({"order_id": "z"}, 201)],
+    )
+    body = json.loads(effects[0].request.content)
+    assert body["fee_rate_bps"] == 200
+    assert (body["maker_amount"], body["taker_amount"]) == ("1000000", "2000000")
+    assert (body["nonce"], body["salt"]) == ("7", "5")
+    assert result.fee_rate_bps == 200
+    assert (result.maker_amount, result.nonce, result.salt) == (1_000_000, 7, 5)
+    with pytest.raises(errors.OrderFieldError, match="fee_rate_bps"):
+        core.place_raw_order_amounts(MARKET_ID, "a", "BUY", 1, 2, fee_rate_bps="-1")  # type: ignore[arg-type]
 
 
 def test_fee_rate_cache_expires() -> None:

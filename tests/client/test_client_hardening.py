@@ -12,7 +12,10 @@ import httpx
 import pytest
 
 from clobkit import AsyncClient, Client, errors
-from clobkit.client._base import SHAPES, Call, ClientConfig, ClientCore
+from clobkit.client import _decode as shapes
+from clobkit.client._config import ClientConfig
+from clobkit.client._core import ClientCore
+from clobkit.client._ops import Call
 
 from .conftest import KEY, SECRET, client_options, full_scope_users
 
@@ -203,7 +206,7 @@ def test_deeply_nested_response_is_a_server_error(raw_server: Callable[..., RawS
 
 def test_nested_error_envelope_is_an_api_error() -> None:
     core = ClientCore(*ClientConfig.resolve("http://x.test", KEY, SECRET))
-    call = Call("GET", "/api/ext/v1/wallet", None, b"", SHAPES["wallet"], 1)
+    call = Call("GET", "/api/ext/v1/wallet", None, b"", shapes.WALLET, 1)
     body = b'{"success": false, "error": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
     request = httpx.Request("GET", "http://x.test/api/ext/v1/wallet")
     with pytest.raises(errors.ClobkitError):
@@ -289,13 +292,16 @@ def test_nesting_is_refused_even_under_a_raised_recursion_limit() -> None:
     code = (
         "import sys, httpx\n"
         "sys.setrecursionlimit(100_000)\n"
-        "from clobkit.client._base import SHAPES, Call, ClientConfig, ClientCore\n"
+        "from clobkit.client._config import ClientConfig\n"
+        "from clobkit.client._core import ClientCore\n"
+        "from clobkit.client._decode import ALL_SHAPES\n"
+        "from clobkit.client._ops import Call\n"
         "from clobkit.client._stream import parse_message\n"
         "from clobkit.errors import ServerError\n"
         "core = ClientCore(*ClientConfig.resolve('http://x.test', 'k', 's'))\n"
         "deep = b'[' * 200_000 + b']' * 200_000\n"
         "request = httpx.Request('GET', 'http://x.test/')\n"
-        "for shape in [*SHAPES.values(), None]:\n"
+        "for shape in [*ALL_SHAPES, None]:\n"
         "    call = Call('GET', '/x', None, b'', shape, 1)\n"
         "    try:\n"
         "        core.parse(call, httpx.Response(200, content=deep, request=request))\n"

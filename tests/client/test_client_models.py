@@ -9,12 +9,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from clobkit.client._base import SHAPES, tolerant_convert
+from clobkit.client import _decode as shapes
+from clobkit.client._decode import Shape, tolerant_convert
 from clobkit.models import (
     Event,
     Market,
     Order,
     Orderbook,
+    OrderPage,
     PortfolioOrder,
     Position,
     WalletInfo,
@@ -23,9 +25,9 @@ from clobkit.models import (
 UTC = timezone.utc
 
 
-def decode(shape: str, data: Any) -> Any:
-    env = SHAPES[shape].decoder.decode(msgspec.json.encode({"success": True, "data": data}))
-    return SHAPES[shape].from_data(env.data)
+def decode(shape: Shape[Any], data: Any) -> Any:
+    env = shape.decoder.decode(msgspec.json.encode({"success": True, "data": data}))
+    return shape.from_data(env.data)
 
 
 EVENT_LIST_ITEM = {
@@ -81,7 +83,7 @@ EVENT_LIST_ITEM = {
 
 def test_event_list_shape_reads_every_field() -> None:
     page = decode(
-        "events", {"events": [EVENT_LIST_ITEM], "total_count": 1, "page": 1, "page_size": 20}
+        shapes.EVENTS, {"events": [EVENT_LIST_ITEM], "total_count": 1, "page": 1, "page_size": 20}
     )
     assert page.total_count == 1
     event = page.events[0]
@@ -103,12 +105,12 @@ def test_event_list_shape_reads_every_field() -> None:
 
 
 def test_guide_shape_bare_array_pages() -> None:
-    page = decode("events", [EVENT_LIST_ITEM])
+    page = decode(shapes.EVENTS, [EVENT_LIST_ITEM])
     assert [e.id for e in page.events] == [EVENT_LIST_ITEM["id"]]
     assert page.total_count is None
-    orders = decode("orders", [{"id": "o1", "status": "live"}])
+    orders = decode(shapes.ORDERS, [{"id": "o1", "status": "live"}])
     assert orders.orders[0].status == "live"
-    markets = decode("markets", [{"id": "m1"}])
+    markets = decode(shapes.MARKETS, [{"id": "m1"}])
     assert markets.markets[0].id == "m1"
 
 
@@ -137,7 +139,7 @@ def test_event_detail_shape_with_markets() -> None:
             "group_item_title": "Moneyline",
         }
     ]
-    event = decode("event", {"event": detail})
+    event = decode(shapes.EVENT, {"event": detail})
     assert event.start_time == datetime(2025, 1, 1, 19, 30, tzinfo=UTC)
     assert event.game_id == 99
     market = event.markets[0]
@@ -148,7 +150,7 @@ def test_event_detail_shape_with_markets() -> None:
 
 def test_market_search_and_detail_shapes() -> None:
     search = decode(
-        "markets",
+        shapes.MARKETS,
         {
             "markets": [
                 {
@@ -168,7 +170,7 @@ def test_market_search_and_detail_shapes() -> None:
     assert search.count == 1
     assert search.markets[0].neg_risk is True
     assert search.markets[0].price_a == Decimal("0.3")
-    detail = decode("market", {"market": {"id": "m1", "event_id": "e1", "neg_risk": False}})
+    detail = decode(shapes.MARKET, {"market": {"id": "m1", "event_id": "e1", "neg_risk": False}})
     assert detail.event_id == "e1"
     assert detail.outcomes == []
 
@@ -197,7 +199,7 @@ def test_guide_simplified_market() -> None:
 
 def test_orderbook_levels_are_decimals() -> None:
     book = decode(
-        "orderbook",
+        shapes.ORDERBOOK,
         {
             "asset_id": "1",
             "bids": [{"price": "0.55", "size": "100.5"}, {"price": "0.54", "size": "10"}],
@@ -214,7 +216,7 @@ def test_orderbook_levels_are_decimals() -> None:
     assert book.best_ask == Decimal("0.56")
     assert book.min_order_size == Decimal(5)
     assert book.timestamp == datetime(2025, 1, 1, tzinfo=UTC)
-    empty = decode("orderbook", {"asset_id": "1"})
+    empty = decode(shapes.ORDERBOOK, {"asset_id": "1"})
     assert empty.best_bid is None
     assert empty.best_ask is None
 
@@ -252,7 +254,7 @@ ORDER = {
 
 
 def test_order_every_field() -> None:
-    order = decode("order", {"order": ORDER})
+    order = decode(shapes.ORDER, {"order": ORDER})
     assert isinstance(order, Order)
     assert order.amount == Decimal("10.5")
     assert order.size_matched == Decimal(21)
@@ -260,14 +262,14 @@ def test_order_every_field() -> None:
     assert order.tx_hashes == ["0x1"]
     assert order.limit_price == Decimal("0.5")
     assert not order.is_open
-    minimal = decode("order", {"order": {"id": "o2"}})
+    minimal = decode(shapes.ORDER, {"order": {"id": "o2"}})
     assert minimal.status is None
     assert minimal.tx_hashes == []
 
 
 def test_positions_and_portfolio_orders() -> None:
     page = decode(
-        "positions",
+        shapes.POSITIONS,
         {
             "positions": [
                 {
@@ -296,7 +298,7 @@ def test_positions_and_portfolio_orders() -> None:
     assert position.pnl_percent == Decimal("-3.25")
     assert page.pagination.total_pages == 1
     history = decode(
-        "portfolio_orders",
+        shapes.PORTFOLIO_ORDERS,
         {
             "orders": [
                 {
@@ -317,15 +319,15 @@ def test_positions_and_portfolio_orders() -> None:
 
 
 def test_naive_timestamps_read_as_utc() -> None:
-    order = decode("order", {"order": {"id": "o", "created_at": "2025-01-01T12:00:00"}})
+    order = decode(shapes.ORDER, {"order": {"id": "o", "created_at": "2025-01-01T12:00:00"}})
     assert order.created_at == datetime(2025, 1, 1, 12, tzinfo=UTC)
 
 
 def test_decimal_is_exact_not_float() -> None:
-    order = decode("order", {"order": {"id": "o", "amount": 0.1, "clob_price": 0.29}})
+    order = decode(shapes.ORDER, {"order": {"id": "o", "amount": 0.1, "clob_price": 0.29}})
     assert order.amount == Decimal("0.1")
     assert order.clob_price == Decimal("0.29")
-    many = decode("order", {"order": {"id": "o", "amount": 1234567.123456}})
+    many = decode(shapes.ORDER, {"order": {"id": "o", "amount": 1234567.123456}})
     assert many.amount == Decimal("1234567.123456")
 
 
@@ -346,6 +348,29 @@ def test_tolerant_convert_fixes_epoch_and_drops_unreadable_optionals() -> None:
     assert order.status == "live"
     with pytest.raises(msgspec.ValidationError):
         tolerant_convert({"status": "live"}, Order)  # the id is required
+
+
+def test_tolerant_convert_drops_only_optional_fields_never_list_items() -> None:
+    # an unreadable optional field deep inside a list item is dropped ...
+    page = tolerant_convert({"orders": [{"id": "a", "amount": "x"}], "total_count": "?"}, OrderPage)
+    assert [(o.id, o.amount) for o in page.orders] == [("a", None)]
+    assert page.total_count is None
+    # ... an unreadable optional nested model too ...
+    event = tolerant_convert({"id": "e", "home_team": "junk"}, Event)
+    assert (event.id, event.home_team) == ("e", None)
+    # ... but a list item that cannot be read fails the answer: it is never lost silently
+    for items in (["junk"], [{"amount": "1"}]):
+        with pytest.raises(msgspec.ValidationError):
+            tolerant_convert({"orders": items}, OrderPage)
+
+
+def test_statuses_sides_and_types_are_the_api_names() -> None:
+    order = decode(shapes.ORDER, {"order": {"id": "o", "status": "live", "side": "SELL"}})
+    assert (order.status, order.side) == ("live", "SELL")
+    # a name outside the API text is unreadable as its Literal: the optional field
+    # reads as None (the rest of the order is kept), never as an unchecked string
+    odd = tolerant_convert({"id": "o", "status": "rejected", "order_type": "IOC"}, Order)
+    assert (odd.id, odd.status, odd.order_type) == ("o", None, None)
 
 
 def test_wallet_keeps_its_defaults() -> None:

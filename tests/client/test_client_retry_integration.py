@@ -232,10 +232,10 @@ def test_rate_limit_is_typed_and_never_blindly_retried(
         rate_sandbox, me, flavour, max_retries=5, max_retry_after=1,
         transport=failing(flavour, gets),
     )  # fmt: skip
-    started = time.perf_counter()
     with pytest.raises(errors.RateLimited):
         impatient.list_orders()
-    assert time.perf_counter() - started < 1
+    # one request: the core sleeps only before a retry, so none was slept on either
+    # (counted, not timed: a busy machine cannot fail it)
     assert len(gets.seen) == 1
 
     # POST /orders is never retried, whatever the client would accept to wait
@@ -244,10 +244,8 @@ def test_rate_limit_is_typed_and_never_blindly_retried(
         rate_sandbox, me, flavour, max_retries=5, max_retry_after=120,
         transport=failing(flavour, posts),
     )  # fmt: skip
-    started = time.perf_counter()
     with pytest.raises(errors.RateLimited):
         patient.place_order(market.id, outcome="a", amount="2")
-    assert time.perf_counter() - started < 1
     assert len(posts.seen) == 1
 
 

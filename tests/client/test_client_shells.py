@@ -130,11 +130,10 @@ class SlowFake(FakeApi):
 def test_sync_prepare_warms_caches_concurrently() -> None:
     fake = SlowFake()
     with Client("http://api.test", KEY, SECRET, transport=httpx.MockTransport(fake)) as client:
-        started = time.perf_counter()
         client.prepare([MARKET_ID])
-        elapsed = time.perf_counter() - started
+        # wallet || market, then both fee rates together: requests overlapped (counted,
+        # not timed, so a busy machine cannot fail it)
         assert fake.peak >= 2
-        assert elapsed < 0.35  # wallet || market, then both fee rates together: ~0.2 s
         assert client._core.hasher is not None
         assert set(client._core.fee_rates) == {TOKEN_A, TOKEN_B}
         before = len(fake.requests)
@@ -160,10 +159,8 @@ class AsyncSlowTransport(httpx.AsyncBaseTransport):
 async def test_async_prepare_warms_caches_concurrently(fake: FakeApi) -> None:
     transport = AsyncSlowTransport(fake)
     async with AsyncClient("http://api.test", KEY, SECRET, transport=transport) as client:
-        started = time.perf_counter()
         await client.prepare([MARKET_ID])
-        assert time.perf_counter() - started < 0.35
-        assert transport.peak >= 2
+        assert transport.peak >= 2  # requests overlapped
         before = len(fake.requests)
         result = await client.place_raw_order(MARKET_ID, "b", "SELL", "0.5", 2)
         assert len(fake.requests) == before + 1
@@ -270,10 +267,9 @@ def test_wait_for_order_polls_without_a_stream(fake: FakeApi, mock_client: Clien
 
 def test_wait_for_order_times_out(fake: FakeApi, mock_client: Client) -> None:
     fake.on("GET", "/api/ext/v1/orders/o", *_order_sequence("live"))
-    started = time.perf_counter()
     with pytest.raises(errors.TimeoutError, match="did not reach matched"):
         mock_client.wait_for_order("o", ["matched"], timeout=0.2, poll_interval=0.05)
-    assert 0.15 < time.perf_counter() - started < 1.0
+    assert fake.count("GET", "/api/ext/v1/orders/o") >= 2  # polled until the deadline
 
 
 async def test_async_wait_for_order_polls(fake: FakeApi, mock_aclient: AsyncClient) -> None:

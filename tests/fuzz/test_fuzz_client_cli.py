@@ -25,7 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clobkit.cli import main
-from clobkit.client._base import ClientConfig, ClientCore, Gather, Send, Sleep
+from clobkit.client._config import ClientConfig
+from clobkit.client._core import ClientCore
+from clobkit.client._ops import Gather, Send, Sleep
 from clobkit.errors import ClobkitError
 
 EXAMPLES = int(os.environ.get("CLOBKIT_FUZZ_EXAMPLES", "100"))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -30,20 +31,19 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
-from ._base import (
-    ClientConfig,
-    ClientCore,
-    Gather,
-    Operation,
-    Pager,
-    Send,
-    Sleep,
-    attempt_timeout_error,
-    body_error,
-    declared_size,
-    with_body,
-)
+from ._config import ClientConfig
+from ._core import ClientCore, OrderFeed
+from ._errors import attempt_timeout_error, body_error, declared_size, with_body
+from ._ops import Gather, Operation, Receive, Send, Sleep
+from ._paging import Pager
 from ._stream import Stream, StreamItem
+from ._validate import EventFilters, event_params
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:  # installed with httpx (anyio requires it below Python 3.15)
+        from typing_extensions import Unpack
 
 __all__ = ["AsyncClient"]
 
@@ -129,12 +129,20 @@ class AsyncClient:
                 elif type(effect) is Sleep:
                     await asyncio.sleep(effect.seconds)
                     result = None
-                else:
-                    assert type(effect) is Gather
+                elif type(effect) is Gather:
                     result = await self._gather(effect.operations)
+                else:
+                    assert type(effect) is Receive
+                    try:
+                        result = await asyncio.wait_for(effect.inbox.get(), effect.seconds)
+                    except asyncio.TimeoutError:
+                        result = None
                 effect = op.send(result)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        except BaseException:
+            op.close()  # the operation's cleanup (a stream listener) runs at once
+            raise
 
     async def _send(self, effect: Send) -> httpx.Response | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
@@ -178,7 +186,7 @@ class AsyncClient:
     async def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         return list(await asyncio.gather(*(self._run(op) for op in ops)))
 
-    async def _iterate(self, pager: Pager) -> AsyncIterator[Any]:
+    async def _iterate(self, pager: Pager[Any, T]) -> AsyncIterator[T]:
         while pager.params is not None:
             for item in pager.advance(await self._run(self._core.page(pager))):
                 yield item
@@ -204,71 +212,16 @@ class AsyncClient:
 
     # -- events and markets -------------------------------------------------------------
 
-    async def list_events(
-        self,
-        *,
-        league: str | None = None,
-        sport: str | None = None,
-        category: str | None = None,
-        subcategory: str | None = None,
-        live: bool | None = None,
-        ended: bool | None = None,
-        is_featured: bool | None = None,
-        is_future: bool | None = None,
-        sort_by: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        **filters: Any,
-    ) -> EventPage:
-        """``GET /events``: ``limit`` events from ``offset``; extra filters pass through."""
-        params = dict(
-            league=league,
-            sport=sport,
-            category=category,
-            subcategory=subcategory,
-            live=live,
-            ended=ended,
-            is_featured=is_featured,
-            is_future=is_future,
-            sort_by=sort_by,
-            limit=limit,
-            offset=offset,
-            **filters,
-        )
+    async def list_events(self, **filters: Unpack[EventFilters]) -> EventPage:
+        """``GET /events``: ``limit`` (default 20) events from ``offset`` (default 0)
+        matching the filters (``EventFilters``); other keys pass through unchecked."""
+        params = event_params(filters, limit=20)
         return await self._run(self._core.list_events(params))
 
-    def iter_events(
-        self,
-        *,
-        league: str | None = None,
-        sport: str | None = None,
-        category: str | None = None,
-        subcategory: str | None = None,
-        live: bool | None = None,
-        ended: bool | None = None,
-        is_featured: bool | None = None,
-        is_future: bool | None = None,
-        sort_by: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        **filters: Any,
-    ) -> AsyncIterator[Event]:
-        """Every event matching the filters, fetching ``limit`` per page."""
-        params = dict(
-            league=league,
-            sport=sport,
-            category=category,
-            subcategory=subcategory,
-            live=live,
-            ended=ended,
-            is_featured=is_featured,
-            is_future=is_future,
-            sort_by=sort_by,
-            limit=limit,
-            offset=offset,
-            **filters,
-        )
-        return self._iterate(self._core.events_pager(params))
+    def iter_events(self, **filters: Unpack[EventFilters]) -> AsyncIterator[Event]:
+        """Every event matching the filters (``EventFilters``), fetching ``limit``
+        (default 100) per page."""
+        return self._iterate(self._core.events_pager(event_params(filters, limit=100)))
 
     async def get_event(self, id_or_slug: str) -> Event:
         """``GET /events/:id``: an event (detail shape, with ``markets``) by UUID or slug."""
@@ -444,46 +397,15 @@ class AsyncClient:
         else polls ``GET /orders/:id`` every ``poll_interval`` seconds. Raises
         ``clobkit.errors.TimeoutError`` on timeout.
         """
-        core = self._core
-        wanted = core.wait_statuses(statuses)
-        deadline = core.deadline(timeout)
-        order = await self.get_order(order_id)
-        stream = self._order_stream(order)
-        inbox: asyncio.Queue[StreamItem] = asyncio.Queue()
-        if stream is not None:
-            stream.add_listener(inbox.put_nowait)
-            order = await self.get_order(order_id)  # closes the window before listening
-        try:
-            while order.status not in wanted:
-                remaining = deadline - core.clock()
-                if remaining <= 0:
-                    raise core.wait_timeout(order_id, wanted, order)
-                if stream is None or stream.closed:
-                    await asyncio.sleep(min(poll_interval, remaining))
-                    order = await self.get_order(order_id)
-                    continue
-                try:
-                    item = await asyncio.wait_for(
-                        inbox.get(), timeout=min(remaining, max(poll_interval, 5.0))
-                    )
-                except asyncio.TimeoutError:
-                    order = await self.get_order(order_id)  # safety net: re-read now and then
-                    continue
-                if core.stream_says(item, order_id, wanted):
-                    order = await self.get_order(order_id)
-        finally:
-            if stream is not None:
-                stream.remove_listener(inbox.put_nowait)
-        return order
+        op = self._core.wait_for_order(order_id, statuses, timeout, poll_interval, self._listen)
+        return await self._run(op)
 
-    def _order_stream(self, order: Order) -> Stream | None:
-        if order.user_id is None:
+    def _listen(self, order: Order) -> OrderFeed | None:
+        stream = self._core.order_stream(order, list(self._streams))
+        if stream is None:
             return None
-        topic = f"user:{order.user_id}:orders"
-        for stream in list(self._streams):
-            if not stream.closed and topic in stream.topics:
-                return stream
-        return None
+        inbox: asyncio.Queue[StreamItem] = asyncio.Queue()
+        return OrderFeed(stream, inbox, inbox.put_nowait)
 
     # -- account -------------------------------------------------------------------------
 

@@ -24,27 +24,21 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from .._jsondepth import json_too_deep
+from .._spec import book_topic
+from .._spec import user_orders_topic as orders_topic
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
-from ._base import ClientCore, api_error, tolerant_convert
+from ._core import ClientCore, StreamItem
+from ._decode import tolerant_convert
+from ._errors import api_error
 
 __all__ = ["Stream", "StreamItem", "SyncStream", "book_topic", "orders_topic", "parse_message"]
 
 log = logging.getLogger("clobkit.client.stream")
 
-StreamItem = StreamMessage | Reconnected
 Listener = Callable[[StreamItem], None]
-_ORDERS_TOPIC = re.compile(r"user:[^:]+:orders\Z")
-
-
-def orders_topic(user_id: str) -> str:
-    """``user:<user_id>:orders``: order updates of a user, fills included."""
-    return f"user:{user_id}:orders"
-
-
-def book_topic(token_id: str) -> str:
-    """``market:<token_id>:book``: orderbook updates of a token."""
-    return f"market:{token_id}:book"
+# any user's order topic, built from the one home of the topic names
+_ORDERS_TOPIC = re.compile(re.escape(orders_topic("@")).replace("@", "[^:]+") + r"\Z")
 
 
 def _topics(topics: Iterable[str] | str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
 import weakref
@@ -11,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpcore
 import httpx
@@ -34,20 +35,19 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
-from ._base import (
-    ClientConfig,
-    ClientCore,
-    Gather,
-    Operation,
-    Pager,
-    Send,
-    Sleep,
-    attempt_timeout_error,
-    body_error,
-    declared_size,
-    with_body,
-)
+from ._config import ClientConfig
+from ._core import ClientCore, OrderFeed
+from ._errors import attempt_timeout_error, body_error, declared_size, with_body
+from ._ops import Gather, Operation, Receive, Send, Sleep
+from ._paging import Pager
 from ._stream import StreamItem, SyncStream
+from ._validate import EventFilters, event_params
+
+if TYPE_CHECKING:
+    if sys.version_info >= (3, 11):
+        from typing import Unpack
+    else:  # installed with httpx (anyio requires it below Python 3.15)
+        from typing_extensions import Unpack
 
 __all__ = ["Client"]
 
@@ -136,12 +136,20 @@ class Client:
                 elif type(effect) is Sleep:
                     time.sleep(effect.seconds)
                     result = None
-                else:
-                    assert type(effect) is Gather
+                elif type(effect) is Gather:
                     result = self._gather(effect.operations)
+                else:
+                    assert type(effect) is Receive
+                    try:
+                        result = effect.inbox.get(timeout=effect.seconds)
+                    except queue.Empty:
+                        result = None
                 effect = op.send(result)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
+        except BaseException:
+            op.close()  # the operation's cleanup (a stream listener) runs at once
+            raise
 
     def _send(self, effect: Send) -> httpx.Response | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
@@ -188,7 +196,7 @@ class Client:
         with ThreadPoolExecutor(max_workers=min(16, len(ops))) as pool:
             return list(pool.map(self._run, ops))
 
-    def _iterate(self, pager: Pager) -> Iterator[Any]:
+    def _iterate(self, pager: Pager[Any, T]) -> Iterator[T]:
         while pager.params is not None:
             yield from pager.advance(self._run(self._core.page(pager)))
 
@@ -213,71 +221,16 @@ class Client:
 
     # -- events and markets -------------------------------------------------------------
 
-    def list_events(
-        self,
-        *,
-        league: str | None = None,
-        sport: str | None = None,
-        category: str | None = None,
-        subcategory: str | None = None,
-        live: bool | None = None,
-        ended: bool | None = None,
-        is_featured: bool | None = None,
-        is_future: bool | None = None,
-        sort_by: str | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        **filters: Any,
-    ) -> EventPage:
-        """``GET /events``: ``limit`` events from ``offset``; extra filters pass through."""
-        params = dict(
-            league=league,
-            sport=sport,
-            category=category,
-            subcategory=subcategory,
-            live=live,
-            ended=ended,
-            is_featured=is_featured,
-            is_future=is_future,
-            sort_by=sort_by,
-            limit=limit,
-            offset=offset,
-            **filters,
-        )
+    def list_events(self, **filters: Unpack[EventFilters]) -> EventPage:
+        """``GET /events``: ``limit`` (default 20) events from ``offset`` (default 0)
+        matching the filters (``EventFilters``); other keys pass through unchecked."""
+        params = event_params(filters, limit=20)
         return self._run(self._core.list_events(params))
 
-    def iter_events(
-        self,
-        *,
-        league: str | None = None,
-        sport: str | None = None,
-        category: str | None = None,
-        subcategory: str | None = None,
-        live: bool | None = None,
-        ended: bool | None = None,
-        is_featured: bool | None = None,
-        is_future: bool | None = None,
-        sort_by: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-        **filters: Any,
-    ) -> Iterator[Event]:
-        """Every event matching the filters, fetching ``limit`` per page."""
-        params = dict(
-            league=league,
-            sport=sport,
-            category=category,
-            subcategory=subcategory,
-            live=live,
-            ended=ended,
-            is_featured=is_featured,
-            is_future=is_future,
-            sort_by=sort_by,
-            limit=limit,
-            offset=offset,
-            **filters,
-        )
-        return self._iterate(self._core.events_pager(params))
+    def iter_events(self, **filters: Unpack[EventFilters]) -> Iterator[Event]:
+        """Every event matching the filters (``EventFilters``), fetching ``limit``
+        (default 100) per page."""
+        return self._iterate(self._core.events_pager(event_params(filters, limit=100)))
 
     def get_event(self, id_or_slug: str) -> Event:
         """``GET /events/:id``: an event (detail shape, with ``markets``) by UUID or slug."""
@@ -453,44 +406,15 @@ class Client:
         else polls ``GET /orders/:id`` every ``poll_interval`` seconds. Raises
         ``clobkit.errors.TimeoutError`` on timeout.
         """
-        core = self._core
-        wanted = core.wait_statuses(statuses)
-        deadline = core.deadline(timeout)
-        order = self.get_order(order_id)
-        stream = self._order_stream(order)
-        inbox: queue.Queue[StreamItem] = queue.Queue()
-        if stream is not None:
-            stream.add_listener(inbox.put)
-            order = self.get_order(order_id)  # closes the window before listening
-        try:
-            while order.status not in wanted:
-                remaining = deadline - core.clock()
-                if remaining <= 0:
-                    raise core.wait_timeout(order_id, wanted, order)
-                if stream is None or stream.closed:
-                    time.sleep(min(poll_interval, remaining))
-                    order = self.get_order(order_id)
-                    continue
-                try:
-                    item = inbox.get(timeout=min(remaining, max(poll_interval, 5.0)))
-                except queue.Empty:
-                    order = self.get_order(order_id)  # safety net: re-read now and then
-                    continue
-                if core.stream_says(item, order_id, wanted):
-                    order = self.get_order(order_id)
-        finally:
-            if stream is not None:
-                stream.remove_listener(inbox.put)
-        return order
+        op = self._core.wait_for_order(order_id, statuses, timeout, poll_interval, self._listen)
+        return self._run(op)
 
-    def _order_stream(self, order: Order) -> SyncStream | None:
-        if order.user_id is None:
+    def _listen(self, order: Order) -> OrderFeed | None:
+        stream = self._core.order_stream(order, list(self._streams))
+        if stream is None:
             return None
-        topic = f"user:{order.user_id}:orders"
-        for stream in list(self._streams):
-            if not stream.closed and topic in stream.topics:
-                return stream
-        return None
+        inbox: queue.Queue[StreamItem] = queue.Queue()
+        return OrderFeed(stream, inbox, inbox.put)
 
     # -- account -------------------------------------------------------------------------
 

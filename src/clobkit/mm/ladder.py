@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from .._core import limit_amounts, to_units
 from .._types import Side
-from ..client._base import _side_name
+from ..client._validate import _side_name
 from ..errors import QuoteRefused
 
 __all__ = ["Level", "Limits", "Quote", "diff", "read_ladder"]

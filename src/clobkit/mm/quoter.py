@@ -21,8 +21,9 @@ from types import TracebackType
 from typing import NamedTuple
 
 from .._core import from_units, to_units
+from .._spec import SIDES
 from ..client import AsyncClient, book_topic, orders_topic
-from ..client._base import PreparedRawOrder
+from ..client._core import PreparedRawOrder
 from ..client._stream import Stream
 from ..errors import (
     ApiError,
@@ -46,7 +47,7 @@ UNIT = 1_000_000
 Number = Decimal | str | int | float
 #: Failures after which a request may or may not have taken effect.
 UNKNOWN = (TransportError, ServerError, RateLimited)
-_SIDES = ("BUY", "SELL")
+
 _KEEP_DONE = 10_000  # finished orders remembered, so late stream messages still count fills
 
 # states of a tracked order
@@ -113,7 +114,7 @@ class _Tracked:
 
     def __repr__(self) -> str:
         return (
-            f"_Tracked({_SIDES[self.side]} {from_units(self.price)} x {from_units(self.shares)}"
+            f"_Tracked({SIDES[self.side]} {from_units(self.price)} x {from_units(self.shares)}"
             f" matched {from_units(self.matched)}, {self.state}, id={self.order_id})"
         )
 
@@ -383,7 +384,7 @@ class Quoter:
                 t.matched = units
                 self._position += delta if t.side == 0 else -delta
                 self.fills.append(
-                    Fill(order.id, _SIDES[t.side], from_units(t.price), from_units(delta))
+                    Fill(order.id, SIDES[t.side], from_units(t.price), from_units(delta))
                 )
             elif units < t.matched:
                 newer = False  # an older record than one already seen
@@ -446,7 +447,7 @@ class Quoter:
             market_id=self.market_id,
             outcome=self.outcome,
             status="live",
-            side=_SIDES[t.side],
+            side=SIDES[t.side],
             order_type="GTC",
             clob_order_id=t.clob_order_id,
             original_size=from_units(t.shares),

@@ -1,0 +1,139 @@
+"""Connection settings of a client (ClientConfig), read from arguments or the environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .._core import RequestSigner
+from .._spec import API_PREFIX
+from ..errors import (
+    SignatureInputError,
+    ValidationError,
+)
+
+WS_PATH = API_PREFIX + "/ws"
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """Connection settings of a client. The API secret is not kept here.
+
+    Times are seconds. ``timeout`` bounds one attempt as a whole (connect,
+    send, headers and body: a server trickling bytes cannot stretch it), and
+    ``total_timeout`` bounds a call with all its retries and waits (``None``:
+    ``(max_retries + 1) * timeout + max_retry_after``); a retry that cannot
+    start before it runs out is not made and the last error is raised.
+    ``max_retries`` counts retries after the first try; backoff before retry
+    *n* (from 0) is ``min(backoff_cap, backoff * 2**n)`` scaled by a random
+    factor in [0.5, 1]. A ``Retry-After`` longer than ``max_retry_after`` is not
+    waited for: the ``RateLimited`` error is raised. A response body over
+    ``max_response_bytes`` (default 16 MiB) is refused with ``ServerError``.
+    """
+
+    base_url: str
+    api_key: str
+    clob_url: str
+    ws_url: str
+    timeout: float = 10.0
+    max_retries: int = 3
+    backoff: float = 0.2
+    backoff_cap: float = 5.0
+    max_retry_after: float = 30.0
+    fee_rate_ttl: float = 300.0
+    sign_query: bool = True
+    total_timeout: float | None = None
+    max_response_bytes: int = 16 * 1024 * 1024
+
+    @property
+    def call_budget(self) -> float:
+        """Seconds one call may take with its retries (``total_timeout`` or its default)."""
+        if self.total_timeout is not None:
+            return self.total_timeout
+        return (self.max_retries + 1) * self.timeout + self.max_retry_after
+
+    @classmethod
+    def resolve(
+        cls,
+        base_url: str | None,
+        api_key: str | None,
+        api_secret: str | None,
+        *,
+        clob_url: str | None = None,
+        ws_url: str | None = None,
+        **settings: Any,
+    ) -> tuple[ClientConfig, RequestSigner]:
+        """Settings from the arguments, else from the environment.
+
+        ``CLOBKIT_BASE_URL``, ``CLOBKIT_API_KEY``, ``CLOBKIT_API_SECRET``,
+        ``CLOBKIT_CLOB_URL`` (falls back to the base URL).
+        """
+        base = base_url or _env("CLOBKIT_BASE_URL")
+        if not base:
+            raise ValidationError("base_url", None, "is required (argument or CLOBKIT_BASE_URL)")
+        base = _check_url(base.rstrip("/"), "base_url", ("http", "https"))
+        key = api_key or _env("CLOBKIT_API_KEY")
+        if not key:
+            raise SignatureInputError("api_key", None, "is required (argument or CLOBKIT_API_KEY)")
+        secret = api_secret or _env("CLOBKIT_API_SECRET")
+        if not secret:
+            raise SignatureInputError(
+                "api_secret", "<hidden>", "is required (argument or CLOBKIT_API_SECRET)"
+            )
+        clob = clob_url or _env("CLOBKIT_CLOB_URL") or base
+        clob = _check_url(clob.rstrip("/"), "clob_url", ("http", "https"))
+        if ws_url is None:
+            parsed = httpx.URL(base)
+            scheme = "wss" if parsed.scheme == "https" else "ws"
+            ws_url = str(parsed.copy_with(scheme=scheme, path=WS_PATH, query=None))
+        ws = _check_url(ws_url, "ws_url", ("ws", "wss"))
+        sign_query = settings.pop("sign_query", True)
+        signer = RequestSigner(key, secret, sign_query=sign_query)
+        config = cls(
+            base_url=base,
+            api_key=key,
+            clob_url=clob,
+            ws_url=ws,
+            sign_query=sign_query,
+            **settings,
+        )
+        config._validate()
+        return config, signer
+
+    def _validate(self) -> None:
+        for name in ("timeout", "backoff", "backoff_cap", "max_retry_after", "fee_rate_ttl"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise ValidationError(name, value, "must be a non-negative number of seconds")
+        total = self.total_timeout
+        if total is not None and (
+            isinstance(total, bool) or not isinstance(total, (int, float)) or not total > 0
+        ):
+            raise ValidationError("total_timeout", total, "must be None or a positive number")
+        limit = self.max_response_bytes
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("max_response_bytes", limit, "must be a positive int")
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or self.max_retries < 0
+        ):
+            raise ValidationError("max_retries", self.max_retries, "must be a non-negative int")
+
+
+def _check_url(url: str, field: str, schemes: tuple[str, ...]) -> str:
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        raise ValidationError(field, url, "is not a valid URL") from None
+    if parsed.scheme not in schemes or not parsed.host:
+        raise ValidationError(field, url, f"must be an absolute {'/'.join(schemes)} URL")
+    return url

@@ -1,0 +1,526 @@
+"""The client's operations (ClientCore): endpoints, pagers, the raw-order flow and
+waiting on orders, written once for the sync and async shells.
+"""
+
+from __future__ import annotations
+
+import logging
+import reprlib
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, Protocol, TypeVar
+
+import msgspec
+
+from .._core import OrderHasher, limit_amounts, market_amounts
+from .._spec import API_PREFIX, user_orders_topic
+from ..errors import (
+    AmountError,
+    OrderFieldError,
+    ServerError,
+    ValidationError,
+)
+from ..errors import TimeoutError as ClobkitTimeoutError
+from ..models import (
+    FINAL_STATUSES,
+    Order,
+    PlacedOrder,
+    RawOrderResult,
+    Reconnected,
+    StreamMessage,
+)
+from . import _decode as shapes
+from ._endpoints import EndpointCore, MarketInfo
+from ._ops import NEVER, SAFE, Call, Gather, Operation, Receive, Sleep
+from ._validate import (
+    RawOrderFields,
+    _outcome,
+    _segment,
+    _side_name,
+    order_body,
+    raw_order_fields,
+)
+
+log = logging.getLogger("clobkit.client")
+T = TypeVar("T")
+P = TypeVar("P")
+_encoder = msgspec.json.Encoder(decimal_format="number")
+
+
+# ---------------------------------------------------------------------------
+# Stream feeds of waiting operations
+
+
+StreamItem = StreamMessage | Reconnected
+
+
+class _Listenable(Protocol):
+    """What a waiting operation needs of a stream (``Stream`` and ``SyncStream``)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def topics(self) -> list[str]: ...
+
+    def add_listener(self, listener: Callable[[StreamItem], None]) -> None: ...
+
+    def remove_listener(self, listener: Callable[[StreamItem], None]) -> None: ...
+
+
+S = TypeVar("S", bound=_Listenable)
+
+
+class OrderFeed:
+    """A listener on an open stream whose items land in ``inbox`` through ``put``
+    (the shell's queue); ``close()`` removes the listener."""
+
+    def __init__(self, stream: _Listenable, inbox: Any, put: Callable[[StreamItem], None]) -> None:
+        self.stream = stream
+        self.inbox = inbox
+        self._put = put
+        stream.add_listener(put)
+
+    @property
+    def closed(self) -> bool:
+        return self.stream.closed
+
+    def close(self) -> None:
+        self.stream.remove_listener(self._put)
+
+
+# ---------------------------------------------------------------------------
+# The core
+
+
+class PreparedRawOrder(NamedTuple):
+    """A raw order built and hashed but not sent: ``result.order_id`` is empty."""
+
+    result: RawOrderResult
+    body: bytes
+
+
+class ClientCore(EndpointCore):
+    """State and operations shared by ``Client`` and ``AsyncClient``.
+
+    Holds the signer (the only holder of the secret) and the caches (see
+    ``EndpointCore``) and builds every operation: reads, placing, waiting.
+    """
+
+    # -- place order ------------------------------------------------------------
+
+    def place_order(
+        self,
+        market_id: str,
+        *,
+        side: object = "BUY",
+        outcome: str | None = None,
+        amount: object = None,
+        shares: object = None,
+        order_type: object = "FOK",
+        limit_price: object = None,
+        token_option: str | None = None,
+        expiration: object = None,
+        take_profit_price: object = None,
+        stop_loss_price: object = None,
+    ) -> Operation[PlacedOrder]:
+        """``POST /orders``, validated first; never retried automatically."""
+        body = order_body(
+            market_id,
+            now=self.wall_clock(),
+            side=side,
+            outcome=outcome,
+            amount=amount,
+            shares=shares,
+            order_type=order_type,
+            limit_price=limit_price,
+            token_option=token_option,
+            expiration=expiration,
+            take_profit_price=take_profit_price,
+            stop_loss_price=stop_loss_price,
+        )
+        return self.run(Call("POST", API_PREFIX + "/orders", None, body, shapes.PLACED, NEVER))
+
+    def order_body(self, market_id: str, **fields: Any) -> bytes:
+        """The compact JSON body of ``POST /orders`` (see ``_validate.order_body``)."""
+        return order_body(market_id, now=self.wall_clock(), **fields)
+
+    # -- the raw-order flow -------------------------------------------------------
+
+    def market_info(self, market_id: str) -> Operation[MarketInfo]:
+        """Tokens and ``neg_risk`` of a market (cached for the client's life)."""
+        info = self.markets.get(market_id)
+        if info is None:
+            market = yield from self.get_market(market_id)
+            info = self.markets.get(market.id) or self.markets.get(market_id)
+            if info is None:
+                raise ServerError(
+                    f"market {market.id}: the detail carries no token ids", status=200
+                )
+        return info
+
+    def fee_rate(self, token_id: str, refresh: bool = False) -> Operation[int]:
+        """``fee_rate_bps`` of a token from the exchange's fee-rate query (cached, TTL)."""
+        _segment(token_id, "token_id", OrderFieldError)
+        cached = self.fee_rates.get(token_id)
+        now = self.clock()
+        if cached is not None and cached[1] > now and not refresh:
+            return cached[0]
+        call = Call(
+            "GET",
+            "/fee-rate",
+            {"token_id": token_id},
+            b"",
+            None,
+            SAFE,
+            signed=False,
+            url=self.config.clob_url + "/fee-rate",
+        )
+        raw = yield from self.run(call)
+        if isinstance(raw, dict) and "base_fee" not in raw and isinstance(raw.get("data"), dict):
+            raw = raw["data"]
+        fee = raw.get("base_fee") if isinstance(raw, dict) else None
+        if isinstance(fee, float) and fee.is_integer():
+            fee = int(fee)
+        if isinstance(fee, bool) or not isinstance(fee, int) or fee < 0:
+            shown = reprlib.repr(raw)  # bounded, whatever the answer holds
+            raise ServerError(f"fee-rate answer without an integer base_fee: {shown}", status=200)
+        self.fee_rates[token_id] = (fee, self.clock() + self.config.fee_rate_ttl)
+        return fee
+
+    def ensure_hasher(self) -> Operation[OrderHasher]:
+        if self.hasher is None:
+            yield from self.get_wallet()
+        assert self.hasher is not None
+        return self.hasher
+
+    def prepare(self, market_ids: Iterable[str]) -> Operation[None]:
+        """Warm the wallet, market and fee-rate caches concurrently."""
+        ids = list(dict.fromkeys(market_ids))
+        for market_id in ids:
+            _segment(market_id, "market_id", OrderFieldError)
+        yield Gather([self.ensure_hasher(), *(self._prepare_market(m) for m in ids)])
+        return None
+
+    def _prepare_market(self, market_id: str) -> Operation[None]:
+        info = yield from self.market_info(market_id)
+        yield Gather([self.fee_rate(info.token_id_a), self.fee_rate(info.token_id_b)])
+        return None
+
+    def place_raw_order(
+        self,
+        market_id: str,
+        outcome: str,
+        side: object,
+        price: object,
+        size: object = None,
+        order_type: object = "GTC",
+        expiration: object = None,
+        client_order_id: str | None = None,
+        *,
+        amount: object = None,
+        salt: object = None,
+        nonce: object = 0,
+        tick_size: object = "0.01",
+        round_price: bool = False,
+    ) -> Operation[RawOrderResult]:
+        """Amounts from price and size (shares) or amount (USDC BUY / shares SELL)."""
+        prepare = self.prepare_raw_order(
+            market_id,
+            outcome,
+            side,
+            price,
+            size,
+            order_type,
+            expiration,
+            client_order_id,
+            amount=amount,
+            salt=salt,
+            nonce=nonce,
+            tick_size=tick_size,
+            round_price=round_price,
+        )
+        return self._prepared_and_sent(prepare)
+
+    def place_raw_order_amounts(
+        self,
+        market_id: str,
+        outcome: str,
+        side: object,
+        maker_amount: object,
+        taker_amount: object,
+        *,
+        order_type: object = "GTC",
+        expiration: object = None,
+        client_order_id: str | None = None,
+        salt: object = None,
+        nonce: object = 0,
+        fee_rate_bps: int | None = None,
+    ) -> Operation[RawOrderResult]:
+        """``POST /orders/raw`` with explicit 6-decimal units; retried under ``client_order_id``."""
+        prepare = self.prepare_raw_order_amounts(
+            market_id,
+            outcome,
+            side,
+            maker_amount,
+            taker_amount,
+            order_type=order_type,
+            expiration=expiration,
+            client_order_id=client_order_id,
+            salt=salt,
+            nonce=nonce,
+            fee_rate_bps=fee_rate_bps,
+        )
+        return self._prepared_and_sent(prepare)
+
+    def _prepared_and_sent(self, prepare: Operation[PreparedRawOrder]) -> Operation[RawOrderResult]:
+        prepared = yield from prepare
+        return (yield from self.send_raw_order(prepared))
+
+    def prepare_raw_order(
+        self,
+        market_id: str,
+        outcome: str,
+        side: object,
+        price: object,
+        size: object = None,
+        order_type: object = "GTC",
+        expiration: object = None,
+        client_order_id: str | None = None,
+        *,
+        amount: object = None,
+        salt: object = None,
+        nonce: object = 0,
+        tick_size: object = "0.01",
+        round_price: bool = False,
+    ) -> Operation[PreparedRawOrder]:
+        """Everything of ``place_raw_order`` but the POST: amounts, salt, ``clob_order_id``,
+        body. Validation errors raise at once; lookups run when the operation runs."""
+        _segment(market_id, "market_id", OrderFieldError)
+        outcome = _outcome(outcome)
+        side_name = _side_name(side)
+        if (size is None) == (amount is None):
+            raise AmountError("size", size, "give exactly one of size (shares) or amount")
+        if size is not None:
+            amounts = limit_amounts(side_name, price, size, tick_size, round_price=round_price)
+        else:
+            amounts = market_amounts(side_name, price, amount, tick_size, round_price=round_price)
+        return self.prepare_raw_order_amounts(
+            market_id,
+            outcome,
+            side_name,
+            amounts.maker_amount,
+            amounts.taker_amount,
+            order_type=order_type,
+            expiration=expiration,
+            client_order_id=client_order_id,
+            salt=salt,
+            nonce=nonce,
+        )
+
+    def prepare_raw_order_amounts(
+        self,
+        market_id: str,
+        outcome: str,
+        side: object,
+        maker_amount: object,
+        taker_amount: object,
+        *,
+        order_type: object = "GTC",
+        expiration: object = None,
+        client_order_id: str | None = None,
+        salt: object = None,
+        nonce: object = 0,
+        fee_rate_bps: int | None = None,
+    ) -> Operation[PreparedRawOrder]:
+        """A raw order ready to send: its ``RawOrderResult`` (``order_id`` empty) and body.
+        Validation errors raise at once; lookups run when the operation runs."""
+        fields = raw_order_fields(
+            market_id,
+            outcome,
+            side,
+            maker_amount,
+            taker_amount,
+            order_type=order_type,
+            expiration=expiration,
+            client_order_id=client_order_id,
+            salt=salt,
+            nonce=nonce,
+            fee_rate_bps=fee_rate_bps,
+            now=self.wall_clock(),
+        )
+        return self._prepare_raw(fields)
+
+    def _prepare_raw(self, fields: RawOrderFields) -> Operation[PreparedRawOrder]:
+        """Look up the token, wallet and fee rate of checked ``fields``; hash and encode."""
+        market_id, outcome, side_int = fields.market_id, fields.outcome, fields.side
+        maker, taker, kind = fields.maker_amount, fields.taker_amount, fields.order_type
+        seconds, coid = fields.expiration, fields.client_order_id
+        salt_value, nonce_value, fee_rate_bps = fields.salt, fields.nonce, fields.fee_rate_bps
+        # lookups: each returns at once when its cache is warm
+        info = self.markets.get(market_id)
+        if info is None:
+            info = yield from self.market_info(market_id)
+        hasher = self.hasher
+        if hasher is None:
+            hasher = yield from self.ensure_hasher()
+        token_id = info.token(outcome)
+        if fee_rate_bps is None:
+            cached = self.fee_rates.get(token_id)
+            if cached is not None and cached[1] > self.clock():
+                fee_rate_bps = cached[0]
+            else:
+                fee_rate_bps = yield from self.fee_rate(token_id)
+        # The API text's raw order is the V1 flow: its id is precomputed here.
+        # A V2/V3 wallet's id covers the service's own timestamp, which the
+        # request cannot carry: it is read back from the service, never guessed.
+        precomputed = hasher.version == 1
+        clob_order_id = (
+            hasher.order_id(
+                token_id=token_id,
+                maker_amount=maker,
+                taker_amount=taker,
+                side=side_int,
+                salt=salt_value,
+                fee_rate_bps=fee_rate_bps,
+                nonce=nonce_value,
+                expiration=seconds,
+                neg_risk=info.neg_risk,
+            )
+            if precomputed
+            else ""
+        )
+        body = _encoder.encode(
+            {
+                "market_id": market_id,
+                "outcome": outcome,
+                "token_id": token_id,
+                "maker_amount": str(maker),
+                "taker_amount": str(taker),
+                "side": side_int,
+                "fee_rate_bps": fee_rate_bps,
+                "order_type": kind,
+                "salt": str(salt_value),
+                "nonce": str(nonce_value),
+                "expiration": str(seconds),
+                "client_order_id": coid,
+            }
+        )
+        result = RawOrderResult(
+            order_id="",
+            clob_order_id=clob_order_id,
+            clob_order_id_precomputed=precomputed,
+            client_order_id=coid,
+            token_id=token_id,
+            side=side_int,
+            maker_amount=maker,
+            taker_amount=taker,
+            salt=salt_value,
+            fee_rate_bps=fee_rate_bps,
+            nonce=nonce_value,
+            expiration=seconds,
+            order_type=kind,
+            neg_risk=info.neg_risk,
+        )
+        return PreparedRawOrder(result, body)
+
+    def send_raw_order(self, prepared: PreparedRawOrder) -> Operation[RawOrderResult]:
+        """``POST /orders/raw`` of a prepared order; retried safely under its
+        ``client_order_id`` (the very same body each time)."""
+        placed = yield from self.run(
+            Call("POST", API_PREFIX + "/orders/raw", None, prepared.body, shapes.PLACED, SAFE)
+        )
+        clob_order_id = prepared.result.clob_order_id
+        if not prepared.result.clob_order_id_precomputed:
+            # placed: a failure here leaves the order findable by client_order_id
+            stored = yield from self.get_order(placed.order_id)
+            clob_order_id = stored.clob_order_id or ""
+        return msgspec.structs.replace(
+            prepared.result,
+            order_id=placed.order_id,
+            clob_order_id=clob_order_id,
+            notification_id=placed.notification_id,
+        )
+
+    # -- waiting on orders ------------------------------------------------------------
+
+    def wait_for_order(
+        self,
+        order_id: str,
+        statuses: Iterable[str] | str | None,
+        timeout: float,
+        poll_interval: float,
+        listen: Callable[[Order], OrderFeed | None],
+    ) -> Operation[Order]:
+        """The order once it reaches one of ``statuses``, within ``timeout`` seconds.
+
+        ``listen(order)`` gives a feed of the owner's open order stream, or
+        ``None``: then ``GET /orders/:id`` is polled every ``poll_interval``
+        seconds. With a feed, the order is read again when a stream item
+        concerns it (or the stream reconnected) and, as a safety net, when
+        nothing came for ``max(poll_interval, 5)`` seconds.
+        """
+        wanted = self.wait_statuses(statuses)
+        deadline = self.deadline(timeout)
+        order = yield from self.get_order(order_id)
+        feed = listen(order)
+        try:
+            if feed is not None:
+                order = yield from self.get_order(order_id)  # closes the window before listening
+            while order.status not in wanted:
+                remaining = deadline - self.clock()
+                if remaining <= 0:
+                    raise self.wait_timeout(order_id, wanted, order)
+                if feed is None or feed.closed:
+                    yield Sleep(min(poll_interval, remaining))
+                    order = yield from self.get_order(order_id)
+                    continue
+                item = yield Receive(feed.inbox, min(remaining, max(poll_interval, 5.0)))
+                if item is None or self.stream_says(item, order_id, wanted):
+                    order = yield from self.get_order(order_id)
+        finally:
+            if feed is not None:
+                feed.close()
+        return order
+
+    @staticmethod
+    def order_stream(order: Order, streams: Iterable[S]) -> S | None:
+        """The first open stream of ``streams`` on the order owner's topic, if any."""
+        if order.user_id is None:
+            return None
+        topic = user_orders_topic(order.user_id)
+        for stream in streams:
+            if not stream.closed and topic in stream.topics:
+                return stream
+        return None
+
+    def wait_statuses(self, statuses: Iterable[str] | str | None) -> frozenset[str]:
+        """The statuses ``wait_for_order`` stops at (default: the final ones)."""
+        if statuses is None:
+            return frozenset(FINAL_STATUSES)
+        chosen = frozenset([statuses] if isinstance(statuses, str) else statuses)
+        if not chosen:
+            raise OrderFieldError("statuses", statuses, "must name at least one order status")
+        return chosen
+
+    def deadline(self, timeout: float) -> float:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise ValidationError("timeout", timeout, "must be a non-negative number of seconds")
+        return self.clock() + timeout
+
+    def wait_timeout(
+        self, order_id: str, statuses: frozenset[str], last: Order
+    ) -> ClobkitTimeoutError:
+        wanted = ", ".join(sorted(statuses))
+        return ClobkitTimeoutError(
+            f"order {order_id} did not reach {wanted} in time (last status {last.status})"
+        )
+
+    @staticmethod
+    def stream_says(item: StreamItem, order_id: str, statuses: frozenset[str]) -> bool:
+        """True when a stream item means the order must be read again."""
+        if isinstance(item, Reconnected):
+            return True
+        if item.order_id != order_id:
+            return False
+        status = item.order.status if item.order is not None else None
+        return status is None or status in statuses

@@ -1,0 +1,171 @@
+"""Mapping a failed answer or transport failure to the clobkit.errors tree."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+import msgspec
+
+from ..errors import (
+    ApiError,
+    AuthenticationError,
+    ClobkitError,
+    InsufficientBalance,
+    InvalidRequest,
+    NotFound,
+    OrderBookNotFound,
+    PermissionDenied,
+    RateLimited,
+    RiskControlError,
+    ServerError,
+    TransportError,
+)
+from ..errors import TimeoutError as ClobkitTimeoutError
+from ._decode import _Envelope
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds of a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = (when - datetime.now(timezone.utc)).total_seconds()
+    if math.isnan(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def api_error(
+    status: int,
+    message: str,
+    code: str | None = None,
+    *,
+    retry_after: float | None = None,
+    detail: str | None = None,
+) -> ApiError:
+    """The ``clobkit.errors`` class for a failed response (section 7)."""
+    lower = message.lower()
+    if code == "ORDER_FAILED_PLACE_BET":
+        return RiskControlError(message, status=status, code=code, detail=detail)
+    if status == 429:
+        return RateLimited(
+            message, status=status, code=code, retry_after=retry_after, detail=detail
+        )
+    cls: type[ApiError] = ApiError
+    if "order book not found" in lower:
+        cls = OrderBookNotFound
+    elif status == 401:
+        cls = AuthenticationError
+    elif status == 403:
+        cls = PermissionDenied
+    elif status == 404 or code == "ORDER_NOT_FOUND":
+        cls = NotFound
+    elif "insufficient balance" in lower:
+        cls = InsufficientBalance
+    elif 400 <= status < 500 or (code or "").startswith("ORDER_INVALID"):
+        cls = InvalidRequest
+    elif status >= 500:
+        cls = ServerError
+    elif lower.endswith("not found"):
+        cls = NotFound
+    return cls(message, status=status, code=code, detail=detail)
+
+
+_DETAIL_MAX = 500  # characters of a server's detail kept on the error
+
+
+def _detail(value: Any) -> str | None:
+    """The envelope's ``detail`` as short text (a server may send any JSON there)."""
+    if value is None or value == "":
+        return None
+    text: str
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, ValueError, RecursionError, msgspec.EncodeError):
+            return None
+    return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
+
+
+def _error_from_response(response: httpx.Response, env: Any) -> ApiError:
+    status = response.status_code
+    message: str | None = None
+    code: str | None = None
+    detail: str | None = None
+    if isinstance(env, _Envelope):
+        message, code, detail = env.error or env.message, env.code, _detail(env.detail)
+    elif isinstance(env, dict):
+        err, code = env.get("error") or env.get("message"), env.get("code")
+        message = err if isinstance(err, str) else (None if err is None else str(err)[:200])
+        code = code if isinstance(code, str) else None
+        detail = _detail(env.get("detail"))
+    if not message:
+        text = response.text.strip()
+        message = text[:200] if text else (response.reason_phrase or f"HTTP {status}")
+    retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+    return api_error(status, message, code, retry_after=retry_after, detail=detail)
+
+
+def transport_error(exc: BaseException, request: httpx.Request) -> TransportError:
+    """``TimeoutError`` or ``TransportError`` for an ``httpx`` failure (no headers in the text)."""
+    where = f"{request.method} {request.url.copy_with(query=None)}"
+    if isinstance(exc, httpx.TimeoutException):
+        return ClobkitTimeoutError(f"{where}: timed out ({type(exc).__name__})")
+    return TransportError(f"{where}: {type(exc).__name__}: {exc}")
+
+
+def body_error(
+    response: httpx.Response, size: int, limit: int | None, late: bool
+) -> ClobkitError | None:
+    """The error of a body ``size`` bytes long so far (``late``: past the deadline)."""
+    request = response.request
+    if limit is not None and size > limit:
+        return ServerError(
+            f"response body of {request.method} {request.url.copy_with(query=None)} is larger "
+            f"than {limit} bytes (max_response_bytes)",
+            status=response.status_code,
+        )
+    if late:
+        return ClobkitTimeoutError(
+            f"{request.method} {request.url.copy_with(query=None)}: timed out reading the response"
+        )
+    return None
+
+
+def declared_size(response: httpx.Response) -> int:
+    """The ``Content-Length`` of a response, or 0 when absent or unreadable."""
+    try:
+        return max(0, int(response.headers.get("Content-Length", "0")))
+    except ValueError:
+        return 0
+
+
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def with_body(response: httpx.Response, body: bytes) -> httpx.Response:
+    """A complete ``httpx.Response``: the status and headers of ``response``, and ``body``."""
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+    return httpx.Response(
+        response.status_code, headers=headers, content=body, request=response.request
+    )
+
+
+def attempt_timeout_error(request: httpx.Request, seconds: float) -> ClobkitTimeoutError:
+    """The error of an attempt that used up its ``seconds``."""
+    where = f"{request.method} {request.url.copy_with(query=None)}"
+    return ClobkitTimeoutError(f"{where}: no complete answer within {seconds:g} s")

@@ -1,0 +1,301 @@
+"""Sans-I/O operations: the effects (Send, Sleep, Gather), one HTTP Call, and the
+runner that builds, sends, retries and parses calls.
+
+Nothing here touches the network or sleeps. Every client call is an
+*operation*: a generator that yields effects and receives their results.
+
+* ``Send(request, timeout, limit)`` -> the ``httpx.Response`` (its whole body read
+  within ``timeout`` seconds and at most ``limit`` bytes), or the exception raised;
+* ``Sleep(seconds)`` -> ``None``;
+* ``Gather(operations)`` -> the list of their results, run concurrently;
+* ``Receive(inbox, seconds)`` -> the next stream item of ``inbox``, or ``None``.
+
+``Client`` and ``AsyncClient`` only drive operations (``_sync.py`` /
+``_async.py``), so request building, signing, retries, caching, validation and
+response parsing are written once and the two clients cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+import httpx
+import msgspec
+
+from .._core import RequestSigner
+from .._jsondepth import json_too_deep
+from .._types import OrderType, Side
+from ..errors import (
+    ApiError,
+    ClobkitError,
+    RateLimited,
+    RiskControlError,
+    ServerError,
+    TransportError,
+)
+from ._config import ClientConfig
+from ._decode import Shape
+from ._errors import _error_from_response, transport_error
+
+log = logging.getLogger("clobkit.client")
+T = TypeVar("T")
+_USER_AGENT = "clobkit-python"
+_JSON = "application/json"
+
+
+class Send(NamedTuple):
+    """Send ``request``; resume with the ``httpx.Response`` or the exception raised.
+
+    The shell gives the whole exchange (connect, send, headers, body) at most
+    ``timeout`` seconds and reads at most ``limit`` body bytes; past either it
+    resumes with a ``clobkit.errors.TimeoutError`` / ``ServerError``.
+    """
+
+    request: httpx.Request
+    timeout: float | None = None
+    limit: int | None = None
+
+
+class Sleep(NamedTuple):
+    """Pause for ``seconds``; resume with ``None``."""
+
+    seconds: float
+
+
+class Gather(NamedTuple):
+    """Run ``operations`` concurrently; resume with their results in order."""
+
+    operations: list[Operation[Any]]
+
+
+class Receive(NamedTuple):
+    """Wait at most ``seconds`` for the next item of ``inbox`` (the queue a stream
+    listener fills); resume with the item, or ``None`` when none came in time."""
+
+    inbox: Any
+    seconds: float
+
+
+Effect = Send | Sleep | Gather | Receive
+Operation = Generator[Effect, Any, T]
+
+
+NEVER = 0  # never retried (POST /orders, DELETE)
+SAFE = 1  # retried on transport errors, 429 and 5xx (GETs, POST /orders/raw with client_order_id)
+
+
+class Call(NamedTuple):
+    """One HTTP exchange: what to send, how to read the answer, whether to retry."""
+
+    method: str
+    path: str
+    params: Mapping[str, Any] | None
+    body: bytes
+    shape: Shape[Any] | None
+    retry: int
+    signed: bool = True
+    url: str | None = None  # absolute URL of an unsigned, non-envelope call (fee rate)
+    default: Any = None  # result when a successful answer has no ``data``
+
+
+def _query(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not params:
+        return None
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, (OrderType, Side)):
+            out[key] = str(value)
+        else:
+            out[key] = value
+    return out or None
+
+
+class CallRunner:
+    """Builds, signs, sends (as effects), retries and parses calls; the base of ``ClientCore``."""
+
+    def __init__(self, config: ClientConfig, signer: RequestSigner) -> None:
+        self.config = config
+        self.signer = signer
+        self._base = httpx.URL(config.base_url)
+        self._base_path = self._base.raw_path.decode("ascii").rstrip("/")
+        self._urls: dict[str, httpx.URL] = {}
+        # the clocks and jitter are hooks: tests put fake ones in their place
+        self.clock: Callable[[], float] = time.monotonic
+        self.wall_clock: Callable[[], float] = time.time
+        self.random: Callable[[], float] = random.random
+
+    def __repr__(self) -> str:
+        config = self.config
+        return f"{type(self).__name__}(base_url={config.base_url!r}, api_key={config.api_key!r})"
+
+    # -- requests -----------------------------------------------------------
+
+    def build(self, call: Call) -> httpx.Request:
+        """The signed ``httpx.Request`` of ``call``; the body is sent as the signed bytes."""
+        params = _query(call.params)
+        if call.url is not None:
+            url = httpx.URL(call.url, params=params)
+        else:
+            cached = self._urls.get(call.path)  # parsing a URL costs more than signing it
+            if cached is None:
+                raw_path = (self._base_path + call.path).encode("ascii")
+                cached = self._base.copy_with(raw_path=raw_path)
+                if len(self._urls) >= 256:
+                    self._urls.clear()
+                self._urls[call.path] = cached
+            url = cached
+            if params:
+                url = url.copy_merge_params(params)
+        headers = {"Accept": _JSON, "User-Agent": _USER_AGENT}
+        if call.body:
+            headers["Content-Type"] = _JSON
+        if call.signed:
+            headers.update(
+                self.signer.headers(call.method, url.raw_path.decode("ascii"), call.body)
+            )
+        return httpx.Request(call.method, url, headers=headers, content=call.body or None)
+
+    def parse(self, call: Call, response: httpx.Response) -> Any:
+        """The model of a response, or the ``ApiError`` it carries (raised).
+
+        A body nested too deeply to decode is a ``ServerError``, never a bare
+        ``RecursionError``.
+        """
+        try:
+            if json_too_deep(response.content):
+                raise RecursionError
+            return self._parse(call, response)
+        except RecursionError:
+            raise ServerError(
+                "response is nested too deeply to decode", status=response.status_code
+            ) from None
+
+    def _parse(self, call: Call, response: httpx.Response) -> Any:
+        status = response.status_code
+        content = response.content
+        shape = call.shape
+        if shape is None:
+            return self._parse_plain(response)
+        try:
+            env = shape.decoder.decode(content)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return self._parse_slow(call, shape, response)
+        if status >= 300 or not env.success:
+            raise _error_from_response(response, env)
+        if env.data is None:
+            return self._no_data(call, response)
+        return shape.from_data(env.data)
+
+    def _parse_slow(self, call: Call, shape: Shape[Any], response: httpx.Response) -> Any:
+        status = response.status_code
+        try:
+            raw = msgspec.json.decode(response.content)
+        except msgspec.DecodeError:
+            raw = None
+            if status < 300:
+                raise ServerError(
+                    f"response is not JSON: {response.text[:200]!r}", status=status
+                ) from None
+        if status >= 300 or (isinstance(raw, dict) and raw.get("success") is False):
+            raise _error_from_response(response, raw)
+        data = raw.get("data") if isinstance(raw, dict) and "success" in raw else raw
+        if data is None:
+            return self._no_data(call, response)
+        try:
+            return shape.from_raw(data)
+        except msgspec.ValidationError as exc:
+            raise ServerError(f"unreadable response: {exc}", status=status) from None
+
+    def _no_data(self, call: Call, response: httpx.Response) -> Any:
+        if call.default is not None:
+            return call.default
+        raise ServerError("successful response without data", status=response.status_code)
+
+    def _parse_plain(self, response: httpx.Response) -> Any:
+        """A non-envelope JSON answer (the exchange's fee-rate query)."""
+        try:
+            raw = msgspec.json.decode(response.content)
+        except msgspec.DecodeError:
+            raw = None
+        if response.status_code >= 300 or (isinstance(raw, dict) and raw.get("success") is False):
+            raise _error_from_response(response, raw)
+        return raw
+
+    def retry_delay(self, call: Call, attempt: int, error: ClobkitError) -> float | None:
+        """Seconds to wait before retry ``attempt`` (from 0), or ``None`` to give up."""
+        config = self.config
+        if call.retry == NEVER or attempt >= config.max_retries:
+            return None
+        if isinstance(error, RateLimited):
+            if error.retry_after is not None:
+                if error.retry_after > config.max_retry_after:
+                    return None
+                return error.retry_after + self.random() * config.backoff
+        elif isinstance(error, RiskControlError) or (
+            isinstance(error, ApiError) and error.status < 500
+        ):
+            return None
+        delay = min(config.backoff_cap, config.backoff * 2.0**attempt)
+        return delay * (0.5 + 0.5 * self.random())
+
+    def run(self, call: Call) -> Operation[Any]:
+        """Send ``call``, retrying as its policy allows; return the parsed result.
+
+        Each attempt gets ``timeout`` seconds (less when the call's budget,
+        ``total_timeout``, ends sooner); a retry whose wait would end past the
+        budget is not made.
+        """
+        config = self.config
+        attempt = 0
+        budget_end = self.clock() + config.call_budget
+        while True:
+            request = self.build(call)
+            started = self.clock()
+            timeout = max(0.0, min(config.timeout, budget_end - started))
+            result = yield Send(request, timeout, config.max_response_bytes)
+            try:
+                if isinstance(result, ClobkitError):
+                    raise result
+                if isinstance(result, BaseException):
+                    if not isinstance(result, (httpx.RequestError, OSError)):
+                        raise result
+                    raise transport_error(result, request) from result
+                value = self.parse(call, result)
+            except (ApiError, TransportError) as error:
+                delay = self.retry_delay(call, attempt, error)
+                log.debug(
+                    "%s %s failed (attempt %d): %s",
+                    call.method,
+                    request.url.raw_path.decode("ascii"),
+                    attempt + 1,
+                    error,
+                )
+                if delay is None or self.clock() + delay >= budget_end:
+                    raise
+                log.info(
+                    "retrying %s %s in %.3f s after %s",
+                    call.method,
+                    request.url.raw_path.decode("ascii"),
+                    delay,
+                    type(error).__name__,
+                )
+            else:
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "%s %s -> %d in %.1f ms",
+                        call.method,
+                        request.url.raw_path.decode("ascii"),
+                        result.status_code,
+                        (self.clock() - started) * 1000,
+                    )
+                return value
+            attempt += 1
+            yield Sleep(delay)

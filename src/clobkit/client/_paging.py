@@ -1,0 +1,132 @@
+"""Walking paged lists: one typed pager per list endpoint (events, orders, positions,
+portfolio orders), each knowing how its pages are numbered and when they end."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ..models import (
+    Event,
+    EventPage,
+    Order,
+    OrderPage,
+    PortfolioOrder,
+    PortfolioOrderPage,
+    Position,
+    PositionPage,
+)
+
+if TYPE_CHECKING:
+    from ._endpoints import EndpointCore
+    from ._ops import Operation
+
+__all__ = ["EventsPager", "OrdersPager", "Pager", "PortfolioOrdersPager", "PositionsPager"]
+
+P = TypeVar("P")  # the page model
+T = TypeVar("T")  # the item model
+
+
+class Pager(Generic[P, T]):
+    """Walks a paged list: ``params`` of the next page or ``None`` at the end."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params: dict[str, Any] | None = params
+
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[P]:
+        """The operation reading the page of ``params``."""
+        raise NotImplementedError
+
+    def items(self, page: P) -> list[T]:
+        """The items of ``page``."""
+        raise NotImplementedError
+
+    def next_params(self, page: P, params: dict[str, Any], count: int) -> dict[str, Any] | None:
+        """``params`` of the page after ``page`` (which held ``count`` items), or ``None``."""
+        raise NotImplementedError
+
+    def advance(self, page: P) -> list[T]:
+        """Items of ``page``; moves ``params`` to the next page (or ``None``)."""
+        params = self.params
+        assert params is not None
+        items = self.items(page)
+        self.params = self.next_params(page, params, len(items))
+        return items
+
+
+class EventsPager(Pager[EventPage, Event]):
+    """``GET /events``: ``limit`` / ``offset`` paging (limit 20 by default)."""
+
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[EventPage]:
+        return core.list_events(params)
+
+    def items(self, page: EventPage) -> list[Event]:
+        return list(page.events)
+
+    def next_params(
+        self, page: EventPage, params: dict[str, Any], count: int
+    ) -> dict[str, Any] | None:
+        limit = params.get("limit") or 20
+        offset = (params.get("offset") or 0) + count
+        done = count < limit or (page.total_count is not None and offset >= page.total_count)
+        return None if done or not count else {**params, "offset": offset}
+
+
+class _NumberedPager(Pager[P, T]):
+    """Pages numbered from 1 with a size under ``size_key`` (default ``default_size``)."""
+
+    size_key = "per_page"
+    default_size = 10
+
+    def done(self, page: P, number: int, size: int) -> bool:
+        raise NotImplementedError
+
+    def next_params(self, page: P, params: dict[str, Any], count: int) -> dict[str, Any] | None:
+        size = params.get(self.size_key) or self.default_size
+        number = params.get("page") or 1
+        if self.done(page, number, size) or count < size:
+            return None
+        return {**params, "page": number + 1}
+
+
+class OrdersPager(_NumberedPager[OrderPage, Order]):
+    """``GET /orders``: ``page`` / ``page_size`` paging, ended by ``total_count``."""
+
+    size_key = "page_size"
+    default_size = 20
+
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[OrderPage]:
+        return core.list_orders(params["status"], params["page"], params["page_size"])
+
+    def items(self, page: OrderPage) -> list[Order]:
+        return list(page.orders)
+
+    def done(self, page: OrderPage, number: int, size: int) -> bool:
+        return page.total_count is not None and number * size >= page.total_count
+
+
+class PositionsPager(_NumberedPager[PositionPage, Position]):
+    """``GET /portfolio/positions``: ``page`` / ``per_page``, ended by ``total_pages``."""
+
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[PositionPage]:
+        return core.list_positions(params["page"], params["per_page"])
+
+    def items(self, page: PositionPage) -> list[Position]:
+        return list(page.positions)
+
+    def done(self, page: PositionPage, number: int, size: int) -> bool:
+        pages = page.pagination.total_pages
+        return pages is not None and number >= pages
+
+
+class PortfolioOrdersPager(_NumberedPager[PortfolioOrderPage, PortfolioOrder]):
+    """``GET /portfolio/orders``: ``page`` / ``per_page``, ended by ``total_pages``."""
+
+    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[PortfolioOrderPage]:
+        return core.list_portfolio_orders(params["side"], params["page"], params["per_page"])
+
+    def items(self, page: PortfolioOrderPage) -> list[PortfolioOrder]:
+        return list(page.orders)
+
+    def done(self, page: PortfolioOrderPage, number: int, size: int) -> bool:
+        pages = page.pagination.total_pages
+        return pages is not None and number >= pages

@@ -1,0 +1,300 @@
+"""Validating user input into typed values before anything is built or sent."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal, NamedTuple, TypedDict
+from urllib.parse import quote
+
+import msgspec
+
+from .._core import from_units, limit_amounts, new_salt
+from .._core import to_units as _to_units
+from .._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES, OrderTypeName, SideName
+from .._types import OrderType, Side
+from ..amounts import MAX_ORDER_USDC
+from ..amounts import check_raw_amounts as _check_raw_amounts
+from ..errors import (
+    AmountError,
+    OrderFieldError,
+    ValidationError,
+)
+
+_encoder = msgspec.json.Encoder(decimal_format="number")
+
+
+def _segment(value: object, field: str, error: type[ValidationError] = ValidationError) -> str:
+    """A path parameter, percent-encoded."""
+    if not isinstance(value, str) or not value.strip():
+        raise error(field, value, "must be a non-empty string")
+    return quote(value, safe="")
+
+
+def _price(value: object, field: str, tick_size: object = "0.01") -> Decimal:
+    """A price in [tick, 1 - tick] on the tick grid, checked by the core."""
+    try:
+        limit_amounts(Side.BUY, value, 1, tick_size)
+    except AmountError as exc:
+        if exc.field == "price":
+            raise AmountError(field, value, exc.reason) from None
+        raise
+    return from_units(_to_units(value, field))
+
+
+def _usdc(value: object, field: str) -> Decimal:
+    """A positive USDC / share amount with at most 6 decimals, exactly."""
+    units = _to_units(value, field)
+    if units == 0:
+        raise AmountError(field, value, "must be positive")
+    return from_units(units)
+
+
+Outcome = Literal["a", "b"]
+
+
+def _outcome(value: object) -> Outcome:
+    if value == "a":
+        return "a"
+    if value == "b":
+        return "b"
+    raise OrderFieldError("outcome", value, "must be 'a' or 'b'")
+
+
+def _side_name(value: object) -> SideName:
+    if isinstance(value, Side):
+        return SIDES[int(value)]
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return SIDES[value]
+    for name in SIDES:
+        if value == name:
+            return name
+    raise OrderFieldError("side", value, "must be 'BUY', 'SELL', 0 or 1")
+
+
+def _order_type(value: object, allowed: tuple[OrderTypeName, ...] = ORDER_TYPES) -> OrderTypeName:
+    text = value.value if isinstance(value, OrderType) else value
+    for name in allowed:
+        if text == name:
+            return name
+    raise OrderFieldError("order_type", value, f"must be one of {', '.join(allowed)}")
+
+
+def _expiration(value: object, order_type: str, now: float) -> int:
+    """Unix seconds of a GTD expiration (required, in the future); 0 otherwise."""
+    if value is None or value == 0:
+        if order_type == "GTD":
+            raise OrderFieldError("expiration", value, "is required for a GTD order")
+        return 0
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise OrderFieldError("expiration", value, "must be a timezone-aware datetime")
+        seconds = int(value.timestamp())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        seconds = int(value)
+    else:
+        raise OrderFieldError("expiration", value, "must be Unix seconds or an aware datetime")
+    if order_type != "GTD":
+        raise OrderFieldError("expiration", value, f"applies to GTD orders only, not {order_type}")
+    if seconds <= now:
+        raise OrderFieldError("expiration", value, "must be in the future")
+    return seconds
+
+
+def _client_order_id(value: object) -> str:
+    if value is None:
+        return uuid.uuid4().hex
+    if not isinstance(value, str) or not value or not value.isascii() or not value.isprintable():
+        raise OrderFieldError("client_order_id", value, "must be a non-empty ASCII string")
+    if len(value) > CLIENT_ORDER_ID_MAX:
+        raise OrderFieldError(
+            "client_order_id", value, f"must be at most {CLIENT_ORDER_ID_MAX} characters"
+        )
+    return value
+
+
+def _uint(value: object, field: str, high: int | None = None) -> int:
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise OrderFieldError(field, value, "must be a non-negative integer")
+    if high is not None and value > high:
+        raise OrderFieldError(field, value, f"must lie in [0, {high}]")
+    return value
+
+
+def _positive_int(value: object, field: str, high: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError(field, value, "must be a positive int")
+    if high is not None and value > high:
+        raise ValidationError(field, value, f"must be at most {high}")
+    return value
+
+
+def order_body(
+    market_id: str,
+    *,
+    now: float,
+    side: object,
+    outcome: str | None,
+    amount: object,
+    shares: object,
+    order_type: object,
+    limit_price: object,
+    token_option: str | None,
+    expiration: object,
+    take_profit_price: object,
+    stop_loss_price: object,
+) -> bytes:
+    """The compact JSON body of ``POST /orders`` (validation per order type; ``now`` in Unix s)."""
+    _segment(market_id, "market_id", OrderFieldError)
+    side_name = _side_name(side)
+    kind = _order_type(order_type)
+    body: dict[str, Any] = {"market_id": market_id}
+    if outcome is not None:
+        body["outcome"] = _outcome(outcome)
+    elif side_name == "BUY" and kind == "FOK":
+        raise OrderFieldError("outcome", None, "is required for a BUY FOK order ('a' or 'b')")
+    price = None
+    if kind != "FOK":
+        if limit_price is None:
+            raise AmountError("limit_price", None, f"is required for a {kind} order")
+        price = _price(limit_price, "limit_price")
+        if token_option not in ("yes", "no"):
+            raise OrderFieldError(
+                "token_option", token_option, f"must be 'yes' or 'no' for a {kind} order"
+            )
+    elif limit_price is not None:
+        price = _price(limit_price, "limit_price")
+    if token_option is not None and token_option not in ("yes", "no"):
+        raise OrderFieldError("token_option", token_option, "must be 'yes' or 'no'")
+    if side_name == "BUY":
+        if amount is None:
+            raise AmountError("amount", None, "is required for a BUY order (USDC)")
+        usdc = _usdc(amount, "amount")
+        if usdc > MAX_ORDER_USDC:
+            raise AmountError(
+                "amount", amount, f"exceeds the single-order maximum of {MAX_ORDER_USDC} USDC"
+            )
+        body["amount"] = usdc
+    else:
+        if amount is not None:
+            body["amount"] = _usdc(amount, "amount")
+    body["side"] = side_name
+    if side_name == "SELL":
+        if shares is None:
+            raise AmountError("shares", None, "is required for a SELL order")
+        count = _usdc(shares, "shares")
+        if price is not None and count * price > MAX_ORDER_USDC:
+            raise AmountError(
+                "shares",
+                shares,
+                f"at {price} exceeds the single-order maximum of {MAX_ORDER_USDC} USDC",
+            )
+        body["shares"] = count
+    elif shares is not None:
+        body["shares"] = _usdc(shares, "shares")
+    body["order_type"] = kind
+    if price is not None:
+        body["limit_price"] = price
+    if token_option is not None:
+        body["token_option"] = token_option
+    seconds = _expiration(expiration, kind, now)
+    if seconds:
+        body["expiration"] = seconds
+    if take_profit_price is not None:
+        body["take_profit_price"] = _price(take_profit_price, "take_profit_price")
+    if stop_loss_price is not None:
+        body["stop_loss_price"] = _price(stop_loss_price, "stop_loss_price")
+    return _encoder.encode(body)
+
+
+class RawOrderFields(NamedTuple):
+    """A raw order's own fields, validated and typed: only these travel inward.
+
+    Amounts are 6-decimal units, ``side`` the exchange's ``uint8`` (0 BUY, 1
+    SELL), ``expiration`` Unix seconds (0: none); ``fee_rate_bps`` ``None``
+    means "look it up".
+    """
+
+    market_id: str
+    outcome: Outcome
+    side: int
+    maker_amount: int
+    taker_amount: int
+    order_type: OrderTypeName
+    expiration: int
+    client_order_id: str
+    salt: int
+    nonce: int
+    fee_rate_bps: int | None
+
+
+def raw_order_fields(
+    market_id: object,
+    outcome: object,
+    side: object,
+    maker_amount: object,
+    taker_amount: object,
+    *,
+    order_type: object,
+    expiration: object,
+    client_order_id: object,
+    salt: object,
+    nonce: object,
+    fee_rate_bps: object,
+    now: float,
+) -> RawOrderFields:
+    """Check a raw order's fields once (``now`` in Unix s) into ``RawOrderFields``."""
+    _segment(market_id, "market_id", OrderFieldError)
+    assert isinstance(market_id, str)  # checked by _segment
+    side_int = SIDES.index(_side_name(side))
+    maker = _uint(maker_amount, "maker_amount")
+    taker = _uint(taker_amount, "taker_amount")
+    _check_raw_amounts(side_int, maker, taker)
+    kind = _order_type(order_type)
+    return RawOrderFields(
+        market_id=market_id,
+        outcome=_outcome(outcome),
+        side=side_int,
+        maker_amount=maker,
+        taker_amount=taker,
+        order_type=kind,
+        expiration=_expiration(expiration, kind, now),
+        client_order_id=_client_order_id(client_order_id),
+        salt=new_salt() if salt is None else _uint(salt, "salt", SALT_MAX),
+        nonce=_uint(nonce, "nonce"),
+        fee_rate_bps=None if fee_rate_bps is None else _uint(fee_rate_bps, "fee_rate_bps"),
+    )
+
+
+class EventFilters(TypedDict, total=False):
+    """The filters of ``GET /events``, the keyword arguments of ``list_events`` and
+    ``iter_events`` of both clients. ``None`` leaves a filter out of the query;
+    ``limit`` is the page size (at most 100), ``offset`` the first event's index."""
+
+    league: str | None
+    sport: str | None
+    category: str | None
+    subcategory: str | None
+    live: bool | None
+    ended: bool | None
+    is_featured: bool | None
+    is_future: bool | None
+    sort_by: str | None
+    limit: int
+    offset: int
+
+
+def event_params(filters: Mapping[str, object], limit: int) -> dict[str, Any]:
+    """The query of ``GET /events``: every filter in declared order (``limit``
+    defaulting to ``limit``, ``offset`` to 0); keys not declared pass through."""
+    params: dict[str, Any] = dict.fromkeys(EventFilters.__annotations__)
+    params["limit"] = limit
+    params["offset"] = 0
+    params.update(filters)
+    return params
