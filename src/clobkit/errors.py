@@ -7,7 +7,8 @@
     │   ├── AmountError                   price, size, amount, tick, units
     │   ├── OrderFieldError               order-id fields: uint256, address, side, wallet
     │   ├── SignatureInputError           request-signing inputs: method, path, key, secret
-    │   └── InsufficientLiquidity         a book side cannot fill a FOK amount
+    │   ├── InsufficientLiquidity         a book side cannot fill a FOK amount
+    │   └── QuoteRefused                  a quote breaks a Quoter limit or the market minimum
     ├── ApiError                          the service answered ``success: false``
     │   ├── InvalidRequest        400     (``invalid request body`` and other 400s)
     │   │   └── InsufficientBalance 400   (``insufficient balance``)
@@ -42,6 +43,7 @@ __all__ = [
     "OrderBookNotFound",
     "OrderFieldError",
     "PermissionDenied",
+    "QuoteRefused",
     "RateLimited",
     "RiskControlError",
     "ServerError",
@@ -86,6 +88,12 @@ class SignatureInputError(ValidationError):
 
 class InsufficientLiquidity(ValidationError):
     """The book side cannot fill the whole amount (FOK)."""
+
+
+class QuoteRefused(ValidationError):
+    """A wanted quote (``clobkit.mm``) breaks a limit of its ``Quoter`` (open orders,
+    position, notional), the market's minimum order size, or repeats a side and
+    price; refused before anything is sent."""
 
 
 class ApiError(ClobkitError):

@@ -88,6 +88,7 @@ __all__ = [
     "ClientCore",
     "Gather",
     "Operation",
+    "PreparedRawOrder",
     "Send",
     "Sleep",
 ]
@@ -731,6 +732,13 @@ class Pager:
 # Caches
 
 
+class PreparedRawOrder(NamedTuple):
+    """A raw order built and hashed but not sent: ``result.order_id`` is empty."""
+
+    result: RawOrderResult
+    body: bytes
+
+
 class MarketInfo(NamedTuple):
     """What the raw-order flow needs of a market: its two tokens and ``neg_risk``."""
 
@@ -1265,27 +1273,22 @@ class ClientCore:
         round_price: bool = False,
     ) -> Operation[RawOrderResult]:
         """Amounts from price and size (shares) or amount (USDC BUY / shares SELL)."""
-        _segment(market_id, "market_id", OrderFieldError)
-        outcome = _outcome(outcome)
-        side_name = _side_name(side)
-        if (size is None) == (amount is None):
-            raise AmountError("size", size, "give exactly one of size (shares) or amount")
-        if size is not None:
-            amounts = limit_amounts(side_name, price, size, tick_size, round_price=round_price)
-        else:
-            amounts = market_amounts(side_name, price, amount, tick_size, round_price=round_price)
-        return self.place_raw_order_amounts(
+        prepare = self.prepare_raw_order(
             market_id,
             outcome,
-            side_name,
-            amounts.maker_amount,
-            amounts.taker_amount,
-            order_type=order_type,
-            expiration=expiration,
-            client_order_id=client_order_id,
+            side,
+            price,
+            size,
+            order_type,
+            expiration,
+            client_order_id,
+            amount=amount,
             salt=salt,
             nonce=nonce,
+            tick_size=tick_size,
+            round_price=round_price,
         )
+        return self._prepared_and_sent(prepare)
 
     def place_raw_order_amounts(
         self,
@@ -1303,6 +1306,82 @@ class ClientCore:
         fee_rate_bps: int | None = None,
     ) -> Operation[RawOrderResult]:
         """``POST /orders/raw`` with explicit 6-decimal units; retried under ``client_order_id``."""
+        prepare = self.prepare_raw_order_amounts(
+            market_id,
+            outcome,
+            side,
+            maker_amount,
+            taker_amount,
+            order_type=order_type,
+            expiration=expiration,
+            client_order_id=client_order_id,
+            salt=salt,
+            nonce=nonce,
+            fee_rate_bps=fee_rate_bps,
+        )
+        return self._prepared_and_sent(prepare)
+
+    def _prepared_and_sent(self, prepare: Operation[PreparedRawOrder]) -> Operation[RawOrderResult]:
+        prepared = yield from prepare
+        return (yield from self.send_raw_order(prepared))
+
+    def prepare_raw_order(
+        self,
+        market_id: str,
+        outcome: str,
+        side: object,
+        price: object,
+        size: object = None,
+        order_type: object = "GTC",
+        expiration: object = None,
+        client_order_id: str | None = None,
+        *,
+        amount: object = None,
+        salt: object = None,
+        nonce: object = 0,
+        tick_size: object = "0.01",
+        round_price: bool = False,
+    ) -> Operation[PreparedRawOrder]:
+        """Everything of ``place_raw_order`` but the POST: amounts, salt, ``clob_order_id``,
+        body. Validation errors raise at once; lookups run when the operation runs."""
+        _segment(market_id, "market_id", OrderFieldError)
+        outcome = _outcome(outcome)
+        side_name = _side_name(side)
+        if (size is None) == (amount is None):
+            raise AmountError("size", size, "give exactly one of size (shares) or amount")
+        if size is not None:
+            amounts = limit_amounts(side_name, price, size, tick_size, round_price=round_price)
+        else:
+            amounts = market_amounts(side_name, price, amount, tick_size, round_price=round_price)
+        return self.prepare_raw_order_amounts(
+            market_id,
+            outcome,
+            side_name,
+            amounts.maker_amount,
+            amounts.taker_amount,
+            order_type=order_type,
+            expiration=expiration,
+            client_order_id=client_order_id,
+            salt=salt,
+            nonce=nonce,
+        )
+
+    def prepare_raw_order_amounts(
+        self,
+        market_id: str,
+        outcome: str,
+        side: object,
+        maker_amount: object,
+        taker_amount: object,
+        *,
+        order_type: object = "GTC",
+        expiration: object = None,
+        client_order_id: str | None = None,
+        salt: object = None,
+        nonce: object = 0,
+        fee_rate_bps: int | None = None,
+    ) -> Operation[PreparedRawOrder]:
+        """A raw order ready to send: its ``RawOrderResult`` (``order_id`` empty) and body."""
         _segment(market_id, "market_id", OrderFieldError)
         outcome = _outcome(outcome)
         side_int = 0 if _side_name(side) == "BUY" else 1
@@ -1365,15 +1444,8 @@ class ClientCore:
                 "client_order_id": coid,
             }
         )
-        placed = yield from self.run(
-            Call("POST", API_PREFIX + "/orders/raw", None, body, SHAPES["placed"], SAFE)
-        )
-        if not precomputed:
-            # placed: a failure here leaves the order findable by client_order_id
-            stored = yield from self.get_order(placed.order_id)
-            clob_order_id = stored.clob_order_id or ""
-        return RawOrderResult(
-            order_id=placed.order_id,
+        result = RawOrderResult(
+            order_id="",
             clob_order_id=clob_order_id,
             clob_order_id_precomputed=precomputed,
             client_order_id=coid,
@@ -1387,6 +1459,24 @@ class ClientCore:
             expiration=seconds,
             order_type=kind,
             neg_risk=info.neg_risk,
+        )
+        return PreparedRawOrder(result, body)
+
+    def send_raw_order(self, prepared: PreparedRawOrder) -> Operation[RawOrderResult]:
+        """``POST /orders/raw`` of a prepared order; retried safely under its
+        ``client_order_id`` (the very same body each time)."""
+        placed = yield from self.run(
+            Call("POST", API_PREFIX + "/orders/raw", None, prepared.body, SHAPES["placed"], SAFE)
+        )
+        clob_order_id = prepared.result.clob_order_id
+        if not prepared.result.clob_order_id_precomputed:
+            # placed: a failure here leaves the order findable by client_order_id
+            stored = yield from self.get_order(placed.order_id)
+            clob_order_id = stored.clob_order_id or ""
+        return msgspec.structs.replace(
+            prepared.result,
+            order_id=placed.order_id,
+            clob_order_id=clob_order_id,
             notification_id=placed.notification_id,
         )
 

@@ -6,7 +6,8 @@
 * ``/fee-rate?token_id=`` — the CLOB fee-rate query (the sandbox is its own
   ``clob_url``; unauthenticated, answers ``{"base_fee": N}``);
 * ``/admin/...`` — loopback-only test controls: settle a market, let the house
-  fill a resting order, move a market's price, deposit, check invariants.
+  fill a resting order, move a market's price, deposit, check invariants,
+  drop every stream (``faults.py`` also fails requests on purpose when configured).
 
 Handlers are thin: parse the query, call the engine (which validates bodies
 and raises ``Rejected``), wrap the result in the envelope.
@@ -40,6 +41,7 @@ from .auth import Authenticator
 from .config import LimitsConfig, SandboxConfig, UserConfig, load_config
 from .engine import LIST_STATUSES, Engine, EngineEvent
 from .errors import Rejected, bad_body, bad_params
+from .faults import Faults, drop_streams, quiet_server_log
 from .store import CommitBeforeAnswer, StateStore
 from .views import SORT_FIELDS
 
@@ -66,6 +68,10 @@ def json_response(
     )
 
 
+def _injected_500() -> Response:
+    return json_response({"success": False, "error": "internal error (injected fault)"}, 500)
+
+
 def _failure(rejected: Rejected) -> Response:
     return json_response(rejected.body(), rejected.status, rejected.headers)
 
@@ -78,6 +84,8 @@ class SandboxState:
     engine: Engine
     auth: Authenticator
     hub: Hub
+    faults: Faults
+    streams: set[_Connection]
     store: StateStore | None = None
 
 
@@ -192,8 +200,13 @@ def api(
                 client_ip=_client_ip(request.scope),
             )
             st.auth.require_scope(user, scope_name)
-            data = handler(st, user, request, body)
-            return json_response({"success": True, "data": data}, status)
+
+            async def handle() -> Response:
+                data = handler(st, user, request, body)
+                return json_response({"success": True, "data": data}, status)
+
+            response: Response = await st.faults.run(handle, _injected_500)
+            return response
         except Rejected as rejected:
             return _failure(rejected)
         except ClientDisconnect:  # nobody is left to answer
@@ -323,6 +336,15 @@ async def fee_rate(request: Request) -> Response:
 def admin(
     handler: Callable[[SandboxState, Request, Any], Any],
 ) -> Callable[[Request], Awaitable[Response]]:
+    async def run(st: SandboxState, request: Request, body: Any) -> Any:
+        return handler(st, request, body)
+
+    return admin_async(run)
+
+
+def admin_async(
+    handler: Callable[[SandboxState, Request, Any], Awaitable[Any]],
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         st: SandboxState = request.app.state.sandbox
         try:
@@ -335,7 +357,10 @@ def admin(
                 raise Rejected(403, "forbidden: admin routes are loopback-only")
             _check_admin_request(st, request)
             body = await request.body()
-            data = handler(st, request, decode_body(body) if request.method == "POST" else None)
+            parsed = None
+            if request.method == "POST":  # an empty body reads as {} (POST /admin/streams/drop)
+                parsed = decode_body(body) if body.strip() else {}
+            data = await handler(st, request, parsed)
             return json_response({"success": True, "data": data})
         except Rejected as rejected:
             return _failure(rejected)
@@ -403,6 +428,10 @@ def _admin_deposit(st: SandboxState, request: Request, body: Any) -> Any:
 
 def _admin_balances(st: SandboxState, request: Request, body: Any) -> Any:
     return st.engine.balances(request.path_params["user_id"])
+
+
+async def _admin_drop_streams(st: SandboxState, request: Request, body: Any) -> Any:
+    return {"dropped": await drop_streams(st.streams)}
 
 
 def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
@@ -633,6 +662,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         return
     await websocket.accept()
     conn = _Connection(websocket, user, st.config.limits.ws_max_queue_bytes)
+    st.streams.add(conn)
     pump = asyncio.create_task(conn.pump())
     try:
         while True:
@@ -647,6 +677,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             if pump.done():
                 break
     finally:
+        st.streams.discard(conn)
         st.hub.drop(conn)
         pump.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -755,7 +786,16 @@ def create_app(
             store.close()
         raise
     hub = Hub(engine, cfg.limits.ws_max_topics)
-    sandbox = SandboxState(config=cfg, engine=engine, auth=auth, hub=hub, store=store)
+    sandbox = SandboxState(
+        config=cfg,
+        engine=engine,
+        auth=auth,
+        hub=hub,
+        faults=Faults(cfg.faults),
+        streams=set(),
+        store=store,
+    )
+    quiet_server_log()  # faults may be switched on while running (Faults.configure)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -804,6 +844,7 @@ def create_app(
         Route("/admin/users/{user_id}/deposit", admin(_admin_deposit), methods=["POST"]),
         Route("/admin/users/{user_id}/balances", admin(_admin_balances), methods=["GET"]),
         Route("/admin/invariants", admin(_admin_invariants), methods=["GET"]),
+        Route("/admin/streams/drop", admin_async(_admin_drop_streams), methods=["POST"]),
     ]
     app = Starlette(
         routes=routes,

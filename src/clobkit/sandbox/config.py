@@ -10,7 +10,8 @@ of ``--config FILE``::
      "risk": {"per_order": "50000", "per_minute": 300, "daily": "250000", "monthly": "2000000"},
      "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false,
      "limits": {"max_body_bytes": 262144, ...}, "forwarded_allow_ips": null,
-     "admin_token": null, "exchange_version": 1}
+     "admin_token": null, "exchange_version": 1,
+     "faults": {"error_rate": 0.2, "after_commit": 0.5, "seed": 3}}
 
 Every key but ``users`` is optional; ``null`` disables a limit. Money is given
 as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
@@ -26,6 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
+
+from .faults import FaultConfig
 
 __all__ = [
     "ALL_SCOPES",
@@ -272,6 +275,7 @@ class SandboxConfig:
     wallet reports: 1 is the API text's flow, where a raw order's
     ``clob_order_id`` can be precomputed; on 2 and 3 the service stamps each
     order with its own timestamp, so only the service knows the id.
+    ``faults`` (``None``: none) makes requests fail on purpose (``faults.py``).
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
@@ -285,8 +289,13 @@ class SandboxConfig:
     admin_token: str | None = None
     seed: int = 0
     exchange_version: int = 1
+    faults: FaultConfig | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.faults, Mapping):
+            object.__setattr__(self, "faults", FaultConfig.from_dict(self.faults))
+        elif self.faults is not None and not isinstance(self.faults, FaultConfig):
+            raise ConfigError(f"faults must be an object or null, got {self.faults!r}")
         users = tuple(self.users)
         if not users:
             raise ConfigError("at least one user is needed")

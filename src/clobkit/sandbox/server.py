@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import socket
@@ -19,6 +20,7 @@ from ._http import GuardedH11Protocol
 from .app import PREFIX, SandboxState, create_app
 from .config import SandboxConfig, UserConfig, load_config
 from .engine import Engine
+from .faults import Faults, drop_streams
 
 __all__ = ["Sandbox", "serve_in_thread"]
 
@@ -52,6 +54,7 @@ class Sandbox:
         st: SandboxState = self.app.state.sandbox
         self.engine: Engine = st.engine
         self._store = st.store
+        self._state = st
         self.host = host
         self._port = port
         self._server: uvicorn.Server | None = None
@@ -176,6 +179,19 @@ class Sandbox:
     ) -> dict[str, Any]:
         """Credit a user's USDC (or bonus) balance."""
         return self.engine.deposit(user_id, amount, bonus=bonus)
+
+    @property
+    def faults(self) -> Faults:
+        """The fault injector (``faults.injected`` counts what failed on purpose)."""
+        return self._state.faults
+
+    def drop_streams(self, timeout: float = 5.0) -> int:
+        """Close every WebSocket connection (clients see their stream drop); how many."""
+        loop = self._state.hub.loop
+        if loop is None or loop.is_closed():
+            return 0
+        done = asyncio.run_coroutine_threadsafe(drop_streams(self._state.streams), loop)
+        return done.result(timeout)
 
     def user(self, name_or_id: str) -> UserConfig:
         """A configured user by user_id or api_key."""

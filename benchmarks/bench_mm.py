@@ -1,0 +1,331 @@
+"""The Quoter's costs (issue #13), as ratios measured in one run.
+
+* a requote changing one level (one cancel + one place, concurrently) vs one
+  ``place_raw_order`` round trip to the same sandbox (target <= 1.5);
+* a requote replacing all 10 levels (10 cancels + 10 places) vs that round trip
+  (target <= 3);
+* the quoter's bookkeeping per stream message (order updates and book
+  snapshots fed to its handler; target < 20 us).
+
+The sandbox runs in its own process (``python -m clobkit.sandbox``), as a
+service would: client and server do not share one interpreter lock. Rounds are
+interleaved (raw, one level, all levels) so all three meet the same machine.
+
+On loopback a round trip is nothing but CPU work (client, server), and a
+single-threaded server does 20 requests' work one after the other, so no client
+can replace 10 levels in 3 round trips there. The same run is therefore also
+measured through a proxy process that delays every packet by ``LATENCY`` ms
+each way, as a network between a trader and the service does: there the
+concurrency of the quoter shows.
+
+Run: python -m pytest benchmarks/bench_mm.py -s   (or python benchmarks/bench_mm.py)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pytest
+
+from clobkit import AsyncClient
+from clobkit.errors import OrderBookNotFound
+from clobkit.mm import Quote, Quoter
+from clobkit.models import Order, StreamMessage
+
+ROUNDS = 20
+LATENCY = 10.0  # ms each way through the proxy
+MESSAGES = 20_000
+TARGET_ONE = 1.5
+TARGET_ALL = 3.0
+TARGET_MESSAGE_US = 20.0
+USER = {
+    "user_id": "30000000-0000-4000-8000-000000000013",
+    "api_key": "bench-mm-key",
+    "api_secret": "bench-mm-secret",
+    "scopes": ["markets:read", "orders:read", "orders:write", "portfolio:read"],
+    "balance": "100000000",
+    "ip_whitelist": None,
+}
+
+
+def start_sandbox() -> tuple[subprocess.Popen[str], str, str]:
+    """A sandbox in a child process on a free port: (process, base URL, config path)."""
+    config = {"users": [USER], "rate_limit_per_minute": None, "risk": None}
+    fd, path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(config, fh)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clobkit.sandbox", "--port", "0", "--config", path],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("listening on "):
+            return proc, line.split()[-1], path
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise RuntimeError("the sandbox did not start")
+
+
+async def _proxy(upstream_port: int, delay: float) -> None:
+    """Forward loopback TCP to ``upstream_port``, every chunk ``delay`` s late, in order."""
+
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
+
+        async def send() -> None:
+            loop = asyncio.get_running_loop()
+            while True:
+                due, data = await queue.get()
+                wait = due - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if not data:
+                    writer.close()
+                    return
+                writer.write(data)
+
+        sender = asyncio.create_task(send())
+        loop = asyncio.get_running_loop()
+        try:
+            while data := await reader.read(65536):
+                queue.put_nowait((loop.time() + delay, data))
+        except OSError:
+            pass
+        queue.put_nowait((loop.time() + delay, b""))
+        await sender
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream_port)
+        except OSError:
+            writer.close()
+            return
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    print(f"proxy on {server.sockets[0].getsockname()[1]}", flush=True)
+    await server.serve_forever()
+
+
+def start_proxy(base_url: str, latency_ms: float) -> tuple[subprocess.Popen[str], str]:
+    """A delaying proxy process in front of ``base_url``: (process, its base URL)."""
+    port = base_url.rsplit(":", 1)[1]
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--proxy", port, str(latency_ms / 1000)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("proxy on "):
+        proc.kill()
+        raise RuntimeError("the proxy did not start")
+    return proc, f"http://127.0.0.1:{line.split()[-1]}"
+
+
+async def pick_market(client: AsyncClient) -> str:
+    async for event in client.iter_events(league="nba", limit=50):
+        if event.ended or event.is_future:
+            continue
+        for market in await client.get_event_markets(event.id):
+            try:
+                book = await client.get_orderbook(market.token_id_a or "")
+            except OrderBookNotFound:
+                continue
+            if book.best_bid is not None and book.best_bid > Decimal("0.25"):
+                return market.id
+    raise RuntimeError("no market with a book")
+
+
+def ladder(first: int, size: int = 20, changed: int | None = None) -> list[Quote]:
+    """10 BUY levels from ``first`` cents; level 0 gets ``changed`` shares when given."""
+    return [
+        Quote("BUY", Decimal(first + k) / 100, changed if (k == 0 and changed) else size)
+        for k in range(10)
+    ]
+
+
+async def round_trips(base_url: str) -> dict[str, float]:
+    """Medians (seconds) of a raw-order round trip, a one-level and an all-level requote."""
+    async with AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client:
+        market_id = await pick_market(client)
+        async with Quoter(client, market_id, "a", user_id=USER["user_id"]) as q:
+            await q.requote(ladder(5))
+            raw: list[float] = []
+            one: list[float] = []
+            full: list[float] = []
+            clock = time.perf_counter
+            for i in range(ROUNDS + 5):
+                t = clock()
+                # outcome b: the quoter (outcome a) does not adopt it
+                placed = await client.place_raw_order(market_id, "b", "BUY", "0.02", 50)
+                raw_s = clock() - t
+                await client.cancel_order(placed.order_id)
+                t = clock()
+                report = await q.requote(ladder(5, changed=21))
+                one_s = clock() - t
+                assert (len(report.placed), len(report.cancelled)) == (1, 1), (
+                    len(report.placed),
+                    len(report.cancelled),
+                    len(report.kept),
+                    i,
+                )
+                t = clock()
+                report = await q.requote(ladder(16))
+                full_s = clock() - t
+                assert (len(report.placed), len(report.cancelled)) == (10, 10)
+                await q.requote(ladder(5))  # back to the start, untimed
+                if i >= 5:  # warm-up rounds
+                    raw.append(raw_s)
+                    one.append(one_s)
+                    full.append(full_s)
+    return {
+        "raw": statistics.median(raw),
+        "one": statistics.median(one),
+        "all": statistics.median(full),
+    }
+
+
+def bookkeeping() -> float:
+    """Microseconds of the quoter's handler per stream message (orders and books)."""
+
+    async def build() -> Quoter:
+        client = AsyncClient("http://127.0.0.1:9", "k", "s")
+        q = Quoter(client, "m-1", "a", user_id="u-1")
+        q._book_topic = "market:t-a:book"
+        q.token_id = "t-a"
+        return q
+
+    q = asyncio.run(build())
+    messages: list[StreamMessage] = []
+    orders = []
+    for k in range(10):
+        order = Order(
+            id=f"o-{k}",
+            user_id="u-1",
+            market_id="m-1",
+            outcome="a",
+            side="BUY",
+            status="live",
+            clob_order_id=f"0x{k:064x}",
+            original_size=Decimal(20),
+            size_matched=Decimal(0),
+            limit_price=Decimal(5 + k) / 100,
+        )
+        q._adopt(order)
+        orders.append(order)
+    book = {
+        "asset_id": "t-a",
+        "bids": [{"price": f"0.{p:02d}", "size": "100"} for p in range(30, 20, -1)],
+        "asks": [{"price": f"0.{p:02d}", "size": "100"} for p in range(32, 42)],
+        "hash": "h",
+        "min_order_size": 1,
+    }
+    for n in range(MESSAGES):
+        if n % 2:
+            messages.append(StreamMessage(type="data", topic="market:t-a:book", data=book))
+        else:
+            base = orders[n % 10]
+            matched = Decimal(n // 20 % 20) / 10  # grows, then repeats: fills and stale copies
+            update = Order(
+                id=base.id,
+                user_id="u-1",
+                market_id="m-1",
+                outcome="a",
+                side="BUY",
+                status="live",
+                clob_order_id=base.clob_order_id,
+                original_size=Decimal(20),
+                size_matched=matched,
+                limit_price=base.limit_price,
+            )
+            messages.append(
+                StreamMessage(type="data", topic="user:u-1:orders", data={}, order=update)
+            )
+    handle = q._on_item
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for message in messages:
+            handle(message)
+        best = min(best, time.perf_counter() - t)
+    return best / MESSAGES * 1e6
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[str]:
+    proc, base_url, path = start_sandbox()
+    try:
+        yield base_url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        os.unlink(path)
+
+
+def report(where: str, figures: dict[str, float]) -> str:
+    one = figures["one"] / figures["raw"]
+    full = figures["all"] / figures["raw"]
+    return (
+        f"{where}: raw-order round trip {figures['raw'] * 1e3:.2f} ms; requote one level "
+        f"{figures['one'] * 1e3:.2f} ms = {one:.2f} x (target <= {TARGET_ONE}); all 10 levels "
+        f"{figures['all'] * 1e3:.2f} ms = {full:.2f} x (target <= {TARGET_ALL})"
+    )
+
+
+def measure_all(base_url: str) -> tuple[dict[str, float], dict[str, float], float]:
+    """Loopback figures, figures through the delaying proxy, bookkeeping (us/message)."""
+    loopback = asyncio.run(round_trips(base_url))
+    proxy, proxied_url = start_proxy(base_url, LATENCY)
+    try:
+        delayed = asyncio.run(round_trips(proxied_url))
+    finally:
+        proxy.terminate()
+        proxy.wait(10)
+    return loopback, delayed, bookkeeping()
+
+
+def show(loopback: dict[str, float], delayed: dict[str, float], per_message: float) -> str:
+    return "\n".join(
+        [
+            report("loopback", loopback),
+            report(f"through a proxy adding {LATENCY:g} ms each way", delayed),
+            f"bookkeeping: {per_message:.2f} us per stream message "
+            f"(target < {TARGET_MESSAGE_US:g})",
+        ]
+    )
+
+
+def test_quoter_costs(service: str) -> None:
+    loopback, delayed, per_message = measure_all(service)
+    print("\n" + show(loopback, delayed, per_message))
+    assert per_message < TARGET_MESSAGE_US
+    assert delayed["one"] / delayed["raw"] <= TARGET_ONE
+    assert delayed["all"] / delayed["raw"] <= TARGET_ALL
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--proxy"]:
+        asyncio.run(_proxy(int(sys.argv[2]), float(sys.argv[3])))
+    else:
+        process, url, config_path = start_sandbox()
+        try:
+            print(show(*measure_all(url)))
+        finally:
+            process.terminate()
+            process.wait(10)
+            os.unlink(config_path)

@@ -1,0 +1,90 @@
+"""A local mirror of one outcome's order book, fed by the stream's book topic."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from ..models import OrderbookLevel
+
+__all__ = ["BookMirror"]
+
+
+class BookMirror:
+    """The latest book of a token (``market:<token>:book``): prices in USDC per share,
+    level sizes in USDC as the API gives them. Updating keeps the payload as it came;
+    reading converts (and caches), so a message costs a few attribute stores."""
+
+    __slots__ = ("_asks", "_best", "_bids", "asset_id", "hash", "min_order_size", "updates")
+
+    def __init__(self, asset_id: str) -> None:
+        self.asset_id = asset_id
+        self._bids: list[Any] = []
+        self._asks: list[Any] = []
+        self._best: tuple[Decimal | None, Decimal | None] | None = (None, None)
+        #: ``min_order_size`` of the market in USDC, when the book said.
+        self.min_order_size: Decimal | None = None
+        self.hash: str | None = None
+        #: Book messages applied so far.
+        self.updates = 0
+
+    def __repr__(self) -> str:
+        return f"BookMirror(best_bid={self.best_bid}, best_ask={self.best_ask})"
+
+    def apply(self, data: Any) -> None:
+        """Take a book payload (a snapshot or an update: the whole book)."""
+        if type(data) is not dict:
+            return
+        bids = data.get("bids")
+        asks = data.get("asks")
+        self._bids = bids if type(bids) is list else []
+        self._asks = asks if type(asks) is list else []
+        self._best = None
+        self.hash = data.get("hash")
+        low = data.get("min_order_size")
+        if low is not None and self.min_order_size is None:
+            self.min_order_size = Decimal(str(low))
+        self.updates += 1
+
+    def _edges(self) -> tuple[Decimal | None, Decimal | None]:
+        best = self._best
+        if best is None:
+            bid = max((_price(level) for level in self._bids), default=None)
+            ask = min((_price(level) for level in self._asks), default=None)
+            best = self._best = (bid, ask)
+        return best
+
+    @property
+    def best_bid(self) -> Decimal | None:
+        """The highest bid (USDC per share), or ``None`` when there is none."""
+        return self._edges()[0]
+
+    @property
+    def best_ask(self) -> Decimal | None:
+        """The lowest ask (USDC per share), or ``None`` when there is none."""
+        return self._edges()[1]
+
+    @property
+    def mid(self) -> Decimal | None:
+        """Half-way between the best bid and ask, when both exist."""
+        bid, ask = self._edges()
+        return None if bid is None or ask is None else (bid + ask) / 2
+
+    @property
+    def bids(self) -> list[OrderbookLevel]:
+        """Bids, best first."""
+        levels = [_level(level) for level in self._bids]
+        return sorted(levels, key=lambda level: level.price, reverse=True)
+
+    @property
+    def asks(self) -> list[OrderbookLevel]:
+        """Asks, best first."""
+        return sorted((_level(level) for level in self._asks), key=lambda level: level.price)
+
+
+def _price(level: Any) -> Decimal:
+    return Decimal(str(level["price"]))
+
+
+def _level(level: Any) -> OrderbookLevel:
+    return OrderbookLevel(price=_price(level), size=Decimal(str(level["size"])))

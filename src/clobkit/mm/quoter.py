@@ -1,0 +1,736 @@
+"""The ``Quoter``: keeps a ladder of resting orders on the service equal to the wanted one.
+
+Every new order is built and hashed before it is sent (``clob_order_id`` known),
+so the stream's record of it is recognised even when it arrives before the
+POST's answer. A place or cancel whose outcome is unknown (timeout, 5xx,
+dropped connection) is resolved from REST before anything is sent again;
+after the stream's ``Reconnected`` marker the live orders and fills are
+re-read. See docs/market-making.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Iterable
+from decimal import Decimal
+from types import TracebackType
+from typing import NamedTuple
+
+from .._core import from_units, to_units
+from ..client import AsyncClient, book_topic, orders_topic
+from ..client._base import PreparedRawOrder
+from ..client._stream import Stream
+from ..errors import (
+    ApiError,
+    NotFound,
+    OrderBookNotFound,
+    RateLimited,
+    ServerError,
+    TransportError,
+    ValidationError,
+)
+from ..models import FINAL_STATUSES, OPEN_STATUSES, Market, Order, Reconnected, StreamMessage
+from .book import BookMirror
+from .ladder import Level, Limits, Live, Quote, crosses, diff, read_ladder
+
+__all__ = ["Fill", "Quoter", "RequoteReport"]
+
+log = logging.getLogger("clobkit.mm")
+
+UNIT = 1_000_000
+Number = Decimal | str | int | float
+#: Failures after which a request may or may not have taken effect.
+UNKNOWN = (TransportError, ServerError, RateLimited)
+_SIDES = ("BUY", "SELL")
+_KEEP_DONE = 10_000  # finished orders remembered, so late stream messages still count fills
+
+# states of a tracked order
+PLACING = "placing"  # POST in flight
+PLACE_UNKNOWN = "place_unknown"  # POST failed without a definite answer
+OPEN = "open"  # on the service (pending .. live)
+CANCELLING = "cancelling"  # DELETE in flight
+CANCEL_UNKNOWN = "cancel_unknown"  # DELETE failed, or the order was not cancellable yet
+DONE = "done"  # matched, cancelled, won or lost; or never placed
+
+
+class RequoteReport(NamedTuple):
+    """What one ``requote`` did: orders ``placed``, ``cancelled`` and ``kept`` (``Order``s)."""
+
+    placed: list[Order]
+    cancelled: list[Order]
+    kept: list[Order]
+
+
+class Fill(NamedTuple):
+    """Shares of one of the quoter's orders that traded (``price`` USDC per share)."""
+
+    order_id: str
+    side: str
+    price: Decimal
+    shares: Decimal
+
+
+class _Tracked:
+    """One order of the quoter, from before its POST until it is done."""
+
+    __slots__ = (
+        "clob_order_id",
+        "matched",
+        "order",
+        "order_id",
+        "prepared",
+        "price",
+        "sent_at",
+        "shares",
+        "side",
+        "state",
+    )
+
+    def __init__(
+        self,
+        clob_order_id: str,
+        side: int,
+        price: int,
+        shares: int,
+        state: str,
+        prepared: PreparedRawOrder | None = None,
+    ) -> None:
+        self.clob_order_id = clob_order_id
+        self.order_id: str | None = None
+        self.side = side
+        self.price = price  # units of USDC per share
+        self.shares = shares  # units
+        self.matched = 0  # units
+        self.state = state
+        self.order: Order | None = None
+        self.prepared = prepared
+        self.sent_at = time.time()
+
+    def __repr__(self) -> str:
+        return (
+            f"_Tracked({_SIDES[self.side]} {from_units(self.price)} x {from_units(self.shares)}"
+            f" matched {from_units(self.matched)}, {self.state}, id={self.order_id})"
+        )
+
+
+class Quoter:
+    """Keeps the wanted ladder of ``outcome`` (``a``/``b``) of ``market_id`` on the service.
+
+    ``async with Quoter(client, market_id, "a") as q: await q.requote([...])``.
+    On enter it reads the market (tokens, ``neg_risk``, minimum order size, fee
+    rate), subscribes to the user's order topic and the outcome's book topic,
+    and adopts the live orders of that market and outcome. On exit it cancels
+    its open orders (unless ``cancel_on_exit`` is false) and closes its stream.
+
+    Limits, checked before anything is sent (``QuoteRefused``): at most
+    ``max_open_orders`` quotes; ``max_position`` shares held if every quote
+    filled; ``max_notional`` USDC over the ladder. ``user_id`` (optional) names
+    the account; without it the quoter learns it from the first order it sees.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        market_id: str,
+        outcome: str,
+        *,
+        max_open_orders: int = 50,
+        max_position: Number | None = None,
+        max_notional: Number | None = None,
+        cancel_on_exit: bool = True,
+        user_id: str | None = None,
+    ) -> None:
+        if outcome not in ("a", "b"):
+            raise ValidationError("outcome", outcome, "must be 'a' or 'b'")
+        if not isinstance(market_id, str) or not market_id.strip():
+            raise ValidationError("market_id", market_id, "must be a non-empty string")
+        if (
+            isinstance(max_open_orders, bool)
+            or not isinstance(max_open_orders, int)
+            or max_open_orders < 1
+        ):
+            raise ValidationError("max_open_orders", max_open_orders, "must be a positive int")
+        self._client = client
+        self._core = client._core
+        self.market_id = market_id
+        self.outcome = outcome
+        self.max_open_orders = max_open_orders
+        self._max_position = (
+            None if max_position is None else to_units(max_position, "max_position")
+        )
+        self._max_notional = (
+            None if max_notional is None else to_units(max_notional, "max_notional")
+        )
+        self.cancel_on_exit = cancel_on_exit
+        self.user_id = user_id
+        #: The market as read on enter.
+        self.market: Market | None = None
+        self.token_id = ""
+        self.neg_risk = False
+        self.fee_rate_bps = 0
+        #: The market's minimum order value in USDC (from the book), when known.
+        self.min_order_size: Decimal | None = None
+        self.book = BookMirror("")
+        #: Fills seen so far, oldest first (the last 10,000).
+        self.fills: deque[Fill] = deque(maxlen=10_000)
+        #: Reconnects of the stream seen so far.
+        self.reconnects = 0
+        self._position = 0
+        self._live: dict[str, _Tracked] = {}  # clob_order_id -> order not done
+        self._by_clob: dict[str, _Tracked] = {}
+        self._by_id: dict[str, _Tracked] = {}
+        self._done: deque[_Tracked] = deque()
+        self._errors: list[ApiError] = []
+        self._lock = asyncio.Lock()
+        self._stale = False  # the stream reconnected: re-read before trusting the view
+        self._stream: Stream | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._resync: asyncio.Task[None] | None = None
+        self._acked: asyncio.Event | None = None
+        self._orders_topic: str | None = None
+        self._book_topic = ""
+        #: Rounds of REST reads (with backoff, about 0.01 to 0.5 s) resolving unknown outcomes.
+        self.resolve_attempts = 20
+
+    def __repr__(self) -> str:
+        return (
+            f"Quoter(market_id={self.market_id!r}, outcome={self.outcome!r}, "
+            f"open={len(self._live)}, position={self.position})"
+        )
+
+    # -- the view ---------------------------------------------------------------
+
+    @property
+    def open_orders(self) -> list[Order]:
+        """The quoter's live orders on the service (``Order`` with ``clob_order_id``)."""
+        return [
+            t.order
+            for t in self._live.values()
+            if t.state in (OPEN, CANCELLING, CANCEL_UNKNOWN) and t.order is not None
+        ]
+
+    @property
+    def position(self) -> Decimal:
+        """Shares of the outcome held: the holding read on enter plus the fills since."""
+        return from_units(self._position)
+
+    @property
+    def pending(self) -> int:
+        """Orders whose place or cancel is still unresolved (0 after a requote returns)."""
+        return sum(1 for t in self._live.values() if t.state not in (OPEN,))
+
+    def _limits(self) -> Limits:
+        low = None if self.min_order_size is None else to_units(self.min_order_size, "min")
+        return Limits(self.max_open_orders, self._max_position, self._max_notional, low)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Quoter:
+        client = self._client
+        market = await client.get_market(self.market_id)  # caches tokens and neg_risk
+        self.market = market
+        self.market_id = market.id
+        await client.prepare([market.id])  # wallet (order hasher) and fee rates
+        info = self._core.markets[market.id]
+        self.token_id = info.token(self.outcome)
+        self.neg_risk = info.neg_risk
+        self.fee_rate_bps = await client.get_fee_rate(self.token_id)
+        self.book = BookMirror(self.token_id)
+        with contextlib.suppress(OrderBookNotFound):
+            book = await client.get_orderbook(self.token_id)
+            self.min_order_size = book.min_order_size
+            self.book.apply(
+                {
+                    "bids": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.bids],
+                    "asks": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.asks],
+                    "hash": book.hash,
+                    "min_order_size": book.min_order_size,
+                }
+            )
+        if self.user_id is None:
+            page = await client.list_orders(page_size=1)
+            if page.orders:
+                self.user_id = page.orders[0].user_id
+        self._book_topic = book_topic(self.token_id)
+        topics = [self._book_topic]
+        if self.user_id is not None:
+            self._orders_topic = orders_topic(self.user_id)
+            topics.append(self._orders_topic)
+        self._stream = client.stream(topics, backoff=0.05, backoff_cap=1.0)
+        await self._stream.start()
+        self._pump = asyncio.create_task(self._consume(), name="clobkit-quoter")
+        try:
+            self._position = await self._held()
+            async with self._lock:
+                await self._reconcile()  # adopt what is live, now that updates are heard
+        except BaseException:
+            await self._close()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if self.cancel_on_exit:
+                await self.cancel_all()
+        finally:
+            await self._close()
+
+    async def _close(self) -> None:
+        for task in (self._resync, self._pump):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        stream = self._stream
+        if stream is not None:
+            reader = stream._task
+            closing = asyncio.ensure_future(stream.close())
+            while not (await asyncio.wait({closing}, timeout=1.0))[0]:
+                # the stream's task swallowed its cancellation (Python 3.11's wait_for can,
+                # when the awaited recv completes at the same moment): cancel it again
+                if reader is not None:
+                    reader.cancel()
+
+    async def _held(self) -> int:
+        async for pos in self._client.iter_positions():
+            if pos.token_id == self.token_id or (
+                pos.token_id is None
+                and pos.market_id == self.market_id
+                and pos.raw_outcome == self.outcome
+            ):
+                return to_units(pos.shares or 0, "shares")
+        return 0
+
+    # -- the stream ----------------------------------------------------------------------
+
+    async def _consume(self) -> None:
+        assert self._stream is not None
+        async for item in self._stream:
+            self._on_item(item)
+
+    def _on_item(self, item: StreamMessage | Reconnected) -> None:
+        """Bookkeeping of one stream item (order update, book, reconnect marker)."""
+        if type(item) is StreamMessage:
+            if item.topic == self._book_topic:
+                if item.type == "data" or item.type == "snapshot":
+                    self.book.apply(item.data)
+                return
+            order = item.order
+            if order is None:
+                if item.type == "subscribed" and self._acked is not None:
+                    self._acked.set()
+                return
+            t = self._by_id.get(order.id)
+            if t is None:
+                clob = order.clob_order_id
+                t = self._by_clob.get(clob) if clob else None
+                if t is None:
+                    if (
+                        order.market_id == self.market_id
+                        and order.outcome == self.outcome
+                        and order.status in OPEN_STATUSES
+                    ):
+                        self._adopt(order)
+                    return
+            self._apply(t, order)
+        elif type(item) is Reconnected:
+            self.reconnects += 1
+            self._stale = True
+            if self._resync is None or self._resync.done():
+                self._resync = asyncio.ensure_future(self._resync_after_reconnect())
+
+    async def _resync_after_reconnect(self) -> None:
+        try:
+            async with self._lock:
+                if self._stale:
+                    await self._reconcile()
+        except Exception as exc:  # the next requote or reconcile tries again
+            self._stale = True
+            log.warning("re-reading orders after a reconnect failed: %s", exc)
+
+    # -- bookkeeping -------------------------------------------------------------------
+
+    def _apply(self, t: _Tracked, order: Order) -> None:
+        """Take an order record (stream or REST) into ``t``: id, fills, status."""
+        if t.order_id is None and order.id:
+            t.order_id = order.id
+            self._by_id[order.id] = t
+        matched = order.size_matched
+        newer = True
+        if matched is not None:
+            units = int(matched * UNIT)
+            if units > t.matched:
+                delta = units - t.matched
+                t.matched = units
+                self._position += delta if t.side == 0 else -delta
+                self.fills.append(
+                    Fill(order.id, _SIDES[t.side], from_units(t.price), from_units(delta))
+                )
+            elif units < t.matched:
+                newer = False  # an older record than one already seen
+        status = order.status
+        if t.state == DONE:
+            if newer and status in FINAL_STATUSES:
+                t.order = order
+            return
+        if newer:
+            t.order = order
+        if status in FINAL_STATUSES:
+            self._finish(t)
+        elif status in OPEN_STATUSES and (t.state == PLACING or t.state == PLACE_UNKNOWN):
+            t.state = OPEN
+
+    def _adopt(self, order: Order) -> _Tracked:
+        """Track a live order found on the service (placed before, or elsewhere)."""
+        side = 0 if order.side == "BUY" else 1
+        price = order.limit_price if order.limit_price is not None else order.clob_price
+        t = _Tracked(
+            order.clob_order_id or f"adopted:{order.id}",
+            side,
+            to_units(price or 0, "price"),
+            to_units(order.original_size or 0, "original_size"),
+            OPEN,
+        )
+        t.order_id = order.id
+        t.matched = to_units(order.size_matched or 0, "size_matched")
+        t.order = order
+        self._by_id[order.id] = t
+        self._by_clob[t.clob_order_id] = t
+        self._live[t.clob_order_id] = t
+        if self.user_id is None and order.user_id:
+            self.user_id = order.user_id
+        return t
+
+    def _finish(self, t: _Tracked) -> None:
+        t.state = DONE
+        t.prepared = None
+        self._live.pop(t.clob_order_id, None)
+        self._done.append(t)
+        while len(self._done) > _KEEP_DONE:
+            old = self._done.popleft()
+            self._by_clob.pop(old.clob_order_id, None)
+            if old.order_id is not None:
+                self._by_id.pop(old.order_id, None)
+
+    def _forget(self, t: _Tracked) -> None:
+        """A place the service refused: the order never existed."""
+        t.state = DONE
+        self._live.pop(t.clob_order_id, None)
+        self._by_clob.pop(t.clob_order_id, None)
+
+    def _synthesised(self, t: _Tracked) -> Order:
+        assert t.order_id is not None
+        price = from_units(t.price)
+        return Order(
+            id=t.order_id,
+            user_id=self.user_id,
+            market_id=self.market_id,
+            outcome=self.outcome,
+            status="live",
+            side=_SIDES[t.side],
+            order_type="GTC",
+            clob_order_id=t.clob_order_id,
+            original_size=from_units(t.shares),
+            size_matched=from_units(t.matched),
+            clob_price=price,
+            limit_price=price,
+        )
+
+    # -- requests ------------------------------------------------------------------------
+
+    async def _prepare(self, level: Level) -> _Tracked:
+        op = self._core.prepare_raw_order_amounts(
+            self.market_id, self.outcome, level.side, level.maker, level.taker, order_type="GTC"
+        )
+        prepared: PreparedRawOrder = await self._client._run(op)
+        t = _Tracked(
+            prepared.result.clob_order_id, level.side, level.price, level.shares, PLACING, prepared
+        )
+        # tracked before the POST: the stream's record of it is recognised by its hash
+        self._by_clob[t.clob_order_id] = t
+        self._live[t.clob_order_id] = t
+        return t
+
+    async def _send_place(self, t: _Tracked) -> None:
+        assert t.prepared is not None
+        t.sent_at = time.time()
+        try:
+            result = await self._client._run(self._core.send_raw_order(t.prepared))
+        except UNKNOWN as exc:
+            log.info("place %s: outcome unknown (%s)", t.clob_order_id[:12], exc)
+            if t.state == PLACING:
+                t.state = PLACE_UNKNOWN
+            return
+        except ApiError as exc:
+            if exc.code == "ORDER_DUPLICATE":  # it exists: find it
+                if t.state == PLACING:
+                    t.state = PLACE_UNKNOWN
+                return
+            if t.state in (PLACING, PLACE_UNKNOWN):
+                self._forget(t)
+                self._errors.append(exc)
+            return
+        if t.order_id is None:
+            t.order_id = result.order_id
+            self._by_id[result.order_id] = t
+        if t.state == PLACING or t.state == PLACE_UNKNOWN:
+            t.state = OPEN
+        if t.order is None:
+            t.order = self._synthesised(t)
+        if self.user_id is None:
+            await self._learn_user(result.order_id)
+
+    async def _send_cancel(self, t: _Tracked) -> None:
+        assert t.order_id is not None
+        if t.state == DONE:
+            return
+        t.state = CANCELLING
+        try:
+            await self._client.cancel_order(t.order_id)
+        except (TransportError, ApiError) as exc:
+            # unknown outcome, or not cancellable now (filled, not live yet): read it
+            log.info("cancel %s: %s", t.order_id, exc)
+            if t.state == CANCELLING:
+                t.state = CANCEL_UNKNOWN
+            return
+        if t.state != DONE:
+            if t.order is not None:
+                t.order = _with_status(t.order, "cancelled")
+            self._finish(t)
+
+    async def _learn_user(self, order_id: str) -> None:
+        """Subscribe to the user's order topic once the first order names the user."""
+        order = await self._client.get_order(order_id)
+        if self.user_id is not None or order.user_id is None or self._stream is None:
+            return
+        self.user_id = order.user_id
+        self._orders_topic = orders_topic(order.user_id)
+        self._acked = asyncio.Event()
+        await self._stream.subscribe(self._orders_topic)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._acked.wait(), 1.0)
+        self._stale = True  # what happened before the subscription is read from REST
+
+    # -- resolution ------------------------------------------------------------------------
+
+    async def _resolve(self) -> None:
+        """Settle every place and cancel of unknown outcome from REST, re-sending only
+        what REST shows was not done. Raises the last failure if it cannot."""
+        last: Exception | None = None
+        for attempt in range(self.resolve_attempts):
+            places = [t for t in self._live.values() if t.state == PLACE_UNKNOWN]
+            cancels = [t for t in self._live.values() if t.state == CANCEL_UNKNOWN]
+            if not places and not cancels:
+                return
+            try:
+                if places:
+                    await self._resolve_places(places)
+                if cancels:
+                    await self._resolve_cancels(cancels)
+            except UNKNOWN as exc:
+                last = exc
+            if any(t.state in (PLACE_UNKNOWN, CANCEL_UNKNOWN) for t in self._live.values()):
+                await asyncio.sleep(min(0.5, 0.01 * 2**attempt))
+        if any(t.state in (PLACE_UNKNOWN, CANCEL_UNKNOWN) for t in self._live.values()):
+            raise last or TransportError("orders of unknown outcome could not be resolved")
+
+    async def _resolve_places(self, places: list[_Tracked]) -> None:
+        found = await self._find({t.clob_order_id for t in places}, min(t.sent_at for t in places))
+        resend = []
+        for t in places:
+            order = found.get(t.clob_order_id)
+            if order is not None:
+                self._apply(t, order)
+                if t.state == PLACE_UNKNOWN:  # a status outside the API text's list
+                    t.state = OPEN
+            elif t.state == PLACE_UNKNOWN:
+                resend.append(t)  # not on the service: sending it again cannot duplicate
+        if resend:
+            await asyncio.gather(*(self._send_place(t) for t in resend))
+
+    async def _find(self, clob_ids: set[str], since: float) -> dict[str, Order]:
+        """Orders with these ``clob_order_id``s among the newest ones over REST."""
+        found: dict[str, Order] = {}
+        page_no = 1
+        while True:
+            page = await self._client.list_orders(page=page_no, page_size=100)
+            oldest = None
+            for order in page.orders:
+                if order.clob_order_id in clob_ids:
+                    found[order.clob_order_id] = order
+                if order.created_at is not None:
+                    stamp = order.created_at.timestamp()
+                    oldest = stamp if oldest is None else min(oldest, stamp)
+            total = page.total_count or 0
+            if (
+                len(found) == len(clob_ids)
+                or len(page.orders) < 100
+                or page_no * 100 >= total
+                or (oldest is not None and oldest < since - 60)
+            ):
+                return found
+            page_no += 1
+
+    async def _resolve_cancels(self, cancels: list[_Tracked]) -> None:
+        cancels = [t for t in cancels if t.order_id is not None]
+        records = await asyncio.gather(
+            *(self._client.get_order(t.order_id) for t in cancels if t.order_id is not None),
+            return_exceptions=True,
+        )
+        again = []
+        failure: BaseException | None = None
+        for t, record in zip(cancels, records, strict=True):
+            if isinstance(record, NotFound):
+                log.warning("order %s vanished from the service", t.order_id)
+                self._finish(t)
+            elif isinstance(record, BaseException):
+                failure = record
+            else:
+                self._apply(t, record)
+                if t.state != DONE and record.status == "live":
+                    again.append(t)  # still live: the cancel did not happen
+        if again:
+            await asyncio.gather(*(self._send_cancel(t) for t in again))
+        if failure is not None:
+            raise failure
+
+    async def _reconcile(self) -> None:
+        """Make the view equal the service's: resolve unknowns, read the live orders of
+        this market and outcome, adopt new ones, read the final record of those gone."""
+        self._stale = False
+        try:
+            await self._resolve()
+            listed = await self._client.open_orders()
+            seen: set[str] = set()
+            for order in listed:
+                if order.market_id != self.market_id or order.outcome != self.outcome:
+                    continue
+                t = self._by_id.get(order.id)
+                if t is None and order.clob_order_id:
+                    t = self._by_clob.get(order.clob_order_id)
+                if t is None:
+                    t = self._adopt(order)
+                else:
+                    self._apply(t, order)
+                seen.add(t.clob_order_id)
+            gone = [t for t in self._live.values() if t.clob_order_id not in seen]
+            if gone:
+                known = [t for t in gone if t.order_id is not None]
+                records = await asyncio.gather(
+                    *(self._client.get_order(t.order_id) for t in known if t.order_id is not None)
+                )
+                for t, record in zip(known, records, strict=True):
+                    self._apply(t, record)
+        except BaseException:
+            self._stale = True
+            raise
+
+    # -- the public operations ----------------------------------------------------------------
+
+    async def requote(self, quotes: Iterable[Quote]) -> RequoteReport:
+        """Make the live ladder equal ``quotes``: keep the orders that already match (side,
+        price, remaining size), cancel the others and place the missing ones, concurrently.
+
+        Quotes breaking a limit or the market minimum raise ``QuoteRefused`` (bad prices
+        or sizes the core's ``AmountError``) before anything is sent. A quote the service
+        refuses raises its ``ApiError`` once everything else is done and the view is
+        consistent. Returns after every request's outcome is known.
+        """
+        wanted = list(quotes)
+        position = self._position
+        levels = read_ladder(wanted, self._limits(), position)  # refused before anything is sent
+        async with self._lock:
+            if self._stale:
+                await self._reconcile()
+            elif self.pending:
+                await self._resolve()
+            if self._position != position:  # fills while waiting: the position limit again
+                levels = read_ladder(wanted, self._limits(), self._position)
+            live = [
+                Live(t.side, t.price, t.shares - t.matched, t)
+                for t in self._live.values()
+                if t.state == OPEN
+            ]
+            kept, cancel, place = diff(levels, live)
+            self._errors = []
+            new: list[_Tracked] = []
+            try:
+                new.extend([await self._prepare(level) for level in place])
+                await self._send(place, cancel, live, new)
+            finally:
+                self._orphans()
+            await self._resolve()
+            if self._stale:
+                await self._reconcile()
+            errors, self._errors = self._errors, []
+            gone = [o.handle for o in cancel]
+            report = RequoteReport(
+                placed=[t.order for t in new if t.order is not None],
+                cancelled=[t.order for t in gone if t.order is not None],
+                kept=[t.order for t in (o.handle for o in kept) if t.order is not None],
+            )
+        if errors:
+            raise errors[0]
+        return report
+
+    async def _send(
+        self, place: list[Level], cancel: list[Live], live: list[Live], new: list[_Tracked]
+    ) -> None:
+        """Send the cancels and the places: concurrently, or cancels first when a new
+        order could trade with one being cancelled or needs the shares that a
+        cancelled SELL still reserves."""
+        gone = [o.handle for o in cancel]
+        selling = sum(level.shares for level in place if level.side == 1)
+        reserved = sum(o.remaining for o in live if o.side == 1)
+        if crosses(place, cancel) or (selling and selling > self._position - reserved):
+            await asyncio.gather(*(self._send_cancel(t) for t in gone))
+            await self._resolve()
+            await asyncio.gather(*(self._send_place(t) for t in new))
+        else:
+            await asyncio.gather(
+                *(self._send_cancel(t) for t in gone),
+                *(self._send_place(t) for t in new),
+            )
+
+    def _orphans(self) -> None:
+        """Requests cut short (the caller was cancelled) become requests of unknown outcome."""
+        for t in self._live.values():
+            if t.state == PLACING:
+                t.state = PLACE_UNKNOWN
+            elif t.state == CANCELLING:
+                t.state = CANCEL_UNKNOWN
+
+    async def cancel_all(self) -> list[Order]:
+        """Cancel every open order of the quoter; the orders cancelled (or found done)."""
+        async with self._lock:
+            if self._stale:
+                await self._reconcile()
+            else:
+                await self._resolve()
+            orders = [t for t in self._live.values() if t.state == OPEN]
+            try:
+                await asyncio.gather(*(self._send_cancel(t) for t in orders))
+            finally:
+                self._orphans()
+            await self._resolve()
+            return [t.order for t in orders if t.order is not None]
+
+    async def reconcile(self) -> None:
+        """Re-read the service (live orders, fills) so that the view equals it."""
+        async with self._lock:
+            await self._reconcile()
+
+
+def _with_status(order: Order, status: str) -> Order:
+    import msgspec
+
+    return msgspec.structs.replace(order, status=status)

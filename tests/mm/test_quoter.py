@@ -1,0 +1,267 @@
+"""The Quoter against the real sandbox: placement, shifts, fills, limits, exit."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from clobkit import AsyncClient
+from clobkit.errors import AmountError, ClobkitError, InsufficientBalance, QuoteRefused
+from clobkit.mm import Quote, Quoter
+
+from .conftest import (
+    CountingTransport,
+    assert_same,
+    eventually,
+    held,
+    options,
+    quoter_view,
+    service_view,
+)
+
+
+def ladder(first: int, levels: int = 10, size: int = 20, side: str = "BUY") -> list[Quote]:
+    """``levels`` quotes of ``size`` shares at first, first+1, ... cents."""
+    return [Quote(side, Decimal(first + k) / 100, size) for k in range(levels)]
+
+
+def prices(rows: list[tuple[Any, ...]]) -> list[Decimal]:
+    return sorted(row[3] for row in rows)
+
+
+def orders_on(sb: Any, user: Any, market_id: str) -> int:
+    """How many orders the service ever created for the user on the market."""
+    records = sb.engine.list_orders(user.user_id, page_size=10_000)["orders"]
+    return sum(1 for r in records if r["market_id"] == market_id)
+
+
+async def test_first_placement(sb: Any, user: Any, client: AsyncClient, market_id: str) -> None:
+    async with Quoter(client, market_id, "a") as q:
+        assert q.token_id == sb.engine.markets[market_id].fx.token_id_a
+        assert q.min_order_size == Decimal(1)
+        assert q.book.best_bid is not None
+        assert q.book.best_ask is not None
+        report = await q.requote(ladder(10))
+        assert len(report.placed) == 10
+        assert report.cancelled == []
+        assert report.kept == []
+        assert {o.clob_order_id for o in report.placed} == {row[1] for row in quoter_view(q)}
+        assert q.user_id == user.user_id
+        assert prices(service_view(sb, user, market_id)) == [
+            Decimal(p) / 100 for p in range(10, 20)
+        ]
+        assert_same(sb, user, q)
+
+
+async def test_shift_keeps_what_matches(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10))
+        before = {row[0] for row in quoter_view(q)}
+        report = await q.requote(ladder(12))  # two levels leave, two arrive
+        assert (len(report.placed), len(report.cancelled), len(report.kept)) == (2, 2, 8)
+        assert {o.limit_price for o in report.cancelled} == {Decimal("0.10"), Decimal("0.11")}
+        assert {o.limit_price for o in report.placed} == {Decimal("0.20"), Decimal("0.21")}
+        assert before & {row[0] for row in quoter_view(q)} == {o.id for o in report.kept}
+        assert_same(sb, user, q)
+        resized = ladder(12)
+        resized[3] = Quote("BUY", resized[3].price, 25)  # same price, new size: replaced
+        report = await q.requote(resized)
+        assert (len(report.placed), len(report.cancelled), len(report.kept)) == (1, 1, 9)
+        report = await q.requote(resized)  # nothing to do: nothing sent
+        assert (len(report.placed), len(report.cancelled), len(report.kept)) == (0, 0, 10)
+        assert orders_on(sb, user, market_id) == 13
+        assert_same(sb, user, q)
+
+
+async def test_partial_fills_seen_from_the_stream(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10, levels=3))
+        target = next(o for o in q.open_orders if o.limit_price == Decimal("0.11"))
+        sb.house_fill(target.id, "7.5")
+        await eventually(lambda: q.position == Decimal("7.5"))
+        fill = q.fills[-1]
+        assert (fill.order_id, fill.side, fill.price, fill.shares) == (
+            target.id,
+            "BUY",
+            Decimal("0.11"),
+            Decimal("7.5"),
+        )
+        now = {o.id: o for o in q.open_orders}[target.id]
+        assert now.original_size - now.size_matched == Decimal("12.5")
+        assert_same(sb, user, q)
+        # the partly filled level no longer has the wanted size: it is replaced
+        report = await q.requote(ladder(10, levels=3))
+        assert [o.id for o in report.cancelled] == [target.id]
+        assert len(report.placed) == 1
+        assert len(report.kept) == 2
+        sb.house_fill(report.placed[0].id, "20")  # filled completely: gone from the view
+        await eventually(lambda: q.position == Decimal("27.5"))
+        assert report.placed[0].id not in {o.id for o in q.open_orders}
+        assert_same(sb, user, q)
+
+
+async def test_fills_while_disconnected(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10, levels=4))
+        listener = q._on_item
+        q._on_item = lambda item: None  # type: ignore[method-assign] # deaf while we fill
+        assert sb.drop_streams() == 1
+        orders = sorted(q.open_orders, key=lambda o: o.limit_price)
+        sb.house_fill(orders[0].id, "20")  # completely
+        sb.house_fill(orders[1].id, "4")  # partly
+        assert q.position == 0
+        q._on_item = listener  # type: ignore[method-assign]
+        await q.reconcile()
+        assert q.position == Decimal(24) == held(sb, user, q)
+        assert len(q.open_orders) == 3
+        assert_same(sb, user, q)
+        await eventually(lambda: q.reconnects >= 1)
+
+
+async def test_reconnect_marker_rereads_orders(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10, levels=4))
+        sb.drop_streams()
+        sb.house_fill(q.open_orders[0].id, "20")  # while the stream is down
+        await eventually(lambda: q.reconnects == 1 and q.position == Decimal(20))
+        await eventually(lambda: quoter_view(q) == service_view(sb, user, market_id))
+        assert_same(sb, user, q)
+
+
+@pytest.mark.parametrize("heard", ["stream", "rest"])
+async def test_unknown_outcome_places_and_cancels(
+    sb: Any, user: Any, market_id: str, heard: str
+) -> None:
+    # no client retries: every fault reaches the quoter; every one lands after commit,
+    # so a request that failed must be recognised (from the stream by its precomputed
+    # clob_order_id, or over REST) and never sent again
+    transport = CountingTransport()
+    async with (
+        AsyncClient(**options(sb, user, max_retries=0), transport=transport) as client,
+        Quoter(client, market_id, "a", user_id=user.user_id) as q,
+    ):
+        if heard == "rest":  # deaf to the stream: only REST can resolve
+            q._on_item = lambda item: None  # type: ignore[method-assign]
+        q.resolve_attempts = 50  # no client retries: resolution itself fails often
+        sb.faults.configure({"error_rate": 0.35, "after_commit": 1.0, "seed": 7})
+        placed = cancelled = 0
+        for first in (10, 14, 11, 30, 12):
+            report = await q.requote(ladder(first))
+            placed += len(report.placed)
+            cancelled += len(report.cancelled)
+            assert prices(quoter_view(q)) == [Decimal(first + k) / 100 for k in range(10)]
+        sb.faults.configure(None)
+        injected = sb.faults.injected
+        assert injected["after_500"] > 0
+        assert injected["after_drop"] > 0
+        assert orders_on(sb, user, market_id) == placed  # nothing was placed twice
+        assert transport.count("POST", "/api/ext/v1/orders/raw") == placed
+        assert transport.count("DELETE", "/orders/:id") == cancelled
+        assert_same(sb, user, q)
+
+
+async def test_unknown_outcome_before_commit_is_sent_again(
+    sb: Any, user: Any, market_id: str
+) -> None:
+    async with (
+        AsyncClient(**options(sb, user, max_retries=0)) as client,
+        Quoter(client, market_id, "a", user_id=user.user_id) as q,
+    ):
+        q.resolve_attempts = 50
+        sb.faults.configure({"error_rate": 0.35, "after_commit": 0.0, "seed": 1})
+        for first in (10, 15, 12):
+            await q.requote(ladder(first))
+        sb.faults.configure(None)
+        assert sb.faults.injected["before_500"] + sb.faults.injected["before_drop"] > 0
+        assert prices(quoter_view(q)) == [Decimal(12 + k) / 100 for k in range(10)]
+        assert_same(sb, user, q)
+
+
+async def test_limits_refused_before_anything_is_sent(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(
+        client,
+        market_id,
+        "a",
+        user_id=user.user_id,
+        max_open_orders=5,
+        max_position=100,
+        max_notional=20,
+    ) as q:
+        await q.requote(ladder(10, levels=2))
+        created = orders_on(sb, user, market_id)
+        cases = [
+            (ladder(10, levels=6), "max_open_orders"),
+            (ladder(40, levels=5, size=20), "max_notional"),  # 0.40..0.44 x 20 = 42 USDC
+            (ladder(5, levels=5, size=30), "max_position"),  # 150 shares if all filled
+            ([Quote("BUY", "0.10", 5)], "minimum"),  # 0.50 USDC < 1 USDC
+            ([Quote("BUY", "0.10", 20), Quote("BUY", "0.1", 30)], "repeats"),
+        ]
+        for quotes, words in cases:
+            with pytest.raises(QuoteRefused, match=words) as info:
+                await q.requote(quotes)
+            assert isinstance(info.value, ClobkitError)
+        with pytest.raises(AmountError, match="price"):
+            await q.requote([Quote("BUY", "0.105", 20)])
+        with pytest.raises(AmountError):
+            await q.requote([Quote("BUY", "1.00", 20)])
+        assert orders_on(sb, user, market_id) == created  # nothing was sent
+        assert prices(quoter_view(q)) == [Decimal("0.10"), Decimal("0.11")]
+        assert_same(sb, user, q)
+
+
+async def test_a_quote_the_service_refuses(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10, levels=2))
+        # selling shares the account does not hold: the service says insufficient balance
+        with pytest.raises(InsufficientBalance):
+            await q.requote([*ladder(10, levels=2), Quote("SELL", "0.90", 20)])
+        assert prices(quoter_view(q)) == [Decimal("0.10"), Decimal("0.11")]
+        assert q.pending == 0
+        assert_same(sb, user, q)
+
+
+async def test_cancel_on_exit(sb: Any, user: Any, client: AsyncClient, market_id: str) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10, levels=5))
+        assert len(service_view(sb, user, market_id)) == 5
+    assert service_view(sb, user, market_id) == []
+    assert sb.engine.check_invariants() == []
+
+
+async def test_kept_on_exit_and_adopted_on_enter(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", cancel_on_exit=False) as q:
+        await q.requote(ladder(10, levels=5))
+        first = quoter_view(q)
+    assert service_view(sb, user, market_id) == first
+    async with Quoter(client, market_id, "a") as q:  # user learnt from the orders
+        assert quoter_view(q) == first
+        report = await q.requote(ladder(10, levels=5))
+        assert (len(report.placed), len(report.cancelled), len(report.kept)) == (0, 0, 5)
+        await q.cancel_all()
+        assert q.open_orders == []
+        assert service_view(sb, user, market_id) == []
+
+
+async def test_bad_arguments(client: AsyncClient, market_id: str) -> None:
+    with pytest.raises(ClobkitError, match="outcome"):
+        Quoter(client, market_id, "c")
+    with pytest.raises(ClobkitError, match="max_open_orders"):
+        Quoter(client, market_id, "a", max_open_orders=0)
+    with pytest.raises(AmountError, match="max_notional"):
+        Quoter(client, market_id, "a", max_notional="lots")

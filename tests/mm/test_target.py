@@ -1,0 +1,43 @@
+"""Issue #13's target: with a fifth of the requests failing (half after commit) and the
+streams dropped twice, 12 requotes of a 10-level ladder end, after reconcile(), with
+exactly the 10 wanted orders live, no duplicate price, the quoter's view equal to the
+service's, and money conserved."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+from typing import Any
+
+from clobkit import AsyncClient
+from clobkit.mm import Quote, Quoter
+
+from .conftest import assert_same, options, service_view
+
+
+async def test_twelve_requotes_through_faults(sb: Any, user: Any, market_id: str) -> None:
+    sb.faults.configure({"error_rate": 0.2, "after_commit": 0.5, "seed": 3})
+    rng = random.Random(13)
+    async with (
+        AsyncClient(**options(sb, user)) as client,
+        Quoter(client, market_id, "a", user_id=user.user_id) as q,
+    ):
+        for i in range(12):
+            first = rng.randint(5, 20)
+            wanted = [
+                Quote("BUY", Decimal(first + k) / 100, rng.randint(20, 22)) for k in range(10)
+            ]
+            await q.requote(wanted)
+            if i in (3, 7):
+                assert sb.drop_streams() == 1
+        await q.reconcile()
+        rows = service_view(sb, user, market_id)
+        assert sorted((row[2], row[3], row[4]) for row in rows) == sorted(
+            (w.side, Decimal(w.price), Decimal(w.size)) for w in wanted
+        )
+        assert len({row[3] for row in rows}) == 10
+        assert_same(sb, user, q)
+        assert q.reconnects == 2
+        injected = sb.faults.injected
+        assert min(injected.values()) > 0  # every kind of fault happened
+        sb.faults.configure(None)
