@@ -13,12 +13,13 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.unicode cimport PyUnicode_GET_LENGTH
-from libc.stdint cimport uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
 import os as _os
 
+from clobkit import _columns as _col
 from clobkit import _core_py as _py
 from clobkit._types import Amounts, Side
 from clobkit._wallet import prepare_wallet
@@ -757,6 +758,10 @@ cdef class OrderHasher:
                 "neg_risk": neg_risk,
             }
             kinds[5], kinds[6], kinds[7] = C_TIMESTAMP, C_METADATA, C_BUILDER
+        # pyarrow / numpy columns: read from their buffers below (see _columns)
+        for name, value in columns.items():
+            if _col.is_columnar(value):
+                columns[name] = _col.Column(value, name, _py.COLUMN_KINDS[name])
         cdef Py_ssize_t n = _py.batch_length(columns)
         cdef list names = list(columns)
         cdef list seqs = [None] * 9
@@ -769,8 +774,20 @@ cdef class OrderHasher:
         cdef int cols[9]
         cdef PyObject **items[9]
         cdef int nseq = 0, k
+        cdef list fast = []  # (column kind, its buffers, field offset) of columnar arguments
+        cdef list slow = []  # (index, sequence) of every sequence argument, for errors
         for c in range(9):
             value = columns[names[c]]
+            if type(value) is _Column:
+                if (<object>value).items is not None:  # numpy objects / strings: the list path
+                    value = (<object>value).items
+                else:
+                    srcs = _sources(value)
+                    if srcs is not None:
+                        fast.append((kinds[c], srcs, _offset(&tmpl, kinds[c])))
+                        slow.append((c, value))
+                        continue
+                    value = value.values()  # a big-endian host: through Python objects
             if _py.is_scalar(value):
                 _set(&tmpl, kinds[c], value, names[c], -1)
             else:
@@ -781,6 +798,8 @@ cdef class OrderHasher:
                 items[c] = PySequence_Fast_ITEMS(value)
                 cols[nseq] = c
                 nseq += 1
+                slow.append((c, value))
+        slow.sort()
         cdef list result = PyList_New(n)
         if n == 0:
             return result
@@ -800,7 +819,7 @@ cdef class OrderHasher:
             # A pipeline: while native helper threads hash chunk k, this
             # thread parses chunk k + 1 and emits the strings of chunk k - 1
             # (both need the GIL), then joins the hashing of chunk k.
-            _parse(orders[0], &tmpl, 0, chunk, nseq, cols, kinds, items, names)
+            _parse(orders[0], &tmpl, 0, chunk, nseq, cols, kinds, items, names, fast, slow)
             for k_ in range(nchunks):
                 b = k_ & 1
                 lo = k_ * chunk
@@ -816,7 +835,7 @@ cdef class OrderHasher:
                     if k_ + 1 < nchunks:
                         _parse(orders[b ^ 1], &tmpl, lo + chunk,
                                chunk if n - lo - chunk > chunk else n - lo - chunk, nseq, cols,
-                               kinds, items, names)
+                               kinds, items, names, fast, slow)
                     if k_ > 0:
                         _emit(result, outs[b ^ 1], lo - chunk, chunk)
                 finally:
@@ -836,16 +855,232 @@ cdef class OrderHasher:
 
 
 cdef int _parse(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssize_t m, int nseq,
-                const int *cols, const int *kinds, PyObject ***items, list names) except -1:
-    """Orders start .. start + m - 1 into ``orders``, row by row (the first bad value is named)."""
+                const int *cols, const int *kinds, PyObject ***items, list names, list fast,
+                list slow) except -1:
+    """Orders start .. start + m - 1 into ``orders``, row by row (the first bad value is named).
+
+    Columnar arguments (``fast``) are read column by column from their
+    buffers first; a value that path does not take (a null, a negative, an
+    error, an unusual spelling) sends the whole chunk through ``_parse_slow``,
+    row by row as the list path, so the error named is the list path's.
+    """
     cdef Py_ssize_t i
     cdef int k, c
+    if not fast:
+        for i in range(m):
+            orders[i] = tmpl[0]
+            for k in range(nseq):
+                c = cols[k]
+                _set(&orders[i], kinds[c], <object>items[c][start + i], names[c], start + i)
+        return 0
     for i in range(m):
         orders[i] = tmpl[0]
+    if not _parse_fast(orders, start, m, fast):
+        return _parse_slow(orders, tmpl, start, m, kinds, names, slow)
+    for i in range(m):
         for k in range(nseq):
             c = cols[k]
             _set(&orders[i], kinds[c], <object>items[c][start + i], names[c], start + i)
     return 0
+
+
+cdef int _parse_slow(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssize_t m,
+                     const int *kinds, list names, list slow) except -1:
+    """Row by row through Python values: columnar elements as ``Column[i]`` gives them."""
+    cdef Py_ssize_t i
+    cdef int c
+    for i in range(m):
+        orders[i] = tmpl[0]
+        for c, seq in slow:
+            value = seq[start + i]
+            if value is COL_NULL:
+                raise _col.null_error(f"{names[c]}[{start + i}]")
+            _set(&orders[i], kinds[c], value, names[c], start + i)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Columnar arguments: Arrow arrays and numpy arrays read from their buffers
+
+cdef object _Column = _col.Column
+cdef object COL_NULL = _col.NULL
+cdef uint32_t _ONE = 1
+cdef bint LITTLE = (<uint8_t *>&_ONE)[0] == 1  # Arrow data is little-endian; so must we be
+cdef int F_INT = _col.F_INT, F_BOOL = _col.F_BOOL, F_BOOL8 = _col.F_BOOL8, F_DEC = _col.F_DEC
+cdef int F_STR = _col.F_STR, F_FSB32 = _col.F_FSB32
+
+
+cdef class _Src:
+    """One contiguous run of a column: raw pointers into buffers held by ``views``."""
+    cdef int fmt
+    cdef Py_ssize_t width  # bytes per element (int, decimal), or per offset (string)
+    cdef bint signed  # two's complement (signed ints, decimals)
+    cdef const uint8_t *valid  # Arrow validity bitmap, or NULL (no nulls)
+    cdef const uint8_t *data
+    cdef const uint8_t *offs  # string offsets
+    cdef Py_ssize_t offset  # Arrow slice offset, in elements
+    cdef Py_ssize_t start  # first row of the batch it holds
+    cdef Py_ssize_t n
+    cdef list views
+
+
+cdef const uint8_t *_view(_Src s, object buf) except? NULL:
+    if buf is None:
+        return NULL
+    cdef _Bytes v = _bytes(buf)
+    s.views.append(v)
+    return v.data
+
+
+cdef list _sources(object col):
+    """The runs of a ``_columns.Column`` (None on a big-endian host)."""
+    cdef _Src s
+    cdef list out = []
+    if not LITTLE:
+        return None
+    if col.array is not None:
+        s = _Src.__new__(_Src)
+        s.views = []
+        s.fmt, s.width, s.n, s.start, s.offset = col.format, col.width, col.n, 0, 0
+        s.signed = col.signed
+        s.valid = NULL
+        s.data = _view(s, col.array) if col.n else NULL
+        out.append(s)
+        return out
+    for chunk, start in zip(col.chunks, col.starts):
+        s = _Src.__new__(_Src)
+        s.views = []
+        s.fmt, s.width, s.n, s.start, s.offset = col.format, col.width, len(chunk), start, chunk.offset
+        s.signed = col.signed
+        bufs = chunk.buffers()
+        s.valid = _view(s, bufs[0]) if chunk.null_count else NULL
+        if s.fmt == F_STR:
+            s.offs = _view(s, bufs[1])
+            s.data = _view(s, bufs[2])
+        else:
+            s.data = _view(s, bufs[1])
+        out.append(s)
+    return out
+
+
+cdef Py_ssize_t _offset(ck_order *o, int kind):
+    """Byte offset in ck_order of the field a column kind fills."""
+    cdef char *base = <char *>o
+    if kind == C_TOKEN:
+        return <char *>&o.token_id - base
+    if kind == C_MAKER:
+        return <char *>&o.maker_amount - base
+    if kind == C_TAKER:
+        return <char *>&o.taker_amount - base
+    if kind == C_SIDE:
+        return <char *>&o.side - base
+    if kind == C_SALT:
+        return <char *>&o.salt - base
+    if kind == C_FEE:
+        return <char *>&o.fee_rate_bps - base
+    if kind == C_NONCE:
+        return <char *>&o.nonce - base
+    if kind == C_EXPIRATION:
+        return <char *>&o.expiration - base
+    if kind == C_TIMESTAMP:
+        return <char *>&o.timestamp - base
+    if kind == C_METADATA:
+        return <char *>&o.metadata - base
+    if kind == C_BUILDER:
+        return <char *>&o.builder - base
+    return <char *>&o.neg_risk - base
+
+
+cdef bint _parse_fast(ck_order *orders, Py_ssize_t start, Py_ssize_t m, list fast) except -1:
+    """Every columnar field of rows start .. start + m - 1; False at the first value not taken.
+
+    Column by column within blocks of rows whose structs stay in cache.
+    """
+    cdef _Src s
+    cdef Py_ssize_t lo, hi, off, b0, b1
+    cdef int kind
+    for b0 in range(start, start + m, FILL_BLOCK):
+        b1 = b0 + FILL_BLOCK if b0 + FILL_BLOCK < start + m else start + m
+        for kind, srcs, off in fast:
+            for s in srcs:
+                if s.start + s.n <= b0:
+                    continue
+                if s.start >= b1:
+                    break
+                lo = s.start if s.start > b0 else b0
+                hi = s.start + s.n if s.start + s.n < b1 else b1
+                if _fill_run(s, lo - s.start, hi - lo, orders + (lo - start), kind, off) < hi - lo:
+                    return False
+    return True
+
+
+cdef Py_ssize_t FILL_BLOCK = 128  # rows (128 structs: about 40 KiB, within L1/L2)
+
+
+cdef Py_ssize_t _fill_run(_Src s, Py_ssize_t j0, Py_ssize_t m, ck_order *orders, int kind,
+                      Py_ssize_t off) noexcept:
+    """Field ``kind`` of orders[0 .. m - 1] from elements j0 .. of ``s``; the first miss, or m."""
+    cdef Py_ssize_t i, j, a, b
+    cdef uint64_t u, w
+    cdef int k, t
+    cdef const uint8_t *p
+    cdef ck_u256 *x
+    cdef char *base = <char *>orders + off
+    cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
+    cdef int fmt = s.fmt
+    cdef Py_ssize_t width = s.width
+    for i in range(m):
+        j = s.offset + j0 + i
+        if s.valid != NULL and not ((s.valid[j >> 3] >> (j & 7)) & 1):
+            return i
+        x = <ck_u256 *>(base + i * <Py_ssize_t>sizeof(ck_order))
+        if fmt == F_INT or fmt == F_DEC:
+            p = s.data + j * width
+            if s.signed and p[width - 1] & 0x80:
+                return i  # negative: the pure twin words it
+            if flag:  # an int column (decimals hold amounts only)
+                u = 0
+                memcpy(&u, p, width)
+                if u > 1:
+                    return i
+                (<uint8_t *>x)[0] = <uint8_t>u
+            else:
+                x.w[0] = x.w[1] = x.w[2] = x.w[3] = 0
+                memcpy(x.w, p, width)
+        elif fmt == F_BOOL:
+            (<uint8_t *>x)[0] = (s.data[j >> 3] >> (j & 7)) & 1
+        elif fmt == F_BOOL8:
+            (<uint8_t *>x)[0] = s.data[j] != 0
+        elif fmt == F_STR:
+            if width == 4:
+                a = (<const int32_t *>s.offs)[j]
+                b = (<const int32_t *>s.offs)[j + 1]
+            else:
+                a = (<const int64_t *>s.offs)[j]
+                b = (<const int64_t *>s.offs)[j + 1]
+            p = s.data + a
+            b -= a
+            if kind == C_SIDE:
+                if b == 3 and memcmp(p, b"BUY", 3) == 0:
+                    (<uint8_t *>x)[0] = 0
+                elif b == 4 and memcmp(p, b"SELL", 4) == 0:
+                    (<uint8_t *>x)[0] = 1
+                else:
+                    return i
+            elif kind == C_METADATA or kind == C_BUILDER:
+                if not (b == 66 and p[0] == 48 and (p[1] == 120 or p[1] == 88)
+                        and _hex_limbs(<const char *>p + 2, x)):
+                    return i
+            elif not _u256_digits(<const char *>p, b, x):
+                return i
+        else:  # F_FSB32: the uint256 of 32 big-endian bytes
+            p = s.data + 32 * j
+            for k in range(4):
+                w = 0
+                for t in range(8):
+                    w = (w << 8) | p[8 * k + t]
+                x.w[3 - k] = w
+    return m
 
 
 cdef int _emit(list result, const uint8_t *out, Py_ssize_t start, Py_ssize_t m) except -1:

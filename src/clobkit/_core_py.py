@@ -23,6 +23,7 @@ from typing import Any
 
 from Crypto.Hash import keccak as _keccak
 
+from ._columns import FLAG, SIDE, TOKEN, UINT, WORD, Column, is_columnar, nullable
 from ._types import Amounts, OrderType
 from ._wallet import UINT256_MAX, prepare_wallet
 from .errors import (
@@ -479,6 +480,21 @@ class _Unset:
 
 
 UNSET: Any = _Unset()
+# what each batch keyword holds, for its columnar (pyarrow / numpy) form
+COLUMN_KINDS = {
+    "token_ids": TOKEN,
+    "maker_amounts": UINT,
+    "taker_amounts": UINT,
+    "sides": SIDE,
+    "salts": UINT,
+    "fee_rate_bps": UINT,
+    "nonces": UINT,
+    "expirations": UINT,
+    "timestamps": UINT,
+    "metadatas": WORD,
+    "builders": WORD,
+    "neg_risk": FLAG,
+}
 V1_FIELDS = ("fee_rate_bps", "nonce", "expiration")
 V2_FIELDS = ("timestamp", "metadata", "builder")
 V1_COLUMNS = ("fee_rate_bps", "nonces", "expirations")
@@ -723,6 +739,10 @@ class OrderHasher:
             for name, value in zip(V2_COLUMNS, given[3:], strict=True):
                 columns[name] = None if value is UNSET else value
         columns["neg_risk"] = neg_risk
+        # pyarrow / numpy columns as the list path takes them (nulls refused per row)
+        columnar = [name for name, value in columns.items() if is_columnar(value)]
+        for name in columnar:
+            columns[name] = Column(columns[name], name, COLUMN_KINDS[name]).values()
         n = batch_length(columns)
         # Scalars first, then the sequences row by row: the first bad value
         # in that order is the one named, as in the compiled twin.
@@ -737,6 +757,8 @@ class OrderHasher:
                 parse = parse_word
             else:
                 parse = parse_uint256
+            if name in columnar:
+                parse = nullable(parse)
             if is_scalar(value):
                 parsed.append([parse(value, name)] * n)
             else:

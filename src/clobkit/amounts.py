@@ -7,6 +7,8 @@ arithmetic is exact integer arithmetic.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._core import from_units, limit_amounts, market_amounts, market_price, to_units
 from ._spec import SINGLE_ORDER_MAX
 from ._types import Amounts, OrderType, Side
@@ -22,6 +24,7 @@ __all__ = [
     "limit_amounts",
     "market_amounts",
     "market_price",
+    "raw_amounts_flagged",
     "to_units",
 ]
 
@@ -47,3 +50,23 @@ def check_raw_amounts(side: int, maker: int, taker: int) -> None:
             usdc,
             f"exceeds the single-order maximum of {MAX_ORDER_USDC} USDC",
         )
+
+
+def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
+    """``check_raw_amounts`` column-wise, on pyarrow integer arrays of hashed orders.
+
+    A boolean array, True on each row that breaks the rule; ``check_raw_amounts``
+    then words why, row by row, for those rows only (a file of millions of
+    orders skips the per-row check on the rows that pass). ``sides`` 0/1;
+    amounts non-negative (the core took them).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    u64 = pa.uint64()  # typed scalars: an untyped one would push the comparison to int64
+    makers, takers = makers.cast(u64), takers.cast(u64)
+    zero, most = pa.scalar(0, u64), pa.scalar(_MAX_ORDER_UNITS, u64)
+    buy = pc.equal(sides, pa.scalar(0, sides.type))
+    usdc, shares = pc.if_else(buy, makers, takers), pc.if_else(buy, takers, makers)
+    empty = pc.or_(pc.equal(makers, zero), pc.equal(takers, zero))
+    return pc.or_(pc.or_(empty, pc.greater_equal(usdc, shares)), pc.greater(usdc, most))

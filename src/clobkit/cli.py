@@ -457,15 +457,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "order-ids",
-        help="clob_order_ids for a CSV or JSONL file of orders",
+        help="clob_order_ids for a CSV, JSONL or Parquet file of orders",
         description=(
             "Read orders (token_id, maker_amount, taker_amount, side, salt; for a V1 wallet "
             "optional fee_rate_bps, nonce, expiration; for a V2/V3 wallet timestamp (ms) and "
             "optional metadata, builder; optional neg_risk) from INPUT, hash them in batches "
             "and write the rows plus order_id (and signature with --sign) to OUTPUT, in the "
-            "same format (.csv, .jsonl). The order version comes from the wallet's exchange "
+            "same format (.csv, .jsonl, .parquet: Parquet needs pyarrow, streamed by row "
+            "group). The order version comes from the wallet's exchange "
             "addresses unless --exchange-version says. Rejected rows are reported as "
-            "'line N: reason' and make the exit code 1."
+            "'line N: reason' ('row N' for Parquet) and make the exit code 1."
         ),
     )
     p.add_argument(
@@ -474,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="GET /wallet data or its saved envelope (JSON)",
     )
-    p.add_argument("input", metavar="INPUT", help="orders, .csv or .jsonl")
+    p.add_argument("input", metavar="INPUT", help="orders, .csv, .jsonl or .parquet")
     p.add_argument("output", metavar="OUTPUT", help="where to write the rows with order_id")
     p.add_argument("--threads", type=int, metavar="N", help="hashing threads (default 1)")
     p.add_argument(

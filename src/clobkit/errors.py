@@ -19,8 +19,9 @@
     │   ├── RateLimited           429     (``retry_after`` seconds, when the server said)
     │   ├── RiskControlError      500     (code ``ORDER_FAILED_PLACE_BET``)
     │   └── ServerError           5xx
-    └── TransportError                    the request never got an answer
-        └── TimeoutError                  ... because it timed out
+    ├── TransportError                    the request never got an answer
+    │   └── TimeoutError                  ... because it timed out
+    └── MissingExtra (ImportError)        an optional part needs an extra: pip install ...
 
 Validation errors carry ``field`` (the argument's name) and ``value`` (what was
 given) and name both in their message; both core twins raise the same classes
@@ -39,6 +40,7 @@ __all__ = [
     "InsufficientBalance",
     "InsufficientLiquidity",
     "InvalidRequest",
+    "MissingExtra",
     "NotFound",
     "OrderBookNotFound",
     "OrderFieldError",
@@ -56,6 +58,10 @@ __all__ = [
 
 class ClobkitError(Exception):
     """Base of every exception raised by clobkit."""
+
+
+class MissingExtra(ClobkitError, ImportError):
+    """An optional part of clobkit needs an extra; the message names the ``pip install``."""
 
 
 class ValidationError(ClobkitError, ValueError):

@@ -265,3 +265,18 @@ async def test_bad_arguments(client: AsyncClient, market_id: str) -> None:
         Quoter(client, market_id, "a", max_open_orders=0)
     with pytest.raises(AmountError, match="max_notional"):
         Quoter(client, market_id, "a", max_notional="lots")
+
+
+async def test_a_v2_wallet_is_refused_on_enter() -> None:
+    """V2/V3 ids sign the service's timestamp: nothing to track an order by before its answer."""
+    from clobkit.sandbox import serve_in_thread
+
+    with serve_in_thread(config={"exchange_version": 2}) as sb:
+        user = sb.users[0]
+        async with AsyncClient(**options(sb, user)) as client:
+            market_id = next(iter(sb.engine.markets))
+            with pytest.raises(QuoteRefused, match="V1") as info:
+                async with Quoter(client, market_id, "a"):
+                    pass
+            assert info.value.field == "wallet"
+            assert sb.engine.list_orders(user.user_id, page_size=10)["orders"] == []

@@ -150,7 +150,7 @@ def test_drop_streams_and_its_admin_route() -> None:
             item = await asyncio.wait_for(_next_marker(stream), 5)
             assert item.attempt == 1
             async with httpx.AsyncClient() as admin:
-                answer = await admin.post(sb.base_url + "/admin/streams/drop")
+                answer = await admin.post(sb.base_url + "/admin/streams/drop", json={})
             assert answer.json() == {"success": True, "data": {"dropped": 1}}
             item = await asyncio.wait_for(_next_marker(stream), 5)
             assert item.attempt == 2

@@ -28,6 +28,7 @@ from ..errors import (
     ApiError,
     NotFound,
     OrderBookNotFound,
+    QuoteRefused,
     RateLimited,
     ServerError,
     TransportError,
@@ -235,6 +236,15 @@ class Quoter:
         self.market = market
         self.market_id = market.id
         await client.prepare([market.id])  # wallet (order hasher) and fee rates
+        version = self._core.hasher.version if self._core.hasher is not None else 1
+        if version != 1:
+            # every order is tracked by its clob_order_id before its POST returns
+            raise QuoteRefused(
+                "wallet",
+                f"exchange V{version}",
+                "the Quoter tracks orders by precomputed clob_order_ids, which only a V1 "
+                "wallet (the API text's raw-order flow) allows",
+            )
         info = self._core.markets[market.id]
         self.token_id = info.token(self.outcome)
         self.neg_risk = info.neg_risk

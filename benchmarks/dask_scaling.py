@@ -1,0 +1,122 @@
+"""How ``clobkit.dask.with_order_ids`` scales with rows and workers (#14; docs/scale.md).
+
+Run: PYTHONPATH=src python benchmarks/dask_scaling.py [--rows 1000000] [--files 8]
+
+Writes V2 orders as Parquet to a temporary directory, then times Parquet ->
+order ids -> Parquet on a LocalCluster of 1 and 2 worker processes (one
+thread each), for a quarter of the rows and all of them, and the same
+orders hashed in this process by ``order_ids`` on the Arrow columns (no I/O)
+for scale. Prints one row per run: seconds, orders per second, and the
+speedup of 2 workers over 1. Figures depend on the machine and its load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import dask.dataframe as dd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from distributed import Client, LocalCluster
+
+from clobkit.dask import with_order_ids
+from clobkit.order_id import OrderHasher
+
+WALLET = {
+    "maker": "0x1111111111111111111111111111111111111111",
+    "signer": "0x2222222222222222222222222222222222222222",
+    "chain_id": 137,
+    "signature_type": 2,
+    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
+    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+}
+TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
+
+
+def orders(n: int) -> pa.Table:
+    return pa.table(
+        {
+            "token_id": pa.array([str(TOKEN - i % 5000) for i in range(n)]),
+            "maker_amount": pa.array(range(1_000_000, 1_000_000 + n), pa.int64()),
+            "taker_amount": pa.array(range(2_000_000, 2_000_000 + n), pa.int64()),
+            "side": pa.array(["BUY" if i & 1 else "SELL" for i in range(n)]),
+            "salt": pa.array([(i * 7919) % 10**12 for i in range(n)], pa.int64()),
+            "timestamp": pa.array(range(1_777_000_000_000, 1_777_000_000_000 + n), pa.int64()),
+        }
+    )
+
+
+def write(table: pa.Table, path: Path, files: int) -> None:
+    path.mkdir()
+    step = -(-table.num_rows // files)
+    for k in range(files):
+        pq.write_table(table.slice(k * step, step), path / f"part-{k:03d}.parquet")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3, help="best of this many runs")
+    args = parser.parse_args()
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sizes = sorted({max(args.rows // 4, 1), args.rows})
+        tables = {n: orders(n) for n in sizes}
+        for n, table in tables.items():
+            write(table, root / f"in-{n}", args.files)
+        print(f"{'run':<44}{'rows':>10}{'seconds':>10}{'orders/s':>12}")
+        hasher = OrderHasher(WALLET)
+        for n, table in tables.items():
+            cols = {
+                "token_ids": table["token_id"],
+                "maker_amounts": table["maker_amount"],
+                "taker_amounts": table["taker_amount"],
+                "sides": table["side"],
+                "salts": table["salt"],
+                "timestamps": table["timestamp"],
+            }
+            best = min(_timed(lambda c=cols: hasher.order_ids(**c)) for _ in range(args.rounds))
+            label = "order_ids on Arrow columns, this process"
+            print(f"{label:<44}{n:>10}{best:>10.3f}{n / best:>12,.0f}")
+        results: dict[tuple[int, int], float] = {}
+        for workers in (1, 2):
+            with (
+                LocalCluster(
+                    n_workers=workers, processes=True, threads_per_worker=1, dashboard_address=None
+                ) as cluster,
+                Client(cluster),
+            ):
+                for n in sizes:
+                    runs = []
+                    for r in range(args.rounds):
+                        out = root / f"out-{workers}-{n}-{r}"
+
+                        def job(n: int = n, out: Path = out) -> None:
+                            df = dd.read_parquet(root / f"in-{n}")
+                            with_order_ids(df, WALLET).to_parquet(out)
+
+                        runs.append(_timed(job))
+                    best = results[(workers, n)] = min(runs)
+                    label = f"Parquet -> ids -> Parquet, {workers} worker(s)"
+                    print(f"{label:<44}{n:>10}{best:>10.3f}{n / best:>12,.0f}")
+        for n in sizes:
+            print(
+                f"speedup of 2 workers over 1 at {n} rows: {results[(1, n)] / results[(2, n)]:.2f}"
+            )
+
+
+def _timed(fn: object) -> float:
+    t0 = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Order ids of a Dask DataFrame, partition by partition (``pip install 'clobkit[dask]'``).
+
+``with_order_ids(df, wallet)`` adds the ``clob_order_id`` of every row as a
+column. Each partition is hashed where it lives by ``OrderHasher.order_ids``
+on its columns as Arrow / numpy arrays, so the same code runs on a laptop
+(the default scheduler or a ``LocalCluster``) and on any Dask cluster
+(``dask.distributed.Client("tcp://scheduler:8786")``). See docs/scale.md.
+
+The columns are those of ``clobkit order-ids``: ``token_id``,
+``maker_amount``, ``taker_amount``, ``side``, ``salt``; ``fee_rate_bps``,
+``nonce``, ``expiration`` (V1, optional, 0 when absent) or ``timestamp``
+(required), ``metadata``, ``builder`` (V2/V3, optional, zero when absent);
+``neg_risk`` (optional, False when absent). Sides are "BUY"/"SELL" or 0/1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from ._order_ids import _BATCH_KEYWORDS, LAYOUTS
+from ._wallet import _WALLET_FIELDS, _field
+from .errors import MissingExtra, OrderFieldError, ValidationError
+from .order_id import OrderHasher
+
+try:
+    import dask.dataframe as dd
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+except ImportError:
+    raise MissingExtra("clobkit.dask needs Dask: pip install 'clobkit[dask]'") from None
+
+__all__ = ["with_order_ids"]
+
+_KEYWORDS = _BATCH_KEYWORDS  # DataFrame column -> keyword of OrderHasher.order_ids
+_ROW = re.compile(r"(\w+)\[(\d+)\]\Z")
+
+
+def _columns(version: int) -> tuple[str, ...]:
+    """The DataFrame columns an order of this version reads (required ones first)."""
+    return LAYOUTS[1 if version == 1 else 2].fields
+
+
+def _argument(series: pd.Series) -> Any:
+    """A pandas column as ``order_ids`` takes it fastest: numpy ints/bools, else Arrow."""
+    dtype = series.dtype
+    if isinstance(dtype, np.dtype) and dtype.kind in "iub":
+        return series.to_numpy()
+    try:
+        arr = pa.array(series, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError):
+        return series.tolist()  # mixed Python objects (ints beyond 64 bits...): the list path
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        return series.tolist()  # bytes words: the list path checks each length
+    return arr
+
+
+def _ids(
+    part: pd.DataFrame,
+    wallet: dict[str, Any],
+    version: int,
+    column: str,
+    partition_info: dict[str, Any] | None = None,
+) -> pd.DataFrame:
+    """One partition with its order ids (a bad row raises an error naming it)."""
+    hasher = OrderHasher(wallet, version=version)
+    args = {_KEYWORDS[name]: _argument(part[name]) for name in _columns(version) if name in part}
+    try:
+        ids = hasher.order_ids(**args) if len(part) else []
+    except ValidationError as exc:
+        raise _row_error(exc, part, partition_info) from None
+    out = part.copy(deep=False)
+    out[column] = pd.Series(ids, index=part.index, dtype="string[pyarrow]")
+    return out
+
+
+def _row_error(
+    exc: ValidationError, part: pd.DataFrame, partition_info: dict[str, Any] | None
+) -> OrderFieldError:
+    """The core's error (``salts[12]``) with the DataFrame's column name and row label."""
+    names = {v: k for k, v in _KEYWORDS.items()}
+    where = "" if partition_info is None else f"partition {partition_info['number']}, "
+    match = _ROW.match(exc.field)
+    if match is None:  # a whole column (its type)
+        return OrderFieldError(
+            f"{where}column {names.get(exc.field, exc.field)}", exc.value, exc.reason
+        )
+    keyword, i = match.group(1), int(match.group(2))
+    label = part.index[i]
+    return OrderFieldError(
+        f"{where}row {label!r}: {names.get(keyword, keyword)}", exc.value, exc.reason
+    )
+
+
+def _wallet_data(wallet: object) -> dict[str, Any]:
+    """The wallet as plain picklable data (each worker builds its own hasher from it)."""
+    if isinstance(wallet, Mapping):
+        return {name: wallet[name] for name in _WALLET_FIELDS if name in wallet}
+    return {name: _field(wallet, name) for name in _WALLET_FIELDS}
+
+
+def with_order_ids(
+    df: dd.DataFrame, wallet: object, *, column: str = "order_id", version: int | None = None
+) -> dd.DataFrame:
+    """``df`` with ``column`` holding each row's ``clob_order_id`` ("0x" + 64 hex digits).
+
+    ``wallet`` is a ``WalletInfo`` or the ``GET /wallet`` data; ``version``
+    (1, 2 or 3) as in ``OrderHasher``. Lazy, like every Dask operation: a bad
+    row raises ``OrderFieldError`` naming its partition, row label, column and
+    value when the result is computed. An existing ``column`` is replaced.
+    """
+    data = _wallet_data(wallet)
+    resolved = OrderHasher(data, version=version).version  # a bad wallet fails here, not later
+    required = LAYOUTS[1 if resolved == 1 else 2].required
+    missing = [name for name in required if name not in df.columns]
+    if missing:
+        raise OrderFieldError("df", list(df.columns), f"lacks the column(s) {', '.join(missing)}")
+    meta = _ids(df._meta, data, resolved, column)
+    out: dd.DataFrame = df.map_partitions(  # type: ignore[no-untyped-call]
+        _ids, data, resolved, column, meta=meta
+    )
+    return out

@@ -1,0 +1,232 @@
+"""``clobkit order-ids`` on Parquet files: streamed by row group, ``row N`` for bad rows (#14).
+
+Ids are held to eth-account on sampled rows (an oracle independent of
+clobkit) and to the CSV path of the same orders on every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clobkit.amounts import check_raw_amounts, raw_amounts_flagged
+from clobkit.errors import AmountError
+
+from ..core.oracle import eth_account_order_id
+from .conftest import WALLET, Result, read_rows
+from .test_cli_order_ids import orders, write_csv
+from .test_cli_order_ids_v2 import KEY, V2_WALLET, oracle_id, v2_orders, wallet_file
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _parquet(path: Path, rows: list[dict[str, Any]], *, ints: bool, group: int) -> None:
+    """The rows as Parquet: amounts as int64 (``ints``) or as strings, like the CSV."""
+    cols: dict[str, Any] = {}
+    for name in rows[0]:
+        values = [row[name] for row in rows]
+        if ints and name in ("maker_amount", "taker_amount", "salt", "timestamp", "nonce"):
+            cols[name] = pa.array(values, pa.int64())
+        elif name == "neg_risk":
+            cols[name] = pa.array(values, pa.bool_())
+        else:
+            cols[name] = pa.array([None if v is None else str(v) for v in values], pa.string())
+    cols["note"] = pa.array([f"kept {i}" for i in range(len(rows))])
+    pq.write_table(pa.table(cols), path, row_group_size=group)
+
+
+def _v1_oracle(row: dict[str, Any]) -> str:
+    order = {
+        "token_id": int(row["token_id"]),
+        "maker_amount": int(row["maker_amount"]),
+        "taker_amount": int(row["taker_amount"]),
+        "side": 0 if row["side"] == "BUY" else 1,
+        "salt": int(row["salt"]),
+        "fee_rate_bps": int(row.get("fee_rate_bps") or 0),
+        "nonce": int(row.get("nonce") or 0),
+        "expiration": int(row.get("expiration") or 0),
+    }
+    return eth_account_order_id(WALLET, order, bool(row.get("neg_risk")))
+
+
+@pytest.mark.parametrize("ints", [True, False], ids=["int64", "strings"])
+@pytest.mark.parametrize("full", [False, True], ids=["required", "all-fields"])
+def test_v1_parquet_ids_equal_csv_and_eth_account(
+    cli: Callable[..., Result], tmp_path: Path, ints: bool, full: bool
+) -> None:
+    rows = orders(2_001, full=full)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    _parquet(tmp_path / "in.parquet", rows, ints=ints, group=333)
+    write_csv(tmp_path / "in.csv", rows)
+    src, out_path = str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    got = cli(
+        "order-ids", "--wallet", wallet, src, out_path, "--batch-size", "500", "--threads", "2"
+    )
+    assert got.code == 0, got.err
+    assert "2,001 order ids" in got.out
+    assert (
+        cli(
+            "order-ids", "--wallet", wallet, str(tmp_path / "in.csv"), str(tmp_path / "out.csv")
+        ).code
+        == 0
+    )
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.column_names == [*rows[0], "note", "order_id"]  # every input column kept
+    assert out["note"].to_pylist() == [f"kept {i}" for i in range(len(rows))]
+    ids = out["order_id"].to_pylist()
+    assert ids == [r["order_id"] for r in read_rows(tmp_path / "out.csv")]
+    for i in range(0, len(rows), 397):
+        assert ids[i] == _v1_oracle(rows[i])
+
+
+def test_v2_parquet_signed(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eth_account import Account
+
+    rows = v2_orders(300, full=True)
+    _parquet(tmp_path / "in.parquet", rows, ints=True, group=64)
+    monkeypatch.setenv("CLOBKIT_PRIVATE_KEY", KEY)
+    wallet = str(wallet_file(tmp_path, V2_WALLET))
+    got = cli(
+        "order-ids",
+        "--wallet",
+        wallet,
+        "--sign",
+        str(tmp_path / "in.parquet"),
+        str(tmp_path / "out.parquet"),
+    )
+    assert got.code == 0, got.err
+    out = pq.read_table(tmp_path / "out.parquet").to_pylist()
+    for row, done in zip(rows, out, strict=True):
+        want = oracle_id(V2_WALLET, 2, row)
+        assert done["order_id"] == want
+        signed = Account.unsafe_sign_hash(bytes.fromhex(want[2:]), KEY)
+        assert done["signature"] == "0x" + bytes(signed.signature).hex()
+
+
+def test_bad_parquet_rows_are_reported_by_row_and_exit_1(
+    cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    rows = orders(1_000)
+    rows[4]["salt"] = -1
+    rows[600]["side"] = "HOLD"
+    rows[601]["maker_amount"] = None  # a null
+    rows[999]["salt"] = 10**12 + 1  # hashable, but the service refuses it
+    cols = {k: [r[k] for r in rows] for k in rows[0]}
+    table = pa.table(
+        {
+            "token_id": pa.array(cols["token_id"]),
+            "maker_amount": pa.array(cols["maker_amount"], pa.int64()),
+            "taker_amount": pa.array(cols["taker_amount"], pa.int64()),
+            "side": pa.array(cols["side"]),
+            "salt": pa.array(cols["salt"], pa.int64()),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=256)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    )
+    assert got.code == 1
+    lines = [line for line in got.err.splitlines() if line.startswith("row ")]
+    assert lines[0] == "row 5: salt: must lie in [0, 2**256 - 1] (got -1)"
+    assert lines[1].startswith('row 601: side: must be "BUY", "SELL", 0 or 1')
+    assert lines[2].startswith("row 602: maker_amount:")
+    assert lines[3].startswith("row 1000: salt: must lie in [0, 10**12]")
+    assert len(lines) == 4
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.num_rows == 996
+    good = [r for i, r in enumerate(rows) if i not in (4, 600, 601, 999)]
+    for k in (0, 500, 995):
+        assert out["order_id"][k].as_py() == _v1_oracle(good[k])
+
+
+def test_null_optional_columns_take_their_default(
+    cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    rows = orders(20, full=True)
+    for row in rows[::2]:
+        row["nonce"] = None
+        row["fee_rate_bps"] = None
+    _parquet(tmp_path / "in.parquet", rows, ints=True, group=7)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    )
+    assert got.code == 0, got.err
+    ids = pq.read_table(tmp_path / "out.parquet")["order_id"].to_pylist()
+    assert ids == [_v1_oracle(r) for r in rows]
+
+
+def test_parquet_input_problems_are_one_line(cli: Callable[..., Result], tmp_path: Path) -> None:
+    wallet = str(wallet_file(tmp_path, WALLET))
+    (tmp_path / "junk.parquet").write_text("not parquet")
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "junk.parquet"), str(tmp_path / "o.parquet")
+    )
+    assert got.code == 2
+    assert "is not a readable Parquet file" in got.err
+    pq.write_table(pa.table({"token_id": ["1"]}), tmp_path / "few.parquet")
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "few.parquet"), str(tmp_path / "o.parquet")
+    )
+    assert got.code == 2
+    assert "no column(s) maker_amount, taker_amount, side, salt" in got.err
+    assert not (tmp_path / "o.parquet").exists()
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "few.parquet"), str(tmp_path / "o.csv")
+    )
+    assert got.code == 2  # OUTPUT of another format
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 1),
+            st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 10**13)),
+            st.one_of(st.integers(0, 2**64 - 1), st.integers(0, 10**13)),
+        ),
+        max_size=30,
+    )
+)
+def test_column_wise_ratio_rule_flags_exactly_the_rows_check_raw_amounts_refuses(
+    rows: list[tuple[int, int, int]],
+) -> None:
+    sides = pa.array([r[0] for r in rows], pa.int8())
+    makers = pa.array([r[1] for r in rows], pa.uint64())
+    takers = pa.array([r[2] for r in rows], pa.uint64())
+    flagged = raw_amounts_flagged(sides, makers, takers).to_pylist()
+    for (side, maker, taker), flag in zip(rows, flagged, strict=True):
+        try:
+            check_raw_amounts(side, maker, taker)
+        except AmountError:  # noqa: PERF203 - the oracle, row by row
+            assert flag
+        else:
+            assert not flag
+
+
+def test_parquet_rows_breaking_the_ratio_rule_are_refused(
+    cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    rows = orders(50)
+    rows[3]["maker_amount"], rows[3]["taker_amount"] = 20_000_000, 10_000_000  # price above 1
+    rows[3]["side"] = "BUY"
+    rows[8]["taker_amount"] = 0
+    _parquet(tmp_path / "in.parquet", rows, ints=True, group=16)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "o.parquet")
+    )
+    assert got.code == 1
+    bad = [line.split(":")[0] for line in got.err.splitlines() if line.startswith("row ")]
+    assert bad == ["row 4", "row 9"]
+    assert "POST /orders/raw refuses it" in got.err
+    assert pq.read_table(tmp_path / "o.parquet").num_rows == 48

@@ -1,0 +1,218 @@
+"""clobkit.dask on a real two-process LocalCluster, reading Parquet from disk (#14)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clobkit.errors import OrderFieldError
+from clobkit.order_id import OrderHasher
+
+from ..core.oracle import eth_account_order_id, eth_account_order_id_v2
+from ..core.test_columns import WALLETS
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+from clobkit.dask import with_order_ids  # noqa: E402 - after the extras are known present
+
+ROWS = 30_011
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """Two worker processes, one thread each: what a small cluster does, on this machine."""
+    env = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = SRC + (os.pathsep + env if env else "")  # the workers' clobkit
+    try:
+        with (
+            distributed.LocalCluster(
+                n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster) as c,
+        ):
+            yield c
+    finally:
+        os.environ["PYTHONPATH"] = env
+
+
+def _table(version: int, n: int = ROWS) -> Any:
+    cols: dict[str, Any] = {
+        "token_id": pa.array([str((i * 0x9E3779B97F4A7C15) ** 3 % 2**256) for i in range(n)]),
+        "maker_amount": pa.array([1_000_000 + 7 * i for i in range(n)], pa.int64()),
+        "taker_amount": pa.array([2_000_000 + 3 * i for i in range(n)], pa.uint64()),
+        "side": pa.array(["SELL" if i % 3 else "BUY" for i in range(n)]),
+        "salt": pa.array([(i * 7919) % 10**12 for i in range(n)], pa.int64()),
+        "neg_risk": pa.array([i % 5 == 0 for i in range(n)]),
+        "note": pa.array([f"row {i}" for i in range(n)]),  # kept as it is
+    }
+    if version == 1:
+        cols["fee_rate_bps"] = pa.array([i % 3 for i in range(n)], pa.int32())
+        cols["nonce"] = pa.array([i % 2 for i in range(n)], pa.int64())
+        cols["expiration"] = pa.array([0] * n, pa.int64())
+    else:
+        cols["timestamp"] = pa.array([1_777_000_000_000 + i for i in range(n)], pa.int64())
+        cols["metadata"] = pa.array([bytes([i % 251]) * 32 for i in range(n)], pa.binary(32))
+    return pa.table(cols)
+
+
+def _write(table: Any, path: Path) -> str:
+    """Three files of several row groups each (odd sizes)."""
+    path.mkdir()
+    n = table.num_rows
+    for k, (lo, hi) in enumerate([(0, n // 3), (n // 3, n // 2), (n // 2, n)]):
+        pq.write_table(table.slice(lo, hi - lo), path / f"part-{k}.parquet", row_group_size=3_001)
+    return str(path)
+
+
+def _single_process(table: Any, version: int) -> list[str]:
+    hasher = OrderHasher(WALLETS[version])
+    args = {
+        "token_ids": table["token_id"].to_pylist(),
+        "maker_amounts": table["maker_amount"].to_pylist(),
+        "taker_amounts": table["taker_amount"].to_pylist(),
+        "sides": table["side"].to_pylist(),
+        "salts": table["salt"].to_pylist(),
+        "neg_risk": table["neg_risk"].to_pylist(),
+    }
+    if version == 1:
+        for name, kw in (
+            ("fee_rate_bps", "fee_rate_bps"),
+            ("nonce", "nonces"),
+            ("expiration", "expirations"),
+        ):
+            args[kw] = table[name].to_pylist()
+    else:
+        args["timestamps"] = table["timestamp"].to_pylist()
+        args["metadatas"] = table["metadata"].to_pylist()
+    ids: list[str] = hasher.order_ids(**args)
+    return ids
+
+
+def _oracle(table: Any, version: int, i: int) -> str:
+    row = {name: table[name][i].as_py() for name in table.column_names}
+    order = {
+        "token_id": int(row["token_id"]),
+        "maker_amount": row["maker_amount"],
+        "taker_amount": row["taker_amount"],
+        "side": 0 if row["side"] == "BUY" else 1,
+        "salt": row["salt"],
+    }
+    if version == 1:
+        order |= {"fee_rate_bps": row["fee_rate_bps"], "nonce": row["nonce"], "expiration": 0}
+        return eth_account_order_id(WALLETS[1], order, row["neg_risk"])
+    order |= {"timestamp": row["timestamp"], "metadata": row["metadata"]}
+    return eth_account_order_id_v2(WALLETS[version], order, row["neg_risk"], version)
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_ids_on_the_cluster_equal_single_process(client: Any, tmp_path: Path, version: int) -> None:
+    table = _table(version)
+    path = _write(table, tmp_path / "orders")
+    df = dd.read_parquet(path)
+    assert df.npartitions >= 3
+    out = with_order_ids(df, WALLETS[version]).compute()
+    assert list(out.columns) == [*table.column_names, "order_id"]  # every input column kept
+    assert out["note"].tolist() == table["note"].to_pylist()
+    ids = out["order_id"].tolist()
+    assert ids == _single_process(table, version)
+    for i in range(0, ROWS, 3_331):
+        assert ids[i] == _oracle(table, version, i)
+
+
+def test_written_back_to_parquet(client: Any, tmp_path: Path) -> None:
+    table = _table(2, 5_000)
+    # Arrow-backed pandas columns (a bytes column cannot be written back from object dtype)
+    df = dd.read_parquet(_write(table, tmp_path / "in"), dtype_backend="pyarrow")
+    with_order_ids(df, WALLETS[2], column="clob_order_id").to_parquet(tmp_path / "out")
+    back = pq.read_table(tmp_path / "out")
+    assert back["clob_order_id"].to_pylist() == _single_process(table, 2)
+
+
+def test_pure_twin_gives_the_same_ids(tmp_path: Path) -> None:
+    """CLOBKIT_NO_EXTENSIONS=1 in a fresh process (the default Dask scheduler)."""
+    table = _table(3, 4_000)
+    path = _write(table, tmp_path / "orders")
+    code = (
+        "import json, sys, dask.dataframe as dd\n"
+        "from clobkit._core import IMPLEMENTATION\n"
+        "from clobkit.dask import with_order_ids\n"
+        f"out = with_order_ids(dd.read_parquet({path!r}), json.loads(sys.argv[1])).compute()\n"
+        "print(IMPLEMENTATION)\n"
+        "print(json.dumps(out['order_id'].tolist()))\n"
+    )
+    env = os.environ | {"CLOBKIT_NO_EXTENSIONS": "1", "PYTHONPATH": SRC}
+    lines = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(WALLETS[3])],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert lines[0] == "python"
+    assert json.loads(lines[1]) == _single_process(table, 3)
+
+
+def test_bad_row_is_named(client: Any, tmp_path: Path) -> None:
+    table = _table(1, 9_000)
+    salts = table["salt"].to_pylist()
+    salts[7_777] = -3
+    table = table.set_column(table.column_names.index("salt"), "salt", pa.array(salts))
+    df = dd.read_parquet(_write(table, tmp_path / "orders"))
+    with pytest.raises(OrderFieldError) as info:
+        with_order_ids(df, WALLETS[1]).compute()
+    # the third file (rows 4500 on) is partition 2; read_parquet labels its rows from 0
+    assert str(info.value) == "partition 2, row 3277: salt: must lie in [0, 2**256 - 1] (got -3)"
+
+
+def test_null_and_wrong_type_are_named(tmp_path: Path) -> None:
+    table = _table(2, 50)
+    stamps = table["timestamp"].to_pylist()
+    stamps[41] = None
+    bad = table.set_column(table.column_names.index("timestamp"), "timestamp", pa.array(stamps))
+    path = _write(bad, tmp_path / "nulls")
+    df = dd.read_parquet(path, dtype_backend="pyarrow")  # int64 with nulls stays int64
+    with pytest.raises(OrderFieldError, match=r"partition 2, row 16: timestamp: must not be null"):
+        with_order_ids(df, WALLETS[2]).compute(scheduler="sync")
+    # numpy-backed pandas turns it into float64 (NaN): refused, never rounded
+    df = dd.read_parquet(path)
+    with pytest.raises(OrderFieldError, match=r"column timestamp: must be a column of integers"):
+        with_order_ids(df, WALLETS[2]).compute(scheduler="sync")
+
+
+def test_missing_columns_fail_at_once(tmp_path: Path) -> None:
+    table = _table(2, 10).drop_columns(["timestamp", "salt"])
+    df = dd.read_parquet(_write(table, tmp_path / "orders"))
+    with pytest.raises(OrderFieldError, match="lacks the column"):
+        with_order_ids(df, WALLETS[2])
+    with pytest.raises(OrderFieldError, match=r"wallet\.maker"):
+        with_order_ids(df, WALLETS[2] | {"maker": "0x12"})
+
+
+def test_without_dask_one_line_says_what_to_install() -> None:
+    code = (
+        "import sys; sys.modules['dask'] = None; sys.modules['dask.dataframe'] = None\n"
+        "try:\n"
+        "    import clobkit.dask\n"
+        "except ImportError as exc:\n"
+        "    from clobkit.errors import ClobkitError\n"
+        "    print(isinstance(exc, ClobkitError), exc)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env=os.environ | {"PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out == "True clobkit.dask needs Dask: pip install 'clobkit[dask]'\n"
