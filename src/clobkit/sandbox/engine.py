@@ -102,6 +102,7 @@ class Engine(House):
         super().__init__(load_config(config), clock)
         self._lock = RLock()
         self._depth = 0
+        self._store: StateStore | None = None  # set once restored or first saved
         self._listeners: list[Callable[[list[EngineEvent]], None]] = []
         if store is not None and store.restore(self):
             self._store = store  # the book, house quotes included, is back as it was

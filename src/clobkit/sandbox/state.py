@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clobkit import OrderHasher, WalletInfo
 from clobkit._spec import ERROR_MARKET_NOT_FOUND, OPEN_STATUSES, ORDER_TYPES
@@ -21,9 +21,6 @@ from clobkit.order_id import checksum_address, keccak256
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture, MarketFixture, build_fixtures
-
-if TYPE_CHECKING:
-    from .store import StateStore
 
 __all__ = [
     "ASK",
@@ -346,7 +343,6 @@ class EngineState:
         self._changed_orders: dict[str, Order] = {}
         self._changed_markets: set[str] = set()
         self._changed_users: set[str] = set()
-        self._store: StateStore | None = None
         self._outbox: list[EngineEvent] = []  # published after the operation
         self._watched: dict[str, int] = {}  # user id -> live subscriptions to its orders
         self.stats = {
