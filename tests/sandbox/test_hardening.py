@@ -23,9 +23,9 @@ import websockets
 
 from clobkit import RequestSigner, signature
 from clobkit.sandbox import Sandbox, SandboxConfig, UserConfig
-from clobkit.sandbox.app import _Connection
 from clobkit.sandbox.auth import Authenticator
 from clobkit.sandbox.errors import Rejected
+from clobkit.sandbox.ws import Connection as _Connection
 
 from .conftest import MAKER, TRADER, Clock, book_market
 from .signed import PREFIX, SignedClient, loads

@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from clobkit import verify_signature
+from clobkit._spec import ERROR_UNAUTHORIZED, forbidden_scope
 
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected
@@ -44,7 +45,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 def _unauthorized(detail: str) -> Rejected:
-    return Rejected(401, "unauthorized", detail=detail)
+    return Rejected(401, ERROR_UNAUTHORIZED, detail=detail)
 
 
 class Authenticator:
@@ -182,4 +183,4 @@ class Authenticator:
     @staticmethod
     def require_scope(user: UserConfig, scope: str) -> None:
         if scope not in user.scopes:
-            raise Rejected(403, f"forbidden: missing scope {scope}")
+            raise Rejected(403, forbidden_scope(scope))

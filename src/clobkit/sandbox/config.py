@@ -28,6 +28,8 @@ from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from clobkit._spec import SINGLE_ORDER_MAX
+
 from .faults import FaultConfig
 
 __all__ = [
@@ -44,8 +46,6 @@ __all__ = [
 
 ALL_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "orders:write", "portfolio:read")
 READ_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "portfolio:read")
-#: The service's hard single-order maximum (USDC); applies to every order, bonus or not.
-SINGLE_ORDER_MAX = Decimal(50_000)
 
 
 class ConfigError(ValueError):

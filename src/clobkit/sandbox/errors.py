@@ -7,6 +7,8 @@ optional human ``detail`` (an extra envelope field saying what was wrong).
 
 from __future__ import annotations
 
+from clobkit._spec import ERROR_BODY, ERROR_PARAMS, RISK_CODE
+
 __all__ = [
     "INVALID_BODY",
     "INVALID_PARAMS",
@@ -14,9 +16,8 @@ __all__ = [
     "Rejected",
 ]
 
-INVALID_BODY = "invalid request body"
-INVALID_PARAMS = "invalid request parameters"
-RISK_CODE = "ORDER_FAILED_PLACE_BET"
+INVALID_BODY = ERROR_BODY  # the names the sandbox used before _spec held the table
+INVALID_PARAMS = ERROR_PARAMS
 
 
 class Rejected(Exception):

@@ -17,10 +17,12 @@ from typing import Any
 import uvicorn
 
 from ._http import GuardedH11Protocol
-from .app import PREFIX, SandboxState, create_app
+from .app import create_app
 from .config import SandboxConfig, UserConfig, load_config
+from .context import SandboxState
 from .engine import Engine
 from .faults import Faults, drop_streams
+from .wire import PREFIX
 
 __all__ = ["Sandbox", "serve_in_thread"]
 

@@ -41,7 +41,10 @@ import msgspec
 
 from clobkit.errors import ClobkitError
 
-from .engine import FOK, RISK_MINUTE_MS, Account, Engine, Order, Position
+from .invariants import violations as state_violations
+from .ledger import RISK_MINUTE_MS
+from .state import FOK, Account, Order, Position
+from .state import EngineState as Engine
 
 __all__ = ["SCHEMA_VERSION", "CommitBeforeAnswer", "StateFileError", "StateStore"]
 
@@ -396,7 +399,7 @@ class StateStore:
                 raise StateFileError(
                     f"state file {self.path} is damaged: {type(exc).__name__}: {exc}"
                 ) from None
-        violations = engine.check_invariants()
+        violations = state_violations(engine)  # restore runs inside Engine.__init__
         if violations:
             raise StateFileError(
                 f"state file {self.path} is inconsistent: {violations[0]}"

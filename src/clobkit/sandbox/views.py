@@ -12,13 +12,15 @@ import hashlib
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any
 
+from clobkit._spec import SIDES
+
 from .fixtures import EventFixture, Team
+from .state import ASK, BID, BUY, dec, own_levels
 
 if TYPE_CHECKING:
-    from .engine import Account, Engine, MarketState, Order, Position
+    from .state import Account, MarketState, Order, Position
+    from .state import EngineState as Engine
 
-UNIT = 1_000_000
-_BID, _ASK = 0, 1
 _CENT = Decimal("0.01")
 _MICRO = Decimal("0.000001")
 
@@ -32,14 +34,6 @@ SORT_FIELDS: dict[str, bool] = {  # field -> descending
     "end_date": False,
     "title": False,
 }
-
-
-def dec(units: int) -> Decimal:
-    """Exact decimal of 6-decimal units, without exponent or trailing zeros."""
-    sign = "-" if units < 0 else ""
-    whole, frac = divmod(abs(units), UNIT)
-    text = f"{whole}.{frac:06d}".rstrip("0").rstrip(".")
-    return Decimal(sign + text)
 
 
 def price(cents: int) -> Decimal:
@@ -116,19 +110,6 @@ def team_brief(t: Team) -> dict[str, Any]:
 # -- books ---------------------------------------------------------------------
 
 
-def own_levels(market: MarketState, outcome: str, own_side: int) -> list[tuple[int, int]]:
-    """(own price in cents, open shares) of one side of a token's book, best first."""
-    if outcome == "a":
-        side = own_side
-        levels = market.level_sizes(side)
-        return levels[::-1] if side == _BID else levels
-    # token b: its bids are the A-space asks at 1 - p, its asks the A-space bids
-    side = _ASK if own_side == _BID else _BID
-    levels = [(100 - p, n) for p, n in market.level_sizes(side)]
-    levels.sort(key=lambda lv: lv[0], reverse=own_side == _BID)
-    return levels
-
-
 def _book_side(market: MarketState, outcome: str, own_side: int) -> list[dict[str, str]]:
     return [
         {"price": f"0.{p:02d}", "size": str(dec(n * p // 100))}
@@ -138,8 +119,8 @@ def _book_side(market: MarketState, outcome: str, own_side: int) -> list[dict[st
 
 def orderbook(market: MarketState, outcome: str, now: int) -> dict[str, Any]:
     token = market.token(outcome)
-    bids = _book_side(market, outcome, _BID)
-    asks = _book_side(market, outcome, _ASK)
+    bids = _book_side(market, outcome, BID)
+    asks = _book_side(market, outcome, ASK)
     digest = hashlib.sha256(repr((token, bids, asks)).encode()).hexdigest()
     return {
         "asset_id": token,
@@ -175,8 +156,8 @@ def price_payload(market: MarketState, outcome: str, now: int) -> dict[str, Any]
 
 
 def liquidity(market: MarketState) -> Decimal:
-    units = sum(n * p // 100 for p, n in market.level_sizes(_BID))
-    units += sum(n * p // 100 for p, n in market.level_sizes(_ASK))
+    units = sum(n * p // 100 for p, n in market.level_sizes(BID))
+    units += sum(n * p // 100 for p, n in market.level_sizes(ASK))
     return dec(units)
 
 
@@ -406,7 +387,7 @@ def list_events(
 
 
 def order_record(engine: Engine, o: Order) -> dict[str, Any]:
-    buy = o.side == 0
+    buy = o.side == BUY
     clob_price = Decimal(o.price_text)
     return {
         "id": o.id,
@@ -420,7 +401,7 @@ def order_record(engine: Engine, o: Order) -> dict[str, Any]:
         "odds": odds(clob_price),
         "potential_profit": dec(max(o.size - o.maker_amount, 0)) if buy else Decimal(0),
         "status": o.status,
-        "side": "BUY" if buy else "SELL",
+        "side": SIDES[o.side],
         "order_type": o.order_type,
         "order_source": o.source,
         "order_source_id": o.source_id,
@@ -458,7 +439,7 @@ def portfolio_order(o: Order) -> dict[str, Any]:
         "home_team": team_brief(event.home_team),
         "away_team": team_brief(event.away_team),
         "outcome": _display_outcome(market, o.outcome),
-        "side": "BUY" if o.side == 0 else "SELL",
+        "side": SIDES[o.side],
         "making_amount": dec(o.maker_amount),
         "taking_amount": dec(o.taker_amount),
         "status": o.status,

@@ -1,0 +1,149 @@
+"""The admin routes: loopback-only test controls (settle, house fill, price, deposit, checks).
+
+No request signature: only a loopback client may call them, never cross-origin,
+POSTs only as ``application/json`` (a page cannot send that without a
+preflight), and with ``admin_token`` configured only with ``X-Admin-Token``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Scope
+
+from clobkit._spec import ERROR_UNAUTHORIZED
+
+from .context import SandboxState
+from .errors import Rejected, bad_body
+from .faults import drop_streams
+from .wire import client_ip, decode_body, failure, json_response, log
+
+__all__ = ["admin_routes"]
+
+
+def admin(
+    handler: Callable[[SandboxState, Request, Any], Any],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def run(st: SandboxState, request: Request, body: Any) -> Any:
+        return handler(st, request, body)
+
+    return admin_async(run)
+
+
+def admin_async(
+    handler: Callable[[SandboxState, Request, Any], Awaitable[Any]],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        st: SandboxState = request.app.state.sandbox
+        try:
+            ip = client_ip(request.scope)
+            try:
+                loopback = ip is not None and ipaddress.ip_address(ip).is_loopback
+            except ValueError:
+                loopback = False
+            if not loopback:
+                raise Rejected(403, "forbidden: admin routes are loopback-only")
+            _check_admin_request(st, request)
+            body = await request.body()
+            parsed = None
+            if request.method == "POST":  # an empty body reads as {} (POST /admin/streams/drop)
+                parsed = decode_body(body) if body.strip() else {}
+            data = await handler(st, request, parsed)
+            return json_response({"success": True, "data": data})
+        except Rejected as rejected:
+            return failure(rejected)
+        except ClientDisconnect:  # nobody is left to answer
+            return Response(status_code=400)
+        except Exception:
+            log.exception("internal error on %s %s", request.method, request.url.path)
+            return json_response({"success": False, "error": "internal error"}, 500)
+
+    return endpoint
+
+
+def _own_origins(scope: Scope) -> set[str]:
+    """The origins a browser gives pages served by this sandbox (loopback names, our port)."""
+    server = scope.get("server")
+    if not server or server[1] is None:
+        return set()
+    host, port = str(server[0]), server[1]
+    hosts = {"127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host}
+    return {f"http://{h}:{port}" for h in hosts}
+
+
+def _check_admin_request(st: SandboxState, request: Request) -> None:
+    """Refuse what a web page could send: cross-origin requests and non-JSON POSTs.
+
+    A browser sends ``Origin`` on cross-origin requests, and a page can POST
+    ``text/plain`` without a preflight; requiring ``application/json`` forces
+    one, which the sandbox never grants. With ``admin_token`` configured the
+    ``X-Admin-Token`` header must carry it.
+    """
+    origin = request.headers.get("origin")
+    if origin is not None and origin not in _own_origins(request.scope):
+        raise Rejected(403, "forbidden: cross-origin admin request", detail=f"Origin {origin}")
+    token = st.config.admin_token
+    if token is not None:
+        given = request.headers.get("x-admin-token", "")
+        if not hmac.compare_digest(given.encode("latin-1"), token.encode("latin-1")):
+            raise Rejected(401, ERROR_UNAUTHORIZED, detail="X-Admin-Token missing or wrong")
+    if request.method == "POST":
+        kind = request.headers.get("content-type", "")
+        if kind.split(";")[0].strip().lower() != "application/json":
+            raise Rejected(
+                415, "unsupported media type", detail="admin routes take application/json"
+            )
+
+
+def _admin_settle(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.settle(request.path_params["market_id"], body.get("winner"))
+
+
+def _admin_fill(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.house_fill(request.path_params["order_id"], body.get("shares"))
+
+
+def _admin_price(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.set_price(request.path_params["market_id"], body.get("price"))
+
+
+def _admin_deposit(st: SandboxState, request: Request, body: Any) -> Any:
+    bonus = body.get("bonus", False)
+    if not isinstance(bonus, bool):
+        raise bad_body("bonus must be true or false")
+    return st.engine.deposit(request.path_params["user_id"], body.get("amount"), bonus=bonus)
+
+
+def _admin_balances(st: SandboxState, request: Request, body: Any) -> Any:
+    return st.engine.balances(request.path_params["user_id"])
+
+
+async def _admin_drop_streams(st: SandboxState, request: Request, body: Any) -> Any:
+    return {"dropped": await drop_streams(st.streams)}
+
+
+def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
+    return {
+        "violations": st.engine.check_invariants(),
+        "totals": st.engine.totals(),
+        "stats": dict(st.engine.stats),
+    }
+
+
+def admin_routes() -> list[Route]:
+    """The ``/admin/...`` routes."""
+    return [
+        Route("/admin/markets/{market_id}/settle", admin(_admin_settle), methods=["POST"]),
+        Route("/admin/markets/{market_id}/price", admin(_admin_price), methods=["POST"]),
+        Route("/admin/orders/{order_id}/fill", admin(_admin_fill), methods=["POST"]),
+        Route("/admin/users/{user_id}/deposit", admin(_admin_deposit), methods=["POST"]),
+        Route("/admin/users/{user_id}/balances", admin(_admin_balances), methods=["GET"]),
+        Route("/admin/invariants", admin(_admin_invariants), methods=["GET"]),
+        Route("/admin/streams/drop", admin_async(_admin_drop_streams), methods=["POST"]),
+    ]

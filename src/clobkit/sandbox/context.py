@@ -1,0 +1,27 @@
+"""What one sandbox app owns, in one record every route reads (no module-level state)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .auth import Authenticator
+from .config import SandboxConfig
+from .engine import Engine
+from .faults import Faults
+from .store import StateStore
+from .ws import Connection, Hub
+
+__all__ = ["SandboxState"]
+
+
+@dataclass
+class SandboxState:
+    """Everything one app instance owns (no module-level state)."""
+
+    config: SandboxConfig
+    engine: Engine
+    auth: Authenticator
+    hub: Hub
+    faults: Faults
+    streams: set[Connection]
+    store: StateStore | None = None

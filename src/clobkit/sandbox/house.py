@@ -1,0 +1,184 @@
+"""The house liquidity provider and the take-profit / stop-loss exits.
+
+After every operation the house requotes each touched market around its mid
+price (``HOUSE_LEVELS`` levels a side, buying only, from an unlimited
+ledger) and armed orders whose exit price was reached sell through a FOK.
+The admin's ``house_fill`` and ``set_price`` act through here too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import ROUND_DOWN, Decimal
+
+from clobkit import new_salt
+from clobkit._spec import ERROR_ORDER_NOT_FOUND
+
+from .book import Book
+from .errors import Rejected, bad_body
+from .parse import OrderSpec, cents, decimal, fok_price
+from .state import ASK, BID, BUY, FOK, GTC, HOUSE, SELL, UNIT, EngineEvent, MarketState, Order
+
+__all__ = ["HOUSE_LEVELS", "House"]
+
+HOUSE_LEVELS = 5  # price levels the house quotes on each side of its mid
+
+
+class House(Book):
+    """The house's quotes and the exits, on top of the book; the ``Engine`` facade builds on it."""
+
+    def _settle_touched(self, now: int) -> None:
+        """After an operation: requote the house and fire take-profit / stop-loss exits."""
+        for _ in range(1000):
+            touched, self._touched = self._touched, set()
+            if not touched:
+                break
+            for market_id in sorted(touched):
+                market = self.markets[market_id]
+                self._requote(market, now)
+                self._outbox.append(EngineEvent("book", market_id))
+            self._fire_triggers(touched, now)
+
+    def _house_target(self, market: MarketState, k: int, price: int) -> int:
+        """Shares the house shows at its k-th level (price in cents): about level USDC / price."""
+        usdc = market.fx.house_level_units * (2 + k) // 3
+        return usdc * 100 // price // 10_000 * 10_000
+
+    def _requote(self, market: MarketState, now: int) -> None:
+        if market.mid is None or not market.active:
+            for quote in list(market.house_quotes.values()):
+                self._finish(quote, "cancelled", now)
+            return
+        wanted: dict[tuple[int, int], int] = {}
+        for k in range(1, HOUSE_LEVELS + 1):
+            if 1 <= market.mid - k <= 99:
+                wanted[(BID, market.mid - k)] = self._house_target(market, k, market.mid - k)
+            if 1 <= market.mid + k <= 99:
+                wanted[(ASK, market.mid + k)] = self._house_target(market, k, market.mid + k)
+        for key, quote in list(market.house_quotes.items()):
+            if key not in wanted or quote.open_shares < wanted[key]:
+                self._finish(quote, "cancelled", now)
+        best_ask, best_bid = market.best_ask(), market.best_bid()
+        for (side, price), shares in sorted(wanted.items()):
+            if (side, price) in market.house_quotes or shares <= 0:
+                continue
+            if side == BID and best_ask is not None and best_ask <= price:
+                continue
+            if side == ASK and best_bid is not None and best_bid >= price:
+                continue
+            outcome = "a" if side == BID else "b"
+            own = price if side == BID else 100 - price
+            quote = Order(
+                id=f"house-{self._next_seq()}",
+                user_id=HOUSE,
+                market=market,
+                outcome=outcome,
+                side=BUY,
+                order_type=GTC,
+                limit_cents=own,
+                size=shares,
+                seq=self._seq,
+                source="house",
+                status="live",
+                created_ms=now,
+                updated_ms=now,
+            )
+            market.house_quotes[(side, price)] = quote
+            self.open_orders[quote.id] = quote
+            self._rest(quote, now)
+            self._touched.discard(market.id)
+
+    def _house_take(self, order_id: str, shares: object, now: int) -> Order:
+        """The house takes the other side of ``shares`` of a resting order, at its price."""
+        order = self.orders.get(str(order_id))
+        if order is None or order.house:
+            raise Rejected(404, ERROR_ORDER_NOT_FOUND)
+        if order.status != "live" or not order.resting:
+            raise Rejected(400, "order is not resting on the book", detail=f"status {order.status}")
+        number = decimal({"shares": shares}, "shares")
+        if number is None:
+            raise bad_body("shares is required")
+        units = int((number * UNIT).to_integral_value(ROUND_DOWN))
+        if units <= 0:
+            raise bad_body("shares must be positive")
+        n = min(units, order.open_shares)
+        outcome = ("b" if order.outcome == "a" else "a") if order.side == BUY else order.outcome
+        own = 100 - order.limit_cents if order.side == BUY else order.limit_cents
+        counter = Order(
+            id=f"house-{self._next_seq()}",
+            user_id=HOUSE,
+            market=order.market,
+            outcome=outcome,
+            side=BUY,
+            order_type=FOK,
+            limit_cents=own,
+            size=n,
+            seq=self._seq,
+            source="house",
+            status="live",
+        )
+        self._fill(counter, order, n, order.a_price, now)
+        counter.status = "matched"
+        return order
+
+    def _set_mid(self, market_id: str, price: object, now: int) -> MarketState:
+        """Move the house's mid price of a market (cents on the 0.01 grid) and requote."""
+        market = self._market(market_id)
+        number = decimal({"price": price}, "price")
+        if number is None:
+            raise bad_body("price is required")
+        mid = cents(number, "price")
+        if not market.active:
+            raise bad_body("the market is not active")
+        market.mid = mid
+        market.updated_ms = now
+        for quote in list(market.house_quotes.values()):
+            self._finish(quote, "cancelled", now)
+        self._touch(market, now)
+        self._settle_touched(now)  # requote now, so the answer shows the new book
+        return market
+
+    def _fire_triggers(self, touched: set[str], now: int) -> None:
+        for order in sorted(self._armed.values(), key=lambda o: o.seq):
+            if order.market.id not in touched or order.matched == 0:
+                continue
+            bid, _ = order.market.own_best(order.outcome)
+            if bid is None:
+                continue
+            kind = None
+            if order.take_profit is not None and bid >= order.take_profit:
+                kind = "take_profit"
+            elif order.stop_loss is not None and bid <= order.stop_loss:
+                kind = "stop_loss"
+            if kind is None:
+                continue
+            del self._armed[order.id]
+            account = self.accounts[order.user_id]
+            pos = account.positions.get(order.token_id)
+            shares = 0 if pos is None else min(order.matched, pos.shares - pos.reserved)
+            if shares <= 0 or not order.market.active:
+                continue
+            worst = fok_price(order.market, order.outcome, SELL, Decimal(shares) / UNIT, None)
+            taker = shares * worst // 100
+            spec = OrderSpec(
+                market=order.market,
+                outcome=order.outcome,
+                side=SELL,
+                order_type=FOK,
+                limit_cents=worst,
+                price_text=str(Decimal(worst) / 100),
+                size=shares,
+                maker_amount=shares,
+                taker_amount=taker,
+                amount_based=False,
+                value=taker,
+                salt=new_salt(),
+                fee_rate_bps=order.market.fx.fee_rate_bps,
+                source=kind,
+                source_id=order.id,
+                notification_id=str(uuid.uuid4()),
+            )
+            try:
+                self._admit(account, spec, now, system=True)
+            except Rejected:
+                continue

@@ -1,0 +1,359 @@
+"""Request bodies into typed order specs: the number, price and uint256 parsers.
+
+``parse_order`` reads a POST /orders body, ``parse_raw`` a POST /orders/raw
+body; each answers an ``OrderSpec`` (integers in 6-decimal units, prices in
+cents) or raises ``Rejected`` naming the field. Nothing here changes state.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from typing import Any
+
+from clobkit import limit_amounts, market_amounts, market_price, new_salt
+from clobkit._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES
+from clobkit.errors import InsufficientLiquidity, ValidationError
+
+from .errors import bad_body
+from .state import ASK, BID, BUY, FOK, GTD, SELL, EngineState, MarketState, dec, own_levels
+
+__all__ = [
+    "OrderSpec",
+    "cents",
+    "check_client_order_id",
+    "decimal",
+    "fok_price",
+    "parse_order",
+    "parse_raw",
+    "units_text",
+]
+
+UINT256_MAX = (1 << 256) - 1
+
+
+@dataclass
+class OrderSpec:
+    """A validated order, before admission."""
+
+    market: MarketState
+    outcome: str
+    side: int
+    order_type: str
+    limit_cents: int
+    price_text: str
+    size: int
+    maker_amount: int
+    taker_amount: int
+    amount_based: bool
+    value: int  # USDC value for limits and risk
+    expiration: int = 0
+    salt: int = 0
+    nonce: int = 0
+    fee_rate_bps: int = 0
+    source: str = "manual"
+    source_id: str | None = None
+    client_order_id: str | None = None
+    take_profit: int | None = None
+    stop_loss: int | None = None
+    notification_id: str = ""
+
+
+#: A number as a string: ASCII digits, an optional sign, point and exponent. Decimal()
+#: alone would also take " 5", "1_000", full-width digits, "NaN" and "Infinity".
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?", re.ASCII)
+
+
+def decimal(body: Mapping[str, Any], name: str) -> Decimal | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, Decimal, str, float)):
+        raise bad_body(f"{name} must be a number")
+    if isinstance(value, str) and not (len(value) <= 64 and _NUMBER_TEXT.fullmatch(value)):
+        raise bad_body(f"{name} must be a decimal number, got {value[:64]!r}")
+    try:
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation:
+        raise bad_body(f"{name} must be a number") from None
+    if not number.is_finite() or abs(number.adjusted()) > 40:
+        raise bad_body(f"{name} must be a finite number of sensible size")
+    return number
+
+
+def _positive(body: Mapping[str, Any], name: str) -> Decimal:
+    number = decimal(body, name)
+    if number is None:
+        raise bad_body(f"{name} is required")
+    if number <= 0:
+        raise bad_body(f"{name} must be positive")
+    return number
+
+
+def cents(number: Decimal, name: str) -> int:
+    """A price on the 0.01 grid within [0.01, 0.99], in cents."""
+    scaled = number * 100
+    if scaled != scaled.to_integral_value():
+        raise bad_body(f"{name} must be a multiple of 0.01 (the tick size)")
+    cents = int(scaled)
+    if not 1 <= cents <= 99:
+        raise bad_body(f"{name} must lie between 0.01 and 0.99")
+    return cents
+
+
+def _price(body: Mapping[str, Any], name: str) -> int | None:
+    number = decimal(body, name)
+    return None if number is None else cents(number, name)
+
+
+def _choice(
+    body: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str | None
+) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str) or value not in allowed:
+        raise bad_body(f"{name} must be one of {', '.join(allowed)}")
+    return value
+
+
+def _uint(value: object, name: str, code: str | None = None, *, strings_only: bool = False) -> int:
+    """A uint256 from a decimal digit string (or an int unless ``strings_only``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not strings_only:
+        number = value
+    elif isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 80:
+        number = int(value)
+    else:
+        raise bad_body(f"{name} must be a non-negative integer string", code)
+    if not 0 <= number <= UINT256_MAX:
+        raise bad_body(f"{name} must fit in uint256", code)
+    return number
+
+
+def units_text(units: int) -> str:
+    return str(dec(units))
+
+
+def check_client_order_id(client_id: object) -> str:
+    """A raw order's ``client_order_id``: a string of 1 to CLIENT_ORDER_ID_MAX characters."""
+    if not isinstance(client_id, str) or not 1 <= len(client_id) <= CLIENT_ORDER_ID_MAX:
+        raise bad_body(f"client_order_id must be a string of 1 to {CLIENT_ORDER_ID_MAX} characters")
+    return client_id
+
+
+def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpec:
+    """A POST /orders body at ``now`` (ms) into an order spec."""
+    if not isinstance(body, Mapping):
+        raise bad_body("the body must be a JSON object")
+    market = state._market(body.get("market_id"))
+    side_name = _choice(body, "side", SIDES, "BUY")
+    side = BUY if side_name == "BUY" else SELL
+    order_type = _choice(body, "order_type", ORDER_TYPES, FOK)
+    assert order_type is not None
+    outcome = _choice(body, "outcome", ("a", "b"), None)
+    option = _choice(body, "token_option", ("yes", "no"), None)
+    option_outcome = None if option is None else ("a" if option == "yes" else "b")
+    if order_type == FOK:
+        if outcome is None and side == SELL:
+            outcome = option_outcome
+        if outcome is None:
+            raise bad_body("outcome (a or b) is required for a FOK order")
+    else:
+        if option_outcome is None:
+            raise bad_body("token_option (yes or no) is required for a limit order")
+        outcome = outcome or option_outcome
+    if option_outcome is not None and outcome != option_outcome:
+        raise bad_body("outcome and token_option disagree")
+    limit = _price(body, "limit_price")
+    if order_type != FOK and limit is None:
+        raise bad_body("limit_price is required for GTC and GTD orders")
+    take_profit = _price(body, "take_profit_price")
+    stop_loss = _price(body, "stop_loss_price")
+    if take_profit is not None and stop_loss is not None and take_profit <= stop_loss:
+        raise bad_body("take_profit_price must be above stop_loss_price")
+    expiration = 0
+    if order_type == GTD:
+        raw = body.get("expiration")
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise bad_body("expiration (integer Unix seconds) is required for a GTD order")
+        if raw <= now // 1000:
+            raise bad_body("expiration must be in the future")
+        expiration = raw
+    if side == BUY:
+        amount = _positive(body, "amount")
+        quantity = amount
+    else:
+        quantity = _positive(body, "shares")
+    if not market.active:
+        raise bad_body(
+            f"market {market.id} is not active (status {market.fx.status})", "MARKET_NOT_ACTIVE"
+        )
+    try:
+        if order_type == FOK:
+            worst = fok_price(market, outcome, side, quantity, limit)
+            price = Decimal(worst) / 100
+            amounts = market_amounts(side, price, quantity)
+            limit_cents = worst
+            amount_based = side == BUY
+            size = amounts.taker_amount if side == BUY else amounts.maker_amount
+        else:
+            assert limit is not None
+            price = Decimal(limit) / 100
+            if side == BUY:
+                cents = int((quantity * 100).to_integral_value(ROUND_DOWN))
+                shares = Decimal(cents * 100 // limit) / 100
+                if shares <= 0:
+                    raise bad_body("amount is too small to buy 0.01 shares at limit_price")
+                amounts = limit_amounts(BUY, price, shares)
+            else:
+                amounts = limit_amounts(SELL, price, quantity)
+            limit_cents = limit
+            amount_based = False
+            size = amounts.taker_amount if side == BUY else amounts.maker_amount
+    except ValidationError as exc:
+        raise bad_body(str(exc)) from None
+    value = amounts.maker_amount if side == BUY else amounts.taker_amount
+    return OrderSpec(
+        market=market,
+        outcome=outcome,
+        side=side,
+        order_type=order_type,
+        limit_cents=limit_cents,
+        price_text=str(price),
+        size=size,
+        maker_amount=amounts.maker_amount,
+        taker_amount=amounts.taker_amount,
+        amount_based=amount_based,
+        value=value,
+        expiration=expiration,
+        salt=new_salt(),
+        fee_rate_bps=market.fx.fee_rate_bps,
+        take_profit=take_profit,
+        stop_loss=stop_loss,
+        notification_id=str(uuid.uuid4()),
+    )
+
+
+def fok_price(
+    market: MarketState, outcome: str, side: int, quantity: Decimal, limit: int | None
+) -> int:
+    """Worst price (cents) a FOK must accept: the book walk, capped by limit_price."""
+    levels = _own_levels(market, outcome, ASK if side == BUY else BID)
+    try:
+        worst = int(market_price(levels, side, quantity, "FOK") * 100)
+    except InsufficientLiquidity:
+        # killed at execution; the worst price on the book (or the edge) still signs it
+        worst = int(Decimal(levels[-1][0]) * 100) if levels else (99 if side == BUY else 1)
+    if limit is not None:
+        worst = min(worst, limit) if side == BUY else max(worst, limit)
+    return worst
+
+
+def _own_levels(market: MarketState, outcome: str, own_side: int) -> list[tuple[str, str]]:
+    """One side of an outcome token's book, best first: (price, USDC size) strings."""
+    out = []
+    for price, size in own_levels(market, outcome, own_side):
+        out.append((f"0.{price:02d}", units_text(size * price // 100)))
+    return out
+
+
+def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpec:
+    """A POST /orders/raw body at ``now`` (ms) into an order spec."""
+    market = state._market(body.get("market_id"))
+    outcome = _choice(body, "outcome", ("a", "b"), None)
+    if outcome is None:
+        raise bad_body("outcome (a or b) is required")
+    token = body.get("token_id")
+    if isinstance(token, int) and not isinstance(token, bool):
+        token = str(token)
+    if not isinstance(token, str):
+        raise bad_body("token_id is required (a decimal string)")
+    if token != market.token(outcome):
+        raise bad_body(
+            f"token_id is not the token of outcome {outcome} of market {market.id}",
+            "ORDER_INVALID_TOKEN",
+        )
+    maker = _uint(
+        body.get("maker_amount"),
+        "maker_amount",
+        "ORDER_INVALID_MAKER_AMOUNT",
+        strings_only=True,
+    )
+    taker = _uint(
+        body.get("taker_amount"),
+        "taker_amount",
+        "ORDER_INVALID_TAKER_AMOUNT",
+        strings_only=True,
+    )
+    if maker == 0:
+        raise bad_body("maker_amount must be positive", "ORDER_INVALID_MAKER_AMOUNT")
+    if taker == 0:
+        raise bad_body("taker_amount must be positive", "ORDER_INVALID_TAKER_AMOUNT")
+    side = body.get("side")
+    if type(side) is not int or side not in (0, 1):  # not True, 0.0 or Decimal("1.0")
+        raise bad_body("side must be 0 (BUY) or 1 (SELL)")
+    fee = body.get("fee_rate_bps")
+    if isinstance(fee, bool) or not isinstance(fee, int):
+        raise bad_body("fee_rate_bps (integer) is required")
+    if fee != market.fx.fee_rate_bps:
+        raise bad_body(
+            f"fee_rate_bps must equal the token's fee ({market.fx.fee_rate_bps})",
+            "ORDER_INVALID_FEE_RATE",
+        )
+    order_type = _choice(body, "order_type", ORDER_TYPES, FOK)
+    assert order_type is not None
+    salt_raw = body.get("salt")
+    if salt_raw is None:
+        salt = new_salt()
+    else:
+        salt = _uint(salt_raw, "salt", "ORDER_INVALID_SALT")
+        if salt > SALT_MAX:
+            raise bad_body(f"salt must lie in [0, {SALT_MAX}]", "ORDER_INVALID_SALT")
+    nonce = 0 if body.get("nonce") is None else _uint(body.get("nonce"), "nonce")
+    expiration = (
+        0 if body.get("expiration") is None else _uint(body.get("expiration"), "expiration")
+    )
+    if order_type == GTD:
+        if expiration <= now // 1000:
+            raise bad_body("a GTD order needs an expiration in the future")
+    elif expiration != 0:
+        raise bad_body("expiration is only supported for GTD orders (use 0)")
+    # implied price: USDC / shares, strictly between 0 and 1
+    usdc, shares = (maker, taker) if side == BUY else (taker, maker)
+    if not usdc < shares:
+        raise bad_body(
+            "maker_amount / taker_amount must lie between 0 and 1", "ORDER_INVALID_PRICE"
+        )
+    # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
+    limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
+    if not 1 <= limit <= 99:
+        raise bad_body(
+            "the implied price rounds outside 0.01-0.99 on the tick grid", "ORDER_INVALID_PRICE"
+        )
+    if not market.active:
+        raise bad_body(
+            f"market {market.id} is not active (status {market.fx.status})", "MARKET_NOT_ACTIVE"
+        )
+    return OrderSpec(
+        market=market,
+        outcome=outcome,
+        side=side,
+        order_type=order_type,
+        limit_cents=limit,
+        price_text=str((Decimal(usdc) / Decimal(shares)).quantize(Decimal("0.000001")).normalize()),
+        size=shares,
+        maker_amount=maker,
+        taker_amount=taker,
+        amount_based=order_type == FOK and side == BUY,
+        value=usdc,
+        expiration=expiration,
+        salt=salt,
+        nonce=nonce,
+        fee_rate_bps=fee,
+        source="raw",
+        source_id=body.get("client_order_id"),
+        client_order_id=body.get("client_order_id"),
+    )

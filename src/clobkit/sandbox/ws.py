@@ -1,0 +1,220 @@
+"""The WebSocket hub: topic subscriptions and the delivery of engine events to subscribers.
+
+Topics (section 6 of the API text, names from ``_spec``): a user's orders,
+and each outcome token's book and price. A subscriber whose unread messages
+pass ``ws_max_queue_bytes`` is dropped, so a client that never reads costs
+bounded memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from starlette.websockets import WebSocket
+
+from clobkit._spec import MARKET_TOPIC_KINDS, book_topic, forbidden_scope, user_orders_topic
+
+from .config import LimitsConfig, UserConfig
+from .engine import Engine, EngineEvent
+from .wire import decode_json, encode
+
+__all__ = ["Connection", "Hub"]
+
+
+class Connection:
+    """One WebSocket subscriber: its topics and the messages waiting to be written.
+
+    ``queued_bytes`` counts the encoded messages in ``queue`` exactly; past
+    ``max_queue_bytes`` the subscriber is dropped (close code 1008) and its
+    queue freed, so a client that never reads costs a bounded amount of memory.
+    """
+
+    def __init__(self, websocket: WebSocket, user: UserConfig, max_queue_bytes: int) -> None:
+        self.websocket = websocket
+        self.user = user
+        self.topics: set[str] = set()
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queued_bytes = 0
+        self.max_queue_bytes = max_queue_bytes
+        self.closing = False
+
+    def send(self, message: object) -> None:
+        if self.closing:
+            return
+        data = encode(message)
+        if self.queued_bytes + len(data) > self.max_queue_bytes:  # a consumer this slow is dropped
+            self.closing = True
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queued_bytes = 0
+            self.queue.put_nowait(None)
+            return
+        self.queued_bytes += len(data)
+        self.queue.put_nowait(data)
+
+    async def pump(self) -> None:
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                await self.websocket.close(code=1008, reason="slow consumer")
+                return
+            self.queued_bytes -= len(item)
+            await self.websocket.send_text(item.decode("utf-8"))
+
+
+class Hub:
+    """Topic subscriptions and delivery of engine events to WebSocket connections."""
+
+    def __init__(self, engine: Engine, max_topics: int = LimitsConfig.ws_max_topics) -> None:
+        self.engine = engine
+        self.max_topics = max_topics
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.subscribers: dict[str, set[Connection]] = {}
+        self._last: dict[str, object] = {}
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.engine.add_listener(self._from_engine)
+
+    def stop(self) -> None:
+        self.engine.remove_listener(self._from_engine)
+        self.loop = None
+
+    def _from_engine(self, events: list[EngineEvent]) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # loop shutting down
+            loop.call_soon_threadsafe(self._dispatch, events)
+
+    def _dispatch(self, events: list[EngineEvent]) -> None:
+        markets: dict[str, None] = {}
+        for event in events:
+            if event.kind == "order":
+                topic = user_orders_topic(event.key)
+                for conn in list(self.subscribers.get(topic, ())):
+                    conn.send({"type": "data", "topic": topic, "data": event.data})
+            else:
+                markets[event.key] = None
+        for market_id in markets:
+            market = self.engine.markets.get(market_id)
+            if market is None:
+                continue
+            for token in (market.fx.token_id_a, market.fx.token_id_b):
+                for kind in MARKET_TOPIC_KINDS:
+                    topic = book_topic(token, kind)
+                    if self.subscribers.get(topic):
+                        self._publish(topic, token, kind)
+
+    def _payload(self, token: str, kind: str) -> tuple[object, object] | None:
+        if kind == "book":
+            book = self.engine.orderbook(token, allow_empty=True)
+            return None if book is None else (book, (book["bids"], book["asks"]))
+        snap = self.engine.price_snapshot(token)
+        if snap is None:
+            return None
+        return snap, {k: v for k, v in snap.items() if k != "timestamp"}
+
+    def _publish(self, topic: str, token: str, kind: str) -> None:
+        found = self._payload(token, kind)
+        if found is None:
+            return
+        data, key = found
+        if self._last.get(topic) == key:
+            return
+        self._last[topic] = key
+        for conn in list(self.subscribers.get(topic, ())):
+            conn.send({"type": "data", "topic": topic, "data": data})
+
+    def _refusal(self, conn: Connection, topic: object) -> str | None:
+        if not isinstance(topic, str):
+            return "topics must be strings"
+        parts = topic.split(":")
+        if len(parts) == 3 and parts[0] == "market" and parts[2] in MARKET_TOPIC_KINDS:
+            if "markets:read" not in conn.user.scopes:
+                return forbidden_scope("markets:read")
+            if not self.engine.has_token(parts[1]):
+                return "unknown token"
+            return None
+        if len(parts) == 3 and parts[0] == "user" and parts[2] == "orders":
+            if parts[1] != conn.user.user_id:
+                return "forbidden: cannot subscribe to another user's orders"
+            if "orders:read" not in conn.user.scopes:
+                return forbidden_scope("orders:read")
+            return None
+        return "unknown topic"
+
+    def handle(self, conn: Connection, text: str) -> None:
+        try:
+            message = decode_json(text)
+        except ValueError as exc:
+            conn.send({"type": "error", "error": f"invalid message: {exc}"})
+            return
+        if not isinstance(message, dict):
+            conn.send({"type": "error", "error": "invalid message: expected a JSON object"})
+            return
+        action = message.get("action")
+        if action == "ping":
+            conn.send({"type": "pong"})
+            return
+        if action not in ("subscribe", "unsubscribe"):
+            conn.send({"type": "error", "error": "unknown action (subscribe, unsubscribe or ping)"})
+            return
+        raw_topics = message.get("topics")
+        if not isinstance(raw_topics, list) or not raw_topics:
+            conn.send({"type": "error", "error": "topics must be a non-empty array of strings"})
+            return
+        if len(raw_topics) > self.max_topics:  # checked before any work on them
+            conn.send({"type": "error", "error": f"at most {self.max_topics} topics per message"})
+            return
+        # De-duplicated in order: a topic listed twice is one subscription (and one watch).
+        unique = {(isinstance(t, str), t if isinstance(t, str) else repr(t)): t for t in raw_topics}
+        topics: list[object] = list(unique.values())
+        if action == "unsubscribe":
+            gone = [t for t in topics if isinstance(t, str) and t in conn.topics]
+            for topic in gone:
+                self._unsubscribe(conn, topic)
+            conn.send({"type": "unsubscribed", "topics": gone})
+            return
+        accepted: list[str] = []
+        for item in topics:
+            refusal = self._refusal(conn, item)
+            if refusal is not None:
+                conn.send({"type": "error", "error": refusal, "topic": item})
+                continue
+            topic = str(item)
+            if topic in conn.topics:
+                continue
+            if len(conn.topics) + len(accepted) >= self.max_topics:
+                refusal = f"at most {self.max_topics} topics per connection"
+                conn.send({"type": "error", "error": refusal, "topic": topic})
+                continue
+            accepted.append(topic)
+        for topic in accepted:
+            conn.topics.add(topic)
+            self.subscribers.setdefault(topic, set()).add(conn)
+            if topic.startswith("user:"):
+                self.engine.watch_user(conn.user.user_id, +1)
+        conn.send({"type": "subscribed", "topics": accepted})
+        for topic in accepted:
+            _, token, kind = topic.split(":")
+            if topic.startswith("market:"):
+                found = self._payload(token, kind)
+                if found is not None:
+                    conn.send({"type": "snapshot", "topic": topic, "data": found[0]})
+
+    def _unsubscribe(self, conn: Connection, topic: str) -> None:
+        conn.topics.discard(topic)
+        subs = self.subscribers.get(topic)
+        if subs is not None:
+            subs.discard(conn)
+            if not subs:
+                del self.subscribers[topic]
+                self._last.pop(topic, None)
+        if topic.startswith("user:"):
+            self.engine.watch_user(conn.user.user_id, -1)
+
+    def drop(self, conn: Connection) -> None:
+        for topic in list(conn.topics):
+            self._unsubscribe(conn, topic)
