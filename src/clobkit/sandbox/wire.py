@@ -16,6 +16,7 @@ import msgspec
 from starlette.responses import Response
 from starlette.types import Scope
 
+from clobkit._jsondepth import MAX_JSON_DEPTH, json_too_deep
 from clobkit._spec import API_PREFIX
 
 from .errors import Rejected, bad_body, bad_params
@@ -133,7 +134,15 @@ def q_text(params: Mapping[str, str], name: str) -> str | None:
 
 
 def decode_json(raw: bytes | str) -> Any:
-    """JSON with floats as ``Decimal``; ``ValueError`` naming the fault (deep nesting included)."""
+    """JSON with floats as ``Decimal``; ``ValueError`` naming the fault (deep nesting included).
+
+    The depth is checked before decoding: the decoder is bounded only by the
+    interpreter's recursion limit, which a library may raise (eth-account sets
+    100,000), and past a few thousand C frames the process would die.
+    """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if json_too_deep(data):
+        raise ValueError(f"malformed JSON: nested more than {MAX_JSON_DEPTH} deep")
     try:
         return _DECODER.decode(raw)
     except msgspec.DecodeError as exc:
