@@ -1,10 +1,20 @@
 /* See workers.h. POSIX threads where available; elsewhere the caller hashes alone. */
 #include "workers.h"
 
+#if defined(_MSC_VER)
+#include <intrin.h>
+/* size_t is 64 bits on Win64 and 32 on Win32: the interlocked add of its width. */
+#if defined(_WIN64)
+#define CK_FETCH_ADD(p, v) ((size_t)_InterlockedExchangeAdd64((volatile __int64 *)(p), (__int64)(v)))
+#else
+#define CK_FETCH_ADD(p, v) ((size_t)_InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
+#endif
+#endif
+
 void ck_job_run(ck_job *job) {
     for (;;) {
 #if defined(_MSC_VER)
-        size_t lo = (size_t)_InterlockedExchangeAdd64((volatile __int64 *)&job->next, (__int64)job->block);
+        size_t lo = CK_FETCH_ADD(&job->next, job->block);
 #else
         size_t lo = __atomic_fetch_add(&job->next, job->block, __ATOMIC_RELAXED);
 #endif

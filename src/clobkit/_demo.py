@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, TextIO
 
+from ._cli_base import Failed
 from ._core import IMPLEMENTATION
 from .amounts import from_units, limit_amounts
-from .cli import Failed
 from .client import Client, SyncStream, orders_topic
 from .errors import OrderBookNotFound
 from .models import Event, Market, Order, Orderbook, StreamMessage
@@ -24,7 +24,7 @@ from .order_id import OrderHasher
 from .salt import new_salt
 
 if TYPE_CHECKING:
-    from .cli import Connection
+    from ._cli_base import Connection
     from .sandbox import Sandbox
 
 __all__ = ["run_demo"]

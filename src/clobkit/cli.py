@@ -15,12 +15,13 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
+from ._cli_base import Connection, Failed, Usage
+from ._spec import API_PREFIX
 from .errors import ApiError, ClobkitError, TransportError, ValidationError
 
 if TYPE_CHECKING:
@@ -31,21 +32,6 @@ __all__ = ["main"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-API_PREFIX = "/api/ext/v1"
-ENV = {
-    "base_url": "CLOBKIT_BASE_URL",
-    "api_key": "CLOBKIT_API_KEY",
-    "api_secret": "CLOBKIT_API_SECRET",
-    "clob_url": "CLOBKIT_CLOB_URL",
-}
-
-
-class Usage(Exception):
-    """A usage error: one line on stderr, exit 2."""
-
-
-class Failed(Exception):
-    """An expected failure (API, network, rejected rows): one line on stderr, exit 1."""
 
 
 class _Exit(Exception):
@@ -65,34 +51,6 @@ class _Parser(argparse.ArgumentParser):
         if message:
             print(message.rstrip("\n"), file=sys.stderr)
         raise _Exit(status)
-
-
-# ---------------------------------------------------------------------------
-# Connection settings
-
-
-@dataclass(frozen=True)
-class Connection:
-    """Where and as whom to connect; any field may be missing until a command needs it."""
-
-    base_url: str | None
-    api_key: str | None
-    api_secret: str | None
-    clob_url: str | None
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Connection:
-        def pick(name: str) -> str | None:
-            value = getattr(args, name, None) or os.environ.get(ENV[name], "")
-            return value or None
-
-        return cls(pick("base_url"), pick("api_key"), pick("api_secret"), pick("clob_url"))
-
-    def require(self, *names: str) -> None:
-        for name in names:
-            if getattr(self, name) is None:
-                flag = "--" + name.replace("_", "-")
-                raise Usage(f"no {name.replace('_', ' ')}: pass {flag} or set {ENV[name]}")
 
 
 def _add_connection(parser: argparse.ArgumentParser, *, clob: bool = False) -> None:
