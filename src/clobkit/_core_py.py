@@ -337,13 +337,13 @@ class OrderHasher:
 
     def sign(self, signer: Any, **order: Any) -> Any:
         """Hash and sign one order: ``SignedOrder(order_id, signature)`` (see clobkit.signing)."""
-        from clobkit.signing import sign_order  # type: ignore[import-not-found, unused-ignore]
+        from clobkit.signing import sign_order
 
         return sign_order(self, signer, order)
 
     def sign_many(self, signer: Any, *, threads: int | None = None, **columns: Any) -> Any:
         """Hash and sign a batch (``order_ids``' keywords): a list of ``SignedOrder``."""
-        from clobkit.signing import sign_orders  # type: ignore[import-not-found, unused-ignore]
+        from clobkit.signing import sign_orders
 
         return sign_orders(self, signer, columns, threads)
 
