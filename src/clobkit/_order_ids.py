@@ -33,7 +33,7 @@ import msgspec
 from ._columns import NULL, Column
 from ._core import IMPLEMENTATION
 from ._jsondepth import json_too_deep
-from ._parse import COLUMN_KINDS, parse_side
+from ._parse import BATCH_KEYWORDS, COLUMN_KINDS, parse_side
 from ._spec import SALT_MAX
 from .amounts import check_raw_amounts, raw_amounts_flagged
 from .errors import AmountError, ValidationError
@@ -46,21 +46,6 @@ DEFAULT_BATCH = 50_000
 MAX_BATCH = 10_000_000  # lines per batch; more only costs memory
 WALLET_MAX = 1 << 20  # bytes: a GET /wallet answer is a few hundred
 
-# keyword of OrderHasher.order_ids for each column (order_id takes the column name)
-_BATCH_KEYWORDS = {
-    "token_id": "token_ids",
-    "maker_amount": "maker_amounts",
-    "taker_amount": "taker_amounts",
-    "side": "sides",
-    "salt": "salts",
-    "fee_rate_bps": "fee_rate_bps",
-    "nonce": "nonces",
-    "expiration": "expirations",
-    "timestamp": "timestamps",
-    "metadata": "metadatas",
-    "builder": "builders",
-    "neg_risk": "neg_risk",
-}
 #: The value of an optional column that is absent or empty.
 DEFAULTS: dict[str, object] = {
     "fee_rate_bps": 0,
@@ -85,7 +70,7 @@ class Layout:
 
     @property
     def keywords(self) -> tuple[str, ...]:
-        return tuple(_BATCH_KEYWORDS[name] for name in self.fields)
+        return tuple(BATCH_KEYWORDS[name] for name in self.fields)
 
 
 _COMMON = ("token_id", "maker_amount", "taker_amount", "side", "salt")
@@ -673,7 +658,7 @@ def _arrow_batch(
             col = _mapped(pa, col, SIDE_KEYS, pa.int8())
         elif name == "neg_risk":
             col = _mapped(pa, col, FLAGS, pa.bool_())
-        args[_BATCH_KEYWORDS[name]] = col
+        args[BATCH_KEYWORDS[name]] = col
     n = batch.num_rows
     lines = list(range(first, first + n))
     try:
@@ -689,7 +674,7 @@ def _arrow_batch(
         columns: dict[str, object] = {}
         for name in layout.fields:
             if name in names:
-                kw = _BATCH_KEYWORDS[name]
+                kw = BATCH_KEYWORDS[name]
                 try:  # the values the core's columnar path reads (decimals as ints...)
                     values = Column(batch.column(name), kw, COLUMN_KINDS[kw]).values()
                 except ValidationError:

@@ -178,6 +178,22 @@ COLUMN_KINDS = {
     "builders": WORD,
     "neg_risk": FLAG,
 }
+#: The ``order_ids`` keyword of each ``order_id`` keyword (a file's column names).
+BATCH_KEYWORDS = {
+    "token_id": "token_ids",
+    "maker_amount": "maker_amounts",
+    "taker_amount": "taker_amounts",
+    "side": "sides",
+    "salt": "salts",
+    "fee_rate_bps": "fee_rate_bps",
+    "nonce": "nonces",
+    "expiration": "expirations",
+    "timestamp": "timestamps",
+    "metadata": "metadatas",
+    "builder": "builders",
+    "neg_risk": "neg_risk",
+}
+
 V1_FIELDS = ("fee_rate_bps", "nonce", "expiration")
 V2_FIELDS = ("timestamp", "metadata", "builder")
 V1_COLUMNS = ("fee_rate_bps", "nonces", "expirations")

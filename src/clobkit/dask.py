@@ -19,7 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._order_ids import _BATCH_KEYWORDS, LAYOUTS
+from ._order_ids import LAYOUTS
+from ._parse import BATCH_KEYWORDS
 from ._wallet import _WALLET_FIELDS, _field
 from .errors import MissingExtra, OrderFieldError, ValidationError
 from .order_id import OrderHasher
@@ -34,7 +35,7 @@ except ImportError:
 
 __all__ = ["with_order_ids"]
 
-_KEYWORDS = _BATCH_KEYWORDS  # DataFrame column -> keyword of OrderHasher.order_ids
+_KEYWORDS = BATCH_KEYWORDS  # DataFrame column -> keyword of OrderHasher.order_ids
 _ROW = re.compile(r"(\w+)\[(\d+)\]\Z")
 
 

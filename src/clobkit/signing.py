@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, cast
 
 from . import _wallet
 from ._core import keccak256
-from ._parse import HIDDEN, batch_length, is_scalar, parse_threads
+from ._parse import BATCH_KEYWORDS, HIDDEN, batch_length, is_scalar, parse_threads
 from ._wallet import checksum, parse_address
 from .errors import OrderFieldError
 
@@ -400,19 +400,8 @@ def wrap_poly_1271(
 
 # ---------------------------------------------------------------- hasher.sign / sign_many
 
-# ``order_ids``' column keywords and the matching ``order_id`` keyword (V2/V3:
-# the only versions a POLY_1271 wallet signs).
-_ROW_KEYS = {
-    "token_ids": "token_id",
-    "maker_amounts": "maker_amount",
-    "taker_amounts": "taker_amount",
-    "sides": "side",
-    "salts": "salt",
-    "timestamps": "timestamp",
-    "metadatas": "metadata",
-    "builders": "builder",
-    "neg_risk": "neg_risk",
-}
+# ``order_ids``' keyword -> ``order_id``'s (V2/V3: the versions a POLY_1271 wallet signs)
+_ROW_KEYS = {batch: one for one, batch in BATCH_KEYWORDS.items()}
 
 
 def _check_signer_object(signer: object) -> None:
