@@ -30,9 +30,10 @@ from typing import Any, TextIO
 from ._core import IMPLEMENTATION
 from ._jsondepth import json_too_deep
 from ._order_ids_csv import CsvOrders
+from ._order_ids_csvfast import engine, read_header, run_blocks
 from ._order_ids_jsonl import JsonlOrders
 from ._order_ids_parquet import _run_parquet
-from ._order_ids_rows import LAYOUTS, InputError, Parsed, hash_batch
+from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, hash_batch
 from .errors import ValidationError
 from .order_id import OrderHasher
 from .signing import OrderSigner
@@ -227,30 +228,68 @@ def run(
     try:
         with source, out:
             fmt: CsvOrders | JsonlOrders
-            if kind == "csv":
+            fast = None
+            if kind == "csv" and signer is None:
+                header, rest = read_header(raw)  # before source reads: it holds no buffer yet
+                fmt = CsvOrders(header.decode("utf-8-sig"), layout, signed)
+                fast = engine(hasher, layout, fmt, threads)
+                if fast is None:
+                    raw.seek(0)
+                    source.readline()
+                out.write(fmt.header + "\n")
+                line = 2
+            elif kind == "csv":
                 fmt = CsvOrders(source.readline(), layout, signed)
                 out.write(fmt.header + "\n")
                 line = 2
             else:
                 fmt = JsonlOrders(layout, signed)
                 line = 1
+
+            def emit(parsed: Parsed, result: Batch) -> None:
+                nonlocal written, rejected
+                ids, sigs, late = result
+                out.write(fmt.render(parsed, ids, sigs))
+                rejects = sorted(parsed.rejects + late)
+                if rejects:
+                    bar.clear()
+                    for number, reason in rejects:
+                        say(f"line {number}: {reason}")
+                written += len(ids) - len(late)
+                rejected += len(rejects)
+                bar.update(raw.tell(), written)
+
+            if fast is not None:
+                assert isinstance(fmt, CsvOrders)
+                exact_csv = fmt
+
+                def exact(first: int, block: bytes) -> int:
+                    """A block of lines through the exact reader, a batch at a time."""
+                    lines = io.StringIO(block.decode("utf-8"), newline="")
+                    count = 0
+                    while batch := list(islice(lines, batch_size)):
+                        parsed = exact_csv.parse(first + count, batch)
+                        count += len(batch)
+                        emit(parsed, hash_batch(hasher, parsed, threads, layout, signer))
+                    return count
+
+                def done(at: int, rows: int) -> None:
+                    nonlocal written
+                    written += rows
+                    bar.update(at, written)
+
+                def write(data: Any) -> None:
+                    out.flush()
+                    out.buffer.write(data)
+
+                run_blocks(fast, raw, rest, line, write, exact, done)
             with ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool:
                 pending: tuple[Parsed, Future[Any]] | None = None
 
                 def finish(parsed: Parsed, job: Future[Any]) -> None:
-                    nonlocal written, rejected
-                    ids, sigs, late = job.result()
-                    out.write(fmt.render(parsed, ids, sigs))
-                    rejects = sorted(parsed.rejects + late)
-                    if rejects:
-                        bar.clear()
-                        for number, reason in rejects:
-                            say(f"line {number}: {reason}")
-                    written += len(ids) - len(late)
-                    rejected += len(rejects)
-                    bar.update(raw.tell(), written)
+                    emit(parsed, job.result())
 
-                while True:
+                while fast is None:
                     lines = list(islice(source, batch_size))
                     if not lines:
                         break

@@ -93,7 +93,11 @@ def _arrow_batch(
     threads: int | None,
     signer: OrderSigner | None,
 ) -> Batch:
-    """Ids (None for a refused row), signatures and refusals of one Parquet record batch."""
+    """Ids, signatures and refusals of one Parquet record batch.
+
+    The ids are one Arrow string array when no row is refused, else a list
+    with None for each refused row.
+    """
     names = set(batch.schema.names)
     args: dict[str, Any] = {}
     for name in layout.fields:
@@ -111,7 +115,8 @@ def _arrow_batch(
     lines = list(range(first, first + n))
     try:
         if signer is None:
-            ids = list[str | None](hasher.order_ids(**args, threads=threads))
+            # an Arrow string array, no Python object per id: a list only if a row is refused
+            column = hasher.order_ids(**args, threads=threads, out="arrow")
             sigs = None
         else:
             signed = hasher.sign_many(signer, **args, threads=threads)
@@ -142,7 +147,9 @@ def _arrow_batch(
     rows = _flagged(pa, batch, args["sides"], layout)
     idx = range(n) if rows is None else rows
     if not idx:
-        return ids, sigs, []
+        return column if signer is None else ids, sigs, []
+    if signer is None:
+        ids = column.to_pylist()
     take = pa.array(idx, pa.int64())
     cols: dict[str, list[Any]] = {
         name: batch.column(name).take(take).to_pylist()
@@ -243,7 +250,9 @@ def _run_parquet(
             for name in added:
                 if name in batch.schema.names:
                     batch = batch.drop_columns([name])
-            batch = batch.append_column("order_id", pa.array(ids, pa.string()))
+            if isinstance(ids, list):
+                ids = pa.array(ids, pa.string())
+            batch = batch.append_column("order_id", ids)
             if sigs is not None:
                 batch = batch.append_column("signature", pa.array(sigs, pa.string()))
             writer.write_batch(batch)
