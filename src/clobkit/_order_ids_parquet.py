@@ -7,7 +7,7 @@ pyarrow is imported only when a Parquet file is read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
@@ -189,6 +189,16 @@ def _flagged(pa: Any, batch: Any, sides: Any, layout: Layout) -> list[int] | Non
     return flagged
 
 
+def _batches(source: Any, batch_size: int) -> Iterator[Any]:
+    """The record batches of a Parquet file, ``batch_size`` rows at most, a row group at a time.
+
+    A whole row group is read at once (its columns decoded in parallel, several
+    times faster than ``iter_batches``); memory is bounded by the row group.
+    """
+    for group in range(source.metadata.num_row_groups):
+        yield from source.read_row_group(group, use_threads=True).to_batches(batch_size)
+
+
 def _run_parquet(
     hasher: OrderHasher,
     layout: Layout,
@@ -263,7 +273,7 @@ def _run_parquet(
 
         first = 1
         try:
-            for batch in source.iter_batches(batch_size=batch_size):
+            for batch in _batches(source, batch_size):
                 job = pool.submit(_arrow_batch, pa, hasher, batch, first, layout, threads, signer)
                 first += batch.num_rows
                 if pending is not None:
