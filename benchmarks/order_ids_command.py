@@ -1,7 +1,7 @@
 """The whole ``clobkit order-ids`` command on files, per order in F (#14's targets).
 
 Run: PYTHONPATH=src python benchmarks/order_ids_command.py [--rows 1000000] [--runs 3]
-     [--formats csv,parquet,jsonl]
+     [--formats csv,parquet,jsonl] [--in-process]
 
 Writes ``--rows`` V1 orders (as a market maker's table holds them: 77-digit
 token ids, int64 amounts and salts, BUY/SELL) to a temporary directory as a
@@ -11,7 +11,9 @@ in a child process, ``--runs`` times. F (5 Keccak-f[1600] permutations
 through OpenSSL, as benchmarks/bench_core.py measures it) is measured right
 before and after each run, and each run is printed as seconds per order
 over the mean of the two. The targets: CSV -> CSV at most 0.8 F, Parquet ->
-Parquet at most 0.4 F.
+Parquet at most 0.4 F. ``--in-process`` also times the same run through
+``clobkit._order_ids.run`` in this process (the pipeline without Python's
+and pyarrow's start-up).
 """
 
 from __future__ import annotations
@@ -91,11 +93,24 @@ def command(root: Path, fmt: str) -> float:
     return seconds
 
 
+def in_process(root: Path, fmt: str) -> float:
+    """The same work through ``clobkit._order_ids.run`` in this process (no start-up), in s."""
+    from clobkit._order_ids import run
+
+    wallet, src, dst = (str(root / name) for name in ("wallet.json", f"in.{fmt}", f"out.{fmt}"))
+    t0 = time.perf_counter()
+    run(wallet, src, dst, threads=2, progress=False)
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--formats", default="csv,parquet,jsonl")
+    parser.add_argument(
+        "--in-process", action="store_true", help="also time run() in this process (no start-up)"
+    )
     opts = parser.parse_args()
     formats = opts.formats.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -103,16 +118,19 @@ def main() -> None:
         write_inputs(root, opts.rows, formats)
         print(f"{opts.rows:,} V1 orders, --threads 2, load {os.getloadavg()[0]:.2f}")
         for fmt in formats:
-            for run in range(1, opts.runs + 1):
-                before = floor_f()
-                seconds = command(root, fmt)
-                after = floor_f()
-                f = (before + after) / 2
-                per = seconds / opts.rows
-                print(
-                    f"{fmt:>7} -> {fmt:<7} run {run}: {seconds:6.2f} s, {per * 1e6:5.2f} µs/order, "
-                    f"F {before * 1e6:.2f}/{after * 1e6:.2f} µs: {per / f:5.2f} F"
-                )
+            ways = [("command", command)] + [("in process", in_process)] * opts.in_process
+            for way, timer in ways:
+                for run in range(1, opts.runs + 1):
+                    before = floor_f()
+                    seconds = timer(root, fmt)
+                    after = floor_f()
+                    f = (before + after) / 2
+                    per = seconds / opts.rows
+                    print(
+                        f"{fmt:>7} -> {fmt:<7} {way:>10} run {run}: {seconds:6.2f} s, "
+                        f"{per * 1e6:5.2f} µs/order, F {before * 1e6:.2f}/{after * 1e6:.2f} µs: "
+                        f"{per / f:5.2f} F"
+                    )
         print(f"load {os.getloadavg()[0]:.2f}")
 
 

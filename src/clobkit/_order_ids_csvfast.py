@@ -23,6 +23,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
+from ._arrow_values import scalar, values
 from ._order_ids_csv import CsvOrders
 from ._order_ids_rows import FLAGS, SIDE_KEYS, V1, Layout
 from ._parse import BATCH_KEYWORDS
@@ -106,7 +107,8 @@ class FastCsv:
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
         )
-        self.comma, self.newline = (pa.scalar(c, pa.large_string()) for c in ",\n")
+        self.comma, self.newline = (scalar(pa, c, pa.large_string()) for c in ",\n")
+        self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
 
     def block(self, block: bytes) -> tuple[Any, int] | None:
         """The output rows of a block of whole lines (a buffer) and their count; None: in doubt."""
@@ -114,7 +116,7 @@ class FastCsv:
         whole = pa.Array.from_buffers(
             pa.large_binary(),
             1,
-            [None, pa.array([0, len(block)], pa.int64()).buffers()[1], pa.py_buffer(block)],
+            [None, values(pa, [0, len(block)], pa.int64()).buffers()[1], pa.py_buffer(block)],
         )
         if not pc.match_substring_regex(whole, self.pattern)[0].as_py():
             return None
@@ -135,7 +137,7 @@ class FastCsv:
         if b"\r" in block:  # CRLF: the pattern allows a CR only before LF
             lines = pc.utf8_rtrim(lines, "\r")
         rows = pc.binary_join_element_wise(lines, ids.cast(pa.large_string()), self.comma)
-        one = pa.LargeListArray.from_arrays(pa.array([0, n], pa.int64()), rows)
+        one = pa.LargeListArray.from_arrays(values(pa, [0, n], pa.int64()), rows)
         return pc.binary_join(one, self.newline)[0].as_buffer(), n
 
     def _ids(self, table: Any, spaced: bool) -> Any:
@@ -161,7 +163,7 @@ class FastCsv:
             return None  # digits beyond 2**64 - 1, or not digits: the exact reader's case
         bad = raw_amounts_flagged(args["sides"], makers, takers)
         if self.layout is V1:  # POST /orders/raw's salt range
-            bad = pc.or_(bad, pc.greater(salts, pa.scalar(SALT_MAX, pa.uint64())))
+            bad = pc.or_(bad, pc.greater(salts, self.salt_max))
         if pc.any(bad).as_py():
             return None
         try:
@@ -187,10 +189,10 @@ class FastCsv:
         """A string column through ``table`` as the exact reader maps it; None: a value is not."""
         pa, pc = self.pa, self.pc
         distinct = pc.unique(col)
-        values = [table.get(v.strip().lower()) for v in distinct.to_pylist()]
-        if None in values:
+        mapped = [table.get(v.strip().lower()) for v in distinct.to_pylist()]
+        if None in mapped:
             return None
-        return pa.array(values, typ).take(pc.index_in(col, value_set=distinct))
+        return values(pa, mapped, typ).take(pc.index_in(col, value_set=distinct))
 
 
 def run_blocks(

@@ -13,6 +13,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._arrow_values import scalar
+from ._arrow_values import values as arrow_values
 from ._columns import NULL, Column
 from ._order_ids_rows import (
     DEFAULTS,
@@ -60,7 +62,7 @@ def _mapped(pa: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
     values = [table.get(v.strip().lower(), v) for v in enc.dictionary.to_pylist()]
     if any(isinstance(v, str) for v in values):
         return col
-    return pa.DictionaryArray.from_arrays(enc.indices, pa.array(values, typ))
+    return pa.DictionaryArray.from_arrays(enc.indices, arrow_values(pa, values, typ))
 
 
 _ZERO_WORD = "0x" + "00" * 32
@@ -150,7 +152,7 @@ def _arrow_batch(
         return column if signer is None else ids, sigs, []
     if signer is None:
         ids = column.to_pylist()
-    take = pa.array(idx, pa.int64())
+    take = arrow_values(pa, idx, pa.int64())
     cols: dict[str, list[Any]] = {
         name: batch.column(name).take(take).to_pylist()
         for name in ("salt", "maker_amount", "taker_amount")
@@ -184,7 +186,8 @@ def _flagged(pa: Any, batch: Any, sides: Any, layout: Layout) -> list[int] | Non
         return None
     bad = raw_amounts_flagged(sides.cast(pa.int8()), makers, takers)
     if layout is V1:  # POST /orders/raw's salt range
-        bad = pc.or_(bad, pc.greater(salts, pa.scalar(SALT_MAX, salts.type)))
+        u64 = pa.uint64()  # the core took the salts: none is negative
+        bad = pc.or_(bad, pc.greater(salts.cast(u64), scalar(pa, SALT_MAX, u64)))
     flagged: list[int] = pc.indices_nonzero(bad).to_pylist()
     return flagged
 
@@ -253,7 +256,7 @@ def _run_parquet(
                 bar.clear()
                 say(f"row {number}: {reason}")
             if rejects:
-                keep = pa.array([oid is not None for oid in ids])
+                keep = arrow_values(pa, [oid is not None for oid in ids], pa.bool_())
                 batch = batch.filter(keep)
                 sigs = None if sigs is None else [s for s, k in zip(sigs, ids, strict=True) if k]
                 ids = [oid for oid in ids if oid is not None]
@@ -261,10 +264,10 @@ def _run_parquet(
                 if name in batch.schema.names:
                     batch = batch.drop_columns([name])
             if isinstance(ids, list):
-                ids = pa.array(ids, pa.string())
+                ids = arrow_values(pa, ids, pa.string())
             batch = batch.append_column("order_id", ids)
             if sigs is not None:
-                batch = batch.append_column("signature", pa.array(sigs, pa.string()))
+                batch = batch.append_column("signature", arrow_values(pa, sigs, pa.string()))
             writer.write_batch(batch)
             written += len(ids)
             rejected += len(rejects)

@@ -232,3 +232,27 @@ def test_non_utf8_input_is_the_same_one_line_error(
     text = b"token_id,maker_amount,taker_amount,side,salt\n" + good + b"\n\xff" + good + b"\n"
     _, _, _, _, error = _same(tmp_path, text, 1 << 20, monkeypatch)
     assert error == "IN is not UTF-8 text (invalid start byte)"
+
+
+@pytest.mark.parametrize(
+    ("items", "typ"),
+    [
+        ([0, 1, 1, 0], "int8"),
+        ([0, 10**12, 2**64 - 1], "uint64"),
+        ([-(2**63), 5], "int64"),
+        ([True, False, True] * 5, "bool_"),
+        (["0x" + "ab" * 32, "", "é,\n"], "string"),
+        ([",", "\n"], "large_string"),
+        ([], "string"),
+    ],
+)
+def test_arrow_values_equal_pa_array(items: list[Any], typ: str) -> None:
+    """The buffer-built arrays (no pandas probe) equal ``pa.array``'s."""
+    import pyarrow as pa
+
+    from clobkit._arrow_values import scalar, values
+
+    t = getattr(pa, typ)()
+    assert values(pa, items, t).equals(pa.array(items, t))
+    if items:
+        assert scalar(pa, items[-1], t) == pa.scalar(items[-1], t)
