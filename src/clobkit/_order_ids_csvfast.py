@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from ._arrow_values import scalar, values
 from ._order_ids_csv import CsvOrders
-from ._order_ids_rows import FLAGS, SIDE_KEYS, V1, Layout
+from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
 from ._parse import BATCH_KEYWORDS
 from ._spec import SALT_MAX
 from .amounts import raw_amounts_flagged
@@ -109,9 +109,19 @@ class FastCsv:
         )
         self.comma, self.newline = (scalar(pa, c, pa.large_string()) for c in ",\n")
         self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
+        self.empty = scalar(pa, "", pa.string())
+        self.defaults = {
+            name: scalar(pa, str(DEFAULTS[name]), pa.string()) for name in _NUMBERS & set(DEFAULTS)
+        }
 
     def block(self, block: bytes) -> tuple[Any, int] | None:
         """The output rows of a block of whole lines (a buffer) and their count; None: in doubt."""
+        try:
+            return self._block(block)
+        except self.pa.ArrowException:  # anything pyarrow will not do: the exact reader will
+            return None
+
+    def _block(self, block: bytes) -> tuple[Any, int] | None:
         pa, pc = self.pa, self.pc
         whole = pa.Array.from_buffers(
             pa.large_binary(),
@@ -121,10 +131,7 @@ class FastCsv:
         if not pc.match_substring_regex(whole, self.pattern)[0].as_py():
             return None
         n = block.count(b"\n") + (not block.endswith(b"\n"))
-        try:
-            table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
-        except pa.ArrowException:
-            return None
+        table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
         if table.num_rows != n:
             return None
         ids = self._ids(table, b" " in block or b"\t" in block)
@@ -153,6 +160,8 @@ class FastCsv:
             elif name == "neg_risk":
                 col = self._mapped(col, FLAGS, pa.bool_())
             elif name in _NUMBERS:
+                if name in self.defaults:  # an empty cell of an optional column: its default
+                    col = pc.if_else(pc.equal(col, self.empty), self.defaults[name], col)
                 col = self._digits(col)
             if col is None:
                 return None
@@ -182,7 +191,7 @@ class FastCsv:
             return col
         try:
             return pc.cast(col, pa.uint64())
-        except pa.ArrowException:
+        except pa.ArrowException:  # past 2**64 - 1
             return col
 
     def _mapped(self, col: Any, table: dict[str, Any], typ: Any) -> Any:

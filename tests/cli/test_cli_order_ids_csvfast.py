@@ -69,6 +69,11 @@ def _quote(value: str, how: int) -> str:
     return f'"{value}" '  # a space after the closing quote: the same trap
 
 
+OPTIONAL = {  # cells of the optional columns, empty ones included (they read as the default)
+    "neg_risk": ["true", "false", "1", "0", "", "TRUE", "maybe"],
+    "fee_rate_bps": ["0", "30", "", "007"],
+    "nonce": ["0", "5", ""],
+}
 fields = st.sampled_from(
     [*GOOD, *SELL, "", "-5", "1" * 80, "12\u00a0", "\u00a012", "1\x0b", "x,y", 'a"b', "BUY "]
 )
@@ -81,13 +86,17 @@ good_row = st.tuples(st.sampled_from([GOOD, SELL]), st.lists(how, min_size=6, ma
 def csv_texts(draw: st.DrawFn) -> bytes:
     extra = draw(st.booleans())  # a free-text column besides the order's
     header = ["token_id", "maker_amount", "taker_amount", "side", "salt"]
-    header = header + ["note"] * extra
+    optional = draw(st.sampled_from([[], ["neg_risk"], ["fee_rate_bps", "nonce", "neg_risk"]]))
+    header = header + optional + ["note"] * extra
     lines = [",".join(header)]
     for _ in range(draw(st.integers(0, 14))):
         kind = draw(st.integers(0, 9))
         if kind <= 4:  # a valid row, quoted or not
             values, how = draw(good_row)
             row = [_quote(v, h) for v, h in zip(values, how, strict=False)]
+            for name in optional:
+                cell = draw(st.sampled_from(OPTIONAL[name]))
+                row.append(_quote(cell, draw(st.sampled_from([0, 1, 2]))))
             if extra:
                 note = draw(st.sampled_from(["ok", "a,b", 'say "hi"', "é", ""]))
                 row.append(_quote(note, how[5]))
