@@ -24,7 +24,7 @@ from ._order_ids_rows import (
     _kept,
     _lines,
     _lookup,
-    _refuse_other_version,
+    check_columns,
 )
 
 
@@ -39,13 +39,9 @@ class CsvOrders:
             names = [name.strip() for name in next(csv.reader([text], strict=True))]
         except csv.Error as exc:
             raise InputError(f"line 1: the header is not valid CSV ({exc})") from None
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise InputError(f"line 1: duplicate column(s) {', '.join(duplicates)}")
-        missing = [name for name in layout.required if name not in names]
-        if missing:
-            raise InputError(f"line 1: the header lacks the column(s) {', '.join(missing)}")
-        _refuse_other_version(names, layout, "line 1: the header")
+        check_columns(
+            names, layout, "line 1", "the header lacks the column(s)", "line 1: the header"
+        )
         self.layout = layout
         self.width = len(names)
         self.index = {name: i for i, name in enumerate(names)}

@@ -26,8 +26,8 @@ from ._order_ids_rows import (
     Layout,
     Parsed,
     _lookup,
-    _refuse_other_version,
     _refuse_unservable,
+    check_columns,
     hash_batch,
 )
 from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
@@ -221,13 +221,7 @@ def _run_parquet(
         raise InputError(f"{input_path} is not a readable Parquet file ({exc})") from None
     schema = source.schema_arrow
     names = list(schema.names)
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise InputError(f"{input_path}: duplicate column(s) {', '.join(duplicates)}")
-    missing = [name for name in layout.required if name not in names]
-    if missing:
-        raise InputError(f"{input_path}: no column(s) {', '.join(missing)}")
-    _refuse_other_version(names, layout, input_path)
+    check_columns(names, layout, input_path, "no column(s)", input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
     for name in added:
         if name in names:

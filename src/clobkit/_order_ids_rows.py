@@ -147,6 +147,18 @@ def _union_keys(objs: list[Any]) -> set[str]:
     return keys
 
 
+def check_columns(names: list[str], layout: Layout, where: str, lacks: str, header: str) -> None:
+    """A usable set of column names, or ``InputError``: no duplicate, every required
+    column (``where: lacks a, b``), no column of the other order version (``header has``)."""
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InputError(f"{where}: duplicate column(s) {', '.join(duplicates)}")
+    missing = [name for name in layout.required if name not in names]
+    if missing:
+        raise InputError(f"{where}: {lacks} {', '.join(missing)}")
+    _refuse_other_version(names, layout, header)
+
+
 def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
     """A column of the other order version is a mistake, never ignored."""
     why = _other_version(names, layout)
