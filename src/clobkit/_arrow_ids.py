@@ -10,10 +10,11 @@ pyarrow is imported only when ``out="arrow"`` is asked for.
 
 from __future__ import annotations
 
-from array import array
-from typing import Any
-
 from .errors import MissingExtra, OrderFieldError
+
+TYPE_CHECKING = False  # the compiled twin imports this module: typing stays unloaded
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["ID_CHARS", "INT32_IDS", "id_array", "offsets", "parse_out", "pyarrow"]
 
@@ -41,7 +42,9 @@ def pyarrow() -> Any:
 
 
 def offsets(n: int) -> bytes:
-    """The offsets buffer of ``n`` ids (int32, or int64 past ``INT32_IDS``), little-endian."""
+    """The offsets buffer of ``n`` ids (int32, or int64 past ``INT32_IDS``), native order."""
+    from array import array
+
     return array("i" if n <= INT32_IDS else "q", range(0, ID_CHARS * (n + 1), ID_CHARS)).tobytes()
 
 
