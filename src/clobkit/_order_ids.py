@@ -30,7 +30,7 @@ from typing import Any, TextIO
 from ._core import IMPLEMENTATION
 from ._jsondepth import json_too_deep
 from ._order_ids_csv import CsvOrders
-from ._order_ids_csvfast import engine, read_header, run_blocks
+from ._order_ids_csvfast import available, engine, read_header, run_blocks
 from ._order_ids_jsonl import JsonlOrders
 from ._order_ids_parquet import _run_parquet
 from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, hash_batch
@@ -228,14 +228,12 @@ def run(
     try:
         with source, out:
             fmt: CsvOrders | JsonlOrders
+            blocks = kind == "csv" and signer is None and available()
             fast = None
-            if kind == "csv" and signer is None:
-                header, rest = read_header(raw)  # before source reads: it holds no buffer yet
+            if blocks:  # raw bytes in blocks (the text wrapper is never read)
+                header, rest = read_header(raw)
                 fmt = CsvOrders(header.decode("utf-8-sig"), layout, signed)
                 fast = engine(hasher, layout, fmt, threads)
-                if fast is None:
-                    raw.seek(0)
-                    source.readline()
                 out.write(fmt.header + "\n")
                 line = 2
             elif kind == "csv":
@@ -259,7 +257,7 @@ def run(
                 rejected += len(rejects)
                 bar.update(raw.tell(), written)
 
-            if fast is not None:
+            if blocks:
                 assert isinstance(fmt, CsvOrders)
                 exact_csv = fmt
 
@@ -289,7 +287,7 @@ def run(
                 def finish(parsed: Parsed, job: Future[Any]) -> None:
                     emit(parsed, job.result())
 
-                while fast is None:
+                while not blocks:
                     lines = list(islice(source, batch_size))
                     if not lines:
                         break

@@ -69,17 +69,22 @@ def read_header(raw: IO[bytes]) -> tuple[bytes, bytes]:
             return buf, b""
 
 
-def engine(
-    hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
-) -> FastCsv | None:
-    """The fast path for this file, or None (pyarrow missing, or ``order_id`` already a column)."""
-    if not ENABLED or not fmt.appended:
-        return None
+def available() -> bool:
+    """Whether the fast path can run here (pyarrow installed, not turned off)."""
+    if not ENABLED:
+        return False
     try:
         import pyarrow  # noqa: F401 - only whether it is there
     except ImportError:
-        return None
-    return FastCsv(hasher, layout, fmt, threads)
+        return False
+    return True
+
+
+def engine(
+    hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
+) -> FastCsv | None:
+    """The fast path for this file, or None: ``order_id`` is already a column (rewritten rows)."""
+    return FastCsv(hasher, layout, fmt, threads) if fmt.appended else None
 
 
 class FastCsv:
@@ -204,8 +209,14 @@ class FastCsv:
         return values(pa, mapped, typ).take(pc.index_in(col, value_set=distinct))
 
 
+def _exact_only(block: bytes) -> Future[tuple[Any, int] | None]:
+    done: Future[tuple[Any, int] | None] = Future()
+    done.set_result(None)
+    return done
+
+
 def run_blocks(
-    fast: FastCsv,
+    fast: FastCsv | None,
     raw: IO[bytes],
     rest: bytes,
     first: int,
@@ -214,6 +225,8 @@ def run_blocks(
     done: Callable[[int, int], None],
 ) -> None:
     """Every line after the header: fast blocks hashed in a worker thread while the next is read.
+
+    With ``fast`` None every block goes to the exact reader.
 
     ``exact(first_line, block)`` runs a block through the exact reader and
     returns its line count (it reports and counts its own rows);
@@ -255,7 +268,8 @@ def run_blocks(
                     continue
                 cut = len(rest)
             block, rest = rest[:cut], rest[cut:]
-            pending.append((block, pool.submit(fast.block, block), read - len(rest)))
+            job = pool.submit(fast.block, block) if fast is not None else _exact_only(block)
+            pending.append((block, job, read - len(rest)))
             if len(pending) > DEPTH:
                 finish(*pending.popleft())
         while pending:

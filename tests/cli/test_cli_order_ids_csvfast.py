@@ -265,3 +265,20 @@ def test_arrow_values_equal_pa_array(items: list[Any], typ: str) -> None:
     assert values(pa, items, t).equals(pa.array(items, t))
     if items:
         assert scalar(pa, items[-1], t) == pa.scalar(items[-1], t)
+
+
+def test_an_existing_order_id_column_is_replaced_as_the_exact_reader_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows are rewritten then (the fast path only appends): every block goes the exact way."""
+    good, sell = ",".join(GOOD), ",".join(SELL)
+    text = (
+        "token_id,maker_amount,taker_amount,side,salt,order_id\r\n"
+        f'{good},old\r\n"{TOKEN}"3,1,2,BUY,3,x\r\n\r\n{sell},"stale, quoted"\r\n'
+    ).encode()
+    out, said, written, rejected, error = _same(tmp_path, text, 20, monkeypatch)
+    assert (written, rejected, error) == (2, 1, None)
+    assert said[0].startswith("line 3: malformed CSV")
+    assert out.startswith(b"token_id,maker_amount,taker_amount,side,salt,order_id\n")
+    assert b"old" not in out
+    assert b"stale" not in out
