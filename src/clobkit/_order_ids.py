@@ -244,7 +244,7 @@ def run(
                 fmt = JsonlOrders(layout, signed)
                 line = 1
 
-            def emit(parsed: Parsed, result: Batch) -> None:
+            def emit(parsed: Parsed, result: Batch, at: int | None = None) -> None:
                 nonlocal written, rejected
                 ids, sigs, late = result
                 out.write(fmt.render(parsed, ids, sigs))
@@ -255,20 +255,20 @@ def run(
                         say(f"line {number}: {reason}")
                 written += len(ids) - len(late)
                 rejected += len(rejects)
-                bar.update(raw.tell(), written)
+                bar.update(raw.tell() if at is None else at, written)
 
             if blocks:
                 assert isinstance(fmt, CsvOrders)
                 exact_csv = fmt
 
-                def exact(first: int, block: bytes) -> int:
+                def exact(first: int, block: bytes, at: int) -> int:
                     """A block of lines through the exact reader, a batch at a time."""
                     lines = io.StringIO(block.decode("utf-8"), newline="")
                     count = 0
                     while batch := list(islice(lines, batch_size)):
                         parsed = exact_csv.parse(first + count, batch)
                         count += len(batch)
-                        emit(parsed, hash_batch(hasher, parsed, threads, layout, signer))
+                        emit(parsed, hash_batch(hasher, parsed, threads, layout, signer), at)
                     return count
 
                 def done(at: int, rows: int) -> None:
@@ -280,7 +280,8 @@ def run(
                     out.flush()
                     out.buffer.write(data)
 
-                run_blocks(fast, raw, rest, line, write, exact, done)
+                start = len(header) + len(rest)
+                run_blocks(fast, raw, rest, start, line, write, exact, done)
             with ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool:
                 pending: tuple[Parsed, Future[Any]] | None = None
 

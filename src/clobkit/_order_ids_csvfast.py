@@ -219,28 +219,30 @@ def run_blocks(
     fast: FastCsv | None,
     raw: IO[bytes],
     rest: bytes,
+    start: int,
     first: int,
     write: Callable[[Any], None],
-    exact: Callable[[int, bytes], int],
+    exact: Callable[[int, bytes, int], int],
     done: Callable[[int, int], None],
 ) -> None:
     """Every line after the header: fast blocks hashed in a worker thread while the next is read.
 
     With ``fast`` None every block goes to the exact reader.
 
-    ``exact(first_line, block)`` runs a block through the exact reader and
+    ``start`` is the offset of ``rest`` in the file (no ``tell``: a pipe has
+    none). ``exact(first_line, block, bytes_read)`` runs a block through the exact reader and
     returns its line count (it reports and counts its own rows);
     ``done(bytes_read, rows)`` counts the rows of a fast block.
     """
     pending: deque[tuple[bytes, Future[tuple[Any, int] | None], int]] = deque()
-    line, read = first, raw.tell()
+    line, read = first, start
     eof = False
 
     def finish(block: bytes, job: Future[tuple[Any, int] | None], at: int) -> None:
         nonlocal line
         result = job.result()
         if result is None:
-            line += exact(line, block)
+            line += exact(line, block, at)
         else:
             write(result[0])
             write(b"\n")

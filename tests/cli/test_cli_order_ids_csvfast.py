@@ -282,3 +282,22 @@ def test_an_existing_order_id_column_is_replaced_as_the_exact_reader_does(
     assert out.startswith(b"token_id,maker_amount,taker_amount,side,salt,order_id\n")
     assert b"old" not in out
     assert b"stale" not in out
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_is_read_in_blocks(tmp_path: Path) -> None:
+    """The block reader never seeks or asks the position: a pipe is an INPUT like a file."""
+    import os
+    import threading
+
+    rows = orders(300)
+    text = _rows(rows, True, False)
+    (tmp_path / "w.json").write_text(json.dumps(WALLET))
+    pipe = tmp_path / "in.csv"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_bytes, args=(text,))
+    writer.start()
+    summary = run(str(tmp_path / "w.json"), str(pipe), str(tmp_path / "out.csv"), threads=2)
+    writer.join()
+    assert summary.written == 300
+    assert (tmp_path / "out.csv").read_bytes().count(b"\n") == 301
