@@ -4,7 +4,9 @@ Offline ``clob_order_id`` of every order in a CSV, JSONL or Parquet file. The
 file is read in batches (memory stays flat whatever its size); each batch is
 parsed column-wise (``_order_ids_csv``, ``_order_ids_jsonl``,
 ``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``) in
-a worker thread while the next batch is parsed. Output rows are the input
+a worker thread while the next batch is parsed. With pyarrow installed a CSV
+is read in byte blocks instead (``_order_ids_csvfast``), each block through
+pyarrow or, when in doubt, through the exact reader. Output rows are the input
 rows, unchanged, plus ``order_id`` (and ``signature`` when signing). A row
 that cannot be hashed is reported as ``line N: reason`` (``row N`` for
 Parquet) and left out of the output. The wallet's exchange version (or
@@ -282,24 +284,25 @@ def run(
 
                 start = len(header) + len(rest)
                 run_blocks(fast, raw, rest, start, line, write, exact, done)
-            with ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool:
-                pending: tuple[Parsed, Future[Any]] | None = None
+            else:
+                with ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool:
+                    pending: tuple[Parsed, Future[Any]] | None = None
 
-                def finish(parsed: Parsed, job: Future[Any]) -> None:
-                    emit(parsed, job.result())
+                    def finish(parsed: Parsed, job: Future[Any]) -> None:
+                        emit(parsed, job.result())
 
-                while not blocks:
-                    lines = list(islice(source, batch_size))
-                    if not lines:
-                        break
-                    parsed = fmt.parse(line, lines)
-                    line += len(lines)
-                    job = pool.submit(hash_batch, hasher, parsed, threads, layout, signer)
+                    while True:
+                        lines = list(islice(source, batch_size))
+                        if not lines:
+                            break
+                        parsed = fmt.parse(line, lines)
+                        line += len(lines)
+                        job = pool.submit(hash_batch, hasher, parsed, threads, layout, signer)
+                        if pending is not None:
+                            finish(*pending)
+                        pending = (parsed, job)
                     if pending is not None:
                         finish(*pending)
-                    pending = (parsed, job)
-                if pending is not None:
-                    finish(*pending)
         os.replace(part, target)
     except UnicodeDecodeError as exc:
         raise InputError(f"{input_path} is not UTF-8 text ({exc.reason})") from None

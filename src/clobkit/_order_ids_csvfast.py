@@ -32,7 +32,7 @@ from .amounts import raw_amounts_flagged
 from .errors import ValidationError
 from .order_id import OrderHasher
 
-__all__ = ["BLOCK", "ENABLED", "FastCsv", "read_header"]
+__all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
 
 BLOCK = 8 << 20  # bytes read at a time; a block grows only to hold one longer line
 DEPTH = 2  # blocks in flight
