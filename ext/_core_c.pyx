@@ -8,6 +8,7 @@ computes it or raises the canonical error, so both twins agree on every input.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
@@ -19,6 +20,7 @@ from libc.string cimport memcmp, memcpy, memset
 
 import os as _os
 
+from clobkit import _arrow_ids as _ids
 from clobkit import _columns as _col
 from clobkit import _amounts_py as _a
 from clobkit import _parse as _p
@@ -718,14 +720,19 @@ cdef class OrderHasher:
         builders=UNSET,
         neg_risk=False,
         threads=None,
+        out="list",
     ):
         """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar.
 
         Inputs are parsed straight into C structs (a chunk at a time, so memory
         stays flat), hashed without the GIL, split over ``threads`` workers
-        (default 1), and returned as a list of ``"0x…"`` strings.
+        (default 1), and returned as a list of ``"0x…"`` strings, or with
+        ``out="arrow"`` written straight into the data buffer of one pyarrow
+        string array (no Python object per id; see ``clobkit._arrow_ids``).
         """
         cdef int workers = _p.parse_threads(threads)
+        cdef bint arrow = _ids.parse_out(out)
+        pa = _ids.pyarrow() if arrow else None
         cdef int kinds[9]
         kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], kinds[8] = \
             C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_NEG_RISK
@@ -803,9 +810,16 @@ cdef class OrderHasher:
                 nseq += 1
                 slow.append((c, value))
         slow.sort()
-        cdef list result = PyList_New(n)
+        cdef list result = None
+        cdef bytearray data = None
+        cdef char *text = NULL  # out="arrow": the ids back to back, 66 bytes each
+        if arrow:
+            data = bytearray(n * _ids.ID_CHARS)
+            text = PyByteArray_AS_STRING(data)
+        else:
+            result = PyList_New(n)
         if n == 0:
-            return result
+            return result if not arrow else _ids.id_array(pa, data, _ids.offsets(0), 0)
         cdef Py_ssize_t chunk = CHUNK if n > CHUNK else n
         cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk, k_, lo, m
         cdef ck_order *orders[2]
@@ -840,7 +854,7 @@ cdef class OrderHasher:
                                chunk if n - lo - chunk > chunk else n - lo - chunk, nseq, cols,
                                kinds, items, names, fast, slow)
                     if k_ > 0:
-                        _emit(result, outs[b ^ 1], lo - chunk, chunk)
+                        _emit(result, text, outs[b ^ 1], lo - chunk, chunk)
                 finally:
                     # helpers read this chunk's buffers: join them before anything else
                     with nogil:
@@ -848,12 +862,14 @@ cdef class OrderHasher:
                         if helpers:
                             ck_pool_wait()
             lo = (nchunks - 1) * chunk
-            _emit(result, outs[(nchunks - 1) & 1], lo, n - lo)
+            _emit(result, text, outs[(nchunks - 1) & 1], lo, n - lo)
         finally:
             free(orders[0])
             free(orders[1])
             free(outs[0])
             free(outs[1])
+        if arrow:
+            return _ids.id_array(pa, data, _id_offsets(n), n)
         return result
 
 
@@ -1086,14 +1102,43 @@ cdef Py_ssize_t _fill_run(_Src s, Py_ssize_t j0, Py_ssize_t m, ck_order *orders,
     return m
 
 
-cdef int _emit(list result, const uint8_t *out, Py_ssize_t start, Py_ssize_t m) except -1:
+cdef int _emit(list result, char *text, const uint8_t *out, Py_ssize_t start,
+               Py_ssize_t m) except -1:
+    """Ids start .. start + m - 1: into ``result`` as str, or as bytes into ``text``."""
     cdef Py_ssize_t i
     cdef str s
+    cdef char *at
+    if text != NULL:
+        for i in range(m):
+            at = text + (start + i) * 66
+            at[0] = 48  # '0'
+            at[1] = 120  # 'x'
+            ck_hex(out + 32 * i, 32, at + 2)
+        return 0
     for i in range(m):
         s = _hex_str(out + 32 * i, 32, True)
         Py_INCREF(s)
         PyList_SET_ITEM(result, start + i, s)
     return 0
+
+
+cdef bytearray _id_offsets(Py_ssize_t n):
+    """Offsets of ``n`` 66-byte ids: int32, or int64 past ``_arrow_ids.INT32_IDS`` (as there)."""
+    cdef bytearray buf
+    cdef int32_t *o32
+    cdef int64_t *o64
+    cdef Py_ssize_t i
+    if n <= _ids.INT32_IDS:
+        buf = bytearray((n + 1) * 4)
+        o32 = <int32_t *>PyByteArray_AS_STRING(buf)
+        for i in range(n + 1):
+            o32[i] = <int32_t>(66 * i)
+    else:
+        buf = bytearray((n + 1) * 8)
+        o64 = <int64_t *>PyByteArray_AS_STRING(buf)
+        for i in range(n + 1):
+            o64[i] = 66 * i
+    return buf
 
 
 # ---------------------------------------------------------------------------

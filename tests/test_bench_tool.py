@@ -27,6 +27,7 @@ OPERATIONS = [
     "limit_amounts",
     "market_amounts",
     "headers",
+    "order_ids_files",
     "floors",
 ]
 ROW_KEYS = {
@@ -106,6 +107,21 @@ def test_json_structure(quick: dict[str, Any]) -> None:
     m = report["machine"]
     assert m["core"] == IMPLEMENTATION
     assert machine.machine_line(m) in quick["stdout"]
+
+
+def test_file_rows_agree_across_formats_and_with_the_peer(quick: dict[str, Any]) -> None:
+    """clobkit order-ids on CSV, Parquet, JSONL: the same ids in every format and the peer's."""
+    file_rows = rows(quick["report"], "order_ids_files")
+    names = [r["implementation"] for r in file_rows]
+    formats = ["CSV (quoted)", "JSONL"] + ["Parquet"] * installed("pyarrow")
+    for fmt in formats:
+        assert any(n.startswith(f"clobkit order-ids {fmt} -> {fmt}") for n in names), fmt
+    for r in file_rows[1:]:
+        assert r["compared"] > 0
+        assert r["mismatches"] == 0
+    assert any(n.startswith("Python csv + py-order-utils") for n in names) == installed(
+        "py_order_utils"
+    )
 
 
 def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, overload
 
 from Crypto.Hash import keccak as _keccak
 
@@ -25,6 +25,7 @@ from ._amounts_py import limit_amounts as limit_amounts
 from ._amounts_py import market_amounts as market_amounts
 from ._amounts_py import market_price as market_price
 from ._amounts_py import to_units as to_units
+from ._arrow_ids import id_array, offsets, parse_out, pyarrow
 from ._columns import Column, is_columnar, nullable
 from ._parse import (
     _SALT_SPAN,
@@ -264,6 +265,7 @@ class OrderHasher:
         parse_flag(neg_risk, "neg_risk")
         return keccak256(self._message(*fields))
 
+    @overload
     def order_ids(
         self,
         *,
@@ -280,9 +282,51 @@ class OrderHasher:
         builders: object = UNSET,
         neg_risk: object = False,
         threads: int | None = None,
-    ) -> list[str]:
-        """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar."""
+    ) -> list[str]: ...
+    @overload
+    def order_ids(
+        self,
+        *,
+        token_ids: object,
+        maker_amounts: object,
+        taker_amounts: object,
+        sides: object,
+        salts: object,
+        fee_rate_bps: object = UNSET,
+        nonces: object = UNSET,
+        expirations: object = UNSET,
+        timestamps: object = UNSET,
+        metadatas: object = UNSET,
+        builders: object = UNSET,
+        neg_risk: object = False,
+        threads: int | None = None,
+        out: str,
+    ) -> Any: ...
+    def order_ids(
+        self,
+        *,
+        token_ids: object,
+        maker_amounts: object,
+        taker_amounts: object,
+        sides: object,
+        salts: object,
+        fee_rate_bps: object = UNSET,
+        nonces: object = UNSET,
+        expirations: object = UNSET,
+        timestamps: object = UNSET,
+        metadatas: object = UNSET,
+        builders: object = UNSET,
+        neg_risk: object = False,
+        threads: int | None = None,
+        out: str = "list",
+    ) -> Any:
+        """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar.
+
+        A list of ``"0x…"`` strings, or with ``out="arrow"`` one pyarrow string
+        array of them (needs pyarrow; see ``clobkit._arrow_ids``).
+        """
         parse_threads(threads)
+        pa = pyarrow() if parse_out(out) else None
         version = self._prepared.version
         given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
         check_version_fields(version, given, batch=True)
@@ -330,10 +374,13 @@ class OrderHasher:
             for column, value, name, parse in sequences:
                 column[i] = parse(value[i], f"{name}[{i}]")
         tok, mak, tak, sid, sal, a, b, c, neg = parsed
-        return [
+        ids = [
             self._digest((tok[i], mak[i], tak[i], sid[i], sal[i], a[i], b[i], c[i]), neg[i])
             for i in range(n)
         ]
+        if pa is None:
+            return ids
+        return id_array(pa, "".join(ids).encode("ascii"), offsets(n), n)
 
     def sign(self, signer: Any, **order: Any) -> Any:
         """Hash and sign one order: ``SignedOrder(order_id, signature)`` (see clobkit.signing)."""

@@ -63,10 +63,12 @@ def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from ._arrow_values import scalar  # pa.scalar would import pandas (slow) to rule it out
+
     u64 = pa.uint64()  # typed scalars: an untyped one would push the comparison to int64
     makers, takers = makers.cast(u64), takers.cast(u64)
-    zero, most = pa.scalar(0, u64), pa.scalar(_MAX_ORDER_UNITS, u64)
-    buy = pc.equal(sides, pa.scalar(0, sides.type))
+    zero, most = scalar(pa, 0, u64), scalar(pa, _MAX_ORDER_UNITS, u64)
+    buy = pc.equal(sides, scalar(pa, 0, sides.type))
     usdc, shares = pc.if_else(buy, makers, takers), pc.if_else(buy, takers, makers)
     empty = pc.or_(pc.equal(makers, zero), pc.equal(takers, zero))
     return pc.or_(pc.or_(empty, pc.greater_equal(usdc, shares)), pc.greater(usdc, most))

@@ -464,6 +464,8 @@ def sign_orders(
     by its index); the signatures then run over ``threads`` threads.
     """
     _check_signer_object(signer)
+    if "out" in columns:  # order_ids' choice of result: the signed orders have one shape
+        raise OrderFieldError("out", columns["out"], "is not an argument of sign_many")
     workers = parse_threads(threads)
     if not _is_poly_1271(hasher):
         _check_signer(hasher, signer)

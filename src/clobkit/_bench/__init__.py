@@ -11,7 +11,7 @@ compared with clobkit's on the same inputs. One module per job:
   interleaved best-of-N rounds;
 - ``order_ids``: V1 order ids; ``orders_v2``: V2 order ids and signed V2
   orders (with the ECDSA floor E); ``amounts``: amounts; ``request_headers``:
-  request signing;
+  request signing; ``files``: ``clobkit order-ids`` on CSV, Parquet and JSONL;
 - ``memory``: peak memory of a large ``order_ids`` batch (subprocesses);
 - ``machine``, ``run``, ``report``, ``cli``: the report and the command line.
 """

@@ -30,6 +30,7 @@ class Settings:
     memory_orders: int  # orders per memory measurement (0: skip)
     checks: int  # orders and requests compared with each peer
     batch_v2: int = 500_000  # orders per V2 order_ids call (issue #10's batch)
+    file_orders: int = 200_000  # orders in each file of the order-ids file rows
 
 
 DEFAULT = Settings(
@@ -51,6 +52,7 @@ QUICK = Settings(
     memory_orders=100_000,
     checks=40,
     batch_v2=10_000,
+    file_orders=2_000,
 )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._timing import Contender, Settings, floors, time_operations
 from .amounts import amounts_operations
+from .files import file_operation
 from .machine import machine
 from .memory import measure_memory
 from .order_ids import order_id_operation
@@ -22,7 +23,7 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
     f, sh = floors(s.floor_bytes)
     ops = [order_id_operation(s, notes, say), *v2_operations(s, notes, say)]
     amount_ops, grid = amounts_operations(s, notes, say)
-    ops += [*amount_ops, signing_operation(s)]
+    ops += [*amount_ops, signing_operation(s), file_operation(s, notes, say)]
     for note in notes:
         say(note)
     for op in ops:

@@ -1,0 +1,138 @@
+"""The whole ``clobkit order-ids`` command on files, per order in F (#14's targets).
+
+Run: PYTHONPATH=src python benchmarks/order_ids_command.py [--rows 1000000] [--runs 3]
+     [--formats csv,parquet,jsonl] [--in-process]
+
+Writes ``--rows`` V1 orders (as a market maker's table holds them: 77-digit
+token ids, int64 amounts and salts, BUY/SELL) to a temporary directory as a
+fully quoted CSV (as pyarrow and pandas write it), Parquet and JSONL, then
+times the wall clock of ``python -m clobkit order-ids --threads 2`` on each,
+in a child process, ``--runs`` times. F (5 Keccak-f[1600] permutations
+through OpenSSL, as benchmarks/bench_core.py measures it) is measured right
+before and after each run, and each run is printed as seconds per order
+over the mean of the two. The targets: CSV -> CSV at most 0.8 F, Parquet ->
+Parquet at most 0.4 F. ``--in-process`` also times the same run through
+``clobkit._order_ids.run`` in this process (the pipeline without Python's
+and pyarrow's start-up).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from clobkit._bench.order_ids import WALLET
+
+TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
+BIG = b"\x00" * (16 << 20)
+
+
+def floor_f() -> float:
+    """F in seconds: 5 Keccak-f[1600] permutations (136-byte blocks), best of 7."""
+    best = min(_timed(lambda: hashlib.sha3_256(BIG).digest()) for _ in range(7))
+    return best / (len(BIG) / 136) * 5
+
+
+def _timed(fn: object) -> float:
+    t0 = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - t0
+
+
+def _usdc(i: int) -> int:
+    return 9_295_000 + i % 1000
+
+
+def orders(n: int) -> pa.Table:
+    return pa.table(
+        {
+            "token_id": pa.array([str(TOKEN - i % 5000) for i in range(n)]),
+            # a BUY pays less USDC than the shares it gets; a SELL the other way round
+            "maker_amount": pa.array([_usdc(i) if i & 1 else 16_900_000 for i in range(n)]),
+            "taker_amount": pa.array([16_900_000 if i & 1 else _usdc(i) for i in range(n)]),
+            "side": pa.array(["BUY" if i & 1 else "SELL" for i in range(n)]),
+            "salt": pa.array([(i * 7919) % 10**12 for i in range(n)], pa.int64()),
+        }
+    )
+
+
+def write_inputs(root: Path, n: int, formats: list[str]) -> None:
+    table = orders(n)
+    (root / "wallet.json").write_text(json.dumps(WALLET))
+    if "csv" in formats:
+        quoted = pacsv.WriteOptions(quoting_style="all_valid")
+        pacsv.write_csv(table, root / "in.csv", quoted)
+    if "parquet" in formats:
+        pq.write_table(table, root / "in.parquet")
+    if "jsonl" in formats:
+        with open(root / "in.jsonl", "w") as f:
+            for row in table.to_pylist():
+                f.write(json.dumps(row) + "\n")
+
+
+def command(root: Path, fmt: str) -> float:
+    """Wall clock of one ``clobkit order-ids`` run in a child process, in seconds."""
+    args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
+    args += [str(root / f"in.{fmt}"), str(root / f"out.{fmt}"), "--threads", "2"]
+    t0 = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{fmt}: exit {done.returncode}: {done.stderr[-500:]}")
+    return seconds
+
+
+def in_process(root: Path, fmt: str) -> float:
+    """The same work through ``clobkit._order_ids.run`` in this process (no start-up), in s."""
+    from clobkit._order_ids import run
+
+    wallet, src, dst = (str(root / name) for name in ("wallet.json", f"in.{fmt}", f"out.{fmt}"))
+    t0 = time.perf_counter()
+    run(wallet, src, dst, threads=2, progress=False)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--formats", default="csv,parquet,jsonl")
+    parser.add_argument(
+        "--in-process", action="store_true", help="also time run() in this process (no start-up)"
+    )
+    opts = parser.parse_args()
+    formats = opts.formats.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        write_inputs(root, opts.rows, formats)
+        print(f"{opts.rows:,} V1 orders, --threads 2, load {os.getloadavg()[0]:.2f}")
+        for fmt in formats:
+            ways = [("command", command)] + [("in process", in_process)] * opts.in_process
+            for way, timer in ways:
+                for run in range(1, opts.runs + 1):
+                    before = floor_f()
+                    seconds = timer(root, fmt)
+                    after = floor_f()
+                    f = (before + after) / 2
+                    per = seconds / opts.rows
+                    print(
+                        f"{fmt:>7} -> {fmt:<7} {way:>10} run {run}: {seconds:6.2f} s, "
+                        f"{per * 1e6:5.2f} µs/order, F {before * 1e6:.2f}/{after * 1e6:.2f} µs: "
+                        f"{per / f:5.2f} F"
+                    )
+        print(f"load {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

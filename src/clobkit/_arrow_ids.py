@@ -1,0 +1,54 @@
+"""``order_ids(..., out="arrow")``: the ids as one pyarrow string array, shared by both twins.
+
+The compiled twin writes the 66-character ``"0x…"`` ids straight into one
+data buffer (no Python object per id) and hands it here with its offsets; the
+pure twin joins its strings into the same buffer. Either way the array is a
+``pyarrow.string()`` array (``large_string()`` past 2**31 - 1 bytes of ids,
+which int32 offsets cannot address), equal to ``pa.array(ids, type)``.
+pyarrow is imported only when ``out="arrow"`` is asked for.
+"""
+
+from __future__ import annotations
+
+from .errors import MissingExtra, OrderFieldError
+
+TYPE_CHECKING = False  # the compiled twin imports this module: typing stays unloaded
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["ID_CHARS", "INT32_IDS", "id_array", "offsets", "parse_out", "pyarrow"]
+
+ID_CHARS = 66  # "0x" + 64 hex digits
+INT32_IDS = (2**31 - 1) // ID_CHARS  # the most ids a string array (int32 offsets) holds
+_OUTS = {"list": False, "arrow": True}
+
+
+def parse_out(out: object) -> bool:
+    """Whether ``out`` asks for an Arrow array (``"arrow"``) or a list (``"list"``)."""
+    if type(out) is str and out in _OUTS:
+        return _OUTS[out]
+    raise OrderFieldError("out", out, 'must be "list" or "arrow"')
+
+
+def pyarrow() -> Any:
+    """The pyarrow module, or ``MissingExtra`` naming the extra."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise MissingExtra(
+            "order_ids(out=\"arrow\") needs pyarrow: pip install 'clobkit[data]'"
+        ) from None
+    return pa
+
+
+def offsets(n: int) -> bytes:
+    """The offsets buffer of ``n`` ids (int32, or int64 past ``INT32_IDS``), native order."""
+    from array import array
+
+    return array("i" if n <= INT32_IDS else "q", range(0, ID_CHARS * (n + 1), ID_CHARS)).tobytes()
+
+
+def id_array(pa: Any, data: Any, offs: Any, n: int) -> Any:
+    """The string array of ``n`` ids laid out back to back in ``data`` (``n * 66`` bytes)."""
+    typ = pa.string() if n <= INT32_IDS else pa.large_string()
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offs), pa.py_buffer(data)])

@@ -1,0 +1,278 @@
+"""CSV for ``clobkit order-ids`` at speed: blocks of lines through pyarrow, exact when in doubt.
+
+Used when pyarrow is installed and no signing is asked for. The file after
+the header is read in blocks of about ``BLOCK`` bytes cut after a line end.
+A block takes the fast path only if every line in it is plain: ``width``
+fields, each either unquoted (printable ASCII or tab, no quote, no comma) or
+quoted RFC 4180 style (printable ASCII, tab and commas, doubled quotes), and
+each line ends in LF or CRLF (no lone CR, no blank line). One RE2 match over
+the block checks that. On such lines pyarrow's reader and Python's csv give
+the same fields, so the block's columns go from pyarrow straight into
+``OrderHasher.order_ids(out="arrow")`` and each output row is the input line
+plus ``,`` and its id, joined by Arrow kernels. A block that fails the check,
+has a value the core refuses or a row ``POST /orders/raw`` would refuse is
+handed back whole to the exact reader (``_order_ids_csv``), which words the
+errors with their line numbers: the output bytes and messages are the exact
+reader's for every input. Memory is bounded by the block, not the file.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import IO, Any
+
+from ._arrow_values import scalar, values
+from ._order_ids_csv import CsvOrders
+from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
+from ._parse import BATCH_KEYWORDS
+from ._spec import SALT_MAX
+from .amounts import raw_amounts_flagged
+from .errors import ValidationError
+from .order_id import OrderHasher
+
+__all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
+
+BLOCK = 8 << 20  # bytes read at a time; a block grows only to hold one longer line
+DEPTH = 2  # blocks in flight
+ENABLED = True  # tests turn the fast path off to compare with the exact reader
+
+# integer columns besides token ids: digit strings are read as uint64 before hashing
+_NUMBERS = frozenset(
+    ("maker_amount", "taker_amount", "salt", "fee_rate_bps", "nonce", "expiration", "timestamp")
+)
+
+# the line shapes on which pyarrow's reader and Python's csv (strict) agree
+_PLAIN = r"[\t\x20\x21\x23-\x2b\x2d-\x7e]*"  # printable ASCII or tab, no quote or comma
+_QUOTED = r'"(?:[\t\x20\x21\x23-\x7e]|"")*"'  # commas inside; a quote only doubled
+_FIELD = f"(?:{_PLAIN}|{_QUOTED})"
+
+
+def read_header(raw: IO[bytes]) -> tuple[bytes, bytes]:
+    """The header line as ``TextIOWrapper(newline="").readline`` ends it, and the bytes after.
+
+    The line ends at the first LF, CR or CRLF (universal newlines).
+    """
+    buf = b""
+    while True:
+        more = raw.read(1 << 16)
+        buf += more
+        ends = [i for i in (buf.find(b"\r"), buf.find(b"\n")) if i >= 0]
+        if ends:
+            end = min(ends)
+            if buf[end] == 0x0D and end + 1 == len(buf) and more:
+                continue  # a CR last: is it a CRLF?
+            end += 2 if buf[end : end + 2] == b"\r\n" else 1
+            return buf[:end], buf[end:]
+        if not more:
+            return buf, b""
+
+
+def available() -> bool:
+    """Whether the fast path can run here (pyarrow installed, not turned off)."""
+    if not ENABLED:
+        return False
+    try:
+        import pyarrow  # noqa: F401 - only whether it is there
+    except ImportError:
+        return False
+    return True
+
+
+def engine(
+    hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
+) -> FastCsv | None:
+    """The fast path for this file, or None: ``order_id`` is already a column (rewritten rows)."""
+    return FastCsv(hasher, layout, fmt, threads) if fmt.appended else None
+
+
+class FastCsv:
+    """The fast path of one file: its column map, reader options and line pattern."""
+
+    def __init__(
+        self, hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
+    ) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        self.pa, self.pc, self.pacsv = pa, pc, pacsv
+        self.hasher, self.layout, self.threads = hasher, layout, threads
+        width = fmt.width
+        names = [f"f{i}" for i in range(width)]
+        self.columns = {name: names[i] for name, i in fmt.index.items() if name in layout.fields}
+        line = _FIELD + f"(?:,{_FIELD})" * (width - 1)
+        self.pattern = f"^(?:{line}\\r?\\n)*(?:{line})?$"
+        self.read = pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 20)
+        self.parse = pacsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False)
+        self.convert = pacsv.ConvertOptions(
+            column_types=dict.fromkeys(names, pa.string()),
+            include_columns=list(self.columns.values()),
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        )
+        self.comma, self.newline = (scalar(pa, c, pa.large_string()) for c in ",\n")
+        self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
+        self.empty = scalar(pa, "", pa.string())
+        self.defaults = {
+            name: scalar(pa, str(DEFAULTS[name]), pa.string()) for name in _NUMBERS & set(DEFAULTS)
+        }
+
+    def block(self, block: bytes) -> tuple[Any, int] | None:
+        """The output rows of a block of whole lines (a buffer) and their count; None: in doubt."""
+        try:
+            return self._block(block)
+        except self.pa.ArrowException:  # anything pyarrow will not do: the exact reader will
+            return None
+
+    def _block(self, block: bytes) -> tuple[Any, int] | None:
+        pa, pc = self.pa, self.pc
+        whole = pa.Array.from_buffers(
+            pa.large_binary(),
+            1,
+            [None, values(pa, [0, len(block)], pa.int64()).buffers()[1], pa.py_buffer(block)],
+        )
+        if not pc.match_substring_regex(whole, self.pattern)[0].as_py():
+            return None
+        n = block.count(b"\n") + (not block.endswith(b"\n"))
+        table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
+        if table.num_rows != n:
+            return None
+        ids = self._ids(table, b" " in block or b"\t" in block)
+        if ids is None:
+            return None
+        lines = pc.split_pattern(whole, b"\n").values
+        if block.endswith(b"\n"):
+            lines = lines.slice(0, n)
+        lines = lines.cast(pa.large_string())
+        if b"\r" in block:  # CRLF: the pattern allows a CR only before LF
+            lines = pc.utf8_rtrim(lines, "\r")
+        rows = pc.binary_join_element_wise(lines, ids.cast(pa.large_string()), self.comma)
+        one = pa.LargeListArray.from_arrays(values(pa, [0, n], pa.int64()), rows)
+        return pc.binary_join(one, self.newline)[0].as_buffer(), n
+
+    def _ids(self, table: Any, spaced: bool) -> Any:
+        """The ids of a parsed block (an Arrow array), or None if any row needs the exact path."""
+        pa, pc = self.pa, self.pc
+        args: dict[str, Any] = {}
+        for name, column in self.columns.items():
+            col = table.column(column)
+            if spaced:  # the exact reader strips every value when the batch has whitespace
+                col = pc.utf8_trim(col, " \t")
+            if name == "side":
+                col = self._mapped(col, SIDE_KEYS, pa.int8())
+            elif name == "neg_risk":
+                col = self._mapped(col, FLAGS, pa.bool_())
+            elif name in _NUMBERS:
+                if name in self.defaults:  # an empty cell of an optional column: its default
+                    col = pc.if_else(pc.equal(col, self.empty), self.defaults[name], col)
+                col = self._digits(col)
+            if col is None:
+                return None
+            args[BATCH_KEYWORDS[name]] = col
+        # the rows POST /orders/raw refuses: any sends the block to the exact reader
+        makers, takers, salts = (args[k] for k in ("maker_amounts", "taker_amounts", "salts"))
+        if not all(pa.types.is_uint64(c.type) for c in (makers, takers, salts)):
+            return None  # digits beyond 2**64 - 1, or not digits: the exact reader's case
+        bad = raw_amounts_flagged(args["sides"], makers, takers)
+        if self.layout is V1:  # POST /orders/raw's salt range
+            bad = pc.or_(bad, pc.greater(salts, self.salt_max))
+        if pc.any(bad).as_py():
+            return None
+        try:
+            return self.hasher.order_ids(**args, threads=self.threads, out="arrow")
+        except ValidationError:
+            return None  # the exact reader names the row and the value
+
+    def _digits(self, col: Any) -> Any:
+        """A column of decimal digit strings as uint64 (the value the core reads from them).
+
+        Anything else (an empty cell, a sign, a value past 2**64 - 1) stays a
+        string column, for the core to take or refuse as the exact reader's.
+        """
+        pa, pc = self.pa, self.pc
+        if not pc.all(pc.ascii_is_decimal(col)).as_py():
+            return col
+        try:
+            return pc.cast(col, pa.uint64())
+        except pa.ArrowException:  # past 2**64 - 1
+            return col
+
+    def _mapped(self, col: Any, table: dict[str, Any], typ: Any) -> Any:
+        """A string column through ``table`` as the exact reader maps it; None: a value is not."""
+        pa, pc = self.pa, self.pc
+        distinct = pc.unique(col)
+        mapped = [table.get(v.strip().lower()) for v in distinct.to_pylist()]
+        if None in mapped:
+            return None
+        return values(pa, mapped, typ).take(pc.index_in(col, value_set=distinct))
+
+
+def _exact_only(block: bytes) -> Future[tuple[Any, int] | None]:
+    done: Future[tuple[Any, int] | None] = Future()
+    done.set_result(None)
+    return done
+
+
+def run_blocks(
+    fast: FastCsv | None,
+    raw: IO[bytes],
+    rest: bytes,
+    start: int,
+    first: int,
+    write: Callable[[Any], None],
+    exact: Callable[[int, bytes, int], int],
+    done: Callable[[int, int], None],
+) -> None:
+    """Every line after the header: fast blocks hashed in a worker thread while the next is read.
+
+    With ``fast`` None every block goes to the exact reader.
+
+    ``start`` is the offset of ``rest`` in the file (no ``tell``: a pipe has
+    none). ``exact(first_line, block, bytes_read)`` runs a block through the exact reader and
+    returns its line count (it reports and counts its own rows);
+    ``done(bytes_read, rows)`` counts the rows of a fast block.
+    """
+    pending: deque[tuple[bytes, Future[tuple[Any, int] | None], int]] = deque()
+    line, read = first, start
+    eof = False
+
+    def finish(block: bytes, job: Future[tuple[Any, int] | None], at: int) -> None:
+        nonlocal line
+        result = job.result()
+        if result is None:
+            line += exact(line, block, at)
+        else:
+            write(result[0])
+            write(b"\n")
+            line += result[1]
+            done(at, result[1])
+
+    # two blocks in flight: pyarrow's kernels on one overlap the hashing of the other
+    with ThreadPoolExecutor(DEPTH, thread_name_prefix="clobkit-order-ids") as pool:
+        while True:
+            if len(rest) < BLOCK and not eof:
+                chunk = raw.read(BLOCK - len(rest))
+                read += len(chunk)
+                eof = not chunk
+                rest += chunk
+            if not rest:
+                break
+            # whole lines, up to BLOCK bytes (one longer line makes a block of its own)
+            cut = rest.rfind(b"\n", 0, BLOCK) + 1 or rest.find(b"\n") + 1
+            if not cut:
+                if not eof:
+                    chunk = raw.read(BLOCK)
+                    read += len(chunk)
+                    eof = not chunk
+                    rest += chunk
+                    continue
+                cut = len(rest)
+            block, rest = rest[:cut], rest[cut:]
+            job = pool.submit(fast.block, block) if fast is not None else _exact_only(block)
+            pending.append((block, job, read - len(rest)))
+            if len(pending) > DEPTH:
+                finish(*pending.popleft())
+        while pending:
+            finish(*pending.popleft())

@@ -1,0 +1,146 @@
+"""JSONL for ``clobkit order-ids``: one JSON object per line, ``order_id`` added to each."""
+
+from __future__ import annotations
+
+import json
+from itertools import repeat
+from operator import itemgetter
+from typing import Any
+
+import msgspec
+
+from ._jsondepth import json_too_deep
+from ._order_ids_rows import (
+    DEFAULTS,
+    FLAGS,
+    SIDE_KEYS,
+    V1,
+    Layout,
+    Parsed,
+    _kept,
+    _lines,
+    _lookup,
+    _other_version,
+    _union_keys,
+)
+
+_decode = msgspec.json.decode
+
+
+class _Blank:
+    """A blank JSONL line: not a row."""
+
+
+_BLANK = _Blank()
+
+
+def _decode_line(text: str) -> object:
+    if not text.strip():
+        return _BLANK
+    try:
+        if json_too_deep(text.encode("utf-8", "surrogatepass")):
+            raise RecursionError  # before the decoder can overflow the C stack
+        return _decode(text)
+    except msgspec.DecodeError as exc:
+        return _Bad(f"invalid JSON ({exc})")
+    except RecursionError:
+        return _Bad("invalid JSON (nested too deeply)")
+
+
+class _Bad(str):
+    """A JSONL line that is not JSON; the string is the reason."""
+
+
+class JsonlOrders:
+    """One JSON object per line; ``order_id`` (and ``signature``) is added to each object."""
+
+    header = None
+
+    def __init__(self, layout: Layout = V1, signed: bool = False) -> None:
+        self.layout = layout
+        self.signed = signed
+        self.added = ("order_id", "signature") if signed else ("order_id",)
+        self.append = "".join(f', "{name}": "{{}}"' for name in self.added)
+        self.append = "{}" + self.append + "}}\n"
+
+    def parse(self, first: int, lines: list[str]) -> Parsed:
+        texts = _lines(lines, str.rstrip)
+        try:
+            # lines one by one only when the batch as a whole may nest too deeply
+            if json_too_deep("\n".join(texts).encode("utf-8", "surrogatepass")):
+                raise RecursionError
+            objs: list[Any] = list(map(_decode, texts))
+        except (msgspec.DecodeError, RecursionError):
+            objs = list(map(_decode_line, texts))
+        numbers = list(range(first, first + len(texts)))
+        rejects: list[tuple[int, str]] = []
+        dicts = set(map(type, objs)) == {dict}
+        layout = self.layout
+        columns = {
+            name: list(map(dict.get, objs, repeat(name))) if dicts else [] for name in layout.fields
+        }
+        if (
+            not dicts
+            or any(None in columns[name] for name in layout.required)
+            or _other_version(_union_keys(objs), layout)
+        ):
+            keep = []
+            for k, obj in enumerate(objs):
+                if obj is _BLANK:
+                    continue
+                if isinstance(obj, _Bad):
+                    rejects.append((numbers[k], str(obj)))
+                elif not isinstance(obj, dict):
+                    rejects.append((numbers[k], "not a JSON object"))
+                else:
+                    missing = [name for name in layout.required if obj.get(name) is None]
+                    other = _other_version(obj, layout)
+                    if missing:
+                        rejects.append((numbers[k], f"missing {', '.join(missing)}"))
+                    elif other:
+                        rejects.append((numbers[k], other))
+                    else:
+                        keep.append(k)
+            objs = [objs[k] for k in keep]
+            texts = [texts[k] for k in keep]
+            numbers = [numbers[k] for k in keep]
+            columns = {name: list(map(dict.get, objs, repeat(name))) for name in layout.fields}
+        final: dict[str, object] = {}
+        for name, values in columns.items():
+            if name == "side":
+                final[name] = _lookup(values, SIDE_KEYS)
+            elif name == "neg_risk":
+                final[name] = _lookup(values, FLAGS)
+            elif name in DEFAULTS:
+                if values.count(None) == len(values):
+                    final[name] = DEFAULTS[name]
+                elif None in values:
+                    final[name] = [DEFAULTS[name] if v is None else v for v in values]
+                else:
+                    final[name] = values
+            else:
+                final[name] = values
+        return Parsed(numbers, texts, final, objs, rejects)
+
+    def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:
+        assert parsed.objects is not None
+        objs = parsed.objects
+        texts, added = _kept(parsed.texts, ids, sigs)
+        if len(texts) != len(objs):
+            objs = [o for o, oid in zip(objs, ids, strict=True) if oid is not None]
+        if not texts:
+            return ""
+        blob = "".join(texts)
+        if not any(f'"{name}"' in blob for name in self.added):
+            if set(map(_LAST, texts)) != {"}"}:  # trailing spaces
+                texts = list(map(str.rstrip, texts))
+            return "".join(map(self.append.format, map(_CUT_LAST, texts), *added))
+        parts = []
+        for obj, *values in zip(objs, *added, strict=True):
+            obj.update(zip(self.added, values, strict=True))
+            parts.append(json.dumps(obj, ensure_ascii=False) + "\n")
+        return "".join(parts)
+
+
+_CUT_LAST = itemgetter(slice(None, -1))
+_LAST = itemgetter(slice(-1, None))

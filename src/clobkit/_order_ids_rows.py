@@ -1,0 +1,278 @@
+"""Shared by every format of ``clobkit order-ids``: column layouts, a parsed batch, its hashing.
+
+``hash_batch`` hashes a batch column-wise (row by row when the core refuses a
+value, so each bad row is named) and ``_refuse_unservable`` takes out the rows
+``POST /orders/raw`` would refuse; the CSV, JSONL and Parquet readers share
+them, and the value tables (sides, flags, defaults of empty cells).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ._parse import BATCH_KEYWORDS, parse_side
+from ._spec import SALT_MAX
+from .amounts import check_raw_amounts
+from .errors import AmountError, ValidationError
+from .order_id import OrderHasher
+from .signing import OrderSigner
+
+#: The value of an optional column that is absent or empty.
+DEFAULTS: dict[str, object] = {
+    "fee_rate_bps": 0,
+    "nonce": 0,
+    "expiration": 0,
+    "metadata": None,
+    "builder": None,
+    "neg_risk": False,
+}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns of one order version: required, then optional (with ``DEFAULTS``)."""
+
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return tuple(BATCH_KEYWORDS[name] for name in self.fields)
+
+
+_COMMON = ("token_id", "maker_amount", "taker_amount", "side", "salt")
+#: By the hasher's version: 1, and 2 for V2 and V3 (one struct).
+LAYOUTS = {
+    1: Layout(_COMMON, ("fee_rate_bps", "nonce", "expiration", "neg_risk")),
+    2: Layout((*_COMMON, "timestamp"), ("metadata", "builder", "neg_risk")),
+}
+V1 = LAYOUTS[1]
+REQUIRED, FIELDS = V1.required, V1.fields
+SIDES: dict[str, int] = {}
+for _name, _value in (("BUY", 0), ("SELL", 1)):
+    SIDES.update({_name: _value, _name.lower(): _value, _name.title(): _value, str(_value): _value})
+FLAGS: dict[str, bool] = {
+    "true": True,
+    "1": True,
+    "yes": True,
+    "false": False,
+    "0": False,
+    "no": False,
+    "": False,
+}
+
+
+class InputError(Exception):
+    """The input as a whole is unusable (no header, missing columns): a usage error."""
+
+
+@dataclass
+class Parsed:
+    """One batch: the rows that parsed (line number, text) and the hash columns."""
+
+    lines: list[int]
+    texts: list[str]  # each row's line, without its line end
+    columns: dict[str, object]  # field -> one value per row, or a scalar for all
+    objects: list[Any] | None = None  # JSONL: the decoded objects
+    rejects: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _lines(lines: list[str], strip: Callable[[str], str]) -> list[str]:
+    """The lines without their line ends (one C-level split when there is no CR)."""
+    blob = "".join(lines)
+    if "\r" in blob:
+        return list(map(strip, lines))
+    if blob.endswith("\n"):
+        blob = blob[:-1]
+    return blob.split("\n")
+
+
+def _lookup(values: list[Any], table: dict[str, Any]) -> list[Any]:
+    """Strings through ``table`` (case and spaces ignored); unknown values unchanged.
+
+    ``None`` reads as ``False`` (an absent flag); other values are left for the
+    core to accept or refuse.
+    """
+
+    def one(v: Any) -> Any:
+        if type(v) is str:
+            return table.get(v.strip().lower(), v)
+        return False if v is None else v
+
+    if set(map(type, values)) == {str}:
+        mapping = {v: one(v) for v in set(values)}
+        return list(map(mapping.__getitem__, values))
+    return list(map(one, values))
+
+
+SIDE_KEYS = {k.lower(): v for k, v in SIDES.items()}
+
+
+def _kept(
+    texts: list[str], ids: list[str | None], sigs: list[str] | None
+) -> tuple[list[str], list[list[str]]]:
+    """The rows that got an id, and the values to add to them (ids, then signatures)."""
+    done = cast("list[str]", ids)  # no None left once filtered below
+    if None in ids:
+        keep = [k for k, oid in enumerate(ids) if oid is not None]
+        texts = [texts[k] for k in keep]
+        done = [done[k] for k in keep]
+        sigs = None if sigs is None else [sigs[k] for k in keep]
+    return texts, [done] if sigs is None else [done, sigs]
+
+
+def _other_columns(layout: Layout) -> set[str]:
+    return {name for other in LAYOUTS.values() for name in other.fields} - set(layout.fields)
+
+
+def _other_version(obj: Any, layout: Layout) -> str:
+    """Why a row that carries a column of the other order version is refused ("" if not)."""
+    found = sorted(name for name in _other_columns(layout) if name in obj)
+    if not found:
+        return ""
+    version = "V1" if layout is V1 else "V2/V3"
+    return f"{', '.join(found)}: not a field of this wallet's {version} orders"
+
+
+def _union_keys(objs: list[Any]) -> set[str]:
+    keys: set[str] = set()
+    for obj in objs:
+        keys.update(obj)
+    return keys
+
+
+def check_columns(names: list[str], layout: Layout, where: str, lacks: str, header: str) -> None:
+    """A usable set of column names, or ``InputError``: no duplicate, every required
+    column (``where: lacks a, b``), no column of the other order version (``header has``)."""
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InputError(f"{where}: duplicate column(s) {', '.join(duplicates)}")
+    missing = [name for name in layout.required if name not in names]
+    if missing:
+        raise InputError(f"{where}: {lacks} {', '.join(missing)}")
+    _refuse_other_version(names, layout, header)
+
+
+def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
+    """A column of the other order version is a mistake, never ignored."""
+    why = _other_version(names, layout)
+    if why:
+        raise InputError(f"{where} has {why} (see --exchange-version)")
+
+
+Batch = tuple[list[str | None], list[str] | None, list[tuple[int, str]]]
+
+
+def hash_batch(
+    hasher: OrderHasher,
+    parsed: Parsed,
+    threads: int | None,
+    layout: Layout = V1,
+    signer: OrderSigner | None = None,
+) -> Batch:
+    """Order ids of a batch (``None`` for a row refused), their signatures, the refusals."""
+    n = len(parsed.lines)
+    if n == 0:
+        return [], None if signer is None else [], []
+    cols = [parsed.columns[name] for name in layout.fields]
+    batch = dict(zip(layout.keywords, cols, strict=True))
+    try:
+        if signer is None:
+            done: list[str] = hasher.order_ids(**batch, threads=threads)
+            return _refuse_unservable(parsed, list[str | None](done), None, [], layout)
+        signed = hasher.sign_many(signer, **batch, threads=threads)
+        ids = list[str | None]([s.order_id for s in signed])
+        return _refuse_unservable(parsed, ids, [s.signature for s in signed], [], layout)
+    except ValidationError:
+        pass
+    # one row at a time: the core names the field and value of each bad row
+    ids = []
+    sigs: list[str] | None = None if signer is None else []
+    rejects: list[tuple[int, str]] = []
+    seqs = [not isinstance(c, (str, int)) and isinstance(c, Sequence) for c in cols]
+    for i, line in enumerate(parsed.lines):
+        row = [c[i] if seq else c for c, seq in zip(cols, seqs, strict=True)]  # type: ignore[index]
+        order = dict(zip(layout.fields, row, strict=True))
+        try:
+            if sigs is None:
+                ids.append(hasher.order_id(**order))
+            else:
+                one = hasher.sign(signer, **order)
+                ids.append(one.order_id)
+                sigs.append(one.signature)
+        except ValidationError as exc:
+            ids.append(None)
+            if sigs is not None:
+                sigs.append("")
+            rejects.append((line, str(exc)))
+    return _refuse_unservable(parsed, ids, sigs, rejects, layout)
+
+
+def _too_big(salt: object) -> bool:
+    if type(salt) is str:
+        digits = salt.lstrip("0")
+        return len(digits) > 13 or (len(digits) == 13 and digits > "1000000000000")
+    return type(salt) is int and salt > SALT_MAX
+
+
+def _column(parsed: Parsed, name: str) -> list[Any]:
+    values = parsed.columns[name]
+    return values if isinstance(values, list) else [values] * len(parsed.lines)
+
+
+def _refuse_unservable(
+    parsed: Parsed,
+    ids: list[str | None],
+    sigs: list[str] | None,
+    rejects: list[tuple[int, str]],
+    layout: Layout = V1,
+) -> Batch:
+    """Rows the service would refuse get no id: a salt outside [0, 10**12] (POST
+    /orders/raw, V1 orders), or amounts that break the raw-order ratio rule
+    (zero, an implied price outside (0, 1), over the single-order maximum).
+
+    The exchange struct hashes any uint256, so the core does not refuse these;
+    an id for an order the service will not take is a lost order.
+    """
+    salts = _column(parsed, "salt")
+    raw_flow = layout is V1  # the salt range is POST /orders/raw's rule
+    bad = [i for i, salt in enumerate(salts) if raw_flow and _too_big(salt) and ids[i] is not None]
+    for i in bad:
+        ids[i] = None
+        rejects.append(
+            (
+                parsed.lines[i],
+                f"salt: must lie in [0, 10**12] for POST /orders/raw (got {salts[i]!r})",
+            )
+        )
+    # the hashed rows passed the core's checks: their amounts read as ints
+    makers, takers = _column(parsed, "maker_amount"), _column(parsed, "taker_amount")
+    sides = _column(parsed, "side")
+    rows = [i for i, oid in enumerate(ids) if oid is not None]
+    # hashed rows have sides the core took (str or int): a handful of values
+    side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
+    if len(rows) == len(ids):
+        triples = zip(
+            [side_of[(type(v), v)] for v in sides], map(int, makers), map(int, takers), strict=True
+        )
+    else:
+        triples = zip(
+            [side_of[(type(sides[i]), sides[i])] for i in rows],
+            [int(makers[i]) for i in rows],
+            [int(takers[i]) for i in rows],
+            strict=True,
+        )
+    for i, (side, maker, taker) in zip(rows, triples, strict=True):
+        try:
+            check_raw_amounts(side, maker, taker)
+        except AmountError as exc:  # noqa: PERF203 - rare: one row in many
+            ids[i] = None
+            rejects.append((parsed.lines[i], f"{exc} (POST /orders/raw refuses it)"))
+    rejects.sort()
+    return ids, sigs, rejects
