@@ -4,20 +4,17 @@ The core (amounts, salts, order ids, request signing) runs on a compiled twin
 when it is built and on a pure-Python twin otherwise; ``IMPLEMENTATION`` says
 which (``"c"`` or ``"python"``). ``import clobkit`` loads the core only: the
 client (httpx, websockets) and order signing (coincurve) load on first use of
-``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``, and the typed
-models (msgspec) on first use of ``WalletInfo``.
+``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``, the typed
+models (msgspec) on first use of ``WalletInfo``, and the enums on first use of
+``Side`` / ``OrderType``.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._core import IMPLEMENTATION
 from .amounts import (
     Amounts,
-    OrderType,
-    Side,
     from_units,
     limit_amounts,
     market_amounts,
@@ -28,7 +25,13 @@ from .auth import RequestSigner, signature, verify_signature
 from .order_id import OrderHasher, sign_order_id
 from .salt import new_salt, new_salts
 
+# typing stays off this path (docs/development.md, "import time"); type checkers
+# read the names below, the run time finds them through __getattr__.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from ._enums import OrderType, Side
     from .client import AsyncClient, Client
     from .models import WalletInfo
     from .signing import OrderSigner, SignedOrder
@@ -40,6 +43,8 @@ _LAZY = {
     "OrderSigner": "clobkit.signing",
     "SignedOrder": "clobkit.signing",
     "WalletInfo": "clobkit.models",
+    "OrderType": "clobkit._enums",
+    "Side": "clobkit._enums",
 }
 
 

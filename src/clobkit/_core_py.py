@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any
 
 from Crypto.Hash import keccak as _keccak
 
@@ -56,6 +54,11 @@ from ._parse import (
 from ._types import CORE_API
 from ._wallet import prepare_wallet
 from .errors import SignatureInputError
+
+TYPE_CHECKING = False  # typing stays off ``import clobkit``'s path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any
 
 __all__ = list(CORE_API)  # the twins' one list of names
 
