@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from .conftest import examples
+
 HEAVY = (
     "httpx",
     "websockets",
@@ -149,7 +151,7 @@ _GRAMMAR = st.sampled_from("0123456789+-.eE _\n\u0660\u00b2\uff11")
 _ANY_TEXT = st.one_of(st.text(), st.text(alphabet=_GRAMMAR | st.characters(), max_size=20))
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(_ANY_TEXT)
 def test_split_number_is_the_number_regex(text: str) -> None:
     from clobkit._amounts_py import split_number
@@ -198,10 +200,34 @@ _ASCII_EDGES = st.sampled_from("\x00\x1f \x21\x7e\x7f\x80\xa0azAZ09~!/\u0100\U00
 _TOKEN_TEXT = st.one_of(st.text(), st.text(alphabet=_ASCII_EDGES | st.characters(), max_size=12))
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(_TOKEN_TEXT)
 def test_visible_ascii_and_letters_are_their_regexes(text: str) -> None:
     from clobkit import _parse
 
     assert _parse._visible_ascii(text) == bool(re.match(r"[\x21-\x7e]+\Z", text))
     assert _parse._ascii_letters(text) == bool(re.match(r"[A-Za-z]+\Z", text))
+
+
+def test_record_refuses_what_a_namedtuple_would_lose() -> None:
+    from clobkit._types import NamedTuple, record
+
+    with pytest.raises(TypeError, match=r"fields only, not \['total'\]"):
+
+        @record
+        class WithMethod(NamedTuple):  # type: ignore[misc]
+            a: int
+
+            def total(self) -> int:
+                return self.a
+
+    @record
+    class Plain(NamedTuple):  # type: ignore[misc]
+        """Doc."""
+
+        a: int
+        b: str
+
+    assert Plain(1, "x") == (1, "x")
+    assert Plain._fields == ("a", "b")
+    assert Plain.__doc__ == "Doc."

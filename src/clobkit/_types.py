@@ -28,14 +28,13 @@ else:
         costs ``import clobkit`` several milliseconds). Fields without defaults,
         no methods: that is all its users need."""
         fields = tuple(cls.__annotations__)
-        extra = set(vars(cls)) - {
-            "__module__",
-            "__qualname__",
-            "__doc__",
-            "__annotations__",
-            "__dict__",
-            "__weakref__",
-        }
+        # class machinery (__module__, __qualname__, ...) differs by Python
+        # version; anything else, or any function, would be lost: refuse it
+        extra = [
+            name
+            for name, value in vars(cls).items()
+            if callable(value) or not (name.startswith("__") and name.endswith("__"))
+        ]
         if extra:
             raise TypeError(f"@record takes fields only, not {sorted(extra)}")
         made = namedtuple(cls.__name__, fields, module=cls.__module__)
