@@ -63,10 +63,10 @@ def split_number(text: str) -> tuple[str, str, str, str] | None:
     """Sign, integer digits, fraction digits and exponent of a decimal number's text.
 
     The grammar is ``[+-]? digits* ("." digits*)? ([eE] [+-]? digits{1,9})?``
-    with ASCII digits (Python's and Decimal's, less spaces, underscores, other
-    scripts' digits, inf and nan); None if ``text`` does not follow it. Parts
-    that are absent are empty strings; whether any digit is there is the
-    caller's question.
+    in ASCII digits only (unlike ``float()`` and ``Decimal()``: no spaces,
+    underscores, other scripts' digits, inf or nan); None if ``text`` does not
+    follow it. Absent parts are empty strings; whether any digit is there is
+    the caller's question.
     """
     sign = text[:1]
     if sign in ("+", "-"):
