@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from . import errors
 from ._core import IMPLEMENTATION
+from ._types import lazy as _lazy
 from .amounts import (
     Amounts,
     from_units,
@@ -25,12 +26,10 @@ from .auth import RequestSigner, signature, verify_signature
 from .order_id import OrderHasher, sign_order_id
 from .salt import new_salt, new_salts
 
-# typing stays off this path (docs/development.md, "import time"); type checkers
+# typing stays off this path (docs/development.md, "Import time"); type checkers
 # read the names below, the run time finds them through __getattr__.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
     from ._enums import OrderType, Side
     from .client import AsyncClient, Client
     from .models import WalletInfo
@@ -48,15 +47,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'clobkit' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = _lazy(globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

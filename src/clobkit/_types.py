@@ -10,6 +10,7 @@ from collections import namedtuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import NamedTuple, TypeVar
 
     from ._enums import OrderType, Side
@@ -44,7 +45,7 @@ else:
         return made
 
 
-__all__ = ["CORE_API", "Amounts", "OrderType", "Side", "record"]
+__all__ = ["CORE_API", "Amounts", "OrderType", "Side", "lazy", "record"]
 
 #: The names both core twins define (``clobkit._core_c`` and ``clobkit._core_py``).
 CORE_API = (
@@ -77,12 +78,22 @@ class Amounts(NamedTuple):
     taker_amount: int
 
 
-def __getattr__(name: str) -> object:
-    """``Side`` and ``OrderType``, imported on first use (PEP 562)."""
-    if name in ("Side", "OrderType"):
-        from . import _enums
+def lazy(namespace: dict[str, object], names: dict[str, str]) -> Callable[[str], object]:
+    """A module's ``__getattr__`` (PEP 562) that imports each name of ``names``
+    (name -> the module defining it) on first use and keeps it in ``namespace``
+    (the module's globals), so later lookups skip the function."""
 
-        value = getattr(_enums, name)
-        globals()[name] = value  # later lookups skip this function
+    def __getattr__(name: str) -> object:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
         return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = lazy(globals(), {"Side": "clobkit._enums", "OrderType": "clobkit._enums"})

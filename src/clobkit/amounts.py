@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._core import from_units, limit_amounts, market_amounts, market_price, to_units
 from ._spec import SINGLE_ORDER_MAX
 from ._types import Amounts
+from ._types import lazy as _lazy
 from .errors import AmountError
 
 TYPE_CHECKING = False
@@ -76,12 +77,5 @@ def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
     return pc.or_(pc.or_(empty, pc.greater_equal(usdc, shares)), pc.greater(usdc, most))
 
 
-def __getattr__(name: str) -> object:
-    """``Side`` and ``OrderType``, imported on first use (PEP 562): ``enum`` is not free."""
-    if name in ("Side", "OrderType"):
-        from . import _types
-
-        value = getattr(_types, name)
-        globals()[name] = value  # later lookups skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``Side`` and ``OrderType`` load on first use: ``enum`` is not free
+__getattr__ = _lazy(globals(), {"Side": "clobkit._enums", "OrderType": "clobkit._enums"})
