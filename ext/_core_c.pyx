@@ -26,7 +26,7 @@ from clobkit import _amounts_py as _a
 from clobkit import _parse as _p
 from clobkit._types import CORE_API
 from clobkit.errors import OrderFieldError, SignatureInputError
-from clobkit._types import Amounts, Side
+from clobkit._types import Amounts
 from clobkit._wallet import prepare_wallet
 
 cdef extern from "Python.h":
@@ -429,7 +429,8 @@ cdef inline int _side(object value, object field, Py_ssize_t i) except -1:
             return 0
         if value == "SELL":
             return 1
-    elif type(value) is int or type(value) is Side:
+    elif type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
+        # an int subclass (Side, an IntEnum) reads as its int; enum is not imported here
         if value == 0:
             return 0
         if value == 1:

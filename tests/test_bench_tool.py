@@ -77,6 +77,7 @@ def rows(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return list(op["rows"])
 
 
+@pytest.mark.slow
 def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
     assert quick["code"] == 0
     text = quick["stdout"]
@@ -89,6 +90,7 @@ def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
     assert "peak ÷ (in + out)" in text
 
 
+@pytest.mark.slow
 def test_json_structure(quick: dict[str, Any]) -> None:
     report = quick["report"]
     assert {"date", "machine", "settings", "floors_ns", "operations", "amounts_grid"} <= set(report)
@@ -109,6 +111,7 @@ def test_json_structure(quick: dict[str, Any]) -> None:
     assert machine.machine_line(m) in quick["stdout"]
 
 
+@pytest.mark.slow
 def test_file_rows_agree_across_formats_and_with_the_peer(quick: dict[str, Any]) -> None:
     """clobkit order-ids on CSV, Parquet, JSONL: the same ids in every format and the peer's."""
     file_rows = rows(quick["report"], "order_ids_files")
@@ -124,6 +127,7 @@ def test_file_rows_agree_across_formats_and_with_the_peer(quick: dict[str, Any])
     )
 
 
+@pytest.mark.slow
 def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> None:
     order_rows = rows(quick["report"], "order_id")
     names = [r["implementation"] for r in order_rows]
@@ -147,6 +151,7 @@ def test_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> Non
         assert r["correctness"].startswith("ids equal: ")
 
 
+@pytest.mark.slow
 def test_v2_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> None:
     v2_rows = rows(quick["report"], "order_id_v2")
     n = _bench.QUICK.batch_v2
@@ -170,6 +175,7 @@ def test_v2_order_ids_agree_with_every_installed_peer(quick: dict[str, Any]) -> 
         assert (r["compared"], r["mismatches"]) == (2 * _bench.QUICK.checks, 0)
 
 
+@pytest.mark.slow
 def test_v2_signatures_agree_with_every_installed_peer_and_the_floor(
     quick: dict[str, Any],
 ) -> None:
@@ -216,6 +222,7 @@ def test_a_wrong_v2_peer_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "DIFFER" in peer_sig.correctness
 
 
+@pytest.mark.slow
 def test_amounts_grid_counts(quick: dict[str, Any]) -> None:
     grid = quick["report"]["amounts_grid"]
     assert grid["points"] == 99 * _bench.QUICK.sizes_max_cents * 2
@@ -235,6 +242,7 @@ def test_amounts_grid_counts(quick: dict[str, Any]) -> None:
             assert grid[kind]["py_clob_client_examples"]
 
 
+@pytest.mark.slow
 def test_signatures_agree_with_stdlib(quick: dict[str, Any]) -> None:
     sign_rows = rows(quick["report"], "headers")
     assert [r["kind"] for r in sign_rows] == ["clobkit", "clobkit", "peer"]
@@ -243,12 +251,14 @@ def test_signatures_agree_with_stdlib(quick: dict[str, Any]) -> None:
         assert r["mismatches"] == 0
 
 
+@pytest.mark.slow
 def test_png_written(quick: dict[str, Any]) -> None:
     if not installed("matplotlib"):
         pytest.skip("matplotlib is not installed (the bench extra installs it)")
     assert quick["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_markdown_table(quick: dict[str, Any]) -> None:
     md = _bench.format_markdown(quick["report"])
     table = [line for line in md.splitlines() if line.startswith("| ")]
@@ -259,6 +269,7 @@ def test_markdown_table(quick: dict[str, Any]) -> None:
     assert quick["report"]["date"] in md
 
 
+@pytest.mark.slow
 def test_missing_peers_are_skipped_with_a_line(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing() -> Any:
         raise ModuleNotFoundError("No module named 'nope'", name="nope")
@@ -295,6 +306,7 @@ def test_compare_wrapper_runs_from_the_repository() -> None:
     assert "--markdown" in done.stdout
 
 
+@pytest.mark.slow
 def test_memory_peak_within_twice_inputs_and_outputs() -> None:
     """Issue #5: a 1,000,000-order batch peaks at no more than 2 × its inputs + outputs."""
     orders = 1_000_000 if IMPLEMENTATION == "c" else 50_000  # the pure twin is ~20x slower

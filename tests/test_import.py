@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import ast
+import re
 import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from .conftest import examples
 
 HEAVY = (
     "httpx",
@@ -21,11 +26,12 @@ HEAVY = (
 
 
 def _modules_after(code: str) -> list[str]:
-    probe = f"{code}; import sys, json; print(json.dumps(sorted(sys.modules)))"
+    # the probe prints with repr, not json: json would import re itself
+    probe = f"{code}; import sys; print(sorted(sys.modules))"
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
-    return list(json.loads(done.stdout))
+    return list(ast.literal_eval(done.stdout))
 
 
 def test_import_clobkit_is_light() -> None:
@@ -62,3 +68,166 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         clobkit.nope  # noqa: B018
     assert {"Client", "OrderSigner"} <= set(dir(clobkit))
+
+
+# -- what keeps the import light ------------------------------------------------------
+# ``import clobkit`` runs without typing, re, fractions, enum, contextlib or
+# functools (docs/development.md, "Import time"): each is a few milliseconds of
+# every start. A structural test: it names modules, never a time.
+NOT_AT_IMPORT = ("typing", "re", "fractions", "enum", "contextlib", "functools")
+
+
+def test_import_clobkit_leaves_out_the_costly_stdlib() -> None:
+    loaded = set(_modules_after("import clobkit"))
+    assert sorted(loaded.intersection(NOT_AT_IMPORT)) == []
+    # and the core works without them: a limit order's amounts, a salt, a signature
+    used = _modules_after(
+        "import clobkit; clobkit.limit_amounts('BUY', '0.5', '10'); clobkit.new_salt();"
+        " clobkit.signature('secret', 'GET', '/a', 1, 'n')"
+    )
+    assert sorted(set(used).intersection(NOT_AT_IMPORT)) == []
+
+
+def test_pure_twin_import_leaves_out_typing_and_fractions() -> None:
+    # (pycryptodome, which the pure twin hashes with, imports re and enum itself)
+    loaded = set(
+        _modules_after("import os; os.environ['CLOBKIT_NO_EXTENSIONS'] = '1'; import clobkit")
+    )
+    assert "clobkit._core_py" in loaded
+    assert sorted(loaded.intersection(("typing", "fractions"))) == []
+
+
+def test_lazy_names_still_arrive() -> None:
+    import enum
+    import pickle
+    import typing
+
+    import clobkit
+    import clobkit.amounts
+    from clobkit import _spec, _types
+
+    assert clobkit.Side is clobkit.amounts.Side is _types.Side
+    assert clobkit.OrderType is clobkit.amounts.OrderType is _types.OrderType
+    assert issubclass(clobkit.Side, enum.IntEnum)
+    assert clobkit.Side.SELL == 1
+    assert pickle.loads(pickle.dumps(clobkit.OrderType.GTD)) is clobkit.OrderType.GTD
+    assert typing.get_args(_spec.SideName) == _spec.SIDES
+    assert typing.get_args(_spec.OrderTypeName) == _spec.ORDER_TYPES
+    assert typing.get_args(_spec.OrderStatus) == _spec.ORDER_STATUSES
+    for module in (clobkit.amounts, _types, _spec):
+        with pytest.raises(AttributeError, match="no attribute 'nope'"):
+            module.nope  # noqa: B018
+
+
+def test_amounts_is_the_named_tuple_typing_would_make() -> None:
+    import typing
+
+    from clobkit import Amounts
+
+    class Typed(typing.NamedTuple):
+        maker_amount: int
+        taker_amount: int
+
+    a = Amounts(1, 2)
+    assert a._fields == Typed._fields
+    assert a == Typed(1, 2)
+    assert a.taker_amount == 2
+    assert repr(a) == "Amounts(maker_amount=1, taker_amount=2)"
+    assert a._replace(maker_amount=3) == (3, 2)
+    assert a._asdict() == {
+        "maker_amount": 1,
+        "taker_amount": 2,
+    }
+    assert set(dir(Typed)) - set(dir(Amounts)) <= {"__orig_bases__"}
+    assert Amounts.__doc__
+    assert "6-decimal" in Amounts.__doc__
+
+
+# -- the str-method rules that replaced regexes answer as the regexes did --------------
+# The regexes are the oracle; hypothesis draws from the whole character range,
+# with the grammar's own characters over-weighted so that the edges are reached.
+_NUMBER_RE = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,9}))?\Z")
+_GRAMMAR = st.sampled_from("0123456789+-.eE _\n\u0660\u00b2\uff11")
+_ANY_TEXT = st.one_of(st.text(), st.text(alphabet=_GRAMMAR | st.characters(), max_size=20))
+
+
+@settings(max_examples=examples(3000))
+@given(_ANY_TEXT)
+def test_split_number_is_the_number_regex(text: str) -> None:
+    from clobkit._amounts_py import split_number
+
+    m = _NUMBER_RE.match(text)
+    expected = None if m is None else tuple(g or "" for g in m.groups())
+    assert split_number(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1",
+        "+1.5",
+        "-.5",
+        "5.",
+        ".",
+        "",
+        "+",
+        "1e9",
+        "1e+123456789",
+        "1e1234567890",
+        "1E-5",
+        "1e",
+        "e5",
+        "1e5E3",
+        "1E5e3",
+        "1.2.3",
+        "١",
+        "1_000",
+        " 1",
+        "1\n",
+        "inf",
+        "nan",
+        "0x10",
+    ],
+)
+def test_split_number_edges(text: str) -> None:
+    from clobkit._amounts_py import split_number
+
+    m = _NUMBER_RE.match(text)
+    assert split_number(text) == (None if m is None else tuple(g or "" for g in m.groups()))
+
+
+_ASCII_EDGES = st.sampled_from("\x00\x1f \x21\x7e\x7f\x80\xa0azAZ09~!/\u0100\U0001f600")
+_TOKEN_TEXT = st.one_of(st.text(), st.text(alphabet=_ASCII_EDGES | st.characters(), max_size=12))
+
+
+@settings(max_examples=examples(3000))
+@given(_TOKEN_TEXT)
+def test_visible_ascii_and_letters_are_their_regexes(text: str) -> None:
+    from clobkit import _parse
+
+    assert _parse._visible_ascii(text) == bool(re.match(r"[\x21-\x7e]+\Z", text))
+    assert _parse._ascii_letters(text) == bool(re.match(r"[A-Za-z]+\Z", text))
+
+
+def test_record_refuses_what_a_namedtuple_would_lose() -> None:
+    from clobkit._types import NamedTuple, record
+
+    with pytest.raises(TypeError, match=r"fields only, not \['total'\]"):
+
+        @record
+        class WithMethod(NamedTuple):  # type: ignore[misc]
+            a: int
+
+            def total(self) -> int:
+                return self.a
+
+    @record
+    class Plain(NamedTuple):  # type: ignore[misc]
+        """Doc."""
+
+        a: int
+        b: str
+
+    assert Plain(1, "x") == (1, "x")
+    assert Plain._fields == ("a", "b")
+    assert Plain.__doc__ == "Doc."

@@ -4,20 +4,18 @@ The core (amounts, salts, order ids, request signing) runs on a compiled twin
 when it is built and on a pure-Python twin otherwise; ``IMPLEMENTATION`` says
 which (``"c"`` or ``"python"``). ``import clobkit`` loads the core only: the
 client (httpx, websockets) and order signing (coincurve) load on first use of
-``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``, and the typed
-models (msgspec) on first use of ``WalletInfo``.
+``Client`` / ``AsyncClient`` / ``OrderSigner`` / ``SignedOrder``, the typed
+models (msgspec) on first use of ``WalletInfo``, and the enums on first use of
+``Side`` / ``OrderType``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from . import errors
 from ._core import IMPLEMENTATION
+from ._types import lazy as _lazy
 from .amounts import (
     Amounts,
-    OrderType,
-    Side,
     from_units,
     limit_amounts,
     market_amounts,
@@ -28,7 +26,11 @@ from .auth import RequestSigner, signature, verify_signature
 from .order_id import OrderHasher, sign_order_id
 from .salt import new_salt, new_salts
 
+# typing stays off this path (docs/development.md, "Import time"); type checkers
+# read the names below, the run time finds them through __getattr__.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ._enums import OrderType, Side
     from .client import AsyncClient, Client
     from .models import WalletInfo
     from .signing import OrderSigner, SignedOrder
@@ -40,18 +42,12 @@ _LAZY = {
     "OrderSigner": "clobkit.signing",
     "SignedOrder": "clobkit.signing",
     "WalletInfo": "clobkit.models",
+    "OrderType": "clobkit._enums",
+    "Side": "clobkit._enums",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'clobkit' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+__getattr__ = _lazy(globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -8,15 +8,20 @@ no binary floating point anywhere.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from decimal import Decimal, localcontext
-from fractions import Fraction
 
 from ._parse import parse_side
-from ._types import Amounts, OrderType
+from ._types import Amounts
 from ._wallet import UINT256_MAX
 from .errors import AmountError, InsufficientLiquidity
+
+# typing, re and fractions stay off ``import clobkit``'s path: market_price,
+# the one user of Fraction, imports it when called.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from fractions import Fraction
 
 __all__ = [
     "from_units",
@@ -32,7 +37,6 @@ __all__ = [
 # Every price, size and amount is parsed to (negative, coef, exp) with
 # value = (-1)**negative * coef * 10**exp and coef free of trailing zeros.
 
-_NUMBER = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]{1,9}))?\Z")
 MAX_SIGNIFICANT_DIGITS = 96  # far beyond uint256 (78 digits); stops absurd inputs early
 MAX_MAGNITUDE_DIGITS = 80  # a value >= 10**80 cannot become a uint256 amount
 # tick -> (price decimals, grid step in units of 10**-decimals). 0.005 and
@@ -48,6 +52,40 @@ TICKS = {
 }
 _TICK_OF = {(step, decimals): text for text, (decimals, step) in TICKS.items()}
 _TICK_NAMES = ", ".join(TICKS)
+
+
+def _digits(text: str) -> bool:
+    """Only ASCII digits 0-9 (or nothing)."""
+    return str.isascii(text) and (str.isdigit(text) or str.__len__(text) == 0)
+
+
+def split_number(text: str) -> tuple[str, str, str, str] | None:
+    """Sign, integer digits, fraction digits and exponent of a decimal number's text.
+
+    The grammar is ``[+-]? digits* ("." digits*)? ([eE] [+-]? digits{1,9})?``
+    in ASCII digits only (unlike ``float()`` and ``Decimal()``: no spaces,
+    underscores, other scripts' digits, inf or nan); None if ``text`` does not
+    follow it. Absent parts are empty strings; whether any digit is there is
+    the caller's question.
+    """
+    sign = text[:1]
+    if sign in ("+", "-"):
+        text = text[1:]
+    else:
+        sign = ""
+    mantissa, exponent = text, ""
+    for mark in ("e", "E"):
+        at = str.find(text, mark)
+        if at >= 0:
+            mantissa, exponent = text[:at], text[at + 1 :]
+            body = exponent[1:] if exponent[:1] in ("+", "-") else exponent
+            if not (_digits(body) and 1 <= len(body) <= 9):
+                return None
+            break
+    whole, _, frac = str.partition(mantissa, ".")
+    if not (_digits(whole) and _digits(frac)):
+        return None
+    return sign, whole, frac, exponent
 
 
 def _strip(coef: int, exp: int) -> tuple[int, int]:
@@ -84,13 +122,13 @@ def parse_number(value: object, field: str) -> tuple[bool, int, int]:
                 text = repr(value)
             else:
                 text = value
-            m = _NUMBER.match(text)
-            if m is None or not (m.group(2) or m.group(3)):
+            parts = split_number(str.__str__(text))
+            if parts is None or not (parts[1] or parts[2]):
                 raise AmountError(field, value, "is not a decimal number")
-            neg = m.group(1) == "-"
-            frac = m.group(3) or ""
-            text = (m.group(2) or "") + frac
-            exp = int(m.group(4) or 0) - len(frac)
+            neg = parts[0] == "-"
+            _, whole, frac, exponent = parts
+            text = whole + frac
+            exp = int(exponent or 0) - len(frac)
         stripped = text.lstrip("0")
         body = stripped.rstrip("0")
         if len(body) > MAX_SIGNIFICANT_DIGITS:
@@ -257,6 +295,8 @@ def from_units(units: object) -> Decimal:
 
 
 def _level(level: object, i: int) -> tuple[Fraction, Fraction, object]:
+    from fractions import Fraction
+
     if isinstance(level, Mapping):
         price, size = level.get("price"), level.get("size")
     elif isinstance(level, (tuple, list)) and len(level) == 2:
@@ -282,8 +322,11 @@ def market_price(
     FOK raises ``InsufficientLiquidity`` when the book cannot fill the amount;
     other order types then take the worst price on the book.
     """
+    from fractions import Fraction
+
     s = parse_side(side)
-    kind = order_type.value if isinstance(order_type, OrderType) else order_type
+    # an OrderType is the str it names: no need to import the enum to read it
+    kind = str.__str__(order_type) if isinstance(order_type, str) else order_type
     if kind not in ("FOK", "FAK", "GTC", "GTD"):
         raise AmountError("order_type", order_type, "must be FOK, FAK, GTC or GTD")
     neg, coef, exp = parse_number(amount, "amount")
@@ -308,6 +351,8 @@ def market_price(
 def _decimal(value: Fraction, places: int | None = None) -> Decimal:
     """Exact Decimal of a terminating fraction (or truncated to ``places``)."""
     if places is not None:
+        from fractions import Fraction
+
         value = Fraction(int(value * 10**places), 10**places)
     with localcontext() as ctx:
         ctx.prec = 200  # exact: every operand here has far fewer digits

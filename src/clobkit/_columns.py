@@ -14,11 +14,18 @@ library is already loaded (it was made by it).
 from __future__ import annotations
 
 import sys
-from bisect import bisect_right
-from collections.abc import Callable, Sequence
-from typing import Any, overload
+from collections.abc import Sequence
 
 from .errors import OrderFieldError
+
+TYPE_CHECKING = False  # typing stays off ``import clobkit``'s path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, overload
+
+    _Base = Sequence[Any]
+else:
+    _Base = Sequence
 
 __all__ = ["FLAG", "NULL", "SIDE", "TOKEN", "UINT", "WORD", "Column", "is_columnar"]
 
@@ -86,7 +93,7 @@ def _arrow_format(pa: Any, typ: Any, name: str, kind: int) -> tuple[int, int, bo
     raise _refuse(name, str(typ), kind)
 
 
-class Column(Sequence[Any]):
+class Column(_Base):
     """One columnar argument: its storage, and each element as the list path would take it.
 
     ``name`` is the keyword (``salts``), ``kind`` one of UINT, TOKEN, SIDE,
@@ -149,10 +156,13 @@ class Column(Sequence[Any]):
             return _big_endian
         return None
 
-    @overload
-    def __getitem__(self, i: int) -> Any: ...
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[Any]: ...
+    if TYPE_CHECKING:
+
+        @overload
+        def __getitem__(self, i: int) -> Any: ...
+        @overload
+        def __getitem__(self, i: slice) -> Sequence[Any]: ...
+
     def __getitem__(self, i: int | slice) -> Any:
         """Element ``i`` as the list path takes it (``NULL`` for a null)."""
         if isinstance(i, slice):
@@ -162,6 +172,8 @@ class Column(Sequence[Any]):
         if self.array is not None:
             value = self.array[i].item()
         else:
+            from bisect import bisect_right  # a fallback path: kept off the import
+
             k = bisect_right(self.starts, i) - 1
             value = self.chunks[k][i - self.starts[k]].as_py()
             if value is None:

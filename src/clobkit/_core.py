@@ -8,8 +8,10 @@ which is live: ``"c"`` or ``"python"``.
 from __future__ import annotations
 
 import os
-from types import ModuleType
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing stays off ``import clobkit``'s path
+if TYPE_CHECKING:
+    from types import ModuleType
 
 __all__ = [
     "IMPLEMENTATION",

@@ -15,8 +15,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable, Sequence
-from typing import Any, overload
 
 from Crypto.Hash import keccak as _keccak
 
@@ -57,6 +55,11 @@ from ._parse import (
 from ._types import CORE_API
 from ._wallet import prepare_wallet
 from .errors import SignatureInputError
+
+TYPE_CHECKING = False  # typing stays off ``import clobkit``'s path
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+    from typing import Any, overload
 
 __all__ = list(CORE_API)  # the twins' one list of names
 
@@ -265,43 +268,44 @@ class OrderHasher:
         parse_flag(neg_risk, "neg_risk")
         return keccak256(self._message(*fields))
 
-    @overload
-    def order_ids(
-        self,
-        *,
-        token_ids: object,
-        maker_amounts: object,
-        taker_amounts: object,
-        sides: object,
-        salts: object,
-        fee_rate_bps: object = UNSET,
-        nonces: object = UNSET,
-        expirations: object = UNSET,
-        timestamps: object = UNSET,
-        metadatas: object = UNSET,
-        builders: object = UNSET,
-        neg_risk: object = False,
-        threads: int | None = None,
-    ) -> list[str]: ...
-    @overload
-    def order_ids(
-        self,
-        *,
-        token_ids: object,
-        maker_amounts: object,
-        taker_amounts: object,
-        sides: object,
-        salts: object,
-        fee_rate_bps: object = UNSET,
-        nonces: object = UNSET,
-        expirations: object = UNSET,
-        timestamps: object = UNSET,
-        metadatas: object = UNSET,
-        builders: object = UNSET,
-        neg_risk: object = False,
-        threads: int | None = None,
-        out: str,
-    ) -> Any: ...
+    if TYPE_CHECKING:  # the overloads are for type checkers only
+        @overload
+        def order_ids(
+            self,
+            *,
+            token_ids: object,
+            maker_amounts: object,
+            taker_amounts: object,
+            sides: object,
+            salts: object,
+            fee_rate_bps: object = UNSET,
+            nonces: object = UNSET,
+            expirations: object = UNSET,
+            timestamps: object = UNSET,
+            metadatas: object = UNSET,
+            builders: object = UNSET,
+            neg_risk: object = False,
+            threads: int | None = None,
+        ) -> list[str]: ...
+        @overload
+        def order_ids(
+            self,
+            *,
+            token_ids: object,
+            maker_amounts: object,
+            taker_amounts: object,
+            sides: object,
+            salts: object,
+            fee_rate_bps: object = UNSET,
+            nonces: object = UNSET,
+            expirations: object = UNSET,
+            timestamps: object = UNSET,
+            metadatas: object = UNSET,
+            builders: object = UNSET,
+            neg_risk: object = False,
+            threads: int | None = None,
+            out: str,
+        ) -> Any: ...
     def order_ids(
         self,
         *,

@@ -9,15 +9,17 @@ compiled twin imports this module, never the pure twin.
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ._columns import FLAG, SIDE, TOKEN, UINT, WORD
 from ._spec import SALT_MAX
 from ._wallet import UINT256_MAX
 from .errors import OrderFieldError, SignatureInputError
+
+TYPE_CHECKING = False  # typing stays off ``import clobkit``'s path
+if TYPE_CHECKING:
+    from typing import Any
 
 # ---------------------------------------------------------------------------
 # Salts
@@ -228,9 +230,24 @@ def check_version_fields(version: int, given: Sequence[object], batch: bool = Fa
 # ---------------------------------------------------------------------------
 # Request signing
 
-_PRINTABLE = re.compile(r"[\x21-\x7e]+\Z")
-_LETTERS = re.compile(r"[A-Za-z]+\Z")
 HIDDEN = "<hidden>"
+
+
+# str's own methods, not the value's: a str subclass cannot override them (re
+# reads the characters too, so these answer what the regexes they replace did).
+def _visible_ascii(text: str) -> bool:
+    """Non-empty printable ASCII without spaces: ``[\\x21-\\x7e]+``."""
+    return (
+        str.isascii(text)
+        and str.isprintable(text)
+        and str.find(text, " ") < 0
+        and str.__len__(text) > 0
+    )
+
+
+def _ascii_letters(text: str) -> bool:
+    """Non-empty ASCII letters: ``[A-Za-z]+``."""
+    return str.isascii(text) and str.isalpha(text)
 
 
 def parse_secret(secret: object) -> bytes:
@@ -248,21 +265,21 @@ def parse_secret(secret: object) -> bytes:
 
 def parse_token(value: object, field: str) -> str:
     """A header-safe token (key, nonce): printable ASCII without spaces."""
-    if not isinstance(value, str) or not _PRINTABLE.match(value):
+    if not isinstance(value, str) or not _visible_ascii(value):
         raise SignatureInputError(field, value, "must be a non-empty printable ASCII string")
     return str.__str__(value)  # a plain str, also for a str subclass (both twins)
 
 
 def parse_method(method: object) -> str:
     """HTTP method, upper-cased."""
-    if not isinstance(method, str) or not _LETTERS.match(method):
+    if not isinstance(method, str) or not _ascii_letters(method):
         raise SignatureInputError("method", method, "must be an HTTP method such as GET or POST")
     return str.upper(method)
 
 
 def parse_path(path: object) -> str:
     """Request path (and query) as sent: printable ASCII starting with '/'."""
-    if not isinstance(path, str) or not str.startswith(path, "/") or not _PRINTABLE.match(path):
+    if not isinstance(path, str) or not str.startswith(path, "/") or not _visible_ascii(path):
         raise SignatureInputError(
             "path", path, "must start with '/' and be printable ASCII (percent-encode the rest)"
         )

@@ -8,7 +8,19 @@ none of them restates a rule. Pure data: importing this module costs nothing.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Final, Literal
+
+# ``typing`` stays off ``import clobkit``'s path (see docs/development.md): the
+# Literal aliases are built on first use by ``__getattr__`` below, from the
+# tuples that hold the values; type checkers read the spelled-out form.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal
+
+    SideName = Literal["BUY", "SELL"]
+    OrderTypeName = Literal["FOK", "GTC", "GTD"]
+    OrderStatus = Literal[
+        "pending", "signing", "submitted", "live", "matched", "won", "lost", "cancelled"
+    ]
 
 __all__ = [
     "API_PREFIX",
@@ -54,15 +66,10 @@ CLIENT_ORDER_ID_MAX: Final = 64
 PAGE_SIZE_MAX: Final = 100
 
 # -- names (sections 2 and 3) ---------------------------------------------------------
-SideName = Literal["BUY", "SELL"]
 #: Order sides; the index is the exchange's ``uint8 side``.
 SIDES: Final[tuple[SideName, SideName]] = ("BUY", "SELL")
-OrderTypeName = Literal["FOK", "GTC", "GTD"]
 #: Time in force: FOK fills at once or is killed; GTC and GTD rest.
 ORDER_TYPES: Final[tuple[OrderTypeName, ...]] = ("FOK", "GTC", "GTD")
-OrderStatus = Literal[
-    "pending", "signing", "submitted", "live", "matched", "won", "lost", "cancelled"
-]
 #: Order statuses named by the API text, in lifecycle order.
 ORDER_STATUSES: Final[tuple[OrderStatus, ...]] = (
     "pending",
@@ -80,6 +87,22 @@ OPEN_STATUSES: Final[tuple[OrderStatus, ...]] = ("pending", "signing", "submitte
 FINAL_STATUSES: Final[tuple[OrderStatus, ...]] = ("matched", "won", "lost", "cancelled")
 #: The values ``GET /orders?status=`` accepts.
 LIST_STATUSES: Final[tuple[OrderStatus, ...]] = (*OPEN_STATUSES, "matched")
+
+# alias name -> the tuple of its values
+_LITERALS = {"SideName": SIDES, "OrderTypeName": ORDER_TYPES, "OrderStatus": ORDER_STATUSES}
+
+
+def __getattr__(name: str) -> object:
+    """The ``Literal`` aliases, made on first use (PEP 562)."""
+    values = _LITERALS.get(name)
+    if values is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import typing
+
+    literal: Any = typing.Literal  # a type expression built at run time
+    alias = literal[values]
+    globals()[name] = alias  # later lookups skip this function
+    return alias
 
 
 # -- WebSocket topics (section 6) -----------------------------------------------------

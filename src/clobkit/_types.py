@@ -1,11 +1,51 @@
-"""Small value types shared by both core twins and the public API."""
+"""Small value types shared by both core twins and the public API.
+
+``Side`` and ``OrderType`` live in ``clobkit._enums`` and load on first use
+of their names here (``import clobkit`` does not import ``enum``).
+"""
 
 from __future__ import annotations
 
-from enum import Enum, IntEnum
-from typing import NamedTuple
+from collections import namedtuple
 
-__all__ = ["CORE_API", "Amounts", "OrderType", "Side"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NamedTuple, TypeVar
+
+    from ._enums import OrderType, Side
+
+    _T = TypeVar("_T")
+
+    def record(cls: type[_T]) -> type[_T]:
+        return cls
+
+else:
+    NamedTuple = object  # replaced by @record
+
+    def record(cls):
+        """A ``class X(NamedTuple)`` body made into its ``collections.namedtuple``,
+        as ``typing.NamedTuple`` makes it, without importing ``typing`` (which
+        costs ``import clobkit`` several milliseconds). Fields without defaults,
+        no methods: that is all its users need."""
+        fields = tuple(cls.__annotations__)
+        # class machinery (__module__, __qualname__, ...) differs by Python
+        # version; anything else, or any function, would be lost: refuse it
+        extra = [
+            name
+            for name, value in vars(cls).items()
+            if callable(value) or not (name.startswith("__") and name.endswith("__"))
+        ]
+        if extra:
+            raise TypeError(f"@record takes fields only, not {sorted(extra)}")
+        made = namedtuple(cls.__name__, fields, module=cls.__module__)
+        made.__doc__ = cls.__doc__
+        made.__qualname__ = cls.__qualname__
+        made.__annotations__ = cls.__annotations__
+        return made
+
+
+__all__ = ["CORE_API", "Amounts", "OrderType", "Side", "lazy", "record"]
 
 #: The names both core twins define (``clobkit._core_c`` and ``clobkit._core_py``).
 CORE_API = (
@@ -26,27 +66,7 @@ CORE_API = (
 )
 
 
-class Side(IntEnum):
-    """Order side; the integer is the exchange's ``uint8 side``."""
-
-    BUY = 0
-    SELL = 1
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class OrderType(str, Enum):
-    """Time in force: ``FOK`` fills at once or is killed; ``GTC``/``GTD`` rest."""
-
-    FOK = "FOK"
-    GTC = "GTC"
-    GTD = "GTD"
-
-    def __str__(self) -> str:
-        return self.value
-
-
+@record
 class Amounts(NamedTuple):
     """Exchange amounts in 6-decimal integer units (1 USDC or 1 share = 1_000_000).
 
@@ -56,3 +76,24 @@ class Amounts(NamedTuple):
 
     maker_amount: int
     taker_amount: int
+
+
+def lazy(namespace: dict[str, object], names: dict[str, str]) -> Callable[[str], object]:
+    """A module's ``__getattr__`` (PEP 562) that imports each name of ``names``
+    (name -> the module defining it) on first use and keeps it in ``namespace``
+    (the module's globals), so later lookups skip the function."""
+
+    def __getattr__(name: str) -> object:
+        module = names.get(name)
+        if module is None:
+            raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    return __getattr__
+
+
+__getattr__ = lazy(globals(), {"Side": "clobkit._enums", "OrderType": "clobkit._enums"})

@@ -8,10 +8,17 @@ and nowhere else (see docs/exchange-versions.md).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from collections.abc import Mapping
 
+from ._types import record
 from .errors import OrderFieldError
+
+TYPE_CHECKING = False  # typing stays off ``import clobkit``'s path
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NamedTuple
+else:
+    NamedTuple = object  # @record makes the named tuple
 
 ORDER_TYPE = (
     "Order(uint256 salt,address maker,address signer,address taker,uint256 tokenId,"
@@ -76,6 +83,7 @@ _WALLET_FIELDS = (
 )
 
 
+@record
 class PreparedWallet(NamedTuple):
     """The 32-byte ABI words an order hash needs that depend only on the wallet."""
 

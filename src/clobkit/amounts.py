@@ -7,12 +7,17 @@ arithmetic is exact integer arithmetic.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ._core import from_units, limit_amounts, market_amounts, market_price, to_units
 from ._spec import SINGLE_ORDER_MAX
-from ._types import Amounts, OrderType, Side
+from ._types import Amounts
+from ._types import lazy as _lazy
 from .errors import AmountError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._enums import OrderType, Side
 
 __all__ = [
     "MAX_ORDER_USDC",
@@ -72,3 +77,7 @@ def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
     usdc, shares = pc.if_else(buy, makers, takers), pc.if_else(buy, takers, makers)
     empty = pc.or_(pc.equal(makers, zero), pc.equal(takers, zero))
     return pc.or_(pc.or_(empty, pc.greater_equal(usdc, shares)), pc.greater(usdc, most))
+
+
+# ``Side`` and ``OrderType`` load on first use: ``enum`` is not free
+__getattr__ = _lazy(globals(), {"Side": "clobkit._enums", "OrderType": "clobkit._enums"})

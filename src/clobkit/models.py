@@ -38,6 +38,18 @@ from ._spec import (
 from ._wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
 from .errors import OrderFieldError
 
+# An order's status, side and order type arrive as the service's string, kept
+# as sent: a value the API text does not name (the exchange adds a status)
+# arrives intact, never as None. Type checkers see the known names and that
+# another string may come (``order.status in ORDER_STATUSES`` tells which);
+# msgspec reads the field as ``str``, as it allows one str-like type per union.
+if TYPE_CHECKING:
+    StatusText = OrderStatus | str
+    SideText = SideName | str
+    OrderTypeText = OrderTypeName | str
+else:
+    StatusText = SideText = OrderTypeText = str
+
 __all__ = [
     "FINAL_STATUSES",
     "OPEN_STATUSES",
@@ -304,7 +316,8 @@ class Order(_Model, kw_only=True):
     ``settlement_amount`` are USDC; ``original_size`` and ``size_matched`` are
     the order's size and its filled part; ``clob_price`` / ``limit_price`` /
     ``avg_fill_price`` are prices in 0.01-0.99. ``status`` is one of
-    ``ORDER_STATUSES``; ``side`` ``BUY``/``SELL``; ``order_type`` FOK/GTC/GTD.
+    ``ORDER_STATUSES``, ``side`` ``BUY``/``SELL``, ``order_type`` FOK/GTC/GTD,
+    or whatever other string the service sent (kept as sent, never dropped).
     """
 
     id: str
@@ -316,9 +329,9 @@ class Order(_Model, kw_only=True):
     taking_amount: Decimal | None = None
     odds: Decimal | None = None
     potential_profit: Decimal | None = None
-    status: OrderStatus | None = None
-    side: SideName | None = None
-    order_type: OrderTypeName | None = None
+    status: StatusText | None = None
+    side: SideText | None = None
+    order_type: OrderTypeText | None = None
     order_source: str | None = None
     order_source_id: str | None = None
     clob_order_id: str | None = None
@@ -394,7 +407,7 @@ class CancelResult(_Model, kw_only=True):
     """``DELETE /orders/:id`` answer; ``status`` is ``cancelled``."""
 
     order_id: str | None = None
-    status: OrderStatus | None = None
+    status: StatusText | None = None
 
 
 class Pagination(_Model, kw_only=True):
@@ -475,10 +488,10 @@ class PortfolioOrder(_Model, kw_only=True):
     home_team: Team | None = None
     away_team: Team | None = None
     outcome: str | None = None
-    side: SideName | None = None
+    side: SideText | None = None
     making_amount: Decimal | None = None
     taking_amount: Decimal | None = None
-    status: OrderStatus | None = None
+    status: StatusText | None = None
     tx_hashes: list[str] = msgspec.field(default_factory=list)
     is_bonus: bool | None = None
     created_at: datetime | None = None

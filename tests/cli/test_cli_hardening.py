@@ -264,6 +264,7 @@ def test_api_error_line_carries_the_detail(
     assert result.err.strip().splitlines()[-1].endswith("unauthorized: signature mismatch")
 
 
+@pytest.mark.slow
 def test_deep_input_is_refused_under_a_raised_recursion_limit(
     tmp_path: Path, wallet_files: dict[str, Path]
 ) -> None:

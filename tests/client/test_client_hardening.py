@@ -142,6 +142,7 @@ def _options(url: str, **overrides: Any) -> dict[str, Any]:
 # Timeouts bound the whole attempt, and retries the whole call
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reply", [trickle_body, trickle_headers], ids=["body", "headers"])
 def test_sync_timeout_bounds_a_trickling_answer(
     raw_server: Callable[..., RawServer], reply: Any
@@ -155,6 +156,7 @@ def test_sync_timeout_bounds_a_trickling_answer(
     assert took < 10 * client.config.timeout  # per-read timeouts alone: 30 s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reply", [trickle_body, trickle_headers], ids=["body", "headers"])
 async def test_async_timeout_bounds_a_trickling_answer(
     raw_server: Callable[..., RawServer], reply: Any
@@ -168,6 +170,7 @@ async def test_async_timeout_bounds_a_trickling_answer(
     assert took < 10 * client.config.timeout
 
 
+@pytest.mark.slow
 def test_retries_stay_within_the_total_budget(raw_server: Callable[..., RawServer]) -> None:
     server = raw_server(trickle_body)
     options = _options(server.url, max_retries=50, total_timeout=2.5)
@@ -283,6 +286,7 @@ def test_json_depth_check(body: bytes, deep: bool) -> None:
     assert json_too_deep(body) is deep
 
 
+@pytest.mark.slow
 def test_nesting_is_refused_even_under_a_raised_recursion_limit() -> None:
     # eth-account raises the limit to 100,000, where msgspec itself would
     # recurse until the C stack overflows: a crash is contained in a subprocess

@@ -367,10 +367,9 @@ def test_tolerant_convert_drops_only_optional_fields_never_list_items() -> None:
 def test_statuses_sides_and_types_are_the_api_names() -> None:
     order = decode(shapes.ORDER, {"order": {"id": "o", "status": "live", "side": "SELL"}})
     assert (order.status, order.side) == ("live", "SELL")
-    # a name outside the API text is unreadable as its Literal: the optional field
-    # reads as None (the rest of the order is kept), never as an unchecked string
+    # a name outside the API text arrives as sent, never as None (docs/architecture.md)
     odd = tolerant_convert({"id": "o", "status": "rejected", "order_type": "IOC"}, Order)
-    assert (odd.id, odd.status, odd.order_type) == ("o", None, None)
+    assert (odd.id, odd.status, odd.order_type) == ("o", "rejected", "IOC")
 
 
 def test_wallet_keeps_its_defaults() -> None:

@@ -26,6 +26,7 @@ def _grid(tick: str) -> list[str]:
 SIZES = [str(Decimal(i).scaleb(-2)) for i in range(1, 3001)]  # 0.01 .. 30.00
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("side", ["BUY", "SELL"])
 def test_whole_tick_001_grid_limit_and_market(core: ModuleType, side: str) -> None:
     """Every price 0.01..0.99 x every size 0.01..30.00, limit and market, against Decimal."""
@@ -41,6 +42,7 @@ def test_whole_tick_001_grid_limit_and_market(core: ModuleType, side: str) -> No
     assert bad == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tick", ["0.1", "0.001", "0.0001"])
 def test_sampled_grids_of_other_ticks(core: ModuleType, tick: str) -> None:
     rng = random.Random(f"grid-{tick}")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from clobkit.errors import OrderFieldError
 
+from ..conftest import examples
 from .oracle import eth_account_order_id, eth_account_order_id_v2
 from .test_order_id_v2 import WALLET, WALLET_V3
 
@@ -169,7 +170,7 @@ def batches(draw: Any) -> tuple[int, dict[str, list[Any]], dict[str, Any]]:
     return version, lists, cols
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(batches())
 def test_columns_equal_lists(core: ModuleType, batch: Any) -> None:
     version, lists, cols = batch
@@ -177,7 +178,7 @@ def test_columns_equal_lists(core: ModuleType, batch: Any) -> None:
     assert hasher.order_ids(**cols) == hasher.order_ids(**lists)
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(batches(), st.integers(1, 3))
 def test_columns_every_keccak_path_and_thread_count(batch: Any, threads: int) -> None:
     core_c = pytest.importorskip("clobkit._core_c")
@@ -222,6 +223,7 @@ def _arrow(cols: dict[str, list[Any]], chunk: int) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_many_chunks_against_eth_account(core: ModuleType, version: int) -> None:
     """More rows than one parse round (8192), odd chunk boundaries; sampled rows vs eth-account."""

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from clobkit import OrderHasher, WalletInfo, sign_order_id
 from clobkit.errors import OrderFieldError
 
+from ..conftest import examples
 from .oracle import eth_account_order_id
 
 MAX = 2**256 - 1
@@ -59,7 +60,7 @@ def _args(order: dict[str, Any], spell: Any = int) -> dict[str, Any]:
     return {k: (spell(v) if k in UINTS else v) for k, v in order.items()}
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(wallet=wallets, batch=st.lists(orders, min_size=50, max_size=50), spell=spelling)
 def test_ten_thousand_orders_match_eth_account(
     core: ModuleType, wallet: dict[str, Any], batch: list[dict[str, Any]], spell: Any
@@ -123,6 +124,7 @@ def test_side_spellings_and_defaults(core: ModuleType) -> None:
     assert hasher.order_id(**{**base, "token_id": "009"}, side="BUY") == full
 
 
+@pytest.mark.slow
 def test_batch_broadcast_lengths_and_threads(core: ModuleType) -> None:
     hasher = core.OrderHasher(WALLET)
     n = 40_000
@@ -337,6 +339,7 @@ def test_compiled_twin_loaded() -> None:
         assert clobkit.IMPLEMENTATION == "c"
 
 
+@pytest.mark.slow
 def test_batches_from_many_python_threads(core: ModuleType) -> None:
     """Callers racing for the native helper pool still get every id right."""
     from concurrent.futures import ThreadPoolExecutor

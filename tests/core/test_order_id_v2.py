@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from clobkit.errors import OrderFieldError
 
+from ..conftest import examples
 from .oracle import (
     eth_abi_struct_hash_v1,
     eth_abi_struct_hash_v2,
@@ -100,7 +101,7 @@ def _args(order: dict[str, Any], spell: Any = int) -> dict[str, Any]:
     return {k: (spell(v) if k in UINTS else v) for k, v in order.items()}
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(
     wallet=wallets,
     version=st.sampled_from([2, 3]),

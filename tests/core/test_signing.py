@@ -18,6 +18,7 @@ from clobkit import OrderSigner, SignedOrder, sign_order_id
 from clobkit.errors import ClobkitError, OrderFieldError
 from clobkit.signing import parse_order_id, typed_data_sign_digest, wrap_poly_1271
 
+from ..conftest import examples
 from . import signing_oracle as oracle
 
 # The dev chains' publicly known key (hardhat/anvil account 0), used by the peers' tests.
@@ -45,7 +46,7 @@ digests = st.one_of(
 )
 
 
-@settings(max_examples=3000)
+@settings(max_examples=examples(3000))
 @given(key=keys, digest=digests)
 def test_signatures_equal_eth_account(key: int, digest: bytes) -> None:
     """3000 random keys and digests: byte-identical to Account.unsafe_sign_hash."""
@@ -59,7 +60,7 @@ def test_signatures_equal_eth_account(key: int, digest: bytes) -> None:
     assert sig[64] in (27, 28)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(key=keys, digest=digests)
 def test_signatures_equal_pure_python_ecdsa(key: int, digest: bytes) -> None:
     """eth-keys' native backend shares no code with libsecp256k1 (eth-account uses it
@@ -67,7 +68,7 @@ def test_signatures_equal_pure_python_ecdsa(key: int, digest: bytes) -> None:
     assert OrderSigner(key.to_bytes(32, "big")).sign(digest) == oracle.native_sign(digest, key)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(key=keys)
 def test_address_is_eth_account_address(key: int) -> None:
     raw = key.to_bytes(32, "big")
@@ -344,7 +345,7 @@ addresses = st.binary(min_size=20, max_size=20).map(
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(
     salt=uint,
     token=uint,

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from clobkit import OrderSigner, SignedOrder
 from clobkit.errors import OrderFieldError
 
+from ..conftest import examples
 from . import signing_oracle as oracle
 from .test_signing import (
     DEPOSIT_WALLET,
@@ -118,7 +119,7 @@ orders = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=100)
+@settings(max_examples=examples(100))
 @given(
     order=orders, signature_type=st.sampled_from([0, 1, 2, 3]), chain=st.sampled_from([137, 80002])
 )

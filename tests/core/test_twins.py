@@ -11,6 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ..conftest import examples
+
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("clobkit._core_c") is None,
     reason="pure-only run (CLOBKIT_NO_EXTENSIONS=1): there is no second twin to compare",
@@ -59,14 +61,14 @@ ticks = st.one_of(
 sides = st.sampled_from(["BUY", "SELL", 0, 1, 2, "buy", None, True, 1.0])
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(side=sides, price=prices, size=numbers, tick=ticks, round_price=st.booleans())
 def test_amounts_agree(side: Any, price: Any, size: Any, tick: Any, round_price: bool) -> None:
     same("limit_amounts", side, price, size, tick, round_price=round_price)
     same("market_amounts", side, price, size, tick, round_price=round_price)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(value=numbers)
 def test_units_agree(value: Any) -> None:
     same("to_units", value)
@@ -90,7 +92,7 @@ WALLET = {
 }
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     token=uints,
     maker=uints,
@@ -139,7 +141,7 @@ def test_order_ids_agree(
     same("OrderHasher", attr="order_ids", obj_args=(WALLET,), **batch)
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     wallet=st.fixed_dictionaries(
         {
@@ -182,7 +184,7 @@ PLURAL = {
 }
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(version=st.sampled_from([1, 2, 3]), data=st.data())
 def test_v2_order_ids_agree(version: int, data: st.DataObject) -> None:
     """Every version, with fields of either version given or left out: same id or same error.
@@ -232,7 +234,7 @@ def test_v2_order_ids_agree(version: int, data: st.DataObject) -> None:
     assert results[0] == results[1]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     ctf=st.sampled_from([WALLET["ctf_exchange"], WALLET_V2["ctf_exchange"], "0x" + "33" * 20]),
     neg=st.sampled_from(
@@ -257,7 +259,7 @@ texts = st.one_of(
 )
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     secret=st.one_of(st.text(max_size=20), st.binary(max_size=20), st.none()),
     method=texts,
@@ -284,7 +286,7 @@ def test_signing_agrees(
     )
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     levels=st.lists(st.tuples(prices, numbers), max_size=5),
     side=sides,

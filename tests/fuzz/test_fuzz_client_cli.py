@@ -30,6 +30,8 @@ from clobkit.client._core import ClientCore
 from clobkit.client._ops import Gather, Send, Sleep
 from clobkit.errors import ClobkitError
 
+pytestmark = pytest.mark.slow  # minutes of fuzzing; CI runs it, the fast loop does not
+
 EXAMPLES = int(os.environ.get("CLOBKIT_FUZZ_EXAMPLES", "100"))
 BOUND = 10.0  # seconds one example may take before it counts as a hang
 FUZZ = settings(

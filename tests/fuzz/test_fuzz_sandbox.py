@@ -29,6 +29,8 @@ from clobkit import RequestSigner
 from clobkit.sandbox import Sandbox, serve_in_thread
 from clobkit.sandbox.errors import RISK_CODE
 
+pytestmark = pytest.mark.slow  # minutes of fuzzing; CI runs it, the fast loop does not
+
 EXAMPLES = int(os.environ.get("CLOBKIT_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(
     max_examples=EXAMPLES,

@@ -135,6 +135,7 @@ def _run(faulty: Any, examples: int, steps: int) -> None:
     assert sum(faulty.faults.injected.values()) > 0
 
 
+@pytest.mark.slow
 def test_ladders_through_faults(faulty: Any) -> None:
     _run(faulty, examples=6, steps=8)
 

@@ -168,6 +168,7 @@ def test_oversized_head_answers_431_in_the_envelope(sb: Sandbox) -> None:
     assert envelope(r, 431)["error"] == "request header fields too large"
 
 
+@pytest.mark.slow
 def test_trickled_oversized_head_is_refused(sb: Sandbox) -> None:
     """A head arriving in pieces past h11's buffer bound: 400 in the envelope, connection closed."""
     with socket.create_connection(("127.0.0.1", sb.port), timeout=10) as s:
@@ -280,6 +281,7 @@ def test_idle_keep_alive_connection_is_closed(fresh: Any) -> None:
     assert answer.startswith(b"HTTP/1.1 400 ")  # answered, then dropped when idle
 
 
+@pytest.mark.slow
 def test_a_slow_but_steady_client_is_still_cut_at_the_deadline(fresh: Any) -> None:
     """Each byte resets no timer: the whole request must arrive within the deadline."""
     sb: Sandbox = fresh({"limits": {"request_timeout_seconds": 1.0}})

@@ -640,6 +640,7 @@ def test_admin_routes(fresh: Any) -> None:
         assert admin.get("/admin/nothing").status_code == 404
 
 
+@pytest.mark.slow
 def test_gtd_expires_on_the_wall_clock(fresh: Any) -> None:
     """The background ticker cancels a GTD order once its expiration second has come."""
     import time

@@ -150,6 +150,7 @@ def scenario(sb: Sandbox) -> list[str]:
     return [m1.id, m2.id, *event.market_ids]
 
 
+@pytest.mark.slow
 def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with serve_in_thread(state=path) as sb:
@@ -187,6 +188,7 @@ def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
     assert after == before
 
 
+@pytest.mark.slow
 def test_orders_in_processing_and_gtd_expiries_resume_after_a_restart(tmp_path: Path) -> None:
     """An order stopped mid-processing goes live after the restart; a GTD order still expires."""
     path = tmp_path / "state.db"
@@ -214,6 +216,7 @@ def test_orders_in_processing_and_gtd_expiries_resume_after_a_restart(tmp_path: 
         assert sb.engine.check_invariants() == []
 
 
+@pytest.mark.slow
 def test_without_state_a_restart_forgets(tmp_path: Path) -> None:
     """The comparison above can fail: in memory, a new sandbox starts from the config."""
     with serve_in_thread() as sb:
@@ -239,6 +242,7 @@ def send(base_url: str, method: str, path: str, headers: dict, content: bytes) -
     return httpx.request(method, base_url + PREFIX + path, headers=headers, content=content)
 
 
+@pytest.mark.slow
 def test_a_request_captured_before_a_restart_is_refused_after_it(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     with serve_in_thread(state=path) as sb:
@@ -287,6 +291,7 @@ def start_cli(*args: str) -> tuple[subprocess.Popen[str], str]:
     return proc, match.group(1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [("clobkit.sandbox",), ("clobkit", "sandbox")])
 def test_a_killed_cli_sandbox_keeps_what_it_answered(
     tmp_path: Path, command: tuple[str, ...]
@@ -326,6 +331,7 @@ def test_a_killed_cli_sandbox_keeps_what_it_answered(
             assert loads(r.content)["detail"] == "nonce already used"
 
 
+@pytest.mark.slow
 def test_a_websocket_update_is_committed_before_it_is_sent(tmp_path: Path) -> None:
     """With a processing delay the ticker moves the order on, with no HTTP answer involved:
     killing the sandbox as soon as the WebSocket says "live" must not lose "live"."""
@@ -366,6 +372,7 @@ def test_a_websocket_update_is_committed_before_it_is_sent(tmp_path: Path) -> No
         assert sb.engine.order(order_id)["status"] == "live"
 
 
+@pytest.mark.slow
 def test_counters_continue_after_a_restart(tmp_path: Path) -> None:
     """No id, position id or fill transaction hash is reused after a restart."""
     path = tmp_path / "state.db"
@@ -413,6 +420,7 @@ def test_counters_continue_after_a_restart(tmp_path: Path) -> None:
     assert min(pos2 - pos1) > max(pos1)
 
 
+@pytest.mark.slow
 def test_concurrent_requests_then_a_restart_conserve_money(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     users = [
@@ -652,6 +660,7 @@ def engine_dump(engine: Engine) -> dict[str, Any]:
         }
 
 
+@pytest.mark.slow
 def test_random_engine_operations_survive_every_restart(tmp_path: Path) -> None:
     """Hundreds of seeded operations of every kind, restarts at random: nothing differs.
 

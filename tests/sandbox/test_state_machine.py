@@ -12,6 +12,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -277,4 +278,4 @@ MoneyMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-TestMoneyIsConserved = MoneyMachine.TestCase
+TestMoneyIsConserved = pytest.mark.slow(MoneyMachine.TestCase)

@@ -115,6 +115,7 @@ def _oracle(table: Any, version: int, i: int) -> str:
     return eth_account_order_id_v2(WALLETS[version], order, row["neg_risk"], version)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [1, 2, 3])
 def test_ids_on_the_cluster_equal_single_process(client: Any, tmp_path: Path, version: int) -> None:
     table = _table(version)
@@ -130,6 +131,7 @@ def test_ids_on_the_cluster_equal_single_process(client: Any, tmp_path: Path, ve
         assert ids[i] == _oracle(table, version, i)
 
 
+@pytest.mark.slow
 def test_written_back_to_parquet(client: Any, tmp_path: Path) -> None:
     table = _table(2, 5_000)
     # Arrow-backed pandas columns (a bytes column cannot be written back from object dtype)
@@ -139,6 +141,7 @@ def test_written_back_to_parquet(client: Any, tmp_path: Path) -> None:
     assert back["clob_order_id"].to_pylist() == _single_process(table, 2)
 
 
+@pytest.mark.slow
 def test_pure_twin_gives_the_same_ids(tmp_path: Path) -> None:
     """CLOBKIT_NO_EXTENSIONS=1 in a fresh process (the default Dask scheduler)."""
     table = _table(3, 4_000)
@@ -163,6 +166,7 @@ def test_pure_twin_gives_the_same_ids(tmp_path: Path) -> None:
     assert json.loads(lines[1]) == _single_process(table, 3)
 
 
+@pytest.mark.slow
 def test_bad_row_is_named(client: Any, tmp_path: Path) -> None:
     table = _table(1, 9_000)
     salts = table["salt"].to_pylist()
