@@ -269,6 +269,7 @@ class OrderHasher:
         return keccak256(self._message(*fields))
 
     if TYPE_CHECKING:  # the overloads are for type checkers only
+
         @overload
         def order_ids(
             self,
@@ -306,6 +307,7 @@ class OrderHasher:
             threads: int | None = None,
             out: str,
         ) -> Any: ...
+
     def order_ids(
         self,
         *,
