@@ -10,6 +10,15 @@
 The sandbox runs in its own process (``python -m clobkit.sandbox``), as a
 service would: client and server do not share one interpreter lock. Rounds are
 interleaved (raw, one level, all levels) so all three meet the same machine.
+Each timed step starts once the quoter's stream has been quiet for
+``QUIET`` ms: every order a step places or cancels is also published on the
+stream, and that traffic (server pushing, quoter reading) would otherwise be
+billed to whichever step comes next, the raw-order baseline included. And each
+timed step follows a light one (an untimed raw order before the timed one):
+on a machine shared with other busy processes, the first requests after the
+untimed reset to the start ladder (20 requests at once) were measured 10-30
+ms slow, the server having used its share of the CPU, and that would be
+billed to the raw baseline alone.
 
 On loopback a round trip is nothing but CPU work (client, server), and a
 single-threaded server does 20 requests' work one after the other, so no client
@@ -42,6 +51,7 @@ from clobkit.mm import Quote, Quoter
 from clobkit.models import Order, StreamMessage
 
 ROUNDS = 20
+QUIET = 10.0  # ms without a stream message before a timed step starts
 LATENCY = 10.0  # ms each way through the proxy
 MESSAGES = 20_000
 TARGET_ONE = 1.5
@@ -164,17 +174,35 @@ async def round_trips(base_url: str) -> dict[str, float]:
     async with AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client:
         market_id = await pick_market(client)
         async with Quoter(client, market_id, "a", user_id=USER["user_id"]) as q:
+            clock = time.perf_counter
+            heard = [clock()]
+            assert q._stream is not None
+            q._stream.add_listener(lambda item: heard.__setitem__(0, clock()))
+
+            async def settle() -> None:
+                """Until the stream has been quiet for QUIET ms (at most 1 s)."""
+                deadline = clock() + 1.0
+                while clock() - heard[0] < QUIET / 1000 and clock() < deadline:
+                    await asyncio.sleep(QUIET / 4000)
+
             await q.requote(ladder(5))
             raw: list[float] = []
             one: list[float] = []
             full: list[float] = []
-            clock = time.perf_counter
             for i in range(ROUNDS + 5):
+                await settle()
+                # untimed: a light step between the heavy reset below and the timed raw
+                # round trip, as the one-level requote (after the raw) and the all-level
+                # one (after the one-level) have; see the module's text
+                placed = await client.place_raw_order(market_id, "b", "BUY", "0.02", 50)
+                await client.cancel_order(placed.order_id)
+                await settle()
                 t = clock()
                 # outcome b: the quoter (outcome a) does not adopt it
                 placed = await client.place_raw_order(market_id, "b", "BUY", "0.02", 50)
                 raw_s = clock() - t
                 await client.cancel_order(placed.order_id)
+                await settle()
                 t = clock()
                 report = await q.requote(ladder(5, changed=21))
                 one_s = clock() - t
@@ -184,6 +212,7 @@ async def round_trips(base_url: str) -> dict[str, float]:
                     len(report.kept),
                     i,
                 )
+                await settle()
                 t = clock()
                 report = await q.requote(ladder(16))
                 full_s = clock() - t

@@ -188,6 +188,34 @@ async def test_stream_first_connect_failures() -> None:
             await client.stream(["t"]).start()
 
 
+async def test_a_cancel_meeting_the_subscription_answer_ends_the_stream() -> None:
+    """The stream's task is cancelled just as its wait for the subscription's answer
+    completes: it must end, and ``close()`` return. (``asyncio.wait_for`` up to
+    Python 3.11 returned the answer and dropped such a cancel; the task then read
+    on, and ``close()``, awaiting it, hung: issue #13.)"""
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], ack_timeout=5.0)
+        starting = asyncio.ensure_future(stream.start())
+        reader: asyncio.Task[Any] | None = None
+        deadline = time.monotonic() + 5
+        while reader is None:  # the task reading the subscription's answer
+            assert time.monotonic() < deadline, "the stream never waited for an answer"
+            await asyncio.sleep(0)
+            for task in asyncio.all_tasks():
+                if task.get_coro().__qualname__.endswith(".recv"):  # type: ignore[union-attr]
+                    reader = task
+        stream_task = stream._task
+        assert stream_task is not None
+        # runs right after the answer arrives, before the stream's task resumes
+        reader.add_done_callback(lambda _: stream_task.cancel())
+        done, _ = await asyncio.wait({stream_task}, timeout=3.0)
+        assert done, "the stream's task swallowed its cancellation and read on"
+        assert stream_task.cancelled()
+        await asyncio.wait_for(stream.close(), 3.0)
+        with pytest.raises(errors.TransportError, match="closed before it connected"):
+            await asyncio.wait_for(starting, 3.0)  # start() does not wait for ever either
+
+
 async def test_wait_for_order_uses_an_open_stream() -> None:
     fake = FakeApi()
     statuses = ["live", "live", "matched"]

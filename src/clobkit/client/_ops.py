@@ -45,6 +45,7 @@ log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
 _USER_AGENT = "clobkit-python"
 _JSON = "application/json"
+_LENGTH_ALWAYS = frozenset({"POST", "PUT", "PATCH"})  # httpx sends Content-Length: 0 for these
 
 
 class Send(NamedTuple):
@@ -154,14 +155,22 @@ class CallRunner:
             url = cached
             if params:
                 url = url.copy_merge_params(params)
-        headers = {"Accept": _JSON, "User-Agent": _USER_AGENT}
-        if call.body:
-            headers["Content-Type"] = _JSON
+        # The headers httpx would add (Host, Content-Length) are written here and the
+        # body given as a stream: Request(content=...) costs twice as much (it encodes
+        # the body and rebuilds the headers), and this runs for every request.
+        body = call.body
+        headers = [("Host", url.netloc.decode("ascii"))]
+        if body or call.method in _LENGTH_ALWAYS:
+            headers.append(("Content-Length", str(len(body))))
+        headers += [("Accept", _JSON), ("User-Agent", _USER_AGENT)]
+        if body:
+            headers.append(("Content-Type", _JSON))
         if call.signed:
-            headers.update(
-                self.signer.headers(call.method, url.raw_path.decode("ascii"), call.body)
-            )
-        return httpx.Request(call.method, url, headers=headers, content=call.body or None)
+            signed = self.signer.headers(call.method, url.raw_path.decode("ascii"), body)
+            headers.extend(signed.items())
+        request = httpx.Request(call.method, url, headers=headers, stream=httpx.ByteStream(body))
+        request.read()  # the body is bytes already: request.content is readable
+        return request
 
     def parse(self, call: Call, response: httpx.Response) -> Any:
         """The model of a response, or the ``ApiError`` it carries (raised).

@@ -28,6 +28,7 @@ from .._spec import book_topic
 from .._spec import user_orders_topic as orders_topic
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
+from ._aio import within
 from ._core import ClientCore, StreamItem
 from ._decode import tolerant_convert
 from ._errors import api_error
@@ -206,6 +207,10 @@ class Stream:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        ready = self._ready
+        if ready is not None and not ready.done():  # closed before it connected
+            ready.set_exception(TransportError("stream closed before it connected"))
+            ready.exception()  # mark retrieved: a waiting start() raises it
         while not self._queue.empty():  # closing ends iteration: drop what was not read
             self._queue.get_nowait()
         self._queue.put_nowait(_END)
@@ -310,7 +315,7 @@ class Stream:
         comes within ``ack_timeout``: the stream counts as subscribed only then, so
         nothing published after ``start()`` returns (or after ``Reconnected``) is lost."""
         try:
-            return await asyncio.wait_for(ws.recv(), self._ack_timeout)
+            return await within(ws.recv(), self._ack_timeout)
         except asyncio.TimeoutError:
             return None
 
@@ -367,7 +372,7 @@ class Stream:
                 finally:
                     self._ws = None
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(ws.close(), 1.0)
+                        await within(ws.close(), 1.0)
             if self._closed:
                 return
             delay = min(self._backoff_cap, self._backoff * 2.0**failures)

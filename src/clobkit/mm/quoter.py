@@ -23,6 +23,7 @@ from typing import NamedTuple
 from .._core import from_units, to_units
 from .._spec import SIDES
 from ..client import AsyncClient, book_topic, orders_topic
+from ..client._aio import within
 from ..client._core import PreparedRawOrder
 from ..client._stream import Stream
 from ..errors import (
@@ -301,15 +302,8 @@ class Quoter:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        stream = self._stream
-        if stream is not None:
-            reader = stream._task
-            closing = asyncio.ensure_future(stream.close())
-            while not (await asyncio.wait({closing}, timeout=1.0))[0]:
-                # the stream's task swallowed its cancellation (Python 3.11's wait_for can,
-                # when the awaited recv completes at the same moment): cancel it again
-                if reader is not None:
-                    reader.cancel()
+        if self._stream is not None:
+            await self._stream.close()
 
     async def _held(self) -> int:
         async for pos in self._client.iter_positions():
@@ -528,7 +522,7 @@ class Quoter:
         self._acked = asyncio.Event()
         await self._stream.subscribe(self._orders_topic)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._acked.wait(), 1.0)
+            await within(self._acked.wait(), 1.0)
         self._stale = True  # what happened before the subscription is read from REST
 
     # -- resolution ------------------------------------------------------------------------
