@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
 from types import TracebackType
@@ -45,14 +45,16 @@ class Sandbox:
         port: int = 0,
         strict_query_signing: bool = False,
         state: str | os.PathLike[str] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: seconds since the epoch, for the engine and the signature window."""
         cfg = load_config(config)
         if strict_query_signing:
             cfg = cfg.with_strict_query_signing(True)
         self.config = cfg
         # state: restore from / commit to this SQLite file (None: memory only);
         # raises StateFileError for a foreign, corrupt, busy or mismatched file
-        self.app = create_app(cfg, state=state)
+        self.app = create_app(cfg, state=state, clock=clock)
         st: SandboxState = self.app.state.sandbox
         self.engine: Engine = st.engine
         self._store = st.store
