@@ -32,6 +32,7 @@ from starlette.websockets import WebSocket
 
 from clobkit._spec import ERROR_BOOK_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
 
+from . import views
 from .admin import admin_routes
 from .auth import Authenticator
 from .config import SandboxConfig, UserConfig, load_config
@@ -40,8 +41,8 @@ from .engine import Engine
 from .errors import Rejected, bad_body, bad_params
 from .faults import Faults, quiet_server_log
 from .guard import Guard, crashed, not_found
+from .queries import SORT_FIELDS
 from .store import CommitBeforeAnswer, StateStore
-from .views import SORT_FIELDS
 from .wire import (
     PREFIX,
     client_ip,
@@ -105,7 +106,7 @@ def api(
 
 def _events(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.list_events(
+    page = st.engine.list_events(
         league=q_text(p, "league"),
         sport=q_text(p, "sport"),
         category=q_text(p, "category"),
@@ -119,14 +120,20 @@ def _events(st: SandboxState, user: UserConfig, request: Request, body: bytes) -
         limit=q_int(p, "limit", 20, 1, PAGE_SIZE_MAX),
         offset=q_int(p, "offset", 0, 0),
     )
+    with st.engine.reading():
+        return views.event_page(st.engine, page)
 
 
 def _event(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.event_detail(request.path_params["event_id"])
+    event = st.engine.event(request.path_params["event_id"])
+    with st.engine.reading():
+        return {"event": views.event_detail(st.engine, event)}
 
 
 def _event_markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.event_markets(request.path_params["event_id"])
+    markets = st.engine.event_markets(request.path_params["event_id"])
+    with st.engine.reading():
+        return views.event_markets(st.engine, markets)
 
 
 def _markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
@@ -134,28 +141,32 @@ def _markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) 
     q = q_text(p, "q")
     if q is None:
         raise bad_params("q (search keyword) is required")
-    return st.engine.search_markets(q, q_int(p, "limit", 20, 1, PAGE_SIZE_MAX))
+    found = st.engine.search_markets(q, q_int(p, "limit", 20, 1, PAGE_SIZE_MAX))
+    with st.engine.reading():
+        return views.market_list(found)
 
 
 def _market(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.market_detail(request.path_params["market_id"])
+    market = st.engine.market(request.path_params["market_id"])
+    with st.engine.reading():
+        return {"market": views.market_detail(st.engine, market)}
 
 
 def _orderbook(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     book = st.engine.orderbook(request.path_params["asset_id"])
     if book is None:
         raise Rejected(200, ERROR_BOOK_NOT_FOUND)
-    return book
+    return views.orderbook(book)
 
 
 def _place(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     _check_content_type(request)
-    return st.engine.place_order(user.user_id, decode_body(body))
+    return views.placed(st.engine.place_order(user.user_id, decode_body(body)))
 
 
 def _place_raw(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     _check_content_type(request)
-    return st.engine.place_raw_order(user.user_id, decode_body(body))
+    return views.placed(st.engine.place_raw_order(user.user_id, decode_body(body)))
 
 
 def _check_content_type(request: Request) -> None:
@@ -165,44 +176,49 @@ def _check_content_type(request: Request) -> None:
 
 
 def _cancel(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.cancel_order(user.user_id, request.path_params["order_id"])
+    return views.cancelled(st.engine.cancel_order(user.user_id, request.path_params["order_id"]))
 
 
 def _orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.list_orders(
+    page = st.engine.list_orders(
         user.user_id,
         status=q_choice(p, "status", LIST_STATUSES),
         page=q_int(p, "page", 1, 1),
         page_size=q_int(p, "page_size", 20, 1, PAGE_SIZE_MAX),
     )
+    return views.order_page(page)
 
 
 def _order(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.order_detail(user.user_id, request.path_params["order_id"])
+    order = st.engine.order_detail(user.user_id, request.path_params["order_id"])
+    return {"order": views.order_record(order)}
 
 
 def _wallet(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.wallet(user.user_id)
+    return views.wallet(st.engine.wallet(user.user_id))
 
 
 def _positions(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.positions(
+    page = st.engine.positions(
         user.user_id,
         page=q_int(p, "page", 1, 1),
         per_page=q_int(p, "per_page", 10, 1, PAGE_SIZE_MAX),
     )
+    with st.engine.reading():
+        return views.position_page(st.engine, page)
 
 
 def _portfolio_orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.portfolio_orders(
+    page = st.engine.portfolio_orders(
         user.user_id,
         side=q_choice(p, "side", SIDES),
         page=q_int(p, "page", 1, 1),
         per_page=q_int(p, "per_page", 10, 1, PAGE_SIZE_MAX),
     )
+    return views.portfolio_page(st.engine, page)
 
 
 async def fee_rate(request: Request) -> Response:
