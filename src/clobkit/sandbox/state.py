@@ -342,6 +342,7 @@ class EngineState:
         self._expiries: list[tuple[int, int, Order]] = []  # GTD expirations (ms)
         self._armed: dict[str, Order] = {}  # orders with take-profit / stop-loss
         self._touched: set[str] = set()
+        self._ladders: dict[str, tuple[int, dict[tuple[int, int], int]]] = {}  # house._wanted
         # What the current operation changed, for the state store (see _persist)
         self._changed_orders: dict[str, Order] = {}
         self._changed_markets: set[str] = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 
 import msgspec
 from starlette.websockets import WebSocket
@@ -73,10 +74,12 @@ class Hub:
         self.max_topics = max_topics
         self.loop: asyncio.AbstractEventLoop | None = None
         self.subscribers: dict[str, set[Connection]] = {}
+        self._loop_thread = 0
         self._last: dict[str, object] = {}
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self._loop_thread = threading.get_ident()
         self.engine.add_listener(self._from_engine)
 
     def stop(self) -> None:
@@ -85,7 +88,12 @@ class Hub:
 
     def _from_engine(self, events: list[EngineEvent]) -> None:
         loop = self.loop
-        if loop is None or loop.is_closed():
+        if loop is None or loop.is_closed() or not self.subscribers:
+            return  # nobody listens: an event is only ever sent to a topic's subscribers
+        if threading.get_ident() == self._loop_thread:
+            # an HTTP request or the ticker, on the loop itself: no wake-up through the
+            # loop's self-pipe (a system call per operation) is needed
+            loop.call_soon(self._dispatch, events)
             return
         with contextlib.suppress(RuntimeError):  # loop shutting down
             loop.call_soon_threadsafe(self._dispatch, events)
