@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 
 from bench_mm import USER, pick_market, start_sandbox  # run as a script from benchmarks/
@@ -33,33 +34,42 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
-async def measure(url: str, pid: int, n: int) -> tuple[float, float]:
-    """Server CPU microseconds per raw-order POST and per cancel DELETE."""
+async def measure(url: str, pid: int, n: int) -> tuple[float, float, float, float]:
+    """Server CPU microseconds per raw-order POST and per cancel DELETE, then wall
+    microseconds per POST and per DELETE as the client sees them."""
     async with AsyncClient(url, USER["api_key"], USER["api_secret"]) as client:
         market = await pick_market(client)
         for _ in range(WARMUP):
             placed = await client.place_raw_order(market, "b", "BUY", "0.02", 50)
             await client.cancel_order(placed.order_id)
         prices = [f"0.0{2 + i % 8}" for i in range(n)]
-        start = cpu_ns(pid)
+        start, wall = cpu_ns(pid), time.perf_counter()
         ids = [(await client.place_raw_order(market, "b", "BUY", p, 50)).order_id for p in prices]
-        placed_ns = cpu_ns(pid)
+        placed_ns, placed_wall = cpu_ns(pid), time.perf_counter()
         for order_id in ids:
             await client.cancel_order(order_id)
-        end = cpu_ns(pid)
-    return (placed_ns - start) / n / 1000, (end - placed_ns) / n / 1000
+        end, end_wall = cpu_ns(pid), time.perf_counter()
+    return (
+        (placed_ns - start) / n / 1000,
+        (end - placed_ns) / n / 1000,
+        (placed_wall - wall) / n * 1e6,
+        (end_wall - placed_wall) / n * 1e6,
+    )
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 400
     proc, url, path = start_sandbox()
     try:
-        post_us, delete_us = asyncio.run(measure(url, proc.pid, n))
+        post_us, delete_us, post_wall, delete_wall = asyncio.run(measure(url, proc.pid, n))
     finally:
         proc.terminate()
         proc.wait()
         os.unlink(path)
-    print(f"server CPU per raw-order POST: {post_us:7.1f} us   per cancel: {delete_us:7.1f} us")
+    print(
+        f"server CPU per raw-order POST: {post_us:7.1f} us   per cancel: {delete_us:7.1f} us"
+        f"   (round trip {post_wall:7.1f} / {delete_wall:7.1f} us)"
+    )
 
 
 if __name__ == "__main__":
