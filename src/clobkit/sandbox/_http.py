@@ -115,7 +115,6 @@ class GuardedH11Protocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._unset_keepalive_if_required()  # a request is arriving: not idle any more
-        self._arm()
         if self._fast is not None:  # pipelined behind a plain request: wait for its answer
             self._waiting.append(data)
             self.flow.pause_reading()
@@ -124,7 +123,10 @@ class GuardedH11Protocol(H11Protocol):
                 data, self._start = self._start + data, b""
             if not self._plain(data):
                 super().data_received(data)
-        if not self._receiving():
+        # The deadline runs from a request's first byte; a request read whole needs none.
+        if self._receiving():
+            self._arm()
+        else:
             self._disarm()
 
     def _plain(self, data: bytes) -> bool:
