@@ -103,7 +103,7 @@ def _check_admin_request(st: SandboxState, request: Request) -> None:
 
 
 def _admin_settle(st: SandboxState, request: Request, body: Any) -> Any:
-    return views.settlement(st.engine.settle(request.path_params["market_id"], body.get("winner")))
+    return views.fields(st.engine.settle(request.path_params["market_id"], body.get("winner")))
 
 
 def _admin_fill(st: SandboxState, request: Request, body: Any) -> Any:
@@ -123,11 +123,11 @@ def _admin_deposit(st: SandboxState, request: Request, body: Any) -> Any:
     if not isinstance(bonus, bool):
         raise bad_body("bonus must be true or false")
     balances = st.engine.deposit(request.path_params["user_id"], body.get("amount"), bonus=bonus)
-    return views.balances(balances)
+    return views.fields(balances)
 
 
 def _admin_balances(st: SandboxState, request: Request, body: Any) -> Any:
-    return views.balances(st.engine.balances(request.path_params["user_id"]))
+    return views.fields(st.engine.balances(request.path_params["user_id"]))
 
 
 async def _admin_drop_streams(st: SandboxState, request: Request, body: Any) -> Any:
@@ -137,7 +137,7 @@ async def _admin_drop_streams(st: SandboxState, request: Request, body: Any) -> 
 def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
     return {
         "violations": st.engine.check_invariants(),
-        "totals": views.totals(st.engine.totals()),
+        "totals": views.fields(st.engine.totals()),
         "stats": dict(st.engine.stats),
     }
 

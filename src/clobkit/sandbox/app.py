@@ -163,12 +163,12 @@ def _orderbook(st: SandboxState, user: UserConfig, request: Request, body: bytes
 
 def _place(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     _check_content_type(request)
-    return views.placed(st.engine.place_order(user.user_id, decode_body(body)))
+    return views.fields(st.engine.place_order(user.user_id, decode_body(body)))
 
 
 def _place_raw(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     _check_content_type(request)
-    return views.placed(st.engine.place_raw_order(user.user_id, decode_body(body)))
+    return views.fields(st.engine.place_raw_order(user.user_id, decode_body(body)))
 
 
 def _check_content_type(request: Request) -> None:
@@ -178,7 +178,7 @@ def _check_content_type(request: Request) -> None:
 
 
 def _cancel(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return views.cancelled(st.engine.cancel_order(user.user_id, request.path_params["id"]))
+    return views.fields(st.engine.cancel_order(user.user_id, request.path_params["id"]))
 
 
 def _orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
@@ -198,7 +198,7 @@ def _order(st: SandboxState, user: UserConfig, request: Request, body: bytes) ->
 
 
 def _wallet(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return views.wallet(st.engine.wallet(user.user_id))
+    return views.fields(st.engine.wallet(user.user_id))
 
 
 def _positions(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:

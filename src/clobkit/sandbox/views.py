@@ -14,6 +14,8 @@ import hashlib
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from clobkit import WalletInfo
 
 from .fixtures import EventFixture, Team
@@ -450,56 +452,11 @@ def position_page(engine: Engine, page: Page[Position]) -> dict[str, Any]:
     }
 
 
-def balances(b: Balances) -> dict[str, Decimal]:
-    """A user's balances (admin)."""
-    return {
-        "cash": b.cash,
-        "cash_reserved": b.cash_reserved,
-        "bonus": b.bonus,
-        "bonus_reserved": b.bonus_reserved,
-        "payouts": b.payouts,
-        "deposits": b.deposits,
-    }
-
-
-def totals(t: Totals) -> dict[str, int]:
-    """Money totals in units (admin)."""
-    return {
-        "users": t.users,
-        "house": t.house,
-        "collateral": t.collateral,
-        "deposits": t.deposits,
-        "payouts": t.payouts,
-    }
-
-
-def placed(p: Placed) -> dict[str, str]:
-    """POST /orders and /orders/raw."""
-    return {"order_id": p.order_id, "notification_id": p.notification_id}
-
-
-def cancelled(c: Cancelled) -> dict[str, str]:
-    """DELETE /orders/:id."""
-    return {"order_id": c.order_id, "status": c.status}
-
-
-def settlement(s: Settlement) -> dict[str, Any]:
-    """A settled market (admin)."""
-    return {
-        "market_id": s.market_id,
-        "winner": s.winner,
-        "payouts": s.payouts,
-        "orders_settled": s.orders_settled,
-    }
-
-
-def wallet(w: WalletInfo) -> dict[str, Any]:
-    """GET /wallet."""
-    return {
-        "maker": w.maker,
-        "signer": w.signer,
-        "chain_id": w.chain_id,
-        "signature_type": w.signature_type,
-        "ctf_exchange": w.ctf_exchange,
-        "neg_risk_exchange": w.neg_risk_exchange,
-    }
+def fields(
+    value: Balances | Totals | Placed | Cancelled | Settlement | WalletInfo,
+) -> dict[str, Any]:
+    """A flat record's fields, in its declared order, which is the API's order of them
+    (``Balances`` and ``Totals`` for the admin, ``Placed`` for POST /orders and /orders/raw,
+    ``Cancelled`` for DELETE /orders/:id, ``Settlement`` for a settle, ``WalletInfo``
+    for GET /wallet)."""
+    return msgspec.structs.asdict(value)
