@@ -23,10 +23,7 @@ from typing import Any
 
 import h11
 import msgspec
-from h11._connection import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
-from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
-
-from ._fasthttp import INCOMPLETE, FastCycle, path_of, plain_request
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["GuardedH11Protocol"]
 
@@ -91,12 +88,6 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._request_timeout = request_timeout
         self._read_deadline: asyncio.TimerHandle | None = None
-        self._max_head = (
-            self.config.h11_max_incomplete_event_size or DEFAULT_MAX_INCOMPLETE_EVENT_SIZE
-        )
-        self._fast: FastCycle | None = None  # the plain request being answered
-        self._waiting: list[bytes] = []  # what arrived meanwhile
-        self._start = b""  # a plain request whose body is still arriving
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -114,86 +105,17 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        self._unset_keepalive_if_required()  # a request is arriving: not idle any more
-        if self._fast is not None:  # pipelined behind a plain request: wait for its answer
-            self._waiting.append(data)
-            self.flow.pause_reading()
-        else:
-            if self._start:  # the rest of a plain request's body
-                data, self._start = self._start + data, b""
-            if not self._plain(data):
-                super().data_received(data)
+        super().data_received(data)
         # The deadline runs from a request's first byte; a request read whole needs none.
         if self._receiving():
             self._arm()
         else:
             self._disarm()
 
-    def _plain(self, data: bytes) -> bool:
-        """Answer ``data`` without h11 when it is one whole plain request (``_fasthttp``)."""
-        conn = self.conn
-        if conn.our_state is not h11.IDLE or conn.their_state is not h11.IDLE:
-            return False
-        if conn.trailing_data[0] or (self.cycle is not None and not self.cycle.response_complete):
-            return False
-        if self.access_log or getattr(self.config, "reset_contextvars", False):
-            return False  # what h11's cycle does then is not repeated here
-        limit = self.limit_concurrency
-        if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
-            return False  # h11's path answers 503
-        request = plain_request(data, self._max_head)
-        if request is None:
-            return False
-        if request == INCOMPLETE:
-            self._start = data  # h11 has seen none of it; it gets all of it if need be
-            return True
-        assert not isinstance(request, str)
-        method, target, headers, body = request
-        path, raw_path, query = path_of(target)
-        scope = {
-            "type": "http",
-            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
-            "http_version": "1.1",
-            "server": self.server,
-            "client": self.client,
-            "scheme": self.scheme,
-            "method": method,
-            "root_path": self.root_path,
-            "path": self.root_path + path,
-            "raw_path": self.root_path.encode("ascii") + raw_path,
-            "query_string": query,
-            "headers": headers,
-            "state": self.app_state.copy(),
-        }
-        self.headers = headers
-        cycle = FastCycle(
-            body,
-            self.transport,
-            self.server_state.default_headers,
-            STATUS_PHRASES,
-            self.logger,
-            self._plain_done,
-            self.flow,
-        )
-        self._fast = self.cycle = cycle  # type: ignore[assignment]
-        task = self.loop.create_task(cycle.run_asgi(self.app, scope))
-        task.add_done_callback(self.tasks.discard)
-        self.tasks.add(task)
-        return True
-
-    def _plain_done(self) -> None:
-        self._fast = None
-        self.on_response_complete()
-        if self._waiting and not self.transport.is_closing():
-            data, self._waiting = b"".join(self._waiting), []
-            self.data_received(data)
-
     def _receiving(self) -> bool:
         """True while part of a request has arrived and the rest has not."""
         if self.transport.get_protocol() is not self:
             return False  # upgraded to a WebSocket: that protocol owns the connection now
-        if self._start:
-            return True
         state = self.conn.their_state
         if state is h11.SEND_BODY:
             return True
