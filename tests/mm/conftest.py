@@ -54,7 +54,7 @@ def pick_market(sb: Any) -> str:
     """A market whose outcome-a token has a two-sided house book (read from the engine)."""
     for market_id, state in sb.engine.markets.items():
         book = sb.engine.orderbook(state.fx.token_id_a)
-        if state.active and book is not None and book["bids"] and book["asks"]:
+        if state.active and book is not None and book.bids and book.asks:
             return str(market_id)
     raise AssertionError("no market with a two-sided book")
 
@@ -84,19 +84,19 @@ async def client(sb: Any, user: Any) -> AsyncIterator[AsyncClient]:
 
 def service_view(sb: Any, user: Any, market_id: str, outcome: str = "a") -> list[tuple[Any, ...]]:
     """The user's open orders on the market and outcome, as the engine has them."""
-    records = sb.engine.list_orders(user.user_id, page_size=10_000)["orders"]
+    records = sb.engine.list_orders(user.user_id, page_size=10_000).items
     rows = [
         (
-            r["id"],
-            r["clob_order_id"],
-            r["side"],
-            Decimal(str(r["limit_price"])),
-            Decimal(str(r["original_size"])) - Decimal(str(r["size_matched"])),
+            r.id,
+            r.clob_order_id,
+            r.side,
+            r.clob_price,
+            r.original_size - r.size_matched,
         )
         for r in records
-        if r["market_id"] == market_id
-        and r["outcome"] == outcome
-        and r["status"] in ("pending", "signing", "submitted", "live")
+        if r.market_id == market_id
+        and r.outcome == outcome
+        and r.status in ("pending", "signing", "submitted", "live")
     ]
     return sorted(rows)
 

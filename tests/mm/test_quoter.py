@@ -33,8 +33,8 @@ def prices(rows: list[tuple[Any, ...]]) -> list[Decimal]:
 
 def orders_on(sb: Any, user: Any, market_id: str) -> int:
     """How many orders the service ever created for the user on the market."""
-    records = sb.engine.list_orders(user.user_id, page_size=10_000)["orders"]
-    return sum(1 for r in records if r["market_id"] == market_id)
+    records = sb.engine.list_orders(user.user_id, page_size=10_000).items
+    return sum(1 for r in records if r.market_id == market_id)
 
 
 async def test_first_placement(sb: Any, user: Any, client: AsyncClient, market_id: str) -> None:
@@ -279,4 +279,4 @@ async def test_a_v2_wallet_is_refused_on_enter() -> None:
                 async with Quoter(client, market_id, "a"):
                     pass
             assert info.value.field == "wallet"
-            assert sb.engine.list_orders(user.user_id, page_size=10)["orders"] == []
+            assert sb.engine.list_orders(user.user_id, page_size=10).items == []

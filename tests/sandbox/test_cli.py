@@ -153,4 +153,4 @@ def test_config_as_dict_dataclass_or_file(tmp_path: Path) -> None:
     for source in (data, SandboxConfig.from_dict(data), str(path)):
         with serve_in_thread(source) as sb:
             assert [u.api_key for u in sb.users] == ["k"]
-            assert sb.engine.balances(TRADER)["cash"] == 7
+            assert sb.engine.balances(TRADER).cash == 7

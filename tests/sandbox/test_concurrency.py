@@ -244,7 +244,7 @@ def test_eight_clients_for_a_minute_lose_nothing() -> None:
                 final[order_id]["size_matched"],
             )
         totals = engine.totals()
-        assert totals["users"] + totals["house"] + totals["collateral"] == totals["deposits"]
+        assert totals.users + totals.house + totals.collateral == totals.deposits
 
         placed = sum(len(w.placed) for w in workers)
         cancelled = sum(len(w.cancelled) for w in workers)

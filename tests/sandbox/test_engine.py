@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from clobkit import OrderHasher, market_amounts
-from clobkit.sandbox import Engine, Rejected
+from clobkit.sandbox import Cancelled, Engine, Rejected, views
 from clobkit.sandbox.engine import EngineEvent
 
 from .conftest import (
@@ -26,8 +26,16 @@ D = Decimal
 
 
 def place(engine: Engine, user: str = TRADER, **body: Any) -> dict[str, Any]:
-    order_id = engine.place_order(user, body)["order_id"]
+    order_id = engine.place_order(user, body).order_id
     return engine.order(order_id)
+
+
+def positions(engine: Engine, user: str = TRADER) -> list[dict[str, Any]]:
+    """The user's positions as the API renders them (views, under the engine's lock)."""
+    page = engine.positions(user)
+    with engine.reading():
+        rendered: list[dict[str, Any]] = views.position_page(engine, page)["positions"]
+    return rendered
 
 
 def ok(engine: Engine) -> None:
@@ -48,18 +56,18 @@ def test_fresh_engine_has_two_sided_house_books_and_holds_its_invariants(engine:
     m = book_market(engine)
     book = engine.orderbook(m.fx.token_id_a)
     assert book is not None
-    assert len(book["bids"]) == 5
-    assert len(book["asks"]) == 5
-    bids = [D(lv["price"]) for lv in book["bids"]]
-    asks = [D(lv["price"]) for lv in book["asks"]]
+    assert len(book.bids) == 5
+    assert len(book.asks) == 5
+    bids = [D(lv.price) for lv in book.bids]
+    asks = [D(lv.price) for lv in book.asks]
     assert bids == sorted(bids, reverse=True)
     assert asks == sorted(asks)
     assert bids[0] < asks[0]
     # token b's book mirrors token a's: its best bid is 1 - a's best ask
     book_b = engine.orderbook(m.fx.token_id_b)
     assert book_b is not None
-    assert D(book_b["bids"][0]["price"]) == 1 - asks[0]
-    assert D(book_b["asks"][0]["price"]) == 1 - bids[0]
+    assert D(book_b.bids[0].price) == 1 - asks[0]
+    assert D(book_b.asks[0].price) == 1 - bids[0]
     # some markets have no book at all
     assert engine.orderbook(bookless_market(engine).fx.token_id_a) is None
     assert engine.orderbook(resolved_market(engine).fx.token_id_a) is None
@@ -71,10 +79,10 @@ def test_level_size_is_usdc_at_that_price(engine: Engine) -> None:
     book = engine.orderbook(m.fx.token_id_a)
     assert book is not None
     for side, levels in ((0, m.level_sizes(0)), (1, m.level_sizes(1))):
-        shown = book["bids"] if side == 0 else book["asks"]
+        shown = book.bids if side == 0 else book.asks
         for (p, shares), level in zip(sorted(levels, reverse=side == 0), shown, strict=True):
-            assert D(level["price"]) == D(p) / 100
-            assert D(level["size"]) == D(shares * p // 100) / 10**6
+            assert D(level.price) == D(p) / 100
+            assert D(level.size) == D(shares * p // 100) / 10**6
 
 
 # -- FOK ----------------------------------------------------------------------------------------
@@ -84,17 +92,17 @@ def test_fok_buy_spends_its_amount_at_the_best_ask(engine: Engine) -> None:
     m = book_market(engine)
     best_ask = D(m.best_ask() or 0) / 100
     o = place(engine, market_id=m.id, outcome="a", amount=100)
-    assert o["status"] == "matched"
-    assert o["size_matched"] == o["original_size"] > 0
-    assert o["avg_fill_price"] == best_ask == o["clob_price"]
-    assert o["amount"] == o["making_amount"] == 100
-    assert o["size_matched"] >= o["taking_amount"]
-    assert len(o["tx_hashes"]) == 1
-    assert o["matched_at"] is not None
+    assert o.status == "matched"
+    assert o.size_matched == o.original_size > 0
+    assert o.avg_fill_price == best_ask == o.clob_price
+    assert o.amount == o.making_amount == 100
+    assert o.size_matched >= o.taking_amount
+    assert len(o.tx_hashes) == 1
+    assert o.matched_ms is not None
     bal = engine.balances(TRADER)
-    assert D(9900) <= bal["cash"] <= D("9900.000001")  # at most one unit of dust refunded
+    assert D(9900) <= bal.cash <= D("9900.000001")  # at most one unit of dust refunded
     shares, reserved = engine.shares(TRADER, m.fx.token_id_a)
-    assert shares == o["size_matched"]
+    assert shares == o.size_matched
     assert reserved == 0
     ok(engine)
 
@@ -103,16 +111,16 @@ def test_fok_buy_walks_the_book_and_signs_at_the_worst_price(engine: Engine) -> 
     m = book_market(engine)
     book = engine.orderbook(m.fx.token_id_a)
     assert book is not None
-    first = D(book["asks"][0]["size"])
+    first = D(book.asks[0].size)
     amount = int(first) + 50
     o = place(engine, market_id=m.id, outcome="a", amount=amount)
-    assert o["status"] == "matched"
-    assert o["clob_price"] == D(book["asks"][1]["price"])
-    assert D(book["asks"][0]["price"]) < o["avg_fill_price"] < D(book["asks"][1]["price"])
+    assert o.status == "matched"
+    assert o.clob_price == D(book.asks[1].price)
+    assert D(book.asks[0].price) < o.avg_fill_price < D(book.asks[1].price)
     # the signed amounts are the core's market_amounts at the worst price
-    amounts = market_amounts("BUY", o["clob_price"], amount)
-    assert o["making_amount"] * 10**6 == amounts.maker_amount
-    assert o["taking_amount"] * 10**6 == amounts.taker_amount
+    amounts = market_amounts("BUY", o.clob_price, amount)
+    assert o.making_amount * 10**6 == amounts.maker_amount
+    assert o.taking_amount * 10**6 == amounts.taker_amount
     ok(engine)
 
 
@@ -121,9 +129,9 @@ def test_fok_too_big_for_the_book_is_killed_entirely(engine: Engine) -> None:
     engine.deposit(TRADER, 40_000)
     before = engine.balances(TRADER)
     o = place(engine, market_id=m.id, outcome="a", amount=45_000)
-    assert o["status"] == "cancelled"
-    assert o["size_matched"] == 0
-    assert o["tx_hashes"] == []
+    assert o.status == "cancelled"
+    assert o.size_matched == 0
+    assert o.tx_hashes == ()
     assert engine.balances(TRADER) == before
     assert engine.shares(TRADER, m.fx.token_id_a) == (0, 0)
     ok(engine)
@@ -132,40 +140,40 @@ def test_fok_too_big_for_the_book_is_killed_entirely(engine: Engine) -> None:
 def test_fok_on_a_market_without_book_is_killed(engine: Engine) -> None:
     m = bookless_market(engine)
     o = place(engine, market_id=m.id, outcome="b", amount=10)
-    assert o["status"] == "cancelled"
-    assert o["size_matched"] == 0
-    assert engine.balances(TRADER)["cash"] == 10_000
+    assert o.status == "cancelled"
+    assert o.size_matched == 0
+    assert engine.balances(TRADER).cash == 10_000
 
 
 def test_fok_limit_price_caps_the_walk(engine: Engine) -> None:
     m = book_market(engine)
     book = engine.orderbook(m.fx.token_id_a)
     assert book is not None
-    best = D(book["asks"][0]["price"])
+    best = D(book.asks[0].price)
     o = place(
         engine,
         market_id=m.id,
         outcome="a",
-        amount=int(D(book["asks"][0]["size"])) + 50,
+        amount=int(D(book.asks[0].size)) + 50,
         limit_price=best,
     )
-    assert o["status"] == "cancelled"
-    assert o["clob_price"] == best
+    assert o.status == "cancelled"
+    assert o.clob_price == best
     o = place(engine, market_id=m.id, outcome="a", amount=20, limit_price=best)
-    assert o["status"] == "matched"
+    assert o.status == "matched"
 
 
 def test_fok_sell_closes_a_position(engine: Engine) -> None:
     m = book_market(engine)
     bought = place(engine, market_id=m.id, outcome="b", amount=200)
-    shares = bought["size_matched"]
+    shares = bought.size_matched
     best_bid = D(m.own_best("b")[0] or 0) / 100
     sold = place(engine, market_id=m.id, side="SELL", outcome="b", shares=str(shares))
-    assert sold["status"] == "matched"
-    assert sold["avg_fill_price"] == best_bid
+    assert sold.status == "matched"
+    assert sold.avg_fill_price == best_bid
     left, _ = engine.shares(TRADER, m.fx.token_id_b)
     assert 0 <= left < D("0.01")  # SELL shares are floored to 2 decimals
-    assert engine.balances(TRADER)["cash"] < 10_000  # paid the spread
+    assert engine.balances(TRADER).cash < 10_000  # paid the spread
     ok(engine)
 
 
@@ -173,8 +181,8 @@ def test_sell_fok_may_name_the_token_by_token_option(engine: Engine) -> None:
     m = book_market(engine)
     place(engine, market_id=m.id, outcome="a", amount=50)
     o = place(engine, market_id=m.id, side="SELL", token_option="yes", shares=10)
-    assert o["status"] == "matched"
-    assert o["outcome"] == "a"
+    assert o.status == "matched"
+    assert o.outcome == "a"
 
 
 # -- limit orders -------------------------------------------------------------------------------
@@ -186,19 +194,19 @@ def test_gtc_buy_rests_and_reserves_exactly(engine: Engine) -> None:
     o = place(
         engine, market_id=m.id, order_type="GTC", token_option="yes", limit_price=price, amount=61
     )
-    assert o["status"] == "live"
-    assert o["size_matched"] == 0
-    shares = o["original_size"]
+    assert o.status == "live"
+    assert o.size_matched == 0
+    shares = o.original_size
     assert shares == (D(61) / price).quantize(D("0.01"), rounding="ROUND_DOWN")
-    assert o["amount"] == shares * price
+    assert o.amount == shares * price
     bal = engine.balances(TRADER)
-    assert bal["cash_reserved"] == shares * price
-    assert bal["cash"] == 10_000 - shares * price
+    assert bal.cash_reserved == shares * price
+    assert bal.cash == 10_000 - shares * price
     book = engine.orderbook(m.fx.token_id_a)
     assert book is not None
-    level = next(lv for lv in book["bids"] if D(lv["price"]) == price)
+    level = next(lv for lv in book.bids if D(lv.price) == price)
     house = sum(n for p, n in m.level_sizes(0) if p == int(price * 100))  # includes our order
-    assert D(level["size"]) == D(house * int(price * 100) // 100) / 10**6
+    assert D(level.size) == D(house * int(price * 100) // 100) / 10**6
     ok(engine)
 
 
@@ -211,11 +219,11 @@ def test_marketable_limit_crosses_at_the_resting_price_and_refunds_the_improveme
     o = place(
         engine, market_id=m.id, order_type="GTC", token_option="yes", limit_price=limit, amount=20
     )
-    assert o["status"] == "matched"
-    assert o["avg_fill_price"] == D(ask) / 100
-    paid = 10_000 - engine.balances(TRADER)["cash"]
-    assert paid == o["original_size"] * D(ask) / 100  # not at the limit price
-    assert engine.balances(TRADER)["cash_reserved"] == 0
+    assert o.status == "matched"
+    assert o.avg_fill_price == D(ask) / 100
+    paid = 10_000 - engine.balances(TRADER).cash
+    assert paid == o.original_size * D(ask) / 100  # not at the limit price
+    assert engine.balances(TRADER).cash_reserved == 0
     ok(engine)
 
 
@@ -225,21 +233,21 @@ def test_partial_fills_grow_size_matched_then_match(engine: Engine) -> None:
     o = place(
         engine, market_id=m.id, order_type="GTC", token_option="yes", limit_price=price, amount=30
     )
-    size = o["original_size"]
-    filled = engine.house_fill(o["id"], "10")
-    assert filled["status"] == "live"
-    assert filled["size_matched"] == 10
+    size = o.original_size
+    filled = engine.house_fill(o.id, "10")
+    assert filled.status == "live"
+    assert filled.size_matched == 10
     assert engine.shares(TRADER, m.fx.token_id_a)[0] == 10
-    assert engine.balances(TRADER)["cash_reserved"] == (size - 10) * price
-    filled = engine.house_fill(o["id"], size)  # more than is left: fills the rest
-    assert filled["status"] == "matched"
-    assert filled["size_matched"] == size
-    assert engine.balances(TRADER)["cash_reserved"] == 0
-    assert engine.balances(TRADER)["cash"] == 10_000 - size * price
-    assert len(filled["tx_hashes"]) == 2
+    assert engine.balances(TRADER).cash_reserved == (size - 10) * price
+    filled = engine.house_fill(o.id, size)  # more than is left: fills the rest
+    assert filled.status == "matched"
+    assert filled.size_matched == size
+    assert engine.balances(TRADER).cash_reserved == 0
+    assert engine.balances(TRADER).cash == 10_000 - size * price
+    assert len(filled.tx_hashes) == 2
     ok(engine)
     with pytest.raises(Rejected):
-        engine.house_fill(o["id"], 1)
+        engine.house_fill(o.id, 1)
 
 
 def test_house_fills_resting_sells_and_outcome_b_orders(engine: Engine) -> None:
@@ -255,7 +263,7 @@ def test_house_fills_resting_sells_and_outcome_b_orders(engine: Engine) -> None:
         limit_price=D(ask_b + 3) / 100,
         shares=20,
     )
-    assert sell["status"] == "live"
+    assert sell.status == "live"
     bid_b = m.own_best("b")[0] or 0
     buy = place(
         engine,
@@ -266,7 +274,7 @@ def test_house_fills_resting_sells_and_outcome_b_orders(engine: Engine) -> None:
         amount=10,
     )
     for o in (sell, buy):
-        assert engine.house_fill(o["id"], 5)["size_matched"] == 5
+        assert engine.house_fill(o.id, 5).size_matched == 5
     ok(engine)
 
 
@@ -283,10 +291,10 @@ def test_limit_sell_rests_and_reserves_shares(engine: Engine) -> None:
         limit_price=D(ask + 5) / 100,
         shares=50,
     )
-    assert o["status"] == "live"
-    assert o["original_size"] == 50
+    assert o.status == "live"
+    assert o.original_size == 50
     shares, reserved = engine.shares(TRADER, m.fx.token_id_a)
-    assert shares == bought["size_matched"]
+    assert shares == bought.size_matched
     assert reserved == 50
     with pytest.raises(Rejected) as info:  # only the unreserved shares can be sold
         place(engine, market_id=m.id, side="SELL", outcome="a", shares=str(shares - 49))
@@ -308,7 +316,7 @@ def test_users_trade_with_each_other_transfer_mint_and_merge(engine: Engine) -> 
         limit_price=D(mid) / 100,
         amount=50,
     )
-    assert bid["status"] == "live"
+    assert bid.status == "live"
     taker = place(
         engine,
         TRADER,
@@ -318,9 +326,9 @@ def test_users_trade_with_each_other_transfer_mint_and_merge(engine: Engine) -> 
         limit_price=D(100 - mid) / 100,
         amount=10,
     )
-    assert taker["status"] == "matched"
-    n = taker["size_matched"]
-    assert engine.order(bid["id"])["size_matched"] == n
+    assert taker.status == "matched"
+    n = taker.size_matched
+    assert engine.order(bid.id).size_matched == n
     assert m.collateral == int(n * 10**6)
     ok(engine)
     # transfer: the maker sells a to a trader's resting bid
@@ -333,16 +341,16 @@ def test_users_trade_with_each_other_transfer_mint_and_merge(engine: Engine) -> 
         limit_price=D(mid) / 100,
         amount=20,
     )
-    assert resting["status"] == "live"
-    engine.cancel_order(MAKER, bid["id"])
-    before = engine.balances(MAKER)["cash"]
+    assert resting.status == "live"
+    engine.cancel_order(MAKER, bid.id)
+    before = engine.balances(MAKER).cash
     sold = place(engine, MAKER, market_id=m.id, side="SELL", outcome="a", shares=5)
-    assert sold["status"] == "matched"
-    assert sold["avg_fill_price"] == D(mid) / 100
-    assert engine.balances(MAKER)["cash"] == before + 5 * D(mid) / 100
+    assert sold.status == "matched"
+    assert sold.avg_fill_price == D(mid) / 100
+    assert engine.balances(MAKER).cash == before + 5 * D(mid) / 100
     ok(engine)
     # merge: the trader (holding b) sells b while the maker's SELL of a rests at the mid
-    engine.cancel_order(TRADER, resting["id"])
+    engine.cancel_order(TRADER, resting.id)
     ask = place(
         engine,
         MAKER,
@@ -353,7 +361,7 @@ def test_users_trade_with_each_other_transfer_mint_and_merge(engine: Engine) -> 
         limit_price=D(mid) / 100,
         shares=3,
     )
-    assert ask["status"] == "live"
+    assert ask.status == "live"
     collateral = m.collateral
     merged = place(
         engine,
@@ -365,7 +373,7 @@ def test_users_trade_with_each_other_transfer_mint_and_merge(engine: Engine) -> 
         limit_price=D(100 - mid) / 100,
         shares=3,
     )
-    assert merged["status"] == "matched"
+    assert merged.status == "matched"
     assert m.collateral == collateral - 3 * 10**6
     ok(engine)
 
@@ -385,18 +393,16 @@ def test_gtd_expires_automatically(engine: Engine, clock: Clock) -> None:
         amount=25,
         expiration=expiration,
     )
-    assert o["status"] == "live"
-    assert o["expiration"] == expiration
+    assert o.status == "live"
+    assert o.expiration == expiration
     clock.advance(9)
     engine.tick()
-    assert engine.order(o["id"])["status"] == "live"
+    assert engine.order(o.id).status == "live"
     clock.advance(1)
     engine.tick()
-    assert engine.order(o["id"])["status"] == "cancelled"
-    assert engine.balances(TRADER) == engine.balances(TRADER) | {
-        "cash": D(10_000),
-        "cash_reserved": D(0),
-    }
+    assert engine.order(o.id).status == "cancelled"
+    after = engine.balances(TRADER)
+    assert (after.cash, after.cash_reserved) == (D(10_000), D(0))
     ok(engine)
 
 
@@ -421,20 +427,20 @@ def test_cancel_rules(engine: Engine) -> None:
     o = place(
         engine, market_id=m.id, order_type="GTC", token_option="yes", limit_price=price, amount=40
     )
-    assert engine.cancel_order(TRADER, o["id"]) == {"order_id": o["id"], "status": "cancelled"}
-    assert engine.balances(TRADER)["cash"] == 10_000
-    assert engine.balances(TRADER)["cash_reserved"] == 0
-    again = rejected(engine.cancel_order, TRADER, o["id"])
+    assert engine.cancel_order(TRADER, o.id) == Cancelled(o.id, "cancelled")
+    assert engine.balances(TRADER).cash == 10_000
+    assert engine.balances(TRADER).cash_reserved == 0
+    again = rejected(engine.cancel_order, TRADER, o.id)
     assert again.status == 400
     assert again.code == "ORDER_NOT_CANCELLABLE"
     fok = place(engine, market_id=m.id, outcome="a", amount=5)
-    err = rejected(engine.cancel_order, TRADER, fok["id"])
+    err = rejected(engine.cancel_order, TRADER, fok.id)
     assert err.status == 400
     assert "FOK" in (err.detail or "")
     live = place(
         engine, market_id=m.id, order_type="GTC", token_option="yes", limit_price=price, amount=5
     )
-    other = rejected(engine.cancel_order, MAKER, live["id"])
+    other = rejected(engine.cancel_order, MAKER, live.id)
     assert (other.status, other.error) == (404, "order not found")
     unknown = rejected(engine.cancel_order, TRADER, "00000000-0000-0000-0000-000000000000")
     assert (unknown.status, unknown.error) == (404, "order not found")
@@ -526,8 +532,8 @@ def test_per_order_risk_limit_exempts_bonus_funded_orders(clock: Clock) -> None:
     engine = make_engine({"users": users, "risk": {"per_order": "50", "per_minute": 2}}, clock)
     m = book_market(engine)
     bonus = place(engine, market_id=m.id, outcome="a", amount=60)  # bonus covers it: exempt
-    assert bonus["status"] == "matched"
-    assert engine.balances(TRADER)["bonus"] <= D("40.000001")  # one unit of dust at most
+    assert bonus.status == "matched"
+    assert engine.balances(TRADER).bonus <= D("40.000001")  # one unit of dust at most
     err = rejected(engine.place_order, TRADER, {"market_id": m.id, "outcome": "a", "amount": 60})
     assert (err.status, err.code) == (500, "ORDER_FAILED_PLACE_BET")  # cash-funded: limited
     place(engine, market_id=m.id, outcome="a", amount=45)
@@ -535,10 +541,9 @@ def test_per_order_risk_limit_exempts_bonus_funded_orders(clock: Clock) -> None:
     err = rejected(engine.place_order, TRADER, {"market_id": m.id, "outcome": "a", "amount": 45})
     assert "minute" in (err.detail or "")
     place(engine, market_id=m.id, outcome="a", amount=30)  # bonus again: exempt from frequency too
-    positions = engine.positions(TRADER)["positions"]
-    assert positions[0]["is_bonus"] is True
-    portfolio = engine.portfolio_orders(TRADER)["orders"]
-    assert [o["is_bonus"] for o in portfolio] == [True, False, False, True]
+    assert positions(engine)[0]["is_bonus"] is True
+    portfolio = engine.portfolio_orders(TRADER).items
+    assert [o.is_bonus for o in portfolio] == [True, False, False, True]
     ok(engine)
 
 
@@ -549,9 +554,9 @@ def test_position_fields_follow_fills(engine: Engine) -> None:
     m = book_market(engine)
     first = place(engine, market_id=m.id, outcome="a", amount=100)
     second = place(engine, market_id=m.id, outcome="a", amount=50)
-    pos = engine.positions(TRADER)["positions"][0]
-    shares = first["size_matched"] + second["size_matched"]
-    cost = 10_000 - engine.balances(TRADER)["cash"]
+    pos = positions(engine)[0]
+    shares = first.size_matched + second.size_matched
+    cost = 10_000 - engine.balances(TRADER).cash
     assert pos["shares"] == shares
     assert pos["bet_amount"] == cost
     assert pos["avg_cost"] == (cost / shares).quantize(D("0.000001"))
@@ -566,8 +571,8 @@ def test_position_fields_follow_fills(engine: Engine) -> None:
     assert pos["can_cashout"] is True
     assert pos["market_status"] == "active"
     sold = place(engine, market_id=m.id, side="SELL", outcome="a", shares=10)
-    pos = engine.positions(TRADER)["positions"][0]
-    assert pos["shares"] == shares - sold["size_matched"]
+    pos = positions(engine)[0]
+    assert pos["shares"] == shares - sold.size_matched
     assert pos["avg_cost"] == (cost / shares).quantize(D("0.000001"))  # selling keeps the average
 
 
@@ -584,23 +589,23 @@ def test_settlement_pays_winners_and_marks_orders(engine: Engine) -> None:
         limit_price="0.05",
         amount=10,
     )
-    cash_trader = engine.balances(TRADER)["cash"]
+    cash_trader = engine.balances(TRADER).cash
     result = engine.settle(m.id, "a")
-    assert result["winner"] == "a"
-    assert result["payouts"] == win["size_matched"]
-    assert engine.balances(TRADER)["cash"] == cash_trader + win["size_matched"]
-    assert engine.balances(TRADER)["payouts"] == win["size_matched"]
-    assert D(9900) <= engine.balances(MAKER)["cash"] <= D("9900.000001")  # the stake is lost
-    w, lo = engine.order(win["id"]), engine.order(lose["id"])
-    assert (w["status"], w["settlement_status"], w["settlement_amount"]) == (
+    assert result.winner == "a"
+    assert result.payouts == win.size_matched
+    assert engine.balances(TRADER).cash == cash_trader + win.size_matched
+    assert engine.balances(TRADER).payouts == win.size_matched
+    assert D(9900) <= engine.balances(MAKER).cash <= D("9900.000001")  # the stake is lost
+    w, lo = engine.order(win.id), engine.order(lose.id)
+    assert (w.status, w.settlement_status, w.settlement_amount) == (
         "won",
         "won",
-        win["size_matched"],
+        win.size_matched,
     )
-    assert (lo["status"], lo["settlement_status"], lo["settlement_amount"]) == ("lost", "lost", 0)
-    assert w["settled_at"] is not None
-    assert engine.order(resting["id"])["status"] == "cancelled"
-    assert engine.positions(TRADER)["positions"] == []
+    assert (lo.status, lo.settlement_status, lo.settlement_amount) == ("lost", "lost", 0)
+    assert w.settled_ms is not None
+    assert engine.order(resting.id).status == "cancelled"
+    assert positions(engine) == []
     assert engine.orderbook(m.fx.token_id_a) is None
     assert m.collateral == 0
     err = rejected(engine.settle, m.id, "b")
@@ -608,16 +613,17 @@ def test_settlement_pays_winners_and_marks_orders(engine: Engine) -> None:
     err = rejected(engine.place_order, TRADER, {"market_id": m.id, "outcome": "a", "amount": 5})
     assert err.status == 400
     assert err.code == "MARKET_NOT_ACTIVE"
-    assert engine.market_detail(m.id)["market"]["status"] == "resolved"
+    assert engine.market(m.id).fx.status == "resolved"
     ok(engine)
 
 
 def test_event_ends_when_all_its_markets_settle(engine: Engine) -> None:
     event = next(e for e in engine.events.values() if len(e.market_ids) == 3 and not e.ended)
     for i, market_id in enumerate(event.market_ids):
-        assert engine.event_detail(event.id)["event"]["ended"] is False
+        assert engine.event(event.id).ended is False
         engine.settle(market_id, "a" if i == 0 else "b")
-    detail = engine.event_detail(event.id)["event"]
+    with engine.reading():
+        detail = views.event_detail(engine, engine.event(event.id))
     assert detail["ended"] is True
     assert detail["live"] is False
     ok(engine)
@@ -634,22 +640,22 @@ def test_take_profit_and_stop_loss_exit_automatically(engine: Engine) -> None:
         engine, MAKER, market_id=m.id, outcome="a", amount=50, stop_loss_price=D(mid - 5) / 100
     )
     engine.set_price(m.id, D(mid + 5) / 100)  # best bid = mid + 4: take profit fires
-    exits = [o for o in engine.list_orders(TRADER)["orders"] if o["order_source"] == "take_profit"]
+    exits = [o for o in engine.list_orders(TRADER).items if o.order_source == "take_profit"]
     assert len(exits) == 1
-    assert exits[0]["order_source_id"] == tp["id"]
-    assert exits[0]["side"] == "SELL"
-    assert exits[0]["status"] == "matched"
-    assert exits[0]["size_matched"] == tp["size_matched"]
+    assert exits[0].order_source_id == tp.id
+    assert exits[0].side == "SELL"
+    assert exits[0].status == "matched"
+    assert exits[0].size_matched == tp.size_matched
     assert engine.shares(TRADER, m.fx.token_id_a) == (0, 0)
-    assert engine.balances(TRADER)["cash"] > 10_000  # profit taken
-    assert not [o for o in engine.list_orders(MAKER)["orders"] if o["order_source"] != "manual"]
+    assert engine.balances(TRADER).cash > 10_000  # profit taken
+    assert not [o for o in engine.list_orders(MAKER).items if o.order_source != "manual"]
     engine.set_price(m.id, D(mid - 4) / 100)  # best bid = mid - 5: stop loss fires
-    exits = [o for o in engine.list_orders(MAKER)["orders"] if o["order_source"] == "stop_loss"]
+    exits = [o for o in engine.list_orders(MAKER).items if o.order_source == "stop_loss"]
     assert len(exits) == 1
-    assert exits[0]["order_source_id"] == sl["id"]
-    assert engine.balances(MAKER)["cash"] < 10_000
+    assert exits[0].order_source_id == sl.id
+    assert engine.balances(MAKER).cash < 10_000
     engine.set_price(m.id, D(mid + 6) / 100)  # fired once only
-    assert len(engine.list_orders(TRADER)["orders"]) == 2
+    assert len(engine.list_orders(TRADER).items) == 2
     ok(engine)
 
 
@@ -673,18 +679,14 @@ def test_every_order_walks_pending_signing_submitted_live(engine: Engine) -> Non
     engine.watch_user(TRADER, +1)
     m = book_market(engine)
     fok = place(engine, market_id=m.id, outcome="a", amount=10)
-    statuses = [
-        e.data["status"] for e in seen if e.kind == "order" and e.data and e.data["id"] == fok["id"]
-    ]
+    statuses = [e.data.status for e in seen if e.kind == "order" and e.data and e.data.id == fok.id]
     assert statuses[:4] == ["pending", "signing", "submitted", "live"]
     assert statuses[-1] == "matched"
     assert {e.key for e in seen if e.kind == "book"} >= {m.id}
     seen.clear()
     killed = place(engine, market_id=bookless_market(engine).id, outcome="a", amount=10)
     statuses = [
-        e.data["status"]
-        for e in seen
-        if e.kind == "order" and e.data and e.data["id"] == killed["id"]
+        e.data.status for e in seen if e.kind == "order" and e.data and e.data.id == killed.id
     ]
     assert statuses == ["pending", "signing", "submitted", "live", "cancelled"]
     seen.clear()
@@ -697,24 +699,24 @@ def test_processing_delay_shows_every_status(clock: Clock) -> None:
     engine = make_engine({"processing_delay_ms": 100}, clock)
     m = book_market(engine)
     o = place(engine, market_id=m.id, outcome="a", amount=10)
-    statuses = [o["status"]]
+    statuses = [o.status]
     for _ in range(4):
         clock.advance(0.1)
         engine.tick()
-        statuses.append(engine.order(o["id"])["status"])
+        statuses.append(engine.order(o.id).status)
     assert statuses == ["pending", "signing", "submitted", "matched", "matched"]
-    assert engine.list_orders(TRADER, status="matched")["total_count"] == 1
+    assert engine.list_orders(TRADER, status="matched").total_count == 1
     limit = place(
         engine, market_id=m.id, order_type="GTC", token_option="yes", limit_price="0.05", amount=5
     )
-    assert engine.list_orders(TRADER, status="pending")["total_count"] == 1
-    err = rejected(engine.cancel_order, TRADER, limit["id"])
+    assert engine.list_orders(TRADER, status="pending").total_count == 1
+    err = rejected(engine.cancel_order, TRADER, limit.id)
     assert err.status == 400
-    assert engine.positions(TRADER)["positions"][0]["confirming"] is True
+    assert positions(engine)[0]["confirming"] is True
     clock.advance(0.3)
     engine.tick()
-    assert engine.positions(TRADER)["positions"][0]["confirming"] is False
-    assert engine.list_orders(TRADER, status="live")["total_count"] == 1
+    assert positions(engine)[0]["confirming"] is False
+    assert engine.list_orders(TRADER, status="live").total_count == 1
     ok(engine)
 
 
@@ -753,12 +755,12 @@ def test_raw_order_id_matches_a_client_precomputed_one(engine: Engine) -> None:
             neg_risk=neg_risk,
         )
         result = engine.place_raw_order(TRADER, body)
-        assert result["notification_id"] == ""
-        o = engine.order(result["order_id"])
-        assert o["clob_order_id"] == expected
-        assert o["status"] == "matched"
-        assert o["size_matched"] == 10
-        assert o["order_source"] == "raw"
+        assert result.notification_id == ""
+        o = engine.order(result.order_id)
+        assert o.clob_order_id == expected
+        assert o.status == "matched"
+        assert o.size_matched == 10
+        assert o.order_source == "raw"
     ok(engine)
 
 
@@ -767,7 +769,7 @@ def test_post_orders_clob_id_is_the_hash_of_its_amounts(engine: Engine) -> None:
     o = place(
         engine, market_id=m.id, order_type="GTC", token_option="no", limit_price="0.1", amount=5
     )
-    order = next(x for x in engine.orders.values() if x.id == o["id"])
+    order = next(x for x in engine.orders.values() if x.id == o.id)
     expected = OrderHasher(engine.wallet(TRADER)).order_id(
         token_id=m.fx.token_id_b,
         maker_amount=order.maker_amount,
@@ -777,7 +779,7 @@ def test_post_orders_clob_id_is_the_hash_of_its_amounts(engine: Engine) -> None:
         fee_rate_bps=m.fx.fee_rate_bps,
         neg_risk=m.fx.neg_risk,
     )
-    assert o["clob_order_id"] == expected
+    assert o.clob_order_id == expected
 
 
 def test_raw_client_order_id_is_idempotent(engine: Engine) -> None:
@@ -794,12 +796,12 @@ def test_raw_client_order_id_is_idempotent(engine: Engine) -> None:
     first = engine.place_raw_order(TRADER, body)
     again = engine.place_raw_order(TRADER, body | {"salt": "2"})
     assert first == again
-    assert len(engine.list_orders(TRADER)["orders"]) == 1
-    assert engine.balances(TRADER)["cash_reserved"] == 1
-    assert engine.order(first["order_id"])["order_source_id"] == "bot-1"
+    assert len(engine.list_orders(TRADER).items) == 1
+    assert engine.balances(TRADER).cash_reserved == 1
+    assert engine.order(first.order_id).order_source_id == "bot-1"
     # another user may use the same key
     other = engine.place_raw_order(MAKER, body)
-    assert other["order_id"] != first["order_id"]
+    assert other.order_id != first.order_id
     err = rejected(engine.place_raw_order, TRADER, body | {"client_order_id": "x" * 65})
     assert err.status == 400
     ok(engine)
@@ -847,10 +849,10 @@ def test_raw_sell_implied_price_is_taker_over_maker(engine: Engine) -> None:
     body = raw_body(
         engine, m, side=1, maker_amount=str(10 * 10**6), taker_amount=str(10 * bid * 10_000)
     )
-    o = engine.order(engine.place_raw_order(TRADER, body)["order_id"])
-    assert o["status"] == "matched"
-    assert o["avg_fill_price"] == D(bid) / 100
-    assert o["clob_price"] == D(bid) / 100
+    o = engine.order(engine.place_raw_order(TRADER, body).order_id)
+    assert o.status == "matched"
+    assert o.avg_fill_price == D(bid) / 100
+    assert o.clob_price == D(bid) / 100
 
 
 def test_raw_off_grid_price_rests_on_the_grid_against_the_order(engine: Engine) -> None:
@@ -859,14 +861,14 @@ def test_raw_off_grid_price_rests_on_the_grid_against_the_order(engine: Engine) 
     body = raw_body(
         engine, m, order_type="GTC", maker_amount="1001100", taker_amount="3000000", salt="9"
     )
-    o = engine.order(engine.place_raw_order(TRADER, body)["order_id"])
-    assert o["status"] == "live"
-    assert o["clob_price"] == D("0.3337")
+    o = engine.order(engine.place_raw_order(TRADER, body).order_id)
+    assert o.status == "live"
+    assert o.clob_price == D("0.3337")
     assert any(p == 33 for p, _ in m.level_sizes(0))
-    filled = engine.house_fill(o["id"], 3)
-    assert filled["status"] == "matched"
-    assert filled["avg_fill_price"] == D("0.33")
-    assert engine.balances(TRADER)["cash"] == 10_000 - D("0.99")
+    filled = engine.house_fill(o.id, 3)
+    assert filled.status == "matched"
+    assert filled.avg_fill_price == D("0.33")
+    assert engine.balances(TRADER).cash == 10_000 - D("0.99")
     ok(engine)
 
 
@@ -891,7 +893,7 @@ def test_raw_gtd_expires(engine: Engine, clock: Clock) -> None:
     o = engine.place_raw_order(TRADER, body)
     clock.advance(5)
     engine.tick()
-    assert engine.order(o["order_id"])["status"] == "cancelled"
+    assert engine.order(o.order_id).status == "cancelled"
     ok(engine)
 
 
@@ -946,8 +948,8 @@ def test_two_engines_share_nothing() -> None:
     a, b = make_engine(), make_engine()
     m = book_market(a)
     place(a, market_id=m.id, outcome="a", amount=10)
-    assert b.balances(TRADER)["cash"] == 10_000
-    assert b.list_orders(TRADER)["total_count"] == 0
+    assert b.balances(TRADER).cash == 10_000
+    assert b.list_orders(TRADER).total_count == 0
     assert a.wallet(TRADER) == b.wallet(TRADER)  # deterministic per user
-    assert a.wallet(TRADER)["maker"] != a.wallet(MAKER)["maker"]
+    assert a.wallet(TRADER).maker != a.wallet(MAKER).maker
     assert [e.id for e in a.events.values()] == [e.id for e in b.events.values()]

@@ -32,7 +32,7 @@ def _market(sb: Any) -> str:
 
 
 def _orders(sb: Any) -> int:
-    return len(sb.engine.list_orders(sb.users[1].user_id, page_size=10_000)["orders"])
+    return len(sb.engine.list_orders(sb.users[1].user_id, page_size=10_000).items)
 
 
 def test_no_faults_by_default() -> None:
@@ -94,10 +94,10 @@ def test_failures_after_commit_placed_the_order() -> None:
             with pytest.raises((ServerError, TransportError)):
                 client.place_raw_order(market, "a", "BUY", "0.05", 40)
             assert _orders(sb) == n  # the answer was lost, the order was placed
-        order_id = sb.engine.list_orders(sb.users[1].user_id)["orders"][0]["id"]
+        order_id = sb.engine.list_orders(sb.users[1].user_id).items[0].id
         with pytest.raises((ServerError, TransportError)):
             client.cancel_order(order_id)
-        assert sb.engine.order(order_id)["status"] == "cancelled"
+        assert sb.engine.order(order_id).status == "cancelled"
         assert sb.engine.check_invariants() == []
 
 

@@ -492,7 +492,7 @@ def admin_http(sb: Sandbox) -> Iterator[httpx.Client]:
 
 
 def test_admin_refuses_text_plain(sb: Sandbox, admin_http: httpx.Client) -> None:
-    before = sb.engine.balances(TRADER)["cash"]
+    before = sb.engine.balances(TRADER).cash
     r = admin_http.post(
         f"/admin/users/{TRADER}/deposit",
         content=b'{"amount": "100"}',
@@ -501,18 +501,18 @@ def test_admin_refuses_text_plain(sb: Sandbox, admin_http: httpx.Client) -> None
     envelope(r, 415)
     r = admin_http.post(f"/admin/users/{TRADER}/deposit", content=b'{"amount": "100"}')
     envelope(r, 415)  # no Content-Type at all
-    assert sb.engine.balances(TRADER)["cash"] == before
+    assert sb.engine.balances(TRADER).cash == before
 
 
 def test_admin_refuses_cross_origin(sb: Sandbox, admin_http: httpx.Client) -> None:
-    before = sb.engine.balances(TRADER)["cash"]
+    before = sb.engine.balances(TRADER).cash
     for origin in ("http://evil.example", "null", f"http://127.0.0.1:{sb.port + 1}"):
         r = admin_http.post(
             f"/admin/users/{TRADER}/deposit", json={"amount": "1"}, headers={"Origin": origin}
         )
         assert envelope(r, 403)["error"] == "forbidden: cross-origin admin request"
         envelope(admin_http.get("/admin/invariants", headers={"Origin": origin}), 403)
-    assert sb.engine.balances(TRADER)["cash"] == before
+    assert sb.engine.balances(TRADER).cash == before
     own = {"Origin": f"http://127.0.0.1:{sb.port}"}
     assert admin_http.get("/admin/invariants", headers=own).status_code == 200
 
@@ -528,7 +528,7 @@ def test_admin_token_when_configured(fresh: Any) -> None:
             headers={"X-Admin-Token": "s3cret-admin"},
         )
         assert r.status_code == 200, r.content
-    assert sb.deposit(TRADER, "1")["cash"]  # the Python helpers need no token
+    assert sb.deposit(TRADER, "1").cash  # the Python helpers need no token
 
 
 # -- values that answered 500 --------------------------------------------------------------------

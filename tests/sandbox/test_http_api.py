@@ -666,4 +666,4 @@ def test_gtd_expires_on_the_wall_clock(fresh: Any) -> None:
             time.sleep(0.05)
         assert time.time() >= expiration
         assert c.order(order_id)["status"] == "cancelled"
-        assert sb.engine.balances(TRADER)["cash_reserved"] == 0
+        assert sb.engine.balances(TRADER).cash_reserved == 0

@@ -202,17 +202,17 @@ def test_orders_in_processing_and_gtd_expiries_resume_after_a_restart(tmp_path: 
             gtd = body | {"order_type": "GTD", "limit_price": low, "amount": 6}
             gtd["expiration"] = int(time.time()) + 3
             expiring = c.data("POST", "/orders", gtd, expect=201)
-        assert sb.engine.order(slow["order_id"])["status"] == "pending"
+        assert sb.engine.order(slow["order_id"]).status == "pending"
     with serve_in_thread(config, state=path) as sb:
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             slow_now = sb.engine.order(slow["order_id"])
             gtd_now = sb.engine.order(expiring["order_id"])
-            if slow_now["status"] == "live" and gtd_now["status"] == "cancelled":
+            if slow_now.status == "live" and gtd_now.status == "cancelled":
                 break
             time.sleep(0.05)
-        assert slow_now["status"] == "live"
-        assert gtd_now["status"] == "cancelled"
+        assert slow_now.status == "live"
+        assert gtd_now.status == "cancelled"
         assert sb.engine.check_invariants() == []
 
 
@@ -320,7 +320,7 @@ def test_a_killed_cli_sandbox_keeps_what_it_answered(
             if stream is not None:
                 stream.close()
     with serve_in_thread(state=path) as sb:
-        assert sb.engine.order(order_id)["status"] == "matched"
+        assert sb.engine.order(order_id).status == "matched"
         for method, route, (headers, content) in (
             ("POST", "/orders", post),
             ("GET", f"/orders/{order_id}", get),
@@ -369,7 +369,7 @@ def test_a_websocket_update_is_committed_before_it_is_sent(tmp_path: Path) -> No
             if stream is not None:
                 stream.close()
     with serve_in_thread(_default_with_seed(0), state=path) as sb:
-        assert sb.engine.order(order_id)["status"] == "live"
+        assert sb.engine.order(order_id).status == "live"
 
 
 @pytest.mark.slow

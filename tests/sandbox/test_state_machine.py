@@ -12,6 +12,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -76,7 +77,7 @@ class MoneyMachine(RuleBasedStateMachine):
             if m.active and not m.fx.house_liquidity and m.fx.min_order_size_units == UNIT
         )
         self.markets = [two_way, neg, bare]
-        self.deposits = e.totals()["deposits"]
+        self.deposits = e.totals().deposits
 
     @property
     def e(self) -> Engine:
@@ -93,7 +94,7 @@ class MoneyMachine(RuleBasedStateMachine):
 
     def _placed(self, result: Any) -> None:
         if result is not None:
-            self.order_ids.append(result["order_id"])
+            self.order_ids.append(result.order_id)
 
     @rule(
         user=st.sampled_from(USER_IDS),
@@ -231,7 +232,7 @@ class MoneyMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def cancel(self, data: st.DataObject) -> None:
         order_id = data.draw(st.sampled_from(self._open(False) + self.order_ids[-3:]))
-        owner = self.e.order(order_id)["user_id"]
+        owner = self.e.order(order_id).user_id
         self._try(self.e.cancel_order, owner, order_id)
 
     @precondition(lambda self: self.engine is not None and self._open(True))
@@ -265,10 +266,10 @@ class MoneyMachine(RuleBasedStateMachine):
             return
         assert self.e.check_invariants() == []
         totals = self.e.totals()
-        assert totals["deposits"] == self.deposits
-        assert totals["users"] + totals["house"] + totals["collateral"] == self.deposits
+        assert totals.deposits == self.deposits
+        assert totals.users + totals.house + totals.collateral == self.deposits
         for user in USER_IDS:
-            for value in self.e.balances(user).values():
+            for value in msgspec.structs.astuple(self.e.balances(user)):
                 assert value >= 0
 
 

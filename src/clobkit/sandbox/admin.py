@@ -19,6 +19,7 @@ from starlette.types import Scope
 
 from clobkit._spec import ERROR_UNAUTHORIZED
 
+from . import views
 from .context import SandboxState
 from .errors import Rejected, bad_body
 from .faults import drop_streams
@@ -102,26 +103,31 @@ def _check_admin_request(st: SandboxState, request: Request) -> None:
 
 
 def _admin_settle(st: SandboxState, request: Request, body: Any) -> Any:
-    return st.engine.settle(request.path_params["market_id"], body.get("winner"))
+    return views.fields(st.engine.settle(request.path_params["market_id"], body.get("winner")))
 
 
 def _admin_fill(st: SandboxState, request: Request, body: Any) -> Any:
-    return st.engine.house_fill(request.path_params["order_id"], body.get("shares"))
+    return views.order_record(
+        st.engine.house_fill(request.path_params["order_id"], body.get("shares"))
+    )
 
 
 def _admin_price(st: SandboxState, request: Request, body: Any) -> Any:
-    return st.engine.set_price(request.path_params["market_id"], body.get("price"))
+    market = st.engine.set_price(request.path_params["market_id"], body.get("price"))
+    with st.engine.reading():
+        return views.market_detail(st.engine, market)
 
 
 def _admin_deposit(st: SandboxState, request: Request, body: Any) -> Any:
     bonus = body.get("bonus", False)
     if not isinstance(bonus, bool):
         raise bad_body("bonus must be true or false")
-    return st.engine.deposit(request.path_params["user_id"], body.get("amount"), bonus=bonus)
+    balances = st.engine.deposit(request.path_params["user_id"], body.get("amount"), bonus=bonus)
+    return views.fields(balances)
 
 
 def _admin_balances(st: SandboxState, request: Request, body: Any) -> Any:
-    return st.engine.balances(request.path_params["user_id"])
+    return views.fields(st.engine.balances(request.path_params["user_id"]))
 
 
 async def _admin_drop_streams(st: SandboxState, request: Request, body: Any) -> Any:
@@ -131,7 +137,7 @@ async def _admin_drop_streams(st: SandboxState, request: Request, body: Any) -> 
 def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
     return {
         "violations": st.engine.check_invariants(),
-        "totals": st.engine.totals(),
+        "totals": views.fields(st.engine.totals()),
         "stats": dict(st.engine.stats),
     }
 

@@ -28,10 +28,12 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from clobkit._spec import ERROR_BOOK_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
 
+from . import views
 from .admin import admin_routes
 from .auth import Authenticator
 from .config import SandboxConfig, UserConfig, load_config
@@ -39,14 +41,15 @@ from .context import SandboxState
 from .engine import Engine
 from .errors import Rejected, bad_body, bad_params
 from .faults import Faults, quiet_server_log
-from .guard import Guard, crashed, not_found
+from .guard import Guard, crashed, not_found, not_routed
+from .queries import SORT_FIELDS
 from .store import CommitBeforeAnswer, StateStore
-from .views import SORT_FIELDS
 from .wire import (
     PREFIX,
     client_ip,
     decode_body,
     failure,
+    header_map,
     injected_500,
     json_response,
     log,
@@ -80,7 +83,7 @@ def api(
                 method=request.method,
                 path=raw_path(request.scope),
                 query=query_text(request.scope),
-                headers=request.headers,
+                headers=header_map(request.scope),
                 body=body,
                 client_ip=client_ip(request.scope),
             )
@@ -105,7 +108,7 @@ def api(
 
 def _events(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.list_events(
+    page = st.engine.list_events(
         league=q_text(p, "league"),
         sport=q_text(p, "sport"),
         category=q_text(p, "category"),
@@ -119,14 +122,20 @@ def _events(st: SandboxState, user: UserConfig, request: Request, body: bytes) -
         limit=q_int(p, "limit", 20, 1, PAGE_SIZE_MAX),
         offset=q_int(p, "offset", 0, 0),
     )
+    with st.engine.reading():
+        return views.event_page(st.engine, page)
 
 
 def _event(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.event_detail(request.path_params["event_id"])
+    event = st.engine.event(request.path_params["id"])
+    with st.engine.reading():
+        return {"event": views.event_detail(st.engine, event)}
 
 
 def _event_markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.event_markets(request.path_params["event_id"])
+    markets = st.engine.event_markets(request.path_params["id"])
+    with st.engine.reading():
+        return views.event_markets(st.engine, markets)
 
 
 def _markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
@@ -134,28 +143,32 @@ def _markets(st: SandboxState, user: UserConfig, request: Request, body: bytes) 
     q = q_text(p, "q")
     if q is None:
         raise bad_params("q (search keyword) is required")
-    return st.engine.search_markets(q, q_int(p, "limit", 20, 1, PAGE_SIZE_MAX))
+    found = st.engine.search_markets(q, q_int(p, "limit", 20, 1, PAGE_SIZE_MAX))
+    with st.engine.reading():
+        return views.market_list(found)
 
 
 def _market(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.market_detail(request.path_params["market_id"])
+    market = st.engine.market(request.path_params["id"])
+    with st.engine.reading():
+        return {"market": views.market_detail(st.engine, market)}
 
 
 def _orderbook(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    book = st.engine.orderbook(request.path_params["asset_id"])
+    book = st.engine.orderbook(request.path_params["id"])
     if book is None:
         raise Rejected(200, ERROR_BOOK_NOT_FOUND)
-    return book
+    return views.orderbook(book)
 
 
 def _place(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     _check_content_type(request)
-    return st.engine.place_order(user.user_id, decode_body(body))
+    return views.fields(st.engine.place_order(user.user_id, decode_body(body)))
 
 
 def _place_raw(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     _check_content_type(request)
-    return st.engine.place_raw_order(user.user_id, decode_body(body))
+    return views.fields(st.engine.place_raw_order(user.user_id, decode_body(body)))
 
 
 def _check_content_type(request: Request) -> None:
@@ -165,44 +178,49 @@ def _check_content_type(request: Request) -> None:
 
 
 def _cancel(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.cancel_order(user.user_id, request.path_params["order_id"])
+    return views.fields(st.engine.cancel_order(user.user_id, request.path_params["id"]))
 
 
 def _orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.list_orders(
+    page = st.engine.list_orders(
         user.user_id,
         status=q_choice(p, "status", LIST_STATUSES),
         page=q_int(p, "page", 1, 1),
         page_size=q_int(p, "page_size", 20, 1, PAGE_SIZE_MAX),
     )
+    return views.order_page(page)
 
 
 def _order(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.order_detail(user.user_id, request.path_params["order_id"])
+    order = st.engine.order_detail(user.user_id, request.path_params["id"])
+    return {"order": views.order_record(order)}
 
 
 def _wallet(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    return st.engine.wallet(user.user_id)
+    return views.fields(st.engine.wallet(user.user_id))
 
 
 def _positions(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.positions(
+    page = st.engine.positions(
         user.user_id,
         page=q_int(p, "page", 1, 1),
         per_page=q_int(p, "per_page", 10, 1, PAGE_SIZE_MAX),
     )
+    with st.engine.reading():
+        return views.position_page(st.engine, page)
 
 
 def _portfolio_orders(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
     p = request.query_params
-    return st.engine.portfolio_orders(
+    page = st.engine.portfolio_orders(
         user.user_id,
         side=q_choice(p, "side", SIDES),
         page=q_int(p, "page", 1, 1),
         per_page=q_int(p, "per_page", 10, 1, PAGE_SIZE_MAX),
     )
+    return views.portfolio_page(st.engine, page)
 
 
 async def fee_rate(request: Request) -> Response:
@@ -259,6 +277,67 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
 
 
 # -- the app ----------------------------------------------------------------------------------
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class SandboxApp(Starlette):
+    """Starlette, with the signed API endpoints dispatched directly.
+
+    A request to one of ``direct``'s exact (method, path) pairs, or to
+    ``{PREFIX}/orders/{order_id}`` / ``{PREFIX}/orderbooks/{asset_id}``, skips
+    Starlette's router (a regular expression per route), its two exception
+    middlewares and the request/response wrappers: the same guard checks run
+    (``Guard.refusal`` and the bounded body), then the same endpoint. Every
+    other request (the other API routes, ``/fee-rate``, the admin routes,
+    unknown paths, other methods, the WebSocket, the lifespan) goes through
+    Starlette as before. The endpoints catch every exception themselves.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        direct: dict[tuple[str, str], Endpoint],
+        by_id: dict[tuple[str, str], Endpoint],
+        guard: Guard,
+        store: StateStore | None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._direct = direct
+        self._by_id = by_id  # (method, path prefix ending in "/") -> endpoint of {id}
+        self._guard = guard
+        self._store = store
+
+    def _route(self, method: str, path: str) -> tuple[Endpoint, dict[str, str]] | None:
+        endpoint = self._direct.get((method, path))
+        if endpoint is not None:
+            return endpoint, {}
+        head, slash, tail = path.rpartition("/")
+        if tail:  # Starlette's {param} is one non-empty segment ([^/]+)
+            endpoint = self._by_id.get((method, head + slash))
+            if endpoint is not None:
+                return endpoint, {"id": tail}
+        return None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = None
+        if scope["type"] == "http" and not scope.get("root_path"):
+            found = self._route(scope["method"], scope["path"])
+        if found is None:
+            await super().__call__(scope, receive, send)
+            return
+        endpoint, params = found
+        scope["app"] = self
+        scope["path_params"] = params
+        if self._store is not None:
+            send = CommitBeforeAnswer.committed(send, self._store)
+        refusal = self._guard.refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        response = await endpoint(Request(scope, self._guard.bounded(receive)))
+        await response(scope, receive, send)
 
 
 def create_app(
@@ -321,32 +400,40 @@ def create_app(
             hub.stop()
 
     p = PREFIX
+    # The API's signed endpoints: (method, path, endpoint); "{id}" is the last segment.
+    endpoints: list[tuple[str, str, Endpoint]] = [
+        ("GET", f"{p}/events", api("markets:read", _events)),
+        ("GET", f"{p}/events/{{id}}", api("markets:read", _event)),
+        ("GET", f"{p}/events/{{id}}/markets", api("markets:read", _event_markets)),
+        ("GET", f"{p}/markets", api("markets:read", _markets)),
+        ("GET", f"{p}/markets/{{id}}", api("markets:read", _market)),
+        ("GET", f"{p}/orderbooks/{{id}}", api("markets:read", _orderbook)),
+        ("POST", f"{p}/orders/raw", api("orders:write", _place_raw, status=201)),
+        ("POST", f"{p}/orders", api("orders:write", _place, status=201)),
+        ("GET", f"{p}/orders", api("orders:read", _orders)),
+        ("GET", f"{p}/orders/{{id}}", api("orders:read", _order)),
+        ("DELETE", f"{p}/orders/{{id}}", api("orders:write", _cancel)),
+        ("GET", f"{p}/wallet", api("orders:read", _wallet)),
+        ("GET", f"{p}/portfolio/positions", api("portfolio:read", _positions)),
+        ("GET", f"{p}/portfolio/orders", api("portfolio:read", _portfolio_orders)),
+    ]
     routes = [
-        Route(f"{p}/events", api("markets:read", _events), methods=["GET"]),
-        Route(f"{p}/events/{{event_id}}", api("markets:read", _event), methods=["GET"]),
-        Route(
-            f"{p}/events/{{event_id}}/markets", api("markets:read", _event_markets), methods=["GET"]
-        ),
-        Route(f"{p}/markets", api("markets:read", _markets), methods=["GET"]),
-        Route(f"{p}/markets/{{market_id}}", api("markets:read", _market), methods=["GET"]),
-        Route(f"{p}/orderbooks/{{asset_id}}", api("markets:read", _orderbook), methods=["GET"]),
-        Route(f"{p}/orders/raw", api("orders:write", _place_raw, status=201), methods=["POST"]),
-        Route(f"{p}/orders", api("orders:write", _place, status=201), methods=["POST"]),
-        Route(f"{p}/orders", api("orders:read", _orders), methods=["GET"]),
-        Route(f"{p}/orders/{{order_id}}", api("orders:read", _order), methods=["GET"]),
-        Route(f"{p}/orders/{{order_id}}", api("orders:write", _cancel), methods=["DELETE"]),
-        Route(f"{p}/wallet", api("orders:read", _wallet), methods=["GET"]),
-        Route(f"{p}/portfolio/positions", api("portfolio:read", _positions), methods=["GET"]),
-        Route(f"{p}/portfolio/orders", api("portfolio:read", _portfolio_orders), methods=["GET"]),
+        *(Route(path, endpoint, methods=[method]) for method, path, endpoint in endpoints),
         WebSocketRoute(f"{p}/ws", websocket_endpoint),
         Route("/fee-rate", fee_rate, methods=["GET"]),
         *admin_routes(),
     ]
-    app = Starlette(
+    direct = {(m, path): e for m, path, e in endpoints if "{" not in path}
+    by_id = {(m, path[: -len("{id}")]): e for m, path, e in endpoints if path.endswith("/{id}")}
+    app = SandboxApp(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: not_found, Exception: crashed},
         middleware=[Middleware(Guard, limits=cfg.limits)],
+        direct=direct,
+        by_id=by_id,
+        guard=Guard(not_routed, cfg.limits),
+        store=store,
     )
     # "/events/" is not "/events": answer 404 in the envelope, not a bare 307 redirect.
     app.router.redirect_slashes = False

@@ -366,11 +366,13 @@ class Book(Ledger):
 
     def _own_order(self, user_id: str, order_id: str, code: str | None) -> Order:
         self.account(user_id)
-        try:
-            key = str(uuid.UUID(order_id))
-        except (ValueError, TypeError):
-            key = ""
-        order = self.orders.get(key)
+        order = self.orders.get(order_id) if isinstance(order_id, str) else None  # canonical
+        if order is None:
+            try:
+                key = str(uuid.UUID(order_id))
+            except (ValueError, TypeError):
+                key = ""
+            order = self.orders.get(key)
         if order is None or order.user_id != user_id:
             raise Rejected(404, ERROR_ORDER_NOT_FOUND, code=code)
         return order

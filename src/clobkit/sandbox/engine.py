@@ -4,8 +4,9 @@ The jobs live in their own modules, each building on the one before:
 ``state`` (the records), ``parse`` (request bodies into order specs),
 ``ledger`` (balances, positions, risk, settlement), ``book`` (admission and
 matching), ``house`` (the house liquidity provider and the exits) and
-``invariants`` (the checks). ``views`` renders state into the API's shapes;
-this facade calls it for the answers, the jobs never do.
+``invariants`` (the checks). The public methods answer typed values
+(``records``: frozen snapshots; or live records to read under ``reading()``);
+only the HTTP layer's ``views`` turns them into the API's JSON.
 
 Pure Python, no I/O. One re-entrant lock guards all state and every public
 method takes it, so the HTTP app, admin calls and test threads can share one
@@ -44,6 +45,7 @@ from decimal import Decimal
 from threading import RLock
 from typing import TYPE_CHECKING, Any
 
+from clobkit import WalletInfo
 from clobkit._spec import (
     ERROR_MARKET_NOT_FOUND,
     ERROR_ORDER_NOT_FOUND,
@@ -52,20 +54,36 @@ from clobkit._spec import (
     SALT_MAX,
 )
 
-from . import views
 from .config import SandboxConfig, UserConfig, load_config
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture
 from .house import House
 from .invariants import violations
 from .parse import check_client_order_id, parse_order, parse_raw
+from .queries import search, select_events
+from .records import (
+    Balances,
+    Cancelled,
+    OrderBook,
+    OrderRecord,
+    Page,
+    Placed,
+    PriceSnapshot,
+    Settlement,
+    Totals,
+    book_snapshot,
+    order_record,
+    price_snapshot,
+)
 from .state import (
     BUY,
     HOUSE,
     SELL,
+    Account,
     EngineEvent,
     MarketState,
     Order,
+    Position,
     dec,
     derive_wallet,
 )
@@ -171,8 +189,14 @@ class Engine(House):
             else:
                 self._watched.pop(user_id, None)
 
-    def _order_record(self, order: Order) -> dict[str, Any]:
-        return views.order_record(self, order)
+    def _order_record(self, order: Order) -> OrderRecord:
+        return order_record(order)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the lock while reading records the engine returned live (markets, positions)."""
+        with self._lock:
+            yield
 
     def user_config(self, user_id: str) -> UserConfig:
         with self._lock:
@@ -187,15 +211,15 @@ class Engine(House):
 
     # -- placement -------------------------------------------------------------
 
-    def place_order(self, user_id: str, body: Mapping[str, Any]) -> dict[str, str]:
-        """POST /orders: validate, admit and process; ``{"order_id", "notification_id"}``."""
+    def place_order(self, user_id: str, body: Mapping[str, Any]) -> Placed:
+        """POST /orders: validate, admit and process the order."""
         with self._op() as now:
             account = self.account(user_id)
             spec = parse_order(self, body, now)
             order = self._admit(account, spec, now)
-            return {"order_id": order.id, "notification_id": order.notification_id}
+            return Placed(order.id, order.notification_id)
 
-    def place_raw_order(self, user_id: str, body: Mapping[str, Any]) -> dict[str, str]:
+    def place_raw_order(self, user_id: str, body: Mapping[str, Any]) -> Placed:
         """POST /orders/raw; a used ``client_order_id`` returns its order and places nothing."""
         with self._op() as now:
             account = self.account(user_id)
@@ -205,30 +229,32 @@ class Engine(House):
             if client_id is not None:
                 previous = account.client_ids.get(check_client_order_id(client_id))
                 if previous is not None:
-                    return {"order_id": previous.id, "notification_id": ""}
+                    return Placed(previous.id, "")
             spec = parse_raw(self, body, now)
             order = self._admit(account, spec, now)
-            return {"order_id": order.id, "notification_id": ""}
+            return Placed(order.id, "")
 
-    def cancel_order(self, user_id: str, order_id: str) -> dict[str, str]:
+    def cancel_order(self, user_id: str, order_id: str) -> Cancelled:
         """DELETE /orders/:id: only a live limit order of the caller."""
         with self._op() as now:
-            order = self._cancel(user_id, order_id, now)
-            return {"order_id": order.id, "status": "cancelled"}
+            return Cancelled(self._cancel(user_id, order_id, now).id)
 
     # -- admin: the house, prices, settlement, deposits ---------------------------------
 
-    def house_fill(self, order_id: str, shares: object) -> dict[str, Any]:
+    def house_fill(self, order_id: str, shares: object) -> OrderRecord:
         """The house takes the other side of ``shares`` of a resting order, at its price."""
         with self._op() as now:
-            return views.order_record(self, self._house_take(order_id, shares, now))
+            return order_record(self._house_take(order_id, shares, now))
 
-    def set_price(self, market_id: str, price: object) -> dict[str, Any]:
-        """Move the house's mid price of a market (cents on the 0.01 grid); it requotes at once."""
+    def set_price(self, market_id: str, price: object) -> MarketState:
+        """Move the house's mid price of a market (cents on the 0.01 grid); it requotes at once.
+
+        The market comes back live: read it under :meth:`reading`.
+        """
         with self._op() as now:
-            return views.market_detail(self, self._set_mid(market_id, price, now))
+            return self._set_mid(market_id, price, now)
 
-    def settle(self, market_id: str, winner: str) -> dict[str, Any]:
+    def settle(self, market_id: str, winner: str) -> Settlement:
         """Resolve a market: cancel its open orders, pay 1 USDC per winning share, mark won/lost."""
         with self._op() as now:
             market = self._market(market_id)
@@ -251,21 +277,17 @@ class Engine(House):
                 event.updated_ms = now
             self.stats["settlements"] += 1
             self._touch(market, now)
-            return {
-                "market_id": market.id,
-                "winner": winner,
-                "payouts": dec(paid),
-                "orders_settled": settled,
-            }
+            return Settlement(market.id, winner, dec(paid), settled)
 
-    def deposit(self, user_id: str, amount: object, *, bonus: bool = False) -> dict[str, Any]:
+    def deposit(self, user_id: str, amount: object, *, bonus: bool = False) -> Balances:
         """Credit a user's cash (or bonus) balance; counted as a deposit."""
         with self._op():
             account = self.account(user_id)
             self._credit(account, amount, bonus=bonus)
-            return views.balance_record(account)
+            return _balances(account)
 
     # -- reads -------------------------------------------------------------------------------
+    # Events, markets and positions come back as live records: read them under reading().
 
     def list_events(
         self,
@@ -282,9 +304,10 @@ class Engine(House):
         sort_by: str | None = None,
         limit: int = 20,
         offset: int = 0,
-    ) -> dict[str, Any]:
-        with self._op():
-            return views.list_events(
+    ) -> Page[EventFixture]:
+        """The events passing the filters, sorted; ``limit`` of them from ``offset``."""
+        with self._op() as now:
+            events = select_events(
                 self,
                 league=league,
                 sport=sport,
@@ -296,31 +319,30 @@ class Engine(House):
                 is_future=is_future,
                 status=status,
                 sort_by=sort_by,
-                limit=limit,
-                offset=offset,
             )
+            chunk = events[offset : offset + limit]
+            return Page(chunk, len(events), offset // limit + 1, limit, now)
 
-    def _event(self, event_id: str) -> EventFixture:
-        event = self.events.get(event_id) or self.events_by_slug.get(event_id)
-        if event is None:
-            raise Rejected(404, "Event not found")
-        return event
-
-    def event_detail(self, event_id: str) -> dict[str, Any]:
+    def event(self, event_id: str) -> EventFixture:
+        """An event by id or slug."""
         with self._op():
-            return {"event": views.event_detail(self, self._event(event_id))}
+            event = self.events.get(event_id) or self.events_by_slug.get(event_id)
+            if event is None:
+                raise Rejected(404, "Event not found")
+            return event
 
-    def event_markets(self, event_id: str) -> dict[str, Any]:
+    def event_markets(self, event_id: str) -> list[MarketState]:
+        """An event's markets, in its order."""
         with self._op():
-            event = self._event(event_id)
-            markets = [views.event_market(self, self.markets[mid]) for mid in event.market_ids]
-            return {"markets": markets, "count": len(markets)}
+            return [self.markets[mid] for mid in self.event(event_id).market_ids]
 
-    def search_markets(self, q: str, limit: int = 20) -> dict[str, Any]:
+    def search_markets(self, q: str, limit: int = 20) -> list[MarketState]:
+        """Markets matching every word of ``q``, active and busiest first."""
         with self._op():
-            return views.search_markets(self, q, limit)
+            return search(self, q, limit)
 
-    def market_detail(self, market_id: str) -> dict[str, Any]:
+    def market(self, market_id: str) -> MarketState:
+        """A market by id (404 ``market not found`` otherwise)."""
         with self._op():
             try:
                 key = str(uuid.UUID(market_id))
@@ -329,10 +351,10 @@ class Engine(House):
             market = self.markets.get(key)
             if market is None:
                 raise Rejected(404, ERROR_MARKET_NOT_FOUND)
-            return {"market": views.market_detail(self, market)}
+            return market
 
-    def orderbook(self, asset_id: str, *, allow_empty: bool = False) -> dict[str, Any] | None:
-        """The Orderbook of a token, or None when it has no active book (unknown token too)."""
+    def orderbook(self, asset_id: str, *, allow_empty: bool = False) -> OrderBook | None:
+        """A token's book, or None when it has no active book (unknown token too)."""
         with self._op() as now:
             found = self.tokens.get(asset_id)
             if found is None:
@@ -340,15 +362,15 @@ class Engine(House):
             market, outcome = found
             if not allow_empty and not market.has_book():
                 return None
-            return views.orderbook(market, outcome, now)
+            return book_snapshot(market, outcome, now)
 
-    def price_snapshot(self, asset_id: str) -> dict[str, Any] | None:
-        """The price-topic payload of a token (None for an unknown token)."""
+    def price_snapshot(self, asset_id: str) -> PriceSnapshot | None:
+        """A token's prices (None for an unknown token)."""
         with self._op() as now:
             found = self.tokens.get(asset_id)
             if found is None:
                 return None
-            return views.price_payload(found[0], found[1], now)
+            return price_snapshot(found[0], found[1], now)
 
     def has_token(self, asset_id: str) -> bool:
         with self._lock:
@@ -359,38 +381,28 @@ class Engine(House):
             found = self.tokens.get(token_id)
             return None if found is None else found[0].fx.fee_rate_bps
 
-    def wallet(self, user_id: str) -> dict[str, Any]:
+    def wallet(self, user_id: str) -> WalletInfo:
+        """The user's wallet (maker, signer, chain, exchange addresses)."""
         with self._lock:
-            w = self.account(user_id).wallet
-            return {
-                "maker": w.maker,
-                "signer": w.signer,
-                "chain_id": w.chain_id,
-                "signature_type": w.signature_type,
-                "ctf_exchange": w.ctf_exchange,
-                "neg_risk_exchange": w.neg_risk_exchange,
-            }
+            return self.account(user_id).wallet
 
     def list_orders(
         self, user_id: str, *, status: str | None = None, page: int = 1, page_size: int = 20
-    ) -> dict[str, Any]:
-        with self._op():
+    ) -> Page[OrderRecord]:
+        """A user's orders, newest first, optionally of one status."""
+        with self._op() as now:
             account = self.account(user_id)
             orders = [o for o in reversed(account.orders) if status is None or o.status == status]
             chunk = orders[(page - 1) * page_size : page * page_size]
-            return {
-                "orders": [views.order_record(self, o) for o in chunk],
-                "total_count": len(orders),
-                "page": page,
-                "page_size": page_size,
-            }
+            return Page([order_record(o) for o in chunk], len(orders), page, page_size, now)
 
-    def order_detail(self, user_id: str, order_id: str) -> dict[str, Any]:
+    def order_detail(self, user_id: str, order_id: str) -> OrderRecord:
+        """One of the user's orders (404 ``ORDER_NOT_FOUND`` for anyone else's)."""
         with self._op():
-            order = self._own_order(user_id, order_id, code="ORDER_NOT_FOUND")
-            return {"order": views.order_record(self, order)}
+            return order_record(self._own_order(user_id, order_id, code="ORDER_NOT_FOUND"))
 
-    def positions(self, user_id: str, *, page: int = 1, per_page: int = 10) -> dict[str, Any]:
+    def positions(self, user_id: str, *, page: int = 1, per_page: int = 10) -> Page[Position]:
+        """A user's open positions, most recently changed first (live records)."""
         with self._op() as now:
             account = self.account(user_id)
             held = sorted(
@@ -398,38 +410,33 @@ class Engine(House):
                 key=lambda p: (-p.updated_ms, p.id),
             )
             chunk = held[(page - 1) * per_page : page * per_page]
-            return {
-                "positions": [views.position_record(self, account, p, now) for p in chunk],
-                "pagination": views.pagination(page, per_page, len(held)),
-            }
+            return Page(chunk, len(held), page, per_page, now)
 
     def portfolio_orders(
         self, user_id: str, *, side: str | None = None, page: int = 1, per_page: int = 10
-    ) -> dict[str, Any]:
-        with self._op():
+    ) -> Page[OrderRecord]:
+        """A user's orders for the portfolio view, newest first, optionally of one side."""
+        with self._op() as now:
             account = self.account(user_id)
             wanted = None if side is None else (BUY if side == "BUY" else SELL)
             orders = [o for o in reversed(account.orders) if wanted is None or o.side == wanted]
             chunk = orders[(page - 1) * per_page : page * per_page]
-            return {
-                "orders": [views.portfolio_order(o) for o in chunk],
-                "pagination": views.pagination(page, per_page, len(orders)),
-            }
+            return Page([order_record(o) for o in chunk], len(orders), page, per_page, now)
 
     # -- assertions (tests, admin) ----------------------------------------------------------
 
-    def order(self, order_id: str) -> dict[str, Any]:
-        """Any order's record (no ownership check)."""
+    def order(self, order_id: str) -> OrderRecord:
+        """Any order (no ownership check)."""
         with self._lock:
             order = self.orders.get(order_id)
             if order is None:
                 raise Rejected(404, ERROR_ORDER_NOT_FOUND)
-            return views.order_record(self, order)
+            return order_record(order)
 
-    def balances(self, user_id: str) -> dict[str, Decimal]:
-        """Exact balances: cash, cash_reserved, bonus, bonus_reserved, payouts, deposits."""
+    def balances(self, user_id: str) -> Balances:
+        """A user's exact balances."""
         with self._lock:
-            return views.balance_record(self.account(user_id))
+            return _balances(self.account(user_id))
 
     def shares(self, user_id: str, token_id: str) -> tuple[Decimal, Decimal]:
         """(shares, reserved shares) a user holds of a token."""
@@ -439,22 +446,33 @@ class Engine(House):
                 return Decimal(0), Decimal(0)
             return dec(pos.shares), dec(pos.reserved)
 
-    def totals(self) -> dict[str, int]:
-        """Money totals in units: users, house ledger, collateral, deposits."""
+    def totals(self) -> Totals:
+        """Money totals in units: users, house ledger, collateral, deposits, payouts."""
         with self._lock:
             users = sum(
                 a.cash + a.cash_reserved + a.bonus + a.bonus_reserved
                 for a in self.accounts.values()
             )
-            return {
-                "users": users,
-                "house": self.house_usdc,
-                "collateral": sum(m.collateral for m in self.markets.values()),
-                "deposits": self.deposits,
-                "payouts": sum(a.payouts for a in self.accounts.values()),
-            }
+            return Totals(
+                users=users,
+                house=self.house_usdc,
+                collateral=sum(m.collateral for m in self.markets.values()),
+                deposits=self.deposits,
+                payouts=sum(a.payouts for a in self.accounts.values()),
+            )
 
     def check_invariants(self) -> list[str]:
         """Every violated invariant, described (empty when all hold)."""
         with self._lock:
             return violations(self)
+
+
+def _balances(account: Account) -> Balances:
+    return Balances(
+        cash=dec(account.cash),
+        cash_reserved=dec(account.cash_reserved),
+        bonus=dec(account.bonus),
+        bonus_reserved=dec(account.bonus_reserved),
+        payouts=dec(account.payouts),
+        deposits=dec(account.deposits),
+    )

@@ -16,7 +16,7 @@ from .config import LimitsConfig
 from .errors import Rejected
 from .wire import failure, json_response, log
 
-__all__ = ["BodyTooLarge", "Guard", "crashed", "not_found"]
+__all__ = ["BodyTooLarge", "Guard", "crashed", "not_found", "not_routed"]
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -29,6 +29,11 @@ async def crashed(request: Request, exc: Exception) -> Response:
     """Whatever escaped a route still answers in the envelope (Starlette's default is text)."""
     log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
     return json_response({"success": False, "error": "internal error"}, 500)
+
+
+async def not_routed(scope: Scope, receive: Receive, send: Send) -> None:
+    """The app of a guard used only for its checks (``Guard.refusal``, ``Guard.bounded``)."""
+    raise RuntimeError("this guard only checks requests")
 
 
 class BodyTooLarge(Rejected):
@@ -56,10 +61,8 @@ class Guard:
         self.max_body = limits.max_body_bytes
         self.max_head = limits.max_header_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def refusal(self, scope: Scope) -> Response | None:
+        """The 431 / 413 answer to a request whose head or declared body is too large."""
         headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
         head = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
         head += sum(len(k) + len(v) + 4 for k, v in headers)
@@ -70,12 +73,14 @@ class Guard:
                 detail=f"at most {self.max_head} bytes of request line and headers",
                 headers={"Connection": "close"},
             )
-            await failure(refusal)(scope, receive, send)
-            return
+            return failure(refusal)
         for name, value in headers:
             if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
-                await failure(BodyTooLarge(self.max_body))(scope, receive, send)
-                return
+                return failure(BodyTooLarge(self.max_body))
+        return None
+
+    def bounded(self, receive: Receive) -> Receive:
+        """``receive`` raising ``BodyTooLarge`` once the body passes the limit."""
         seen = 0
         limit = self.max_body
 
@@ -88,4 +93,14 @@ class Guard:
                     raise BodyTooLarge(limit)
             return message
 
-        await self.app(scope, bounded_receive, send)
+        return bounded_receive
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        refusal = self.refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, self.bounded(receive), send)

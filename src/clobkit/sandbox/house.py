@@ -44,17 +44,31 @@ class House(Book):
         usdc = market.fx.house_level_units * (2 + k) // 3
         return usdc * 100 // price // 10_000 * 10_000
 
+    def _wanted(self, market: MarketState, mid: int) -> dict[tuple[int, int], int]:
+        """The house's ladder around ``mid``: (book side, A-price) -> shares (cached per mid)."""
+        cached = self._ladders.get(market.id)
+        if cached is not None and cached[0] == mid:
+            return cached[1]
+        wanted: dict[tuple[int, int], int] = {}
+        for k in range(1, HOUSE_LEVELS + 1):
+            if 1 <= mid - k <= 99:
+                wanted[(BID, mid - k)] = self._house_target(market, k, mid - k)
+            if 1 <= mid + k <= 99:
+                wanted[(ASK, mid + k)] = self._house_target(market, k, mid + k)
+        self._ladders[market.id] = (mid, wanted)
+        return wanted
+
     def _requote(self, market: MarketState, now: int) -> None:
         if market.mid is None or not market.active:
             for quote in list(market.house_quotes.values()):
                 self._finish(quote, "cancelled", now)
             return
-        wanted: dict[tuple[int, int], int] = {}
-        for k in range(1, HOUSE_LEVELS + 1):
-            if 1 <= market.mid - k <= 99:
-                wanted[(BID, market.mid - k)] = self._house_target(market, k, market.mid - k)
-            if 1 <= market.mid + k <= 99:
-                wanted[(ASK, market.mid + k)] = self._house_target(market, k, market.mid + k)
+        wanted = self._wanted(market, market.mid)
+        quotes = market.house_quotes
+        if len(quotes) == len(wanted) and all(
+            q.open_shares >= wanted.get(key, 1 << 62) for key, q in quotes.items()
+        ):
+            return  # every level quoted in full: what follows would change nothing
         for key, quote in list(market.house_quotes.items()):
             if key not in wanted or quote.open_shares < wanted[key]:
                 self._finish(quote, "cancelled", now)

@@ -8,7 +8,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
 from types import TracebackType
@@ -22,6 +22,8 @@ from .config import SandboxConfig, UserConfig, load_config
 from .context import SandboxState
 from .engine import Engine
 from .faults import Faults, drop_streams
+from .records import Balances, OrderRecord, Settlement
+from .state import MarketState
 from .wire import PREFIX
 
 __all__ = ["Sandbox", "serve_in_thread"]
@@ -45,14 +47,16 @@ class Sandbox:
         port: int = 0,
         strict_query_signing: bool = False,
         state: str | os.PathLike[str] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``clock``: seconds since the epoch, for the engine and the signature window."""
         cfg = load_config(config)
         if strict_query_signing:
             cfg = cfg.with_strict_query_signing(True)
         self.config = cfg
         # state: restore from / commit to this SQLite file (None: memory only);
         # raises StateFileError for a foreign, corrupt, busy or mismatched file
-        self.app = create_app(cfg, state=state)
+        self.app = create_app(cfg, state=state, clock=clock)
         st: SandboxState = self.app.state.sandbox
         self.engine: Engine = st.engine
         self._store = st.store
@@ -164,22 +168,29 @@ class Sandbox:
 
     # -- admin shortcuts (same as the /admin routes) -----------------------------
 
-    def settle(self, market_id: str, winner: str) -> dict[str, Any]:
-        """Resolve a market: winner ``"a"`` or ``"b"``."""
+    def settle(self, market_id: str, winner: str) -> Settlement:
+        """Resolve a market: winner ``"a"`` or ``"b"``; what was paid out."""
         return self.engine.settle(market_id, winner)
 
-    def house_fill(self, order_id: str, shares: Decimal | str | int | float) -> dict[str, Any]:
-        """The house takes the other side of ``shares`` of a resting order (a partial fill)."""
+    def house_fill(self, order_id: str, shares: Decimal | str | int | float) -> OrderRecord:
+        """The house takes the other side of ``shares`` of a resting order (a partial fill).
+
+        Answers the order as it stands after the fill.
+        """
         return self.engine.house_fill(order_id, shares)
 
-    def set_price(self, market_id: str, price: Decimal | str | float) -> dict[str, Any]:
-        """Move the house's mid price of a market (it requotes at once)."""
+    def set_price(self, market_id: str, price: Decimal | str | float) -> MarketState:
+        """Move the house's mid price of a market (it requotes at once).
+
+        Answers the engine's live record of the market (read it under
+        ``sb.engine.reading()``).
+        """
         return self.engine.set_price(market_id, price)
 
     def deposit(
         self, user_id: str, amount: Decimal | str | int, *, bonus: bool = False
-    ) -> dict[str, Any]:
-        """Credit a user's USDC (or bonus) balance."""
+    ) -> Balances:
+        """Credit a user's USDC (or bonus) balance; the balances after it."""
         return self.engine.deposit(user_id, amount, bonus=bonus)
 
     @property

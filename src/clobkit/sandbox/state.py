@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING
 
 from clobkit import OrderHasher, WalletInfo
 from clobkit._spec import ERROR_MARKET_NOT_FOUND, OPEN_STATUSES, ORDER_TYPES
@@ -21,6 +21,9 @@ from clobkit.order_id import checksum_address, keccak256
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture, MarketFixture, build_fixtures
+
+if TYPE_CHECKING:
+    from .records import OrderRecord
 
 __all__ = [
     "ASK",
@@ -260,12 +263,12 @@ class Account:
 
 @dataclass(frozen=True)
 class EngineEvent:
-    """What changed: ``kind`` "order" (key: user id, data: the Order record)
+    """What changed: ``kind`` "order" (key: user id, data: a snapshot of the order)
     or "book" (key: market id)."""
 
     kind: str
     key: str
-    data: dict[str, Any] | None = None
+    data: OrderRecord | None = None
 
 
 def dec(units: int) -> Decimal:
@@ -339,6 +342,7 @@ class EngineState:
         self._expiries: list[tuple[int, int, Order]] = []  # GTD expirations (ms)
         self._armed: dict[str, Order] = {}  # orders with take-profit / stop-loss
         self._touched: set[str] = set()
+        self._ladders: dict[str, tuple[int, dict[tuple[int, int], int]]] = {}  # house._wanted
         # What the current operation changed, for the state store (see _persist)
         self._changed_orders: dict[str, Order] = {}
         self._changed_markets: set[str] = set()
@@ -357,8 +361,8 @@ class EngineState:
     def _now_ms(self) -> int:
         return round(self._clock() * 1000)
 
-    def _order_record(self, order: Order) -> dict[str, Any]:
-        """An order's record for its "order" event (the facade renders it)."""
+    def _order_record(self, order: Order) -> OrderRecord:
+        """A snapshot of an order for its "order" event (the facade takes it)."""
         raise NotImplementedError
 
     def _emit_order(self, order: Order) -> None:

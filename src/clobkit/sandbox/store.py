@@ -500,9 +500,19 @@ class CommitBeforeAnswer:
             await self.app(scope, receive, send)
             return
 
+        await self.app(scope, receive, self.committed(send, self.store))
+
+    @classmethod
+    def committed(
+        cls,
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+        store: StateStore,
+    ) -> Callable[[MutableMapping[str, Any]], Awaitable[None]]:
+        """``send`` that commits the store's buffered nonces before a response starts."""
+
         async def committed_send(message: MutableMapping[str, Any]) -> None:
-            if message["type"] in self._STARTS:
-                self.store.flush()
+            if message["type"] in cls._STARTS:
+                store.flush()
             await send(message)
 
-        await self.app(scope, receive, committed_send)
+        return committed_send

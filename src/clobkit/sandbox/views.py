@@ -1,8 +1,10 @@
-"""Resource shapes of the API text, built from engine state (called with the engine lock held).
+"""The HTTP layer's renderer: the engine's typed answers into the API text's JSON shapes.
 
-Money leaves as exact ``Decimal`` (JSON numbers via msgspec's
-``decimal_format="number"``); orderbook levels carry strings; timestamps are
-ISO 8601 UTC with milliseconds.
+Snapshots (``records``) render anywhere; live records (markets, events,
+positions) only under ``Engine.reading()``. Money leaves as exact ``Decimal``
+(JSON numbers via msgspec's ``decimal_format="number"``); orderbook levels
+carry strings; timestamps are ISO 8601 UTC with milliseconds. The engine
+never imports this module.
 """
 
 from __future__ import annotations
@@ -12,32 +14,36 @@ import hashlib
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any
 
-from clobkit._spec import SIDES
+import msgspec
+
+from clobkit import WalletInfo
 
 from .fixtures import EventFixture, Team
-from .state import ASK, BID, BUY, dec, own_levels
+from .queries import event_traders, event_volume
+from .records import (
+    Balances,
+    Cancelled,
+    Level,
+    OrderBook,
+    OrderRecord,
+    Page,
+    Placed,
+    PriceSnapshot,
+    Settlement,
+    Totals,
+    plain,
+    price,
+    price_of,
+    ratio,
+)
+from .state import ASK, BID, dec
 
 if TYPE_CHECKING:
-    from .state import Account, MarketState, Order, Position
     from .state import EngineState as Engine
+    from .state import MarketState, Position
 
 _CENT = Decimal("0.01")
 _MICRO = Decimal("0.000001")
-
-SORT_FIELDS: dict[str, bool] = {  # field -> descending
-    "volume": True,
-    "trader_count": True,
-    "created_at": True,
-    "updated_at": True,
-    "start_date": False,
-    "start_time": False,
-    "end_date": False,
-    "title": False,
-}
-
-
-def price(cents: int) -> Decimal:
-    return Decimal(cents).scaleb(-2)
 
 
 def odds(p: Decimal) -> Decimal:
@@ -52,19 +58,6 @@ def iso(ms: int | None) -> str | None:
         return None
     moment = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
-def plain(d: Decimal) -> Decimal:
-    """``d`` without trailing zeros and without an exponent (100, not 1E+2)."""
-    d = d.normalize()
-    exponent = d.as_tuple().exponent
-    return d.quantize(Decimal(1)) if isinstance(exponent, int) and exponent > 0 else d
-
-
-def _ratio(num: int, den: int) -> Decimal:
-    if den == 0:
-        return Decimal(0)
-    return plain((Decimal(num) / Decimal(den)).quantize(_MICRO, rounding=ROUND_HALF_EVEN))
 
 
 def pagination(page: int, per_page: int, total: int) -> dict[str, int]:
@@ -110,48 +103,36 @@ def team_brief(t: Team) -> dict[str, Any]:
 # -- books ---------------------------------------------------------------------
 
 
-def _book_side(market: MarketState, outcome: str, own_side: int) -> list[dict[str, str]]:
-    return [
-        {"price": f"0.{p:02d}", "size": str(dec(n * p // 100))}
-        for p, n in own_levels(market, outcome, own_side)
-    ]
+def _levels(levels: tuple[Level, ...]) -> list[dict[str, str]]:
+    return [{"price": str(lv.price), "size": str(lv.size)} for lv in levels]
 
 
-def orderbook(market: MarketState, outcome: str, now: int) -> dict[str, Any]:
-    token = market.token(outcome)
-    bids = _book_side(market, outcome, BID)
-    asks = _book_side(market, outcome, ASK)
-    digest = hashlib.sha256(repr((token, bids, asks)).encode()).hexdigest()
+def orderbook(book: OrderBook) -> dict[str, Any]:
+    """The Orderbook resource (its hash covers the token and both sides' levels)."""
+    bids = _levels(book.bids)
+    asks = _levels(book.asks)
+    digest = hashlib.sha256(repr((book.asset_id, bids, asks)).encode()).hexdigest()
     return {
-        "asset_id": token,
+        "asset_id": book.asset_id,
         "bids": bids,
         "asks": asks,
         "hash": digest,
-        "min_order_size": dec(market.fx.min_order_size_units),
-        "timestamp": iso(now),
-        "updated_at_ms": market.book_ms,
+        "min_order_size": book.min_order_size,
+        "timestamp": iso(book.at_ms),
+        "updated_at_ms": book.updated_at_ms,
     }
 
 
-def price_of(market: MarketState, outcome: str) -> Decimal:
-    a = market.price_a_cents()
-    return price(a if outcome == "a" else 100 - a)
-
-
-def price_payload(market: MarketState, outcome: str, now: int) -> dict[str, Any]:
+def price_payload(snap: PriceSnapshot) -> dict[str, Any]:
     """The ``market:<token_id>:price`` payload: price, best bid/ask, last trade."""
-    bid, ask = market.own_best(outcome)
-    last = market.last_trade
-    if last is not None and outcome == "b":
-        last = 100 - last
     return {
-        "asset_id": market.token(outcome),
-        "market_id": market.id,
-        "price": price_of(market, outcome),
-        "best_bid": None if bid is None else price(bid),
-        "best_ask": None if ask is None else price(ask),
-        "last_trade_price": None if last is None else price(last),
-        "timestamp": iso(now),
+        "asset_id": snap.asset_id,
+        "market_id": snap.market_id,
+        "price": snap.price,
+        "best_bid": snap.best_bid,
+        "best_ask": snap.best_ask,
+        "last_trade_price": snap.last_trade_price,
+        "timestamp": iso(snap.at_ms),
     }
 
 
@@ -231,30 +212,19 @@ def event_market(engine: Engine, market: MarketState) -> dict[str, Any]:
     return out
 
 
-def search_markets(engine: Engine, q: str, limit: int) -> dict[str, Any]:
-    terms = q.lower().split()
-    found = []
-    for market in engine.markets.values():
-        text = f"{market.fx.question} {market.event.title}".lower()
-        if all(t in text for t in terms):
-            found.append(market)
-    found.sort(key=lambda m: (not m.active, -(m.fx.volume_units + m.traded_units), m.id))
-    items = [search_item(m) for m in found[:limit]]
+def market_list(markets: list[MarketState]) -> dict[str, Any]:
+    """GET /markets: the search hits."""
+    items = [search_item(m) for m in markets]
+    return {"markets": items, "count": len(items)}
+
+
+def event_markets(engine: Engine, markets: list[MarketState]) -> dict[str, Any]:
+    """GET /events/:id/markets."""
+    items = [event_market(engine, m) for m in markets]
     return {"markets": items, "count": len(items)}
 
 
 # -- events ----------------------------------------------------------------------------
-
-
-def _event_volume(engine: Engine, event: EventFixture) -> int:
-    return event.volume_units + sum(engine.markets[m].traded_units for m in event.market_ids)
-
-
-def _event_traders(engine: Engine, event: EventFixture) -> int:
-    traders: set[str] = set()
-    for m in event.market_ids:
-        traders |= engine.markets[m].traders
-    return event.trader_count + len(traders)
 
 
 def _event_common(engine: Engine, event: EventFixture) -> dict[str, Any]:
@@ -270,8 +240,8 @@ def _event_common(engine: Engine, event: EventFixture) -> dict[str, Any]:
         "series_id": event.league.series_id,
         "start_date": iso(event.start_date_ms),
         "end_date": iso(event.end_date_ms),
-        "volume": dec(_event_volume(engine, event)),
-        "trader_count": _event_traders(engine, event),
+        "volume": dec(event_volume(engine, event)),
+        "trader_count": event_traders(engine, event),
         "live": event.live,
         "ended": event.ended,
         "is_featured": event.is_featured,
@@ -318,108 +288,62 @@ def event_detail(engine: Engine, event: EventFixture) -> dict[str, Any]:
     return out
 
 
-def _sort_key(engine: Engine, event: EventFixture, field: str) -> Any:
-    if field == "volume":
-        return _event_volume(engine, event)
-    if field == "trader_count":
-        return _event_traders(engine, event)
-    if field == "title":
-        return event.title.lower()
+def event_page(engine: Engine, page: Page[EventFixture]) -> dict[str, Any]:
+    """GET /events."""
     return {
-        "created_at": event.created_ms,
-        "updated_at": event.updated_ms,
-        "start_date": event.start_date_ms,
-        "start_time": event.start_time_ms,
-        "end_date": event.end_date_ms,
-    }[field]
-
-
-def list_events(
-    engine: Engine,
-    *,
-    league: str | None,
-    sport: str | None,
-    category: str | None,
-    subcategory: str | None,
-    live: bool | None,
-    ended: bool | None,
-    is_featured: bool | None,
-    is_future: bool | None,
-    status: str | None,
-    sort_by: str | None,
-    limit: int,
-    offset: int,
-) -> dict[str, Any]:
-    def keep(e: EventFixture) -> bool:
-        if league is not None and e.league.id != league:
-            return False
-        if sport is not None and e.league.sport != sport:
-            return False
-        if category is not None and e.league.category != category:
-            return False
-        if subcategory is not None and e.league.subcategory != subcategory:
-            return False
-        if live is not None and e.live != live:
-            return False
-        if status == "ended":
-            if not e.ended:
-                return False
-        elif (status == "active" or not ended) and e.ended:
-            return False
-        if is_featured is not None and e.is_featured != is_featured:
-            return False
-        return not (is_future is not None and e.is_future != is_future)
-
-    events = [e for e in engine.events.values() if keep(e)]
-    events.sort(key=lambda e: e.id)
-    field = sort_by or "start_time"
-    events.sort(key=lambda e: _sort_key(engine, e, field), reverse=SORT_FIELDS[field])
-    chunk = events[offset : offset + limit]
-    return {
-        "events": [event_list_item(engine, e) for e in chunk],
-        "total_count": len(events),
-        "page": offset // limit + 1,
-        "page_size": limit,
+        "events": [event_list_item(engine, e) for e in page.items],
+        "total_count": page.total_count,
+        "page": page.page,
+        "page_size": page.page_size,
     }
 
 
 # -- orders ------------------------------------------------------------------------------
 
 
-def order_record(engine: Engine, o: Order) -> dict[str, Any]:
-    buy = o.side == BUY
-    clob_price = Decimal(o.price_text)
+def order_record(r: OrderRecord) -> dict[str, Any]:
+    """The Order resource (GET /orders/:id, listings, the user's order topic)."""
     return {
-        "id": o.id,
-        "user_id": o.user_id,
-        "market_id": o.market.id,
-        "outcome": o.outcome,
-        "token_id": o.token_id,
-        "amount": dec(o.maker_amount if buy else o.taker_amount),
-        "making_amount": dec(o.maker_amount),
-        "taking_amount": dec(o.taker_amount),
-        "odds": odds(clob_price),
-        "potential_profit": dec(max(o.size - o.maker_amount, 0)) if buy else Decimal(0),
-        "status": o.status,
-        "side": SIDES[o.side],
-        "order_type": o.order_type,
-        "order_source": o.source,
-        "order_source_id": o.source_id,
-        "clob_order_id": o.clob_order_id,
-        "original_size": dec(o.size),
-        "size_matched": dec(o.matched),
-        "clob_price": clob_price,
-        "limit_price": clob_price,
-        "avg_fill_price": _ratio(o.usdc, o.matched) if o.matched else None,
-        "expiration": o.expiration,
-        "tx_hashes": list(o.tx_hashes),
-        "settlement_status": o.settlement_status,
-        "settlement_amount": dec(o.settlement_units),
-        "settled_at": iso(o.settled_ms),
-        "submitted_at": iso(o.submitted_ms),
-        "matched_at": iso(o.matched_ms),
-        "created_at": iso(o.created_ms),
-        "updated_at": iso(o.updated_ms),
+        "id": r.id,
+        "user_id": r.user_id,
+        "market_id": r.market_id,
+        "outcome": r.outcome,
+        "token_id": r.token_id,
+        "amount": r.amount,
+        "making_amount": r.making_amount,
+        "taking_amount": r.taking_amount,
+        "odds": odds(r.clob_price),
+        "potential_profit": r.potential_profit,
+        "status": r.status,
+        "side": r.side,
+        "order_type": r.order_type,
+        "order_source": r.order_source,
+        "order_source_id": r.order_source_id,
+        "clob_order_id": r.clob_order_id,
+        "original_size": r.original_size,
+        "size_matched": r.size_matched,
+        "clob_price": r.clob_price,
+        "limit_price": r.clob_price,
+        "avg_fill_price": r.avg_fill_price,
+        "expiration": r.expiration,
+        "tx_hashes": list(r.tx_hashes),
+        "settlement_status": r.settlement_status,
+        "settlement_amount": r.settlement_amount,
+        "settled_at": iso(r.settled_ms),
+        "submitted_at": iso(r.submitted_ms),
+        "matched_at": iso(r.matched_ms),
+        "created_at": iso(r.created_ms),
+        "updated_at": iso(r.updated_ms),
+    }
+
+
+def order_page(page: Page[OrderRecord]) -> dict[str, Any]:
+    """GET /orders."""
+    return {
+        "orders": [order_record(r) for r in page.items],
+        "total_count": page.total_count,
+        "page": page.page,
+        "page_size": page.page_size,
     }
 
 
@@ -427,8 +351,8 @@ def _display_outcome(market: MarketState, outcome: str) -> str:
     return market.fx.outcome_a if outcome == "a" else market.fx.outcome_b
 
 
-def portfolio_order(o: Order) -> dict[str, Any]:
-    market = o.market
+def portfolio_order(engine: Engine, o: OrderRecord) -> dict[str, Any]:
+    market = engine.markets[o.market_id]
     event = market.event
     return {
         "id": o.id,
@@ -439,9 +363,9 @@ def portfolio_order(o: Order) -> dict[str, Any]:
         "home_team": team_brief(event.home_team),
         "away_team": team_brief(event.away_team),
         "outcome": _display_outcome(market, o.outcome),
-        "side": SIDES[o.side],
-        "making_amount": dec(o.maker_amount),
-        "taking_amount": dec(o.taker_amount),
+        "side": o.side,
+        "making_amount": o.making_amount,
+        "taking_amount": o.taking_amount,
         "status": o.status,
         "tx_hashes": list(o.tx_hashes),
         "is_bonus": o.is_bonus,
@@ -449,10 +373,19 @@ def portfolio_order(o: Order) -> dict[str, Any]:
     }
 
 
+def portfolio_page(engine: Engine, page: Page[OrderRecord]) -> dict[str, Any]:
+    """GET /portfolio/orders."""
+    return {
+        "orders": [portfolio_order(engine, o) for o in page.items],
+        "pagination": pagination(page.page, page.page_size, page.total_count),
+    }
+
+
 # -- positions and balances ------------------------------------------------------------------
 
 
-def position_record(engine: Engine, account: Account, pos: Position, now: int) -> dict[str, Any]:
+def position_record(engine: Engine, pos: Position, now: int) -> dict[str, Any]:
+    """One Position resource (a live record: call under ``Engine.reading()``)."""
     market = pos.market
     event = market.event
     bid, ask = market.own_best(pos.outcome)
@@ -467,10 +400,10 @@ def position_record(engine: Engine, account: Account, pos: Position, now: int) -
         and o.outcome == pos.outcome
         and o.status in ("pending", "signing", "submitted")
         for o in engine.open_orders.values()
-        if o.user_id == account.user_id
+        if o.user_id == pos.user_id
     )
     available = pos.shares - pos.reserved
-    avg_cost = _ratio(pos.cost, pos.shares)
+    avg_cost = ratio(pos.cost, pos.shares)
     return {
         "id": pos.id,
         "market_id": market.id,
@@ -511,12 +444,19 @@ def position_record(engine: Engine, account: Account, pos: Position, now: int) -
     }
 
 
-def balance_record(account: Account) -> dict[str, Decimal]:
+def position_page(engine: Engine, page: Page[Position]) -> dict[str, Any]:
+    """GET /portfolio/positions (call under ``Engine.reading()``)."""
     return {
-        "cash": dec(account.cash),
-        "cash_reserved": dec(account.cash_reserved),
-        "bonus": dec(account.bonus),
-        "bonus_reserved": dec(account.bonus_reserved),
-        "payouts": dec(account.payouts),
-        "deposits": dec(account.deposits),
+        "positions": [position_record(engine, p, page.at_ms) for p in page.items],
+        "pagination": pagination(page.page, page.page_size, page.total_count),
     }
+
+
+def fields(
+    value: Balances | Totals | Placed | Cancelled | Settlement | WalletInfo,
+) -> dict[str, Any]:
+    """A flat record's fields, in its declared order, which is the API's order of them
+    (``Balances`` and ``Totals`` for the admin, ``Placed`` for POST /orders and /orders/raw,
+    ``Cancelled`` for DELETE /orders/:id, ``Settlement`` for a settle, ``WalletInfo``
+    for GET /wallet)."""
+    return msgspec.structs.asdict(value)

@@ -28,6 +28,7 @@ __all__ = [
     "decode_json",
     "encode",
     "failure",
+    "header_map",
     "injected_500",
     "json_response",
     "q_bool",
@@ -77,6 +78,15 @@ def raw_path(scope: Scope) -> str:
 def query_text(scope: Scope) -> str:
     qs = scope.get("query_string", b"")
     return qs.decode("latin-1") if isinstance(qs, bytes) else ""
+
+
+def header_map(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name; the first of a repeated name wins
+    (as ``starlette.datastructures.Headers.get``), built in one pass."""
+    out: dict[str, str] = {}
+    for name, value in reversed(scope.get("headers", [])):
+        out[name.decode("latin-1")] = value.decode("latin-1")
+    return out
 
 
 def client_ip(scope: Scope) -> str | None:

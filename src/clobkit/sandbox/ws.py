@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 
+import msgspec
 from starlette.websockets import WebSocket
 
 from clobkit._spec import MARKET_TOPIC_KINDS, book_topic, forbidden_scope, user_orders_topic
 
+from . import views
 from .config import LimitsConfig, UserConfig
 from .engine import Engine, EngineEvent
 from .wire import decode_json, encode
@@ -71,10 +74,12 @@ class Hub:
         self.max_topics = max_topics
         self.loop: asyncio.AbstractEventLoop | None = None
         self.subscribers: dict[str, set[Connection]] = {}
+        self._loop_thread = 0
         self._last: dict[str, object] = {}
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self._loop_thread = threading.get_ident()
         self.engine.add_listener(self._from_engine)
 
     def stop(self) -> None:
@@ -83,7 +88,12 @@ class Hub:
 
     def _from_engine(self, events: list[EngineEvent]) -> None:
         loop = self.loop
-        if loop is None or loop.is_closed():
+        if loop is None or loop.is_closed() or not self.subscribers:
+            return  # nobody listens: an event is only ever sent to a topic's subscribers
+        if threading.get_ident() == self._loop_thread:
+            # an HTTP request or the ticker, on the loop itself: no wake-up through the
+            # loop's self-pipe (a system call per operation) is needed
+            loop.call_soon(self._dispatch, events)
             return
         with contextlib.suppress(RuntimeError):  # loop shutting down
             loop.call_soon_threadsafe(self._dispatch, events)
@@ -94,7 +104,8 @@ class Hub:
             if event.kind == "order":
                 topic = user_orders_topic(event.key)
                 for conn in list(self.subscribers.get(topic, ())):
-                    conn.send({"type": "data", "topic": topic, "data": event.data})
+                    data = None if event.data is None else views.order_record(event.data)
+                    conn.send({"type": "data", "topic": topic, "data": data})
             else:
                 markets[event.key] = None
         for market_id in markets:
@@ -108,13 +119,14 @@ class Hub:
                         self._publish(topic, token, kind)
 
     def _payload(self, token: str, kind: str) -> tuple[object, object] | None:
+        """A topic's message data, and what decides whether it changed (not the time)."""
         if kind == "book":
             book = self.engine.orderbook(token, allow_empty=True)
-            return None if book is None else (book, (book["bids"], book["asks"]))
+            return None if book is None else (views.orderbook(book), (book.bids, book.asks))
         snap = self.engine.price_snapshot(token)
         if snap is None:
             return None
-        return snap, {k: v for k, v in snap.items() if k != "timestamp"}
+        return views.price_payload(snap), msgspec.structs.replace(snap, at_ms=0)
 
     def _publish(self, topic: str, token: str, kind: str) -> None:
         found = self._payload(token, kind)
