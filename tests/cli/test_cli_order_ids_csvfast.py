@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import clobkit._order_ids_csvfast as csvfast
 from clobkit._order_ids import InputError, run
 
+from ..conftest import examples
 from ..core.oracle import eth_account_order_id
 from .conftest import TOKEN, WALLET
 from .test_cli_order_ids import orders
@@ -134,7 +135,7 @@ def csv_texts(draw: st.DrawFn) -> bytes:
 
 
 @settings(
-    max_examples=300,
+    max_examples=examples(300),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
