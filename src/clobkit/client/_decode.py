@@ -43,6 +43,18 @@ class _Envelope(msgspec.Struct, Generic[T]):
 _TIMESTAMP_KEY = re.compile(r"(_at|_date|_time)\Z|\Atimestamp\Z")
 
 
+_TIMESTAMP_KEYS: dict[str, bool] = {}  # key -> names a timestamp field (the answers use few keys)
+
+
+def _is_timestamp_key(key: str) -> bool:
+    known = _TIMESTAMP_KEYS.get(key)
+    if known is None:
+        known = bool(_TIMESTAMP_KEY.search(key))
+        if len(_TIMESTAMP_KEYS) < 4096:  # bounded: a hostile server cannot grow it
+            _TIMESTAMP_KEYS[key] = known
+    return known
+
+
 def _normalise_timestamps(value: Any) -> Any:
     """Turn epoch numbers (s or ms) and empty strings in timestamp fields into ISO text / None."""
     if isinstance(value, list):
@@ -51,7 +63,7 @@ def _normalise_timestamps(value: Any) -> Any:
         return value
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if isinstance(key, str) and _TIMESTAMP_KEY.search(key):
+        if isinstance(key, str) and _is_timestamp_key(key):
             if item == "":
                 item = None
             elif isinstance(item, str) and item.isdigit():
@@ -62,7 +74,8 @@ def _normalise_timestamps(value: Any) -> Any:
                     item = datetime.fromtimestamp(seconds, timezone.utc).isoformat()
                 except (OverflowError, OSError, ValueError):
                     item = None
-        out[key] = _normalise_timestamps(item)
+        # only containers can hold timestamp fields further down
+        out[key] = _normalise_timestamps(item) if isinstance(item, (dict, list)) else item
     return out
 
 
