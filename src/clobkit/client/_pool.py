@@ -84,10 +84,10 @@ class _Stream(httpcore.AsyncNetworkStream):
 
 
 class _Backend(httpcore.AsyncNetworkBackend):
-    """anyio's TCP backend (httpcore's default under asyncio), its streams wrapped."""
+    """The pool's own network backend (httpcore's default), its streams wrapped."""
 
-    def __init__(self) -> None:
-        self._inner = httpcore.AnyIOBackend()
+    def __init__(self, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._inner = inner
 
     async def connect_tcp(
         self,
@@ -117,23 +117,32 @@ class _Backend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-def transport(limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
-    """httpx's transport with ``limits``, its connection pool on the one-write backend.
+def under_pool(transport: httpx.BaseTransport | httpx.AsyncBaseTransport, wrap: Any) -> bool:
+    """Put ``wrap(backend)`` in place of the network backend of ``transport``'s pool.
 
-    httpx names no option for a network backend, so the pool it built is replaced
-    by an equal one built with ``_Backend``; should a later httpx keep its pool
-    elsewhere, its own transport is returned unchanged.
+    httpx names no option for a network backend, so this reaches its pool's
+    ``_network_backend`` (httpcore's public ``NetworkBackend`` interface under
+    it); should a later httpx keep them elsewhere, ``transport`` is left as it
+    is and this returns False. Both clients use it: the sync one for its
+    deadline streams, the async one for its one-write streams.
     """
+    pool = getattr(transport, "_pool", None)
+    inner = getattr(pool, "_network_backend", None)
+    expected = (
+        httpcore.AsyncNetworkBackend
+        if isinstance(transport, httpx.AsyncBaseTransport)
+        else httpcore.NetworkBackend
+    )
+    if not isinstance(inner, expected):
+        return False
+    pool._network_backend = wrap(inner)  # type: ignore[union-attr]
+    return True
+
+
+def transport(limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
+    """httpx's transport with ``limits``, each request of it sent in one write."""
     http = httpx.AsyncHTTPTransport(limits=limits)
-    pool = getattr(http, "_pool", None)
-    if type(pool) is httpcore.AsyncConnectionPool:
-        http._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=_Backend(),
-        )
+    under_pool(http, _Backend)
     return http
 
 

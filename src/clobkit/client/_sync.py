@@ -40,6 +40,7 @@ from ._core import ClientCore, OrderFeed
 from ._errors import attempt_timeout_error, body_error, declared_size, with_body
 from ._ops import Gather, Operation, Receive, Send, Sleep
 from ._paging import Pager
+from ._pool import under_pool
 from ._stream import StreamItem, SyncStream
 from ._validate import EventFilters, event_params
 
@@ -110,7 +111,9 @@ class Client:
         self._core = ClientCore(config, signer)
         if transport is None:
             transport = httpx.HTTPTransport()
-            _bound_by_deadline(transport)
+            # without the hook (a later httpx) the body is still bounded chunk by
+            # chunk in Client._send
+            under_pool(transport, _DeadlineBackend)
         self._http = httpx.Client(transport=transport, timeout=config.timeout)
         self._streams: weakref.WeakSet[SyncStream] = weakref.WeakSet()
 
@@ -566,15 +569,3 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
-
-
-def _bound_by_deadline(transport: httpx.HTTPTransport) -> None:
-    """Put the deadline streams under ``transport``'s connection pool.
-
-    httpx offers no public hook for a network backend; without one (a future
-    httpx) the body is still bounded chunk by chunk in ``Client._send``.
-    """
-    pool = getattr(transport, "_pool", None)
-    inner = getattr(pool, "_network_backend", None)
-    if isinstance(inner, httpcore.NetworkBackend):
-        pool._network_backend = _DeadlineBackend(inner)  # type: ignore[union-attr]
