@@ -7,14 +7,14 @@ the fast path does not recognise is handed to the pure twin, which either
 computes it or raises the canonical error, so both twins agree on every input.
 """
 
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.unicode cimport PyUnicode_GET_LENGTH
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcmp, memcpy, memset
 
@@ -793,7 +793,7 @@ cdef class OrderHasher:
                 if (<object>value).items is not None:  # numpy objects / strings: the list path
                     value = (<object>value).items
                 else:
-                    srcs = _sources(value)
+                    srcs = _sources(value, kinds[c], _offset(&tmpl, kinds[c]))
                     if srcs is not None:
                         fast.append((kinds[c], srcs, _offset(&tmpl, kinds[c])))
                         slow.append((c, value))
@@ -812,11 +812,15 @@ cdef class OrderHasher:
                 slow.append((c, value))
         slow.sort()
         cdef list result = None
-        cdef bytearray data = None
+        cdef object data = None
+        cdef _Out view = None
         cdef char *text = NULL  # out="arrow": the ids back to back, 66 bytes each
         if arrow:
-            data = bytearray(n * _ids.ID_CHARS)
-            text = PyByteArray_AS_STRING(data)
+            # from Arrow's memory pool: reused between calls, where a fresh
+            # bytearray would be zero-filled and page-faulted in every time
+            data = pa.allocate_buffer(n * _ids.ID_CHARS)
+            view = _Out(data)
+            text = <char *>view.buf.buf
         else:
             result = PyList_New(n)
         if n == 0:
@@ -870,7 +874,8 @@ cdef class OrderHasher:
             free(outs[0])
             free(outs[1])
         if arrow:
-            return _ids.id_array(pa, data, _id_offsets(n), n)
+            view.release()
+            return _ids.id_array(pa, data, _id_offsets(pa, n), n)
         return result
 
 
@@ -927,7 +932,7 @@ cdef object COL_NULL = _col.NULL
 cdef uint32_t _ONE = 1
 cdef bint LITTLE = (<uint8_t *>&_ONE)[0] == 1  # Arrow data is little-endian; so must we be
 cdef int F_INT = _col.F_INT, F_BOOL = _col.F_BOOL, F_BOOL8 = _col.F_BOOL8, F_DEC = _col.F_DEC
-cdef int F_STR = _col.F_STR, F_FSB32 = _col.F_FSB32
+cdef int F_STR = _col.F_STR, F_FSB32 = _col.F_FSB32, F_DICT = _col.F_DICT
 
 
 cdef class _Src:
@@ -942,6 +947,10 @@ cdef class _Src:
     cdef Py_ssize_t start  # first row of the batch it holds
     cdef Py_ssize_t n
     cdef list views
+    # F_DICT (``data`` holds the indices): the field parsed from each dictionary value
+    cdef const uint8_t *table  # 32 bytes per value (a flag field: its first byte)
+    cdef const uint8_t *ok  # per value: 1 if parsed, 0 if the slow path must word it
+    cdef Py_ssize_t ndict
 
 
 cdef const uint8_t *_view(_Src s, object buf) except? NULL:
@@ -952,7 +961,56 @@ cdef const uint8_t *_view(_Src s, object buf) except? NULL:
     return v.data
 
 
-cdef list _sources(object col):
+cdef _Src _chunk_src(object chunk, int fmt, Py_ssize_t width, bint signed, Py_ssize_t start):
+    """The run of one Arrow array of a plain (not dictionary) storage format."""
+    cdef _Src s = _Src.__new__(_Src)
+    s.views = []
+    s.fmt, s.width, s.n, s.start, s.offset = fmt, width, len(chunk), start, chunk.offset
+    s.signed = signed
+    bufs = chunk.buffers()
+    s.valid = _view(s, bufs[0]) if chunk.null_count else NULL
+    if fmt == F_STR:
+        s.offs = _view(s, bufs[1])
+        s.data = _view(s, bufs[2])
+    else:
+        s.data = _view(s, bufs[1])
+    return s
+
+
+cdef _Src _dict_src(object col, object chunk, Py_ssize_t start, int kind, Py_ssize_t off):
+    """The run of a dictionary array: its indices, and its dictionary parsed once."""
+    cdef _Src s = _Src.__new__(_Src)
+    cdef _Src d = _chunk_src(chunk.dictionary, col.format, col.width, col.signed, 0)
+    cdef Py_ssize_t nd = d.n, i = 0, j, m, got
+    cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
+    cdef bytearray table = bytearray(32 * nd if nd else 1)
+    cdef bytearray ok = bytearray(nd if nd else 1)
+    cdef uint8_t *t = <uint8_t *>PyByteArray_AS_STRING(table)
+    cdef uint8_t *k = <uint8_t *>PyByteArray_AS_STRING(ok)
+    cdef ck_order *tmp = <ck_order *>malloc(FILL_BLOCK * sizeof(ck_order))
+    if tmp == NULL:
+        raise MemoryError()
+    try:
+        while i < nd:
+            m = FILL_BLOCK if nd - i > FILL_BLOCK else nd - i
+            got = _fill_run(d, i, m, tmp, kind, off)
+            for j in range(got):
+                memcpy(t + 32 * (i + j), <char *>&tmp[j] + off, 1 if flag else 32)
+                k[i + j] = 1
+            i += got + (got < m)  # a value not taken stays 0 in ``ok``: its rows go slow
+    finally:
+        free(tmp)
+    s.views = [table, ok]
+    s.fmt, s.width, s.n, s.start, s.offset = F_DICT, col.index_width, len(chunk), start, chunk.offset
+    s.signed = col.index_signed
+    bufs = chunk.buffers()
+    s.valid = _view(s, bufs[0]) if chunk.null_count else NULL
+    s.data = _view(s, bufs[1])
+    s.table, s.ok, s.ndict = t, k, nd
+    return s
+
+
+cdef list _sources(object col, int kind, Py_ssize_t off):
     """The runs of a ``_columns.Column`` (None on a big-endian host)."""
     cdef _Src s
     cdef list out = []
@@ -968,18 +1026,10 @@ cdef list _sources(object col):
         out.append(s)
         return out
     for chunk, start in zip(col.chunks, col.starts):
-        s = _Src.__new__(_Src)
-        s.views = []
-        s.fmt, s.width, s.n, s.start, s.offset = col.format, col.width, len(chunk), start, chunk.offset
-        s.signed = col.signed
-        bufs = chunk.buffers()
-        s.valid = _view(s, bufs[0]) if chunk.null_count else NULL
-        if s.fmt == F_STR:
-            s.offs = _view(s, bufs[1])
-            s.data = _view(s, bufs[2])
+        if getattr(chunk, "dictionary", None) is not None:
+            out.append(_dict_src(col, chunk, start, kind, off))
         else:
-            s.data = _view(s, bufs[1])
-        out.append(s)
+            out.append(_chunk_src(chunk, col.format, col.width, col.signed, start))
     return out
 
 
@@ -1049,12 +1099,31 @@ cdef Py_ssize_t _fill_run(_Src s, Py_ssize_t j0, Py_ssize_t m, ck_order *orders,
     cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
     cdef int fmt = s.fmt
     cdef Py_ssize_t width = s.width
+    cdef int64_t d
     for i in range(m):
         j = s.offset + j0 + i
         if s.valid != NULL and not ((s.valid[j >> 3] >> (j & 7)) & 1):
             return i
         x = <ck_u256 *>(base + i * <Py_ssize_t>sizeof(ck_order))
-        if fmt == F_INT or fmt == F_DEC:
+        if fmt == F_DICT:
+            p = s.data + j * width
+            if width == 1:
+                d = (<const int8_t *>p)[0] if s.signed else p[0]
+            elif width == 2:
+                d = (<const int16_t *>p)[0] if s.signed else (<const uint16_t *>p)[0]
+            elif width == 4:
+                d = (<const int32_t *>p)[0] if s.signed else (<const uint32_t *>p)[0]
+            else:
+                d = (<const int64_t *>p)[0]
+                if not s.signed and d < 0:
+                    return i
+            if d < 0 or d >= s.ndict or not s.ok[d]:
+                return i
+            if flag:
+                (<uint8_t *>x)[0] = s.table[32 * d]
+            else:
+                memcpy(x, s.table + 32 * d, 32)
+        elif fmt == F_INT or fmt == F_DEC:
             p = s.data + j * width
             if s.signed and p[width - 1] & 0x80:
                 return i  # negative: the pure twin words it
@@ -1123,22 +1192,39 @@ cdef int _emit(list result, char *text, const uint8_t *out, Py_ssize_t start,
     return 0
 
 
-cdef bytearray _id_offsets(Py_ssize_t n):
+cdef class _Out:
+    """A writable view of a buffer (an Arrow buffer being filled), released once filled."""
+    cdef Py_buffer buf
+    cdef bint held
+
+    def __cinit__(self, object target):
+        PyObject_GetBuffer(target, &self.buf, PyBUF_WRITABLE)
+        self.held = True
+
+    cdef void release(self):
+        if self.held:
+            PyBuffer_Release(&self.buf)
+            self.held = False
+
+    def __dealloc__(self):
+        self.release()
+
+
+cdef object _id_offsets(object pa, Py_ssize_t n):
     """Offsets of ``n`` 66-byte ids: int32, or int64 past ``_arrow_ids.INT32_IDS`` (as there)."""
-    cdef bytearray buf
-    cdef int32_t *o32
-    cdef int64_t *o64
+    cdef bint narrow = n <= _ids.INT32_IDS
+    buf = pa.allocate_buffer((n + 1) * (4 if narrow else 8))
+    cdef _Out view = _Out(buf)
+    cdef int32_t *o32 = <int32_t *>view.buf.buf
+    cdef int64_t *o64 = <int64_t *>view.buf.buf
     cdef Py_ssize_t i
-    if n <= _ids.INT32_IDS:
-        buf = bytearray((n + 1) * 4)
-        o32 = <int32_t *>PyByteArray_AS_STRING(buf)
+    if narrow:
         for i in range(n + 1):
             o32[i] = <int32_t>(66 * i)
     else:
-        buf = bytearray((n + 1) * 8)
-        o64 = <int64_t *>PyByteArray_AS_STRING(buf)
         for i in range(n + 1):
             o64[i] = 66 * i
+    view.release()
     return buf
 
 

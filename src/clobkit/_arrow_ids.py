@@ -51,4 +51,5 @@ def offsets(n: int) -> bytes:
 def id_array(pa: Any, data: Any, offs: Any, n: int) -> Any:
     """The string array of ``n`` ids laid out back to back in ``data`` (``n * 66`` bytes)."""
     typ = pa.string() if n <= INT32_IDS else pa.large_string()
-    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offs), pa.py_buffer(data)])
+    bufs = [b if isinstance(b, pa.Buffer) else pa.py_buffer(b) for b in (offs, data)]
+    return pa.Array.from_buffers(typ, n, [None, *bufs])

@@ -31,8 +31,8 @@ __all__ = ["FLAG", "NULL", "SIDE", "TOKEN", "UINT", "WORD", "Column", "is_column
 
 # what a column holds (selects the accepted types and the element conversion)
 UINT, TOKEN, SIDE, FLAG, WORD = range(5)
-# how its elements are stored (read by the compiled twin)
-F_INT, F_BOOL, F_BOOL8, F_DEC, F_STR, F_FSB32, F_LIST = range(7)
+# how its elements are stored (read by the compiled twin); F_DICT: indices into a dictionary
+F_INT, F_BOOL, F_BOOL8, F_DEC, F_STR, F_FSB32, F_LIST, F_DICT = range(8)
 
 _WANTS = {
     UINT: "integers (int/uint or decimal with scale 0) or decimal digit strings",
@@ -109,12 +109,20 @@ class Column(_Base):
         self.items: list[Any] | None = None  # numpy object/str arrays: the list path
         self.width = 0
         self.signed = False
+        self.nulls = False  # any null element (a null index or a null dictionary value)
+        self.index_width = 0  # dictionary columns: bytes per index, and whether signed
+        self.index_signed = False
         pa = sys.modules.get("pyarrow")
         if pa is not None and isinstance(value, (pa.Array, pa.ChunkedArray)):
             chunks = value.chunks if isinstance(value, pa.ChunkedArray) else [value]
             typ = value.type
-            if pa.types.is_dictionary(typ):  # pandas categoricals: decode once
-                chunks = [c.dictionary_decode() for c in chunks]
+            if pa.types.is_dictionary(typ):
+                # Parquet's dictionary pages, pandas categoricals: the compiled twin
+                # parses each distinct value once. A dictionary larger than half its
+                # chunk (a slice of a big one) is decoded: cheaper than parsing it all.
+                chunks = [c.dictionary_decode() if 2 * len(c.dictionary) > len(c) else c for c in chunks]
+                self.index_width = typ.index_type.bit_width // 8
+                self.index_signed = pa.types.is_signed_integer(typ.index_type)
                 typ = typ.value_type
             self.format, self.width, self.signed = _arrow_format(pa, typ, name, kind)
             row = 0
@@ -123,6 +131,10 @@ class Column(_Base):
                     self.chunks.append(c)
                     self.starts.append(row)
                     row += len(c)
+                    dictionary = getattr(c, "dictionary", None)  # DictionaryArray
+                    self.nulls = self.nulls or bool(c.null_count) or bool(
+                        dictionary is not None and dictionary.null_count
+                    )
             self.n = row
             return
         np = sys.modules["numpy"]
@@ -194,7 +206,7 @@ class Column(_Base):
         convert = self._convert()
         if convert is not None:
             out = [None if v is None else convert(v) for v in out]
-        if self.chunks and any(c.null_count for c in self.chunks):
+        if self.nulls:
             out = [NULL if v is None else v for v in out]
         return out
 

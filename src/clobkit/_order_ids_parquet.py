@@ -56,9 +56,11 @@ def _mapped(pa: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
     Mapped on the column's distinct values (a handful); a value not in the
     table is left for the core to refuse, with its row.
     """
-    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+    t = pa.types
+    stored = col.type.value_type if t.is_dictionary(col.type) else col.type
+    if not (t.is_string(stored) or t.is_large_string(stored)):
         return col
-    enc = col.dictionary_encode()
+    enc = col if t.is_dictionary(col.type) else col.dictionary_encode()
     values = [table.get(v.strip().lower(), v) for v in enc.dictionary.to_pylist()]
     if any(isinstance(v, str) for v in values):
         return col
@@ -72,6 +74,8 @@ def _fill_default(pa: Any, col: Any, name: str) -> Any:
     """Nulls of an optional column read as its default, as empty CSV cells do."""
     default = DEFAULTS[name]
     t = pa.types
+    if t.is_dictionary(col.type):
+        col = col.dictionary_decode()
     if t.is_string(col.type) or t.is_large_string(col.type):
         fill: object = _ZERO_WORD if default is None else ("false" if default is False else "0")
     elif t.is_fixed_size_binary(col.type):
@@ -202,6 +206,34 @@ def _batches(source: Any, batch_size: int) -> Iterator[Any]:
         yield from source.read_row_group(group, use_threads=True).to_batches(batch_size)
 
 
+def _dictionary_columns(meta: Any) -> tuple[list[str], list[str]]:
+    """(string columns to read as dictionaries, columns to write with dictionaries).
+
+    Decided from the first row group's column chunks. A string column stored
+    with a dictionary page is read as an Arrow dictionary: its values are
+    decoded and parsed once each, not once per row. A column whose dictionary
+    page is over 1/16 of its plain size holds mostly distinct values (the
+    writer fell back to plain pages at its dictionary limit): its output is
+    written plain, where a dictionary would only cost time.
+    """
+    read: list[str] = []
+    write: list[str] = []
+    if meta.num_row_groups == 0:
+        return read, write
+    group = meta.row_group(0)
+    for i in range(group.num_columns):
+        chunk = group.column(i)
+        if not chunk.has_dictionary_page or "." in chunk.path_in_schema:
+            continue  # no dictionary, or a nested column: as pyarrow reads it
+        name = chunk.path_in_schema
+        if chunk.physical_type == "BYTE_ARRAY":
+            read.append(name)
+        page = chunk.data_page_offset - chunk.dictionary_page_offset
+        if 16 * page <= chunk.total_uncompressed_size:
+            write.append(name)
+    return read, write
+
+
 def _run_parquet(
     hasher: OrderHasher,
     layout: Layout,
@@ -217,9 +249,12 @@ def _run_parquet(
     pa, pq = _pyarrow()
     try:
         source = pq.ParquetFile(input_path)
+        schema = source.schema_arrow  # the file's own types: the output keeps them
+        read, dictionaries = _dictionary_columns(source.metadata)
+        if read:
+            source = pq.ParquetFile(input_path, read_dictionary=read)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{input_path} is not a readable Parquet file ({exc})") from None
-    schema = source.schema_arrow
     names = list(schema.names)
     check_columns(names, layout, input_path, "no column(s)", input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
@@ -236,7 +271,7 @@ def _run_parquet(
         pq.ParquetWriter(
             part,
             schema,
-            use_dictionary=[name for name in schema.names if name not in added],
+            use_dictionary=[name for name in dictionaries if name not in added],
             compression={**dict.fromkeys(schema.names, "snappy"), **plain},
         ) as writer,
         ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool,
@@ -257,6 +292,9 @@ def _run_parquet(
             for name in added:
                 if name in batch.schema.names:
                     batch = batch.drop_columns([name])
+            for name in read:  # read as dictionaries: written back with the file's types
+                i = batch.schema.get_field_index(name)
+                batch = batch.set_column(i, name, batch.column(i).cast(schema.field(name).type))
             if isinstance(ids, list):
                 ids = arrow_values(pa, ids, pa.string())
             batch = batch.append_column("order_id", ids)

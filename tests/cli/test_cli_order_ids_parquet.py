@@ -148,14 +148,16 @@ def test_bad_parquet_rows_are_reported_by_row_and_exit_1(
         assert out["order_id"][k].as_py() == _v1_oracle(good[k])
 
 
+@pytest.mark.parametrize("ints", [True, False], ids=["int64", "strings"])
 def test_null_optional_columns_take_their_default(
-    cli: Callable[..., Result], tmp_path: Path
+    cli: Callable[..., Result], tmp_path: Path, ints: bool
 ) -> None:
+    """Strings: the columns are dictionary-encoded in the file and read as dictionaries."""
     rows = orders(20, full=True)
     for row in rows[::2]:
         row["nonce"] = None
         row["fee_rate_bps"] = None
-    _parquet(tmp_path / "in.parquet", rows, ints=True, group=7)
+    _parquet(tmp_path / "in.parquet", rows, ints=ints, group=7)
     wallet = str(wallet_file(tmp_path, WALLET))
     got = cli(
         "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
@@ -230,3 +232,27 @@ def test_parquet_rows_breaking_the_ratio_rule_are_refused(
     assert bad == ["row 4", "row 9"]
     assert "POST /orders/raw refuses it" in got.err
     assert pq.read_table(tmp_path / "o.parquet").num_rows == 48
+
+
+@pytest.mark.parametrize("categorical", [False, True], ids=["strings", "dictionary-typed"])
+def test_output_keeps_every_input_column_with_its_type(
+    cli: Callable[..., Result], tmp_path: Path, categorical: bool
+) -> None:
+    """String columns read as dictionaries (few distinct values) are written back as the
+    strings they were; a column stored as a dictionary type (pandas categorical) stays one."""
+    rows = [row | {"token_id": str(10**70 + i % 3)} for i, row in enumerate(orders(300))]
+    _parquet(tmp_path / "in.parquet", rows, ints=True, group=128)
+    table = pq.read_table(tmp_path / "in.parquet")
+    if categorical:
+        i = table.schema.get_field_index("side")
+        table = table.set_column(i, "side", table["side"].dictionary_encode())
+        pq.write_table(table, tmp_path / "in.parquet", row_group_size=128)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    )
+    assert got.code == 0, got.err
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.schema.remove(out.schema.get_field_index("order_id")) == table.schema
+    assert out.drop_columns(["order_id"]).equals(table)
+    assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]

@@ -70,10 +70,29 @@ def _chunked(draw: Any, arr: Any) -> Any:
     if how == "slice":
         pad = draw(st.integers(1, 9))
         # a slice of a longer array: the data starts at an offset into its buffers
-        head = pa.array([arr[0].as_py()] * pad, arr.type) if n else pa.nulls(pad, arr.type)
-        padded = pa.concat_arrays([head, arr])
+        if not n:
+            return arr
+        padded = pa.concat_arrays([arr.slice(0, 1)] * pad + [arr])  # dictionaries: the same one
         return padded.slice(pad)
     return arr
+
+
+_INDEX_TYPES = [pa.int8(), pa.uint8(), pa.int16(), pa.uint16(), pa.int32(), pa.uint32()]
+_INDEX_TYPES += [pa.int64(), pa.uint64()]
+
+
+def _dictionary(draw: Any, arr: Any) -> Any:
+    """``arr`` as a dictionary array (as Parquet and pandas give): drawn index type, and
+    values in the dictionary no row refers to (``"x"``-like junk the core must not refuse)."""
+    unique = list(dict.fromkeys(arr.to_pylist()))
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        if draw(st.booleans()):  # a value no row refers to: never parsed as a row's
+            unique.insert(draw(st.integers(0, len(unique))), "x")
+    position = {v: i for i, v in enumerate(unique)}
+    small = [t for t in _INDEX_TYPES if len(unique) < 2 ** (t.bit_width - 1)]
+    index_type = draw(st.sampled_from(small))
+    indices = pa.array([position[v] for v in arr.to_pylist()], index_type)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(unique, arr.type))
 
 
 def _uint_form(draw: Any, values: list[int], token: bool) -> Any:
@@ -113,7 +132,10 @@ def _uint_form(draw: Any, values: list[int], token: bool) -> Any:
         data = [Decimal(v) for v in values]
     else:
         data = values
-    return _chunked(draw, pa.array(data, typ))
+    arr = pa.array(data, typ)
+    if draw(st.integers(0, 3)) == 0:
+        arr = _dictionary(draw, arr)
+    return _chunked(draw, arr)
 
 
 def _side_form(draw: Any, values: list[int]) -> Any:
@@ -129,7 +151,7 @@ def _side_form(draw: Any, values: list[int]) -> Any:
     else:
         arr = pa.array(["SELL" if v else "BUY" for v in values], pa.string())
         if form == "dictionary":
-            arr = arr.dictionary_encode()
+            arr = _dictionary(draw, arr)
     return _chunked(draw, arr)
 
 
@@ -139,6 +161,8 @@ def _word_form(draw: Any, values: list[bytes | None]) -> Any:
         arr = pa.array(filled, pa.binary(32))
     else:
         arr = pa.array(["0x" + v.hex() for v in filled], pa.string())
+    if draw(st.integers(0, 3)) == 0:
+        arr = _dictionary(draw, arr)
     return _chunked(draw, arr), filled
 
 
@@ -401,3 +425,73 @@ def test_without_pyarrow_and_numpy_nothing_changes() -> None:
         want.order_ids(token_ids=[1, 2], maker_amounts=1, taker_amounts=2, sides=0, salts=3)
     )
     assert out[1] == "[]"
+
+
+# Dictionary columns (Parquet's dictionary pages, pandas categoricals): the compiled
+# twin parses each dictionary value once and copies it to the rows that index it.
+TOKENS = [str(2**255 + 7), "12345", str(2**256 - 1)]
+
+
+def _dict_column(values: list[Any], index_type: Any, dictionary: list[Any]) -> Any:
+    position = {v: i for i, v in enumerate(dictionary)}
+    indices = pa.array([None if v is None else position[v] for v in values], index_type)
+    return pa.DictionaryArray.from_arrays(indices, pa.array(dictionary, pa.string()))
+
+
+@pytest.mark.parametrize("index_type", _INDEX_TYPES, ids=str)
+def test_dictionary_columns_equal_lists(core: ModuleType, index_type: Any) -> None:
+    """Few distinct values over many rows (the dictionary is read, not decoded), in chunks
+    with dictionaries of their own, equal the list path; unreferenced junk is never read."""
+    n = 10_000
+    tokens = [TOKENS[i * 7 % 3] for i in range(n)]
+    sides = ["SELL" if i % 5 else "BUY" for i in range(n)]
+    halves = [(0, 6_001), (6_001, n)]
+    token_col = pa.chunked_array(
+        [_dict_column(tokens[a:b], index_type, ["x", *TOKENS[::-1]]) for a, b in halves]
+    )
+    side_col = _dict_column(sides, index_type, ["SELL", "bogus", "BUY"]).slice(0)
+    args = {"maker_amounts": list(range(n)), "taker_amounts": [5] * n, "salts": list(range(n))}
+    hasher = core.OrderHasher(WALLET_V1)
+    want = hasher.order_ids(token_ids=tokens, sides=[s for s in sides], **args)
+    assert hasher.order_ids(token_ids=token_col, sides=side_col, **args) == want
+    # a slice starts at an offset into the indices
+    got = hasher.order_ids(
+        token_ids=token_col.combine_chunks().slice(3, 5_000),
+        sides=side_col.slice(3, 5_000),
+        **{k: v[3:5_003] for k, v in args.items()},
+    )
+    assert got == want[3:5_003]
+
+
+@pytest.mark.parametrize(
+    ("dictionary", "bad", "message"),
+    [
+        (["1", "x2"], "x2", "token_ids[7000]: must be a non-negative decimal integer string"),
+        (["1", None], None, "token_ids[7000]: must not be null (got None)"),
+    ],
+)
+def test_dictionary_errors_name_the_row(
+    both: tuple[ModuleType, ...], dictionary: list[Any], bad: Any, message: str
+) -> None:
+    """A bad dictionary value is refused at the first row indexing it, as the list path does."""
+    n = 10_000
+    tokens = ["1"] * n
+    tokens[7_000] = bad
+    position = {v: i for i, v in enumerate(dictionary)}
+    col = pa.DictionaryArray.from_arrays(
+        pa.array([position[v] for v in tokens], pa.int16()), pa.array(dictionary, pa.string())
+    )
+    cols = BASE | {"token_ids": col, "maker_amounts": [1] * n}
+    errors = {_error(twin.OrderHasher(WALLET_V1), **cols) for twin in both}
+    assert len(errors) == 1, errors
+    assert errors.pop().startswith(message)
+
+
+def test_dictionary_null_index_is_refused(both: tuple[ModuleType, ...]) -> None:
+    n = 10_000
+    sides = ["BUY"] * n
+    sides[4_321] = None
+    col = _dict_column(sides, pa.int32(), ["BUY", "SELL"])
+    cols = BASE | {"sides": col, "maker_amounts": [1] * n}
+    errors = {_error(twin.OrderHasher(WALLET_V1), **cols) for twin in both}
+    assert errors == {"sides[4321]: must not be null (got None)"}
