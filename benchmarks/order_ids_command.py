@@ -68,26 +68,37 @@ def orders(n: int) -> pa.Table:
     )
 
 
-def write_inputs(root: Path, n: int, formats: list[str]) -> None:
+def write_inputs(root: Path, n: int, formats: list[str], name: str = "in") -> None:
     table = orders(n)
     (root / "wallet.json").write_text(json.dumps(WALLET))
     if "csv" in formats:
         quoted = pacsv.WriteOptions(quoting_style="all_valid")
-        pacsv.write_csv(table, root / "in.csv", quoted)
+        pacsv.write_csv(table, root / f"{name}.csv", quoted)
     if "parquet" in formats:
-        pq.write_table(table, root / "in.parquet")
+        pq.write_table(table, root / f"{name}.parquet")
     if "jsonl" in formats:
-        with open(root / "in.jsonl", "w") as f:
+        with open(root / f"{name}.jsonl", "w") as f:
             for row in table.to_pylist():
                 f.write(json.dumps(row) + "\n")
 
 
-def command(root: Path, fmt: str) -> float:
-    """Wall clock of one ``clobkit order-ids`` run in a child process, in seconds."""
+# The children run as an installed package does: with bytecode (this machine's
+# PYTHONDONTWRITEBYTECODE would have each start compile clobkit's modules anew).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def command(root: Path, fmt: str, name: str = "in") -> float:
+    """Wall clock of one ``clobkit order-ids`` run in a child process, in seconds.
+
+    The previous run's output is removed first: replacing a file of a million
+    rows frees its blocks, which is not the command's work.
+    """
+    out = root / f"out.{fmt}"
+    out.unlink(missing_ok=True)
     args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
-    args += [str(root / f"in.{fmt}"), str(root / f"out.{fmt}"), "--threads", "2"]
+    args += [str(root / f"{name}.{fmt}"), str(out), "--threads", "2"]
     t0 = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=CHILD_ENV)
     seconds = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(f"{fmt}: exit {done.returncode}: {done.stderr[-500:]}")
@@ -99,6 +110,7 @@ def in_process(root: Path, fmt: str) -> float:
     from clobkit._order_ids import run
 
     wallet, src, dst = (str(root / name) for name in ("wallet.json", f"in.{fmt}", f"out.{fmt}"))
+    Path(dst).unlink(missing_ok=True)
     t0 = time.perf_counter()
     run(wallet, src, dst, threads=2, progress=False)
     return time.perf_counter() - t0
@@ -117,8 +129,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_inputs(root, opts.rows, formats)
+        write_inputs(root, 1, formats, "one")
         print(f"{opts.rows:,} V1 orders, --threads 2, load {os.getloadavg()[0]:.2f}")
         for fmt in formats:
+            command(root, fmt, "one")  # writes the bytecode an installed package has
             ways = [("command", command)] + [("in process", in_process)] * opts.in_process
             for way, timer in ways:
                 for run in range(1, opts.runs + 1):

@@ -120,7 +120,9 @@ class Column(_Base):
                 # Parquet's dictionary pages, pandas categoricals: the compiled twin
                 # parses each distinct value once. A dictionary larger than half its
                 # chunk (a slice of a big one) is decoded: cheaper than parsing it all.
-                chunks = [c.dictionary_decode() if 2 * len(c.dictionary) > len(c) else c for c in chunks]
+                chunks = [
+                    c.dictionary_decode() if 2 * len(c.dictionary) > len(c) else c for c in chunks
+                ]
                 self.index_width = typ.index_type.bit_width // 8
                 self.index_signed = pa.types.is_signed_integer(typ.index_type)
                 typ = typ.value_type
@@ -132,8 +134,10 @@ class Column(_Base):
                     self.starts.append(row)
                     row += len(c)
                     dictionary = getattr(c, "dictionary", None)  # DictionaryArray
-                    self.nulls = self.nulls or bool(c.null_count) or bool(
-                        dictionary is not None and dictionary.null_count
+                    self.nulls = (
+                        self.nulls
+                        or bool(c.null_count)
+                        or bool(dictionary is not None and dictionary.null_count)
                     )
             self.n = row
             return

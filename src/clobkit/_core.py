@@ -17,6 +17,7 @@ __all__ = [
     "IMPLEMENTATION",
     "OrderHasher",
     "RequestSigner",
+    "append_column",
     "from_units",
     "keccak256",
     "limit_amounts",
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from ._core_py import (
         OrderHasher,
         RequestSigner,
+        append_column,
         from_units,
         keccak256,
         limit_amounts,
@@ -66,6 +68,7 @@ if TYPE_CHECKING:
 else:
     OrderHasher = _impl.OrderHasher
     RequestSigner = _impl.RequestSigner
+    append_column = _impl.append_column
     from_units = _impl.from_units
     keccak256 = _impl.keccak256
     limit_amounts = _impl.limit_amounts

@@ -34,7 +34,9 @@ from ._parse import (
     V2_COLUMNS,
     _now_ms,
     batch_length,
+    bytes_like_error,
     check_version_fields,
+    column_size_error,
     is_scalar,
     parse_body,
     parse_count,
@@ -47,6 +49,7 @@ from ._parse import (
     parse_timestamp,
     parse_token,
     parse_uint256,
+    parse_width,
     parse_word,
 )
 from ._parse import (
@@ -399,6 +402,35 @@ class OrderHasher:
         from clobkit.signing import sign_orders
 
         return sign_orders(self, signer, columns, threads)
+
+
+def append_column(lines: object, values: object, width: object) -> bytes:
+    """Each line of ``lines`` + ``,`` + its ``width``-byte value from ``values``, LF-ended.
+
+    ``lines``: bytes-like, lines ending in LF or CRLF (the last may lack one);
+    ``values``: bytes-like, ``width`` bytes per line, back to back. Returns bytes.
+    """
+    src, vals = _bytes_like(lines, "lines"), _bytes_like(values, "values")
+    w = parse_width(width)
+    rows = src.split(b"\n")
+    if rows[-1] == b"":  # after the last LF (or an empty input): no line
+        rows.pop()
+    if len(vals) != len(rows) * w:
+        raise column_size_error(len(vals), len(rows), w)
+    out = []
+    for k, row in enumerate(rows):
+        out.append(row[:-1] if row.endswith(b"\r") else row)
+        out.append(b"," + vals[k * w : (k + 1) * w] + b"\n")
+    return b"".join(out)
+
+
+def _bytes_like(value: object, field: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    try:
+        return bytes(memoryview(value))  # type: ignore[arg-type]
+    except TypeError:
+        raise bytes_like_error(field, value) from None
 
 
 def sha256_hex(data: bytes) -> str:

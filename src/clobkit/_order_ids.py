@@ -27,18 +27,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ._core import IMPLEMENTATION
 from ._jsondepth import json_too_deep
 from ._order_ids_csv import CsvOrders
 from ._order_ids_csvfast import available, engine, read_header, run_blocks
-from ._order_ids_jsonl import JsonlOrders
 from ._order_ids_parquet import _run_parquet
 from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, hash_batch
 from .errors import ValidationError
 from .order_id import OrderHasher
 from .signing import OrderSigner
+
+if TYPE_CHECKING:
+    from ._order_ids_jsonl import JsonlOrders
 
 __all__ = ["DEFAULT_BATCH", "InputError", "describe", "run"]
 
@@ -243,6 +245,8 @@ def run(
                 out.write(fmt.header + "\n")
                 line = 2
             else:
+                from ._order_ids_jsonl import JsonlOrders  # msgspec: only for JSONL
+
                 fmt = JsonlOrders(layout, signed)
                 line = 1
 

@@ -9,8 +9,9 @@ each line ends in LF or CRLF (no lone CR, no blank line). One RE2 match over
 the block checks that. On such lines pyarrow's reader and Python's csv give
 the same fields, so the block's columns go from pyarrow straight into
 ``OrderHasher.order_ids(out="arrow")`` and each output row is the input line
-plus ``,`` and its id, joined by Arrow kernels. A block that fails the check,
-has a value the core refuses or a row ``POST /orders/raw`` would refuse is
+plus ``,`` and its id (the core's ``append_column``, one pass of copies). A
+block that fails the check, has a value the core refuses or a row
+``POST /orders/raw`` would refuse is
 handed back whole to the exact reader (``_order_ids_csv``), which words the
 errors with their line numbers: the output bytes and messages are the exact
 reader's for every input. Memory is bounded by the block, not the file.
@@ -23,7 +24,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
+from ._arrow_ids import ID_CHARS
 from ._arrow_values import scalar, values
+from ._core import append_column
 from ._order_ids_csv import CsvOrders
 from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
 from ._parse import BATCH_KEYWORDS
@@ -112,7 +115,6 @@ class FastCsv:
             strings_can_be_null=False,
             quoted_strings_can_be_null=False,
         )
-        self.comma, self.newline = (scalar(pa, c, pa.large_string()) for c in ",\n")
         self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
         self.empty = scalar(pa, "", pa.string())
         self.defaults = {
@@ -142,15 +144,8 @@ class FastCsv:
         ids = self._ids(table, b" " in block or b"\t" in block)
         if ids is None:
             return None
-        lines = pc.split_pattern(whole, b"\n").values
-        if block.endswith(b"\n"):
-            lines = lines.slice(0, n)
-        lines = lines.cast(pa.large_string())
-        if b"\r" in block:  # CRLF: the pattern allows a CR only before LF
-            lines = pc.utf8_rtrim(lines, "\r")
-        rows = pc.binary_join_element_wise(lines, ids.cast(pa.large_string()), self.comma)
-        one = pa.LargeListArray.from_arrays(values(pa, [0, n], pa.int64()), rows)
-        return pc.binary_join(one, self.newline)[0].as_buffer(), n
+        # each line (its CR dropped: the pattern allows one only before LF) + "," + its id
+        return append_column(block, ids.buffers()[2], ID_CHARS), n
 
     def _ids(self, table: Any, spaced: bool) -> Any:
         """The ids of a parsed block (an Arrow array), or None if any row needs the exact path."""
@@ -245,7 +240,6 @@ def run_blocks(
             line += exact(line, block, at)
         else:
             write(result[0])
-            write(b"\n")
             line += result[1]
             done(at, result[1])
 

@@ -102,6 +102,25 @@ def parse_threads(threads: object) -> int:
     return min(int.__index__(threads), MAX_THREADS)
 
 
+def parse_width(width: object) -> int:
+    """The byte width of each value ``append_column`` appends: a positive int."""
+    if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+        raise OrderFieldError("width", width, "must be a positive int")
+    return int.__index__(width)
+
+
+def bytes_like_error(field: str, value: object) -> OrderFieldError:
+    """A value that is not bytes-like (no buffer): ``type`` named, not its repr."""
+    return OrderFieldError(field, f"<{type(value).__name__}>", "must be bytes-like")
+
+
+def column_size_error(size: int, lines: int, width: int) -> OrderFieldError:
+    """``append_column``'s values do not hold ``width`` bytes for each of ``lines`` lines."""
+    return OrderFieldError(
+        "values", f"<{size} bytes>", f"must hold {width} bytes for each of the {lines} lines"
+    )
+
+
 def is_scalar(value: object) -> bool:
     """A batch argument given once for every order (broadcast); bytes are one bytes32."""
     return isinstance(value, (str, int, bytes, bytearray, memoryview)) or not isinstance(

@@ -51,6 +51,7 @@ __all__ = ["CORE_API", "Amounts", "OrderType", "Side", "lazy", "record"]
 CORE_API = (
     "OrderHasher",
     "RequestSigner",
+    "append_column",
     "from_units",
     "keccak256",
     "limit_amounts",

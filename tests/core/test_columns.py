@@ -85,9 +85,9 @@ def _dictionary(draw: Any, arr: Any) -> Any:
     """``arr`` as a dictionary array (as Parquet and pandas give): drawn index type, and
     values in the dictionary no row refers to (``"x"``-like junk the core must not refuse)."""
     unique = list(dict.fromkeys(arr.to_pylist()))
-    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        if draw(st.booleans()):  # a value no row refers to: never parsed as a row's
-            unique.insert(draw(st.integers(0, len(unique))), "x")
+    text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+    if text and draw(st.booleans()):  # a value no row refers to: never parsed as a row's
+        unique.insert(draw(st.integers(0, len(unique))), "x")
     position = {v: i for i, v in enumerate(unique)}
     small = [t for t in _INDEX_TYPES if len(unique) < 2 ** (t.bit_width - 1)]
     index_type = draw(st.sampled_from(small))
@@ -452,7 +452,7 @@ def test_dictionary_columns_equal_lists(core: ModuleType, index_type: Any) -> No
     side_col = _dict_column(sides, index_type, ["SELL", "bogus", "BUY"]).slice(0)
     args = {"maker_amounts": list(range(n)), "taker_amounts": [5] * n, "salts": list(range(n))}
     hasher = core.OrderHasher(WALLET_V1)
-    want = hasher.order_ids(token_ids=tokens, sides=[s for s in sides], **args)
+    want = hasher.order_ids(token_ids=tokens, sides=sides, **args)
     assert hasher.order_ids(token_ids=token_col, sides=side_col, **args) == want
     # a slice starts at an offset into the indices
     got = hasher.order_ids(
