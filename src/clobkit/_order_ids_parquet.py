@@ -293,6 +293,8 @@ def _run_parquet(
                 if name in batch.schema.names:
                     batch = batch.drop_columns([name])
             for name in read:  # read as dictionaries: written back with the file's types
+                if name in added:
+                    continue  # replaced: dropped above
                 i = batch.schema.get_field_index(name)
                 batch = batch.set_column(i, name, batch.column(i).cast(schema.field(name).type))
             if isinstance(ids, list):

@@ -256,3 +256,23 @@ def test_output_keeps_every_input_column_with_its_type(
     assert out.schema.remove(out.schema.get_field_index("order_id")) == table.schema
     assert out.drop_columns(["order_id"]).equals(table)
     assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]
+
+
+def test_an_existing_order_id_column_is_replaced(
+    cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    """A stale ``order_id`` column (repeated values: stored with a dictionary page) is
+    replaced by the ids, not kept beside them."""
+    rows = orders(50)
+    _parquet(tmp_path / "in.parquet", rows, ints=True, group=16)
+    table = pq.read_table(tmp_path / "in.parquet")
+    table = table.append_column("order_id", pa.array(["0xstale"] * len(rows)))
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=16)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    )
+    assert got.code == 0, got.err
+    out = pq.read_table(tmp_path / "out.parquet")
+    assert out.schema.names == table.schema.names
+    assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]
