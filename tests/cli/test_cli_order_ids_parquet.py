@@ -234,6 +234,16 @@ def test_parquet_rows_breaking_the_ratio_rule_are_refused(
     assert pq.read_table(tmp_path / "o.parquet").num_rows == 48
 
 
+def _ids_added(cli: Callable[..., Result], tmp_path: Path) -> Any:
+    """``clobkit order-ids`` on ``in.parquet`` (V1 wallet), which must succeed: its output."""
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli(
+        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    )
+    assert got.code == 0, got.err
+    return pq.read_table(tmp_path / "out.parquet")
+
+
 @pytest.mark.parametrize("categorical", [False, True], ids=["strings", "dictionary-typed"])
 def test_output_keeps_every_input_column_with_its_type(
     cli: Callable[..., Result], tmp_path: Path, categorical: bool
@@ -247,12 +257,7 @@ def test_output_keeps_every_input_column_with_its_type(
         i = table.schema.get_field_index("side")
         table = table.set_column(i, "side", table["side"].dictionary_encode())
         pq.write_table(table, tmp_path / "in.parquet", row_group_size=128)
-    wallet = str(wallet_file(tmp_path, WALLET))
-    got = cli(
-        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
-    )
-    assert got.code == 0, got.err
-    out = pq.read_table(tmp_path / "out.parquet")
+    out = _ids_added(cli, tmp_path)
     assert out.schema.remove(out.schema.get_field_index("order_id")) == table.schema
     assert out.drop_columns(["order_id"]).equals(table)
     assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]
@@ -268,11 +273,6 @@ def test_an_existing_order_id_column_is_replaced(
     table = pq.read_table(tmp_path / "in.parquet")
     table = table.append_column("order_id", pa.array(["0xstale"] * len(rows)))
     pq.write_table(table, tmp_path / "in.parquet", row_group_size=16)
-    wallet = str(wallet_file(tmp_path, WALLET))
-    got = cli(
-        "order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
-    )
-    assert got.code == 0, got.err
-    out = pq.read_table(tmp_path / "out.parquet")
+    out = _ids_added(cli, tmp_path)
     assert out.schema.names == table.schema.names
     assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]
