@@ -13,7 +13,9 @@ before and after each run, and each run is printed as seconds per order
 over the mean of the two. The targets: CSV -> CSV at most 0.8 F, Parquet ->
 Parquet at most 0.4 F. ``--in-process`` also times the same run through
 ``clobkit._order_ids.run`` in this process (the pipeline without Python's
-and pyarrow's start-up).
+and pyarrow's start-up). The children run with bytecode, as an installed
+package does (one untimed run on a one-row file writes it), and each run's
+output file is removed before it is timed.
 """
 
 from __future__ import annotations
