@@ -16,7 +16,7 @@ import json
 import socket
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -27,36 +27,15 @@ from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
 from clobkit.client._ops import SAFE, Call
 
-from .conftest import KEY, SECRET, client_options, full_scope_users
-from .test_client_hardening import RawServer, huge_chunked_body
+from .conftest import KEY, SECRET, RawServer, client_options, full_scope_users
+from .test_client_hardening import _options, huge_chunked_body
 
 TOKEN = "71321045679252212594626385532706912750332728571942532289631379312455583992563"
 
 
-@pytest.fixture
-def raw_server() -> Iterator[Callable[..., RawServer]]:
-    made: list[RawServer] = []
-
-    def make(reply: Callable[[socket.socket, threading.Event], None]) -> RawServer:
-        server = RawServer(reply)
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
-
-
 def _clients(url: str, **overrides: Any) -> tuple[AsyncClient, AsyncClient]:
     """(direct path, httpx's client path) for ``url``."""
-    options: dict[str, Any] = {
-        "base_url": url,
-        "api_key": KEY,
-        "api_secret": SECRET,
-        "timeout": 0.5,
-        "max_retries": 0,
-    }
-    options.update(overrides)
+    options = _options(url, **{"timeout": 0.5, **overrides})
     direct = AsyncClient(**options)
     # the test must fail should the direct path ever be left unused
     assert direct._direct is not None
