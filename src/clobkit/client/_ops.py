@@ -4,7 +4,7 @@ runner that builds, sends, retries and parses calls.
 Nothing here touches the network or sleeps. Every client call is an
 *operation*: a generator that yields effects and receives their results.
 
-* ``Send(request, timeout, limit)`` -> the ``httpx.Response`` (its whole body read
+* ``Send(outgoing, timeout, limit)`` -> the ``httpx.Response`` (its whole body read
   within ``timeout`` seconds and at most ``limit`` bytes), or the exception raised;
 * ``Sleep(seconds)`` -> ``None``;
 * ``Gather(operations)`` -> the list of their results, run concurrently;
