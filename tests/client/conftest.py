@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -408,3 +409,72 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# ---------------------------------------------------------------------------
+# A raw loopback server that answers every request with ``reply(conn, stop)``
+
+
+class RawServer:
+    """Accepts connections on a free loopback port; ``reply`` writes each answer."""
+
+    def __init__(self, reply: Callable[[socket.socket, threading.Event], None]) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.reply = reply
+        self.threads: list[threading.Thread] = []
+        self.accepted = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            t = threading.Thread(target=self._handle, args=(conn,), daemon=True)
+            t.start()
+            self.threads.append(t)
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                self.reply(conn, self.stop)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        for t in self.threads:
+            t.join(5)
+        self.sock.close()
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Callable[..., RawServer]]:
+    made: list[RawServer] = []
+
+    def make(reply: Callable[[socket.socket, threading.Event], None]) -> RawServer:
+        server = RawServer(reply)
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.close()

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import httpx
 
 from .._types import OrderType, Side
-from ..errors import ClobkitError
 from ..models import (
     CancelResult,
     Event,
@@ -35,10 +34,10 @@ from ..models import (
 from ._aio import within
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
-from ._errors import attempt_timeout_error, body_error, declared_size, with_body
-from ._ops import Gather, Operation, Receive, Send, Sleep
+from ._errors import attempt_timeout_error
+from ._ops import Gather, Operation, Outgoing, Receive, Send, Sleep
 from ._paging import Pager
-from ._pool import Pools
+from ._pool import Pools, read_whole
 from ._stream import Stream, StreamItem
 from ._validate import EventFilters, event_params
 
@@ -111,11 +110,13 @@ class AsyncClient:
             max_response_bytes=max_response_bytes,
         )
         self._core = ClientCore(config, signer)
-        # httpx's transport, each request sent in one write (see _pool.py) and called
-        # directly: the client's cookie jar, redirects, auth and hooks are not used, and
-        # its cookie extraction alone cost about 0.2 ms per answer. Given a transport,
-        # or a proxy in the environment, requests go through httpx's client as before.
-        self._direct: httpx.AsyncBaseTransport | None = None
+        # httpcore's pools under httpx's transports, each request sent in one write
+        # (see _pool.py) and called directly with httpcore's own request and response
+        # (Pools.exchange): httpx's client (cookie jar, redirects, auth, hooks) and its
+        # models are not used; the cookie extraction alone cost about 0.2 ms per
+        # answer. Given a transport, or a proxy in the environment, requests go
+        # through httpx's client as before.
+        self._direct: Pools | None = None
         if transport is None and not urllib.request.getproxies():
             transport = self._direct = Pools(POOL_LIMITS, POOLS)
         self._http = httpx.AsyncClient(
@@ -162,56 +163,30 @@ class AsyncClient:
 
     async def _send(self, effect: Send) -> httpx.Response | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
-        request, timeout, limit = effect
+        outgoing, timeout, limit = effect
         if timeout is None:
-            return await self._exchange(request, limit)
+            return await self._exchange(outgoing, limit)
         if timeout <= 0:
-            return attempt_timeout_error(request, timeout)
+            return attempt_timeout_error(outgoing, timeout)
         try:
-            return await within(self._exchange(request, limit), timeout)
+            return await within(self._exchange(outgoing, limit), timeout)
         except asyncio.TimeoutError:
-            return attempt_timeout_error(request, timeout)
+            return attempt_timeout_error(outgoing, timeout)
 
-    async def _exchange(
-        self, request: httpx.Request, limit: int | None
-    ) -> httpx.Response | BaseException:
+    async def _exchange(self, outgoing: Outgoing, limit: int | None) -> httpx.Response | Exception:
+        direct = self._direct
+        if direct is not None and direct.cores is not None:
+            return await direct.exchange(outgoing, limit)  # httpcore's pool, no httpx models
+        request = outgoing.httpx_request()
         try:
-            if self._direct is not None:
-                response = await self._direct.handle_async_request(request)
+            if direct is not None:
+                response = await direct.handle_async_request(request)
                 response.request = request
             else:
                 response = await self._http.send(request, stream=True)
         except httpx.RequestError as exc:
             return exc
-        try:
-            error = body_error(response, declared_size(response), limit, False)
-            if error is not None:
-                return error
-            headers = response.headers
-            if (
-                self._direct is not None
-                and "Content-Length" in headers
-                and "Content-Encoding" not in headers
-            ):
-                # h11 reads exactly the declared length, checked against the limit
-                # above: read it whole, and the response needs no rebuilding
-                await response.aread()
-                return response
-            chunks = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                error = body_error(response, size, limit, False)
-                if error is not None:
-                    return error
-            return with_body(response, b"".join(chunks))
-        except httpx.RequestError as exc:
-            return exc
-        except ClobkitError as exc:
-            return exc
-        finally:
-            await response.aclose()
+        return await read_whole(response, limit)
 
     async def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         return list(await asyncio.gather(*(self._run(op) for op in ops)))

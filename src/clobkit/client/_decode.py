@@ -55,28 +55,48 @@ def _is_timestamp_key(key: str) -> bool:
     return known
 
 
+def _timestamp(item: Any) -> Any:
+    """A timestamp field's value: epoch numbers (s or ms) as ISO text, ``""`` as None."""
+    if item == "":
+        return None
+    if isinstance(item, str) and item.isdigit():
+        item = int(item)
+    if isinstance(item, (int, float)) and not isinstance(item, bool):
+        seconds = item / 1000 if item > 10**11 else item
+        try:
+            return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
+        except (OverflowError, OSError, ValueError):
+            return None
+    return item
+
+
 def _normalise_timestamps(value: Any) -> Any:
-    """Turn epoch numbers (s or ms) and empty strings in timestamp fields into ISO text / None."""
+    """Turn epoch numbers (s or ms) and empty strings in timestamp fields into ISO text / None.
+
+    ``value`` itself is returned when nothing changes (the usual answer): it runs
+    for every stream message and record, and most values are text or None.
+    """
     if isinstance(value, list):
-        return [_normalise_timestamps(v) for v in value]
+        items = [_normalise_timestamps(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if not isinstance(value, dict):
         return value
-    out: dict[str, Any] = {}
+    out: dict[str, Any] | None = None
     for key, item in value.items():
-        if isinstance(key, str) and _is_timestamp_key(key):
-            if item == "":
-                item = None
-            elif isinstance(item, str) and item.isdigit():
-                item = int(item)
-            if isinstance(item, (int, float)) and not isinstance(item, bool):
-                seconds = item / 1000 if item > 10**11 else item
-                try:
-                    item = datetime.fromtimestamp(seconds, timezone.utc).isoformat()
-                except (OverflowError, OSError, ValueError):
-                    item = None
-        # only containers can hold timestamp fields further down
-        out[key] = _normalise_timestamps(item) if isinstance(item, (dict, list)) else item
-    return out
+        kind = type(item)
+        if item is None or (kind is str and item and not item.isdigit()):
+            continue  # nothing to change, whatever the key
+        if isinstance(item, (dict, list)):
+            new = _normalise_timestamps(item)  # only containers hold fields further down
+        elif isinstance(key, str) and _is_timestamp_key(key):
+            new = _timestamp(item)
+        else:
+            continue
+        if new is not item:
+            if out is None:
+                out = dict(value)
+            out[key] = new
+    return value if out is None else out
 
 
 def tolerant_convert(raw: Any, model: Any) -> Any:

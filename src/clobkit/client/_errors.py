@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import msgspec
@@ -26,6 +26,16 @@ from ..errors import (
 )
 from ..errors import TimeoutError as ClobkitTimeoutError
 from ._decode import _Envelope
+
+
+class Sent(Protocol):
+    """What an error's text names of a request (``httpx.Request`` or ``_ops.Outgoing``)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def url(self) -> httpx.URL: ...
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -120,12 +130,21 @@ def _error_from_response(response: httpx.Response, env: Any) -> ApiError:
     return api_error(status, message, code, retry_after=retry_after, detail=detail)
 
 
-def transport_error(exc: BaseException, request: httpx.Request) -> TransportError:
+def transport_error(exc: BaseException, request: Sent) -> TransportError:
     """``TimeoutError`` or ``TransportError`` for an ``httpx`` failure (no headers in the text)."""
     where = f"{request.method} {request.url.copy_with(query=None)}"
     if isinstance(exc, httpx.TimeoutException):
         return ClobkitTimeoutError(f"{where}: timed out ({type(exc).__name__})")
     return TransportError(f"{where}: {type(exc).__name__}: {exc}")
+
+
+def too_large(request: Sent, status: int, limit: int) -> ServerError:
+    """The error of an answer (``status``) whose body is over ``limit`` bytes."""
+    return ServerError(
+        f"response body of {request.method} {request.url.copy_with(query=None)} is larger "
+        f"than {limit} bytes (max_response_bytes)",
+        status=status,
+    )
 
 
 def body_error(
@@ -134,11 +153,7 @@ def body_error(
     """The error of a body ``size`` bytes long so far (``late``: past the deadline)."""
     request = response.request
     if limit is not None and size > limit:
-        return ServerError(
-            f"response body of {request.method} {request.url.copy_with(query=None)} is larger "
-            f"than {limit} bytes (max_response_bytes)",
-            status=response.status_code,
-        )
+        return too_large(request, response.status_code, limit)
     if late:
         return ClobkitTimeoutError(
             f"{request.method} {request.url.copy_with(query=None)}: timed out reading the response"
@@ -165,7 +180,7 @@ def with_body(response: httpx.Response, body: bytes) -> httpx.Response:
     )
 
 
-def attempt_timeout_error(request: httpx.Request, seconds: float) -> ClobkitTimeoutError:
+def attempt_timeout_error(request: Sent, seconds: float) -> ClobkitTimeoutError:
     """The error of an attempt that used up its ``seconds``."""
     where = f"{request.method} {request.url.copy_with(query=None)}"
     return ClobkitTimeoutError(f"{where}: no complete answer within {seconds:g} s")

@@ -156,7 +156,8 @@ class Client:
 
     def _send(self, effect: Send) -> httpx.Response | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
-        request, timeout, limit = effect
+        _, timeout, limit = effect
+        request = effect.request
         deadline = None
         if timeout is not None:
             if timeout <= 0:
