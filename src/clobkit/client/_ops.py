@@ -21,6 +21,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Generator, Mapping
+from functools import partial
 from typing import Any, NamedTuple, TypeVar
 
 import httpx
@@ -222,8 +223,7 @@ class CallRunner:
             target = (self._base_path + call.path).encode("ascii")
             origin = self._origin
             host = self._host
-            path = call.path
-            known = lambda: self._url(path)  # noqa: E731 - parsed only when needed
+            known = partial(self._url, call.path)  # parsed only when needed
         body = call.body
         headers = [("Host", host)]
         if body or call.method in _LENGTH_ALWAYS:

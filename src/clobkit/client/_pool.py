@@ -62,15 +62,17 @@ _ERRORS: dict[type[Exception], type[httpx.TransportError]] = {
 }
 
 
-def as_httpx_error(exc: Exception) -> httpx.TransportError | None:
-    """The httpx error httpx's transport raises for httpcore's ``exc`` (the most
-    specific one), or None when ``exc`` is not one of httpcore's."""
-    mapped: type[httpx.TransportError] | None = None
+#: httpcore's errors, the ones the direct path catches and maps (subclasses included)
+_HTTPCORE_ERRORS = tuple(_ERRORS)
+
+
+def as_httpx_error(exc: Exception) -> httpx.TransportError:
+    """The httpx error httpx's transport raises for httpcore's ``exc`` (one of
+    ``_HTTPCORE_ERRORS``): the most specific one."""
+    mapped: type[httpx.TransportError] = httpx.TransportError
     for source, target in _ERRORS.items():
-        if isinstance(exc, source) and (mapped is None or issubclass(target, mapped)):
+        if isinstance(exc, source) and issubclass(target, mapped):
             mapped = target
-    if mapped is None:
-        return None
     error = mapped(str(exc))
     error.__cause__ = exc
     return error
@@ -255,11 +257,8 @@ class _Body(httpx.AsyncByteStream):
         try:
             async for chunk in self._response.aiter_stream():
                 yield chunk
-        except Exception as exc:
-            error = as_httpx_error(exc)
-            if error is None:
-                raise
-            raise error from exc
+        except _HTTPCORE_ERRORS as exc:
+            raise as_httpx_error(exc) from exc
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -317,11 +316,8 @@ class Pools(httpx.AsyncBaseTransport):
                     content=outgoing.body,
                 )
             )
-        except Exception as exc:
-            error = as_httpx_error(exc)
-            if error is None:
-                raise
-            return error
+        except _HTTPCORE_ERRORS as exc:
+            return as_httpx_error(exc)
         try:
             length = None
             encoded = False
@@ -356,11 +352,8 @@ class Pools(httpx.AsyncBaseTransport):
                 content=b"".join(chunks),
                 extensions=response.extensions,
             )
-        except Exception as exc:
-            error = as_httpx_error(exc)
-            if error is None:
-                raise
-            return error
+        except _HTTPCORE_ERRORS as exc:
+            return as_httpx_error(exc)
         finally:
             await response.aclose()
 
