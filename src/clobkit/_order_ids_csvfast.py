@@ -32,7 +32,7 @@ from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
 from ._parse import BATCH_KEYWORDS
 from ._spec import SALT_MAX
 from .amounts import raw_amounts_flagged
-from .errors import ValidationError
+from .errors import OrderFieldError, ValidationError
 from .order_id import OrderHasher
 
 __all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
@@ -137,15 +137,17 @@ class FastCsv:
         )
         if not pc.match_substring_regex(whole, self.pattern)[0].as_py():
             return None
-        n = block.count(b"\n") + (not block.endswith(b"\n"))
         table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
-        if table.num_rows != n:
-            return None
         ids = self._ids(table, b" " in block or b"\t" in block)
         if ids is None:
             return None
-        # each line (its CR dropped: the pattern allows one only before LF) + "," + its id
-        return append_column(block, ids.buffers()[2], ID_CHARS), n
+        # each line (its CR dropped: the pattern allows one only before LF) + "," + its id;
+        # append_column counts the lines: a row pyarrow read differently refuses the block
+        try:
+            rows = append_column(block, ids.buffers()[2], ID_CHARS)
+        except OrderFieldError:
+            return None
+        return rows, table.num_rows
 
     def _ids(self, table: Any, spaced: bool) -> Any:
         """The ids of a parsed block (an Arrow array), or None if any row needs the exact path."""
