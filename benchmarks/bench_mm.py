@@ -243,9 +243,12 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
                     raw.append(raw_s)
                     one.append(one_s)
                     full.append(full_s)
-                    for name, floor in (("raw", raw_floor), ("one", one_floor)):
+                    for name, floor in (
+                        ("raw", raw_floor),
+                        ("one", one_floor),
+                        ("all", full_floor),
+                    ):
                         floors[name].append(floor)
-                    floors["all"].append(full_floor)
     figures = {
         "raw": statistics.median(raw),
         "one": statistics.median(one),

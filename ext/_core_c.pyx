@@ -851,6 +851,7 @@ cdef class OrderHasher:
         cdef PyObject **items[9]
         cdef int nseq = 0, k
         cdef list fast = []  # (column kind, its buffers, field offset) of columnar arguments
+        cdef Py_ssize_t off
         cdef list slow = []  # (index, sequence) of every sequence argument, for errors
         for c in range(9):
             value = columns[names[c]]
@@ -858,9 +859,10 @@ cdef class OrderHasher:
                 if (<object>value).items is not None:  # numpy objects / strings: the list path
                     value = (<object>value).items
                 else:
-                    srcs = _sources(value, kinds[c], _offset(&tmpl, kinds[c]))
+                    off = _offset(&tmpl, kinds[c])
+                    srcs = _sources(value, kinds[c], off)
                     if srcs is not None:
-                        fast.append((kinds[c], srcs, _offset(&tmpl, kinds[c])))
+                        fast.append((kinds[c], srcs, off))
                         slow.append((c, value))
                         continue
                     value = value.values()  # a big-endian host: through Python objects
