@@ -117,12 +117,12 @@ class Column(_Base):
             chunks = value.chunks if isinstance(value, pa.ChunkedArray) else [value]
             typ = value.type
             if pa.types.is_dictionary(typ):
+                from ._arrow_compute import decode  # not pyarrow.compute: 50 ms to import
+
                 # Parquet's dictionary pages, pandas categoricals: the compiled twin
                 # parses each distinct value once. A dictionary larger than half its
                 # chunk (a slice of a big one) is decoded: cheaper than parsing it all.
-                chunks = [
-                    c.dictionary_decode() if 2 * len(c.dictionary) > len(c) else c for c in chunks
-                ]
+                chunks = [decode(c) if 2 * len(c.dictionary) > len(c) else c for c in chunks]
                 self.index_width = typ.index_type.bit_width // 8
                 self.index_signed = pa.types.is_signed_integer(typ.index_type)
                 typ = typ.value_type

@@ -30,6 +30,7 @@ from ._core import append_column
 from ._order_ids_csv import CsvOrders
 from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
 from ._parse import BATCH_KEYWORDS
+from ._pyarrow import import_pyarrow
 from ._spec import SALT_MAX
 from .amounts import raw_amounts_flagged
 from .errors import OrderFieldError, ValidationError
@@ -77,7 +78,7 @@ def available() -> bool:
     if not ENABLED:
         return False
     try:
-        import pyarrow  # noqa: F401 - only whether it is there
+        import_pyarrow()  # only whether it is there (without numpy in the command's process)
     except ImportError:
         return False
     return True
@@ -97,10 +98,11 @@ class FastCsv:
         self, hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
     ) -> None:
         import pyarrow as pa
-        import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
-        self.pa, self.pc, self.pacsv = pa, pc, pacsv
+        from . import _arrow_compute as ac
+
+        self.pa, self.ac, self.pacsv = pa, ac, pacsv
         self.hasher, self.layout, self.threads = hasher, layout, threads
         width = fmt.width
         names = [f"f{i}" for i in range(width)]
@@ -129,13 +131,13 @@ class FastCsv:
             return None
 
     def _block(self, block: bytes) -> tuple[Any, int] | None:
-        pa, pc = self.pa, self.pc
+        pa, ac = self.pa, self.ac
         whole = pa.Array.from_buffers(
             pa.large_binary(),
             1,
             [None, values(pa, [0, len(block)], pa.int64()).buffers()[1], pa.py_buffer(block)],
         )
-        if not pc.match_substring_regex(whole, self.pattern)[0].as_py():
+        if not ac.matches(whole, self.pattern)[0].as_py():
             return None
         table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
         ids = self._ids(table, b" " in block or b"\t" in block)
@@ -151,19 +153,19 @@ class FastCsv:
 
     def _ids(self, table: Any, spaced: bool) -> Any:
         """The ids of a parsed block (an Arrow array), or None if any row needs the exact path."""
-        pa, pc = self.pa, self.pc
+        pa, ac = self.pa, self.ac
         args: dict[str, Any] = {}
         for name, column in self.columns.items():
             col = table.column(column)
             if spaced:  # the exact reader strips every value when the batch has whitespace
-                col = pc.utf8_trim(col, " \t")
+                col = ac.trim(col, " \t")
             if name == "side":
                 col = self._mapped(col, SIDE_KEYS, pa.int8())
             elif name == "neg_risk":
                 col = self._mapped(col, FLAGS, pa.bool_())
             elif name in _NUMBERS:
                 if name in self.defaults:  # an empty cell of an optional column: its default
-                    col = pc.if_else(pc.equal(col, self.empty), self.defaults[name], col)
+                    col = ac.if_else(ac.equal(col, self.empty), self.defaults[name], col)
                 col = self._digits(col)
             if col is None:
                 return None
@@ -174,8 +176,8 @@ class FastCsv:
             return None  # digits beyond 2**64 - 1, or not digits: the exact reader's case
         bad = raw_amounts_flagged(args["sides"], makers, takers)
         if self.layout is V1:  # POST /orders/raw's salt range
-            bad = pc.or_(bad, pc.greater(salts, self.salt_max))
-        if pc.any(bad).as_py():
+            bad = ac.or_(bad, ac.greater(salts, self.salt_max))
+        if ac.any_(bad):
             return None
         try:
             return self.hasher.order_ids(**args, threads=self.threads, out="arrow")
@@ -188,22 +190,22 @@ class FastCsv:
         Anything else (an empty cell, a sign, a value past 2**64 - 1) stays a
         string column, for the core to take or refuse as the exact reader's.
         """
-        pa, pc = self.pa, self.pc
-        if not pc.all(pc.ascii_is_decimal(col)).as_py():
+        pa, ac = self.pa, self.ac
+        if not ac.all_(ac.is_decimal(col)):
             return col
         try:
-            return pc.cast(col, pa.uint64())
+            return ac.cast(col, pa.uint64())
         except pa.ArrowException:  # past 2**64 - 1
             return col
 
     def _mapped(self, col: Any, table: dict[str, Any], typ: Any) -> Any:
         """A string column through ``table`` as the exact reader maps it; None: a value is not."""
-        pa, pc = self.pa, self.pc
-        distinct = pc.unique(col)
+        pa, ac = self.pa, self.ac
+        distinct = ac.unique(col)
         mapped = [table.get(v.strip().lower()) for v in distinct.to_pylist()]
         if None in mapped:
             return None
-        return values(pa, mapped, typ).take(pc.index_in(col, value_set=distinct))
+        return ac.take(values(pa, mapped, typ), ac.index_in(col, distinct))
 
 
 def _exact_only(block: bytes) -> Future[tuple[Any, int] | None]:

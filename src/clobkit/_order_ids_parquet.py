@@ -31,6 +31,7 @@ from ._order_ids_rows import (
     hash_batch,
 )
 from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
+from ._pyarrow import import_pyarrow
 from ._spec import SALT_MAX
 from .amounts import raw_amounts_flagged
 from .errors import ValidationError
@@ -41,16 +42,19 @@ if TYPE_CHECKING:
     from ._order_ids import Progress
 
 
-def _pyarrow() -> tuple[Any, Any]:
+def _pyarrow() -> tuple[Any, Any, Any]:
+    """pyarrow, pyarrow.parquet and the compute kernels (not ``pyarrow.compute``: 50 ms)."""
     try:
-        import pyarrow as pa
+        pa = import_pyarrow()  # without numpy in the command's process
         import pyarrow.parquet as pq
+
+        from . import _arrow_compute as ac
     except ImportError:
         raise InputError("Parquet needs pyarrow: pip install 'clobkit[data]'") from None
-    return pa, pq
+    return pa, pq, ac
 
 
-def _mapped(pa: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
+def _mapped(pa: Any, ac: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
     """A string column through ``table`` (case and spaces ignored), as the CSV path reads it.
 
     Mapped on the column's distinct values (a handful); a value not in the
@@ -60,7 +64,7 @@ def _mapped(pa: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
     stored = col.type.value_type if t.is_dictionary(col.type) else col.type
     if not (t.is_string(stored) or t.is_large_string(stored)):
         return col
-    enc = col if t.is_dictionary(col.type) else col.dictionary_encode()
+    enc = col if t.is_dictionary(col.type) else ac.encode(col)
     values = [table.get(v.strip().lower(), v) for v in enc.dictionary.to_pylist()]
     if any(isinstance(v, str) for v in values):
         return col
@@ -70,12 +74,12 @@ def _mapped(pa: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
 _ZERO_WORD = "0x" + "00" * 32
 
 
-def _fill_default(pa: Any, col: Any, name: str) -> Any:
+def _fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
     """Nulls of an optional column read as its default, as empty CSV cells do."""
     default = DEFAULTS[name]
     t = pa.types
     if t.is_dictionary(col.type):
-        col = col.dictionary_decode()
+        col = ac.decode(col)
     if t.is_string(col.type) or t.is_large_string(col.type):
         fill: object = _ZERO_WORD if default is None else ("false" if default is False else "0")
     elif t.is_fixed_size_binary(col.type):
@@ -85,13 +89,14 @@ def _fill_default(pa: Any, col: Any, name: str) -> Any:
     else:
         fill = default
     try:
-        return col.fill_null(pa.scalar(fill, col.type))
+        return ac.fill_null(col, pa.scalar(fill, col.type))
     except (pa.ArrowException, TypeError, ValueError):
         return col  # a type the core refuses anyway, with the column's name
 
 
 def _arrow_batch(
     pa: Any,
+    ac: Any,
     hasher: OrderHasher,
     batch: Any,
     first: int,
@@ -111,11 +116,11 @@ def _arrow_batch(
             continue
         col = batch.column(name)
         if name in DEFAULTS and col.null_count:
-            col = _fill_default(pa, col, name)
+            col = _fill_default(pa, ac, col, name)
         if name == "side":
-            col = _mapped(pa, col, SIDE_KEYS, pa.int8())
+            col = _mapped(pa, ac, col, SIDE_KEYS, pa.int8())
         elif name == "neg_risk":
-            col = _mapped(pa, col, FLAGS, pa.bool_())
+            col = _mapped(pa, ac, col, FLAGS, pa.bool_())
         args[BATCH_KEYWORDS[name]] = col
     n = batch.num_rows
     lines = list(range(first, first + n))
@@ -150,7 +155,7 @@ def _arrow_batch(
                 columns[name] = _lookup(given, SIDE_KEYS if name == "side" else FLAGS)
         return hash_batch(hasher, Parsed(lines, [], columns), threads, layout, signer)
     # the service's own rules, on the rows the core took (column-wise first when it can)
-    rows = _flagged(pa, batch, args["sides"], layout)
+    rows = _flagged(pa, ac, batch, args["sides"], layout)
     idx = range(n) if rows is None else rows
     if not idx:
         return column if signer is None else ids, sigs, []
@@ -158,11 +163,11 @@ def _arrow_batch(
         ids = column.to_pylist()
     take = arrow_values(pa, idx, pa.int64())
     cols: dict[str, list[Any]] = {
-        name: batch.column(name).take(take).to_pylist()
+        name: ac.take(batch.column(name), take).to_pylist()
         for name in ("salt", "maker_amount", "taker_amount")
     }
-    sides = args["sides"].take(take)
-    sides = sides.dictionary_decode() if pa.types.is_dictionary(sides.type) else sides
+    sides = ac.take(args["sides"], take)
+    sides = ac.decode(sides) if pa.types.is_dictionary(sides.type) else sides
     cols["side"] = [int(v) if isinstance(v, bool) else v for v in sides.to_pylist()]
     final: dict[str, object] = {
         k: [int(v) if isinstance(v, Decimal) else v for v in vs] for k, vs in cols.items()
@@ -176,23 +181,21 @@ def _arrow_batch(
     return ids, sigs, rejects
 
 
-def _flagged(pa: Any, batch: Any, sides: Any, layout: Layout) -> list[int] | None:
+def _flagged(pa: Any, ac: Any, batch: Any, sides: Any, layout: Layout) -> list[int] | None:
     """Rows the service's rules may refuse, found column-wise (None: integer columns only)."""
-    import pyarrow.compute as pc
-
     t = pa.types
     makers, takers, salts = (batch.column(n) for n in ("maker_amount", "taker_amount", "salt"))
     if not (t.is_integer(makers.type) and t.is_integer(takers.type) and t.is_integer(salts.type)):
         return None
     if t.is_dictionary(sides.type):
-        sides = sides.dictionary_decode()
+        sides = ac.decode(sides)
     if not (t.is_integer(sides.type) or t.is_boolean(sides.type)):
         return None
-    bad = raw_amounts_flagged(sides.cast(pa.int8()), makers, takers)
+    bad = raw_amounts_flagged(ac.cast(sides, pa.int8()), makers, takers)
     if layout is V1:  # POST /orders/raw's salt range
         u64 = pa.uint64()  # the core took the salts: none is negative
-        bad = pc.or_(bad, pc.greater(salts.cast(u64), scalar(pa, SALT_MAX, u64)))
-    flagged: list[int] = pc.indices_nonzero(bad).to_pylist()
+        bad = ac.or_(bad, ac.greater(ac.cast(salts, u64), scalar(pa, SALT_MAX, u64)))
+    flagged: list[int] = ac.nonzero(bad).to_pylist()
     return flagged
 
 
@@ -246,7 +249,7 @@ def _run_parquet(
     say: Callable[[str], None],
 ) -> tuple[int, int]:
     """Parquet in, Parquet out, one record batch at a time: (written, rejected)."""
-    pa, pq = _pyarrow()
+    pa, pq, ac = _pyarrow()
     try:
         source = pq.ParquetFile(input_path)
         schema = source.schema_arrow  # the file's own types: the output keeps them
@@ -286,7 +289,7 @@ def _run_parquet(
                 say(f"row {number}: {reason}")
             if rejects:
                 keep = arrow_values(pa, [oid is not None for oid in ids], pa.bool_())
-                batch = batch.filter(keep)
+                batch = ac.filter_(batch, keep)
                 sigs = None if sigs is None else [s for s, k in zip(sigs, ids, strict=True) if k]
                 ids = [oid for oid in ids if oid is not None]
             for name in added:
@@ -296,7 +299,7 @@ def _run_parquet(
                 if name in added:
                     continue  # replaced: dropped above
                 i = batch.schema.get_field_index(name)
-                batch = batch.set_column(i, name, batch.column(i).cast(schema.field(name).type))
+                batch = batch.set_column(i, name, ac.cast(batch.column(i), schema.field(name).type))
             if isinstance(ids, list):
                 ids = arrow_values(pa, ids, pa.string())
             batch = batch.append_column("order_id", ids)
@@ -311,7 +314,9 @@ def _run_parquet(
         first = 1
         try:
             for batch in _batches(source, batch_size):
-                job = pool.submit(_arrow_batch, pa, hasher, batch, first, layout, threads, signer)
+                job = pool.submit(
+                    _arrow_batch, pa, ac, hasher, batch, first, layout, threads, signer
+                )
                 first += batch.num_rows
                 if pending is not None:
                     finish(*pending)

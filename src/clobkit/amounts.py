@@ -66,17 +66,17 @@ def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
     amounts non-negative (the core took them).
     """
     import pyarrow as pa
-    import pyarrow.compute as pc
 
+    from . import _arrow_compute as ac  # pyarrow.compute's import is 50 ms
     from ._arrow_values import scalar  # pa.scalar would import pandas (slow) to rule it out
 
     u64 = pa.uint64()  # typed scalars: an untyped one would push the comparison to int64
-    makers, takers = makers.cast(u64), takers.cast(u64)
+    makers, takers = ac.cast(makers, u64), ac.cast(takers, u64)
     zero, most = scalar(pa, 0, u64), scalar(pa, _MAX_ORDER_UNITS, u64)
-    buy = pc.equal(sides, scalar(pa, 0, sides.type))
-    usdc, shares = pc.if_else(buy, makers, takers), pc.if_else(buy, takers, makers)
-    empty = pc.or_(pc.equal(makers, zero), pc.equal(takers, zero))
-    return pc.or_(pc.or_(empty, pc.greater_equal(usdc, shares)), pc.greater(usdc, most))
+    buy = ac.equal(sides, scalar(pa, 0, sides.type))
+    usdc, shares = ac.if_else(buy, makers, takers), ac.if_else(buy, takers, makers)
+    empty = ac.or_(ac.equal(makers, zero), ac.equal(takers, zero))
+    return ac.or_(ac.or_(empty, ac.greater_equal(usdc, shares)), ac.greater(usdc, most))
 
 
 # ``Side`` and ``OrderType`` load on first use: ``enum`` is not free
