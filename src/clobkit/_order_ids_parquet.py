@@ -268,7 +268,8 @@ def _run_parquet(
         schema = schema.append(pa.field(name, pa.string()))
     total = max(source.metadata.num_rows, 1)
     written = rejected = done = 0
-    # ids are random hex: dictionaries and compression only cost time on them
+    # ids are random hex: dictionaries, compression and min/max statistics (which
+    # would span nearly every id in each row group) only cost time on them
     plain = dict.fromkeys(added, "none")
     with (
         pq.ParquetWriter(
@@ -276,6 +277,7 @@ def _run_parquet(
             schema,
             use_dictionary=[name for name in dictionaries if name not in added],
             compression={**dict.fromkeys(schema.names, "snappy"), **plain},
+            write_statistics=[name for name in schema.names if name not in added],
         ) as writer,
         ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool,
     ):

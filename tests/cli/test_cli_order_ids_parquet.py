@@ -261,6 +261,13 @@ def test_output_keeps_every_input_column_with_its_type(
     assert out.schema.remove(out.schema.get_field_index("order_id")) == table.schema
     assert out.drop_columns(["order_id"]).equals(table)
     assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]
+    # min/max kept for every input column; none for the ids (random: they would prune nothing)
+    group = pq.ParquetFile(tmp_path / "out.parquet").metadata.row_group(0)
+    stats = {
+        group.column(i).path_in_schema: group.column(i).statistics for i in range(group.num_columns)
+    }
+    assert all(stats[name].has_min_max for name in table.column_names)
+    assert stats["order_id"] is None or not stats["order_id"].has_min_max
 
 
 def test_an_existing_order_id_column_is_replaced(
