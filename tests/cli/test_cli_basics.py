@@ -23,8 +23,14 @@ SUBCOMMANDS = ("demo", "order-ids", "salts", "amounts", "sign", "call", "sandbox
 
 
 def test_entry_point_is_declared() -> None:
-    scripts = importlib.metadata.entry_points(group="console_scripts")
-    assert any(ep.name == "clobkit" and ep.value == "clobkit.cli:main" for ep in scripts)
+    # The console script is the same function as ``python -m clobkit``: one process set-up.
+    scripts = [
+        ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "clobkit"
+    ]
+    assert [ep.value for ep in scripts] == ["clobkit.__main__:command"]
+    from clobkit.__main__ import command
+
+    assert scripts[0].load() is command
 
 
 def test_help_lists_every_subcommand(cli: Callable[..., Result]) -> None:
