@@ -24,9 +24,8 @@ SUBCOMMANDS = ("demo", "order-ids", "salts", "amounts", "sign", "call", "sandbox
 
 def test_entry_point_is_declared() -> None:
     # The console script is the same function as ``python -m clobkit``: one process set-up.
-    scripts = [
-        ep for ep in importlib.metadata.entry_points(group="console_scripts") if ep.name == "clobkit"
-    ]
+    everything = importlib.metadata.entry_points(group="console_scripts")
+    scripts = [ep for ep in everything if ep.name == "clobkit"]
     assert [ep.value for ep in scripts] == ["clobkit.__main__:command"]
     from clobkit.__main__ import command
 
