@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from clobkit._order_ids import DEFAULT_BATCH, PARQUET_BATCH
 from clobkit.amounts import check_raw_amounts, raw_amounts_flagged
 from clobkit.errors import AmountError
 
@@ -283,3 +284,44 @@ def test_an_existing_order_id_column_is_replaced(
     out = _ids_added(cli, tmp_path)
     assert out.schema.names == table.schema.names
     assert out["order_id"].to_pylist() == [_v1_oracle(r) for r in rows]
+
+
+@pytest.mark.parametrize(
+    ("given", "groups"),
+    [
+        ((), [PARQUET_BATCH, 3]),  # Parquet's own default, not the row formats' 50,000
+        (("--batch-size", "100000"), [100_000, 100_000, 50_003]),
+    ],
+    ids=["default", "given"],
+)
+def test_parquet_batches_are_the_output_row_groups(
+    cli: Callable[..., Result], tmp_path: Path, given: tuple[str, ...], groups: list[int]
+) -> None:
+    n = PARQUET_BATCH + 3
+    assert DEFAULT_BATCH < PARQUET_BATCH  # else this would not tell the defaults apart
+    token = 10**76 + 7
+    table = pa.table(
+        {
+            "token_id": pa.array([str(token + i % 50) for i in range(n)]),
+            "maker_amount": pa.array([9_295_000 + i % 1000 for i in range(n)], pa.int64()),
+            "taker_amount": pa.array([16_900_000] * n, pa.int64()),
+            "side": pa.array(["BUY"] * n),
+            "salt": pa.array(range(1, n + 1), pa.int64()),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet", row_group_size=n)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    src, dst = str(tmp_path / "in.parquet"), str(tmp_path / "out.parquet")
+    got = cli("order-ids", "--wallet", wallet, src, dst, "--threads", "2", *given)
+    assert got.code == 0, got.err
+    meta = pq.ParquetFile(dst).metadata
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == groups
+    ids = pq.read_table(dst, columns=["order_id"])["order_id"]
+    for i in (0, PARQUET_BATCH - 1, PARQUET_BATCH, n - 1):
+        row = {k: table[k][i].as_py() for k in table.column_names}
+        assert ids[i].as_py() == _v1_oracle(row)
+
+
+def test_batch_size_help_gives_both_defaults(cli: Callable[..., Result]) -> None:
+    text = " ".join(cli("order-ids", "--help").out.split())
+    assert f"default {DEFAULT_BATCH:,}; {PARQUET_BATCH:,} for Parquet" in text
