@@ -8,9 +8,9 @@ import sys
 def command() -> int:
     """The ``clobkit`` command's process: ``python -m clobkit`` and the console script."""
     if sys.argv[1:2] == ["order-ids"]:
-        from ._pyarrow import block_numpy
+        from ._pyarrow import for_command
 
-        block_numpy()  # this process runs the command and exits
+        for_command()  # this process runs the command and exits
     try:
         from .cli import main
     except KeyboardInterrupt:  # Ctrl-C while importing: one line, no traceback

@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=int,
         metavar="N",
-        help="orders per batch (default 50,000; 250,000 for Parquet)",
+        help="orders per batch (default 50,000; 100,000 for Parquet)",
     )
     p.add_argument(
         "--progress",

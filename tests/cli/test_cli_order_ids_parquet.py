@@ -290,7 +290,7 @@ def test_an_existing_order_id_column_is_replaced(
     ("given", "groups"),
     [
         ((), [PARQUET_BATCH, 3]),  # Parquet's own default, not the row formats' 50,000
-        (("--batch-size", "100000"), [100_000, 100_000, 50_003]),
+        (("--batch-size", "40000"), [40_000, 40_000, PARQUET_BATCH - 80_000 + 3]),
     ],
     ids=["default", "given"],
 )

@@ -149,3 +149,46 @@ def test_import_pyarrow_lifts_the_block_only_for_a_pyarrow_that_needs_numpy(
 def test_block_numpy_leaves_a_process_that_already_has_numpy_or_pyarrow() -> None:
     code = "import pyarrow\nfrom clobkit._pyarrow import block_numpy\nblock_numpy()\nimport numpy"
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)  # numpy still imports
+
+
+@pytest.mark.parametrize(
+    ("chosen", "backend"),
+    [(None, "system"), ("mimalloc", "mimalloc"), ("jemalloc", "jemalloc")],
+    ids=["default", "user-mimalloc", "user-jemalloc"],
+)
+def test_the_commands_process_takes_the_c_allocator_unless_the_user_chose(
+    tmp_path: Path, chosen: str | None, backend: str
+) -> None:
+    try:  # a pyarrow built without this allocator cannot show the user's choice
+        getattr(pa, f"{backend}_memory_pool")()
+    except NotImplementedError:
+        pytest.skip(f"this pyarrow has no {backend}")
+    write_csv(tmp_path / "in.csv", orders(20))
+    wallet = str(wallet_file(tmp_path, WALLET))
+    argv = ["clobkit", "order-ids", "--wallet", wallet, str(tmp_path / "in.csv")]
+    argv.append(str(tmp_path / "out.csv"))
+    code = (
+        f"import sys\nsys.argv = {argv!r}\nfrom clobkit.__main__ import command\n"
+        "code = command()\nimport pyarrow\n"
+        "print(pyarrow.default_memory_pool().backend_name)\nsys.exit(code)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
+    env.pop("ARROW_DEFAULT_MEMORY_POOL", None)
+    if chosen is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = chosen
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == backend
+    assert "20 order ids" in done.stdout
+
+
+def test_for_command_leaves_a_process_that_already_has_pyarrow() -> None:
+    code = (
+        "import os, pyarrow\nos.environ.pop('ARROW_DEFAULT_MEMORY_POOL', None)\n"
+        "from clobkit._pyarrow import for_command\nfor_command()\n"
+        "print('ARROW_DEFAULT_MEMORY_POOL' in os.environ)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False"]
