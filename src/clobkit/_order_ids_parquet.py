@@ -123,7 +123,7 @@ def _arrow_batch(
             col = _mapped(pa, ac, col, FLAGS, pa.bool_())
         args[BATCH_KEYWORDS[name]] = col
     n = batch.num_rows
-    lines = list(range(first, first + n))
+    lines = range(first, first + n)  # row numbers: no Python int per row unless one is wanted
     try:
         if signer is None:
             # an Arrow string array, no Python object per id: a list only if a row is refused

@@ -79,7 +79,7 @@ class Parsed:
 
     def __init__(
         self,
-        lines: list[int],
+        lines: Sequence[int],  # a range for Parquet's row numbers
         texts: list[str],  # each row's line, without its line end
         columns: dict[str, object],  # field -> one value per row, or a scalar for all
         objects: list[Any] | None = None,  # JSONL: the decoded objects
