@@ -1,7 +1,7 @@
 """The whole ``clobkit order-ids`` command on files, per order in F (#14's targets).
 
 Run: PYTHONPATH=src python benchmarks/order_ids_command.py [--rows 1000000] [--runs 3]
-     [--formats csv,parquet,jsonl] [--in-process]
+     [--formats csv,parquet,jsonl] [--in-process] [--idle 0]
 
 Writes ``--rows`` V1 orders (as a market maker's table holds them: 77-digit
 token ids, int64 amounts and salts, BUY/SELL) to a temporary directory as a
@@ -15,7 +15,10 @@ Parquet at most 0.4 F. ``--in-process`` also times the same run through
 ``clobkit._order_ids.run`` in this process (the pipeline without Python's
 and pyarrow's start-up). The children run with bytecode, as an installed
 package does (one untimed run on a one-row file writes it), and each run's
-output file is removed before it is timed. With Parquet among the formats
+output file is removed before it is timed. ``--idle S`` waits S seconds
+before each command run: a run right after another reuses the pages the
+last one freed, while a run after an idle moment (as a user's usually is)
+gets pages the VM's host may have taken back. With Parquet among the formats
 it ends with the floor no run can beat: the command's start-up plus
 ``order_ids`` alone on the same orders, in F.
 """
@@ -165,18 +168,24 @@ def main() -> None:
     parser.add_argument(
         "--in-process", action="store_true", help="also time run() in this process (no start-up)"
     )
+    parser.add_argument("--idle", type=float, default=0.0, help="seconds idle before each command")
     opts = parser.parse_args()
     formats = opts.formats.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_inputs(root, opts.rows, formats)
         write_inputs(root, 1, formats, "one")
-        print(f"{opts.rows:,} V1 orders, --threads 2, load {os.getloadavg()[0]:.2f}")
+        print(
+            f"{opts.rows:,} V1 orders, --threads 2, {opts.idle:g} s idle before each command, "
+            f"load {os.getloadavg()[0]:.2f}"
+        )
         for fmt in formats:
             command(root, fmt, "one")  # writes the bytecode an installed package has
             ways = [("command", command)] + [("in process", in_process)] * opts.in_process
             for way, timer in ways:
                 for run in range(1, opts.runs + 1):
+                    if way == "command":
+                        time.sleep(opts.idle)  # before F: a cold start, not a cold F
                     before = floor_f()
                     seconds = timer(root, fmt)
                     after = floor_f()
