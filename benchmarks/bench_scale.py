@@ -84,20 +84,29 @@ def test_order_ids_columns(
 FILE_ROWS = 200_000
 
 
-@pytest.fixture(scope="module")
-def order_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The same V1 orders as Parquet and as a quoted CSV (as pyarrow and pandas write it)."""
+@pytest.fixture(scope="module", params=["markets", "distinct"])
+def order_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The same V1 orders as Parquet and as a quoted CSV (as pyarrow and pandas write it).
+
+    ``markets``: token ids repeat over 5,000 markets, as a day of ladders or a
+    history of orders has them; ``distinct``: every row its own token id, the
+    worst case (no value is parsed once for many rows, and pyarrow's Parquet
+    writer falls back from its dictionary to plain pages).
+    """
     import json
 
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    root = tmp_path_factory.mktemp("files")
+    root = tmp_path_factory.mktemp(f"files-{request.param}")
     lists = _lists(1)
     n = FILE_ROWS
+    tokens = lists["token_ids"][:n]
+    if request.param == "markets":
+        tokens = [tokens[i % 5_000] for i in range(n)]
     table = pa.table(
         {
-            "token_id": pa.array(lists["token_ids"][:n]),
+            "token_id": pa.array(tokens),
             "maker_amount": pa.array([9_295_000 + i % 1000 for i in range(n)], pa.int64()),
             "taker_amount": pa.array([16_900_000] * n, pa.int64()),
             "side": pa.array(["BUY"] * n),
@@ -112,7 +121,7 @@ def order_files(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_order_ids_file(benchmark: Any, order_files: Any, fmt: str) -> None:
-    """``clobkit order-ids`` in process, --threads 2: read, hash, write (#14)."""
+    """``clobkit order-ids``'s ``run()`` in process, --threads 2: read, hash, write (#14)."""
     from clobkit._order_ids import run
 
     benchmark.group = f"clobkit order-ids ({FILE_ROWS} orders, threads=2)"
