@@ -212,12 +212,15 @@ def _batches(source: Any, batch_size: int) -> Iterator[Any]:
 def _dictionary_columns(meta: Any) -> tuple[list[str], list[str]]:
     """(string columns to read as dictionaries, columns to write with dictionaries).
 
-    Decided from the first row group's column chunks. A string column stored
-    with a dictionary page is read as an Arrow dictionary: its values are
-    decoded and parsed once each, not once per row. A column whose dictionary
-    page is over 1/16 of its plain size holds mostly distinct values (the
-    writer fell back to plain pages at its dictionary limit): its output is
-    written plain, where a dictionary would only cost time.
+    Decided from the first row group's column chunks. A dictionary-encoded
+    data page stores at most 4 bytes a row (a 32-bit index). A chunk whose
+    plain size beyond its stored dictionary page is over 4 bytes a row either
+    holds plain pages (the writer fell back from its dictionary at its size
+    limit) or a dictionary large for its rows: its values are mostly
+    distinct, and it is read and written plain, where a dictionary only costs
+    a hash per value. Any other dictionary column repeats its values: a
+    string one is read as an Arrow dictionary (its values decoded and parsed
+    once each, not once per row), and each is written with a dictionary.
     """
     read: list[str] = []
     write: list[str] = []
@@ -228,12 +231,12 @@ def _dictionary_columns(meta: Any) -> tuple[list[str], list[str]]:
         chunk = group.column(i)
         if not chunk.has_dictionary_page or "." in chunk.path_in_schema:
             continue  # no dictionary, or a nested column: as pyarrow reads it
-        name = chunk.path_in_schema
+        page = chunk.data_page_offset - chunk.dictionary_page_offset  # stored size
+        if chunk.total_uncompressed_size - page > 4 * max(chunk.num_values, 1):
+            continue
+        write.append(chunk.path_in_schema)
         if chunk.physical_type == "BYTE_ARRAY":
-            read.append(name)
-        page = chunk.data_page_offset - chunk.dictionary_page_offset
-        if 16 * page <= chunk.total_uncompressed_size:
-            write.append(name)
+            read.append(chunk.path_in_schema)
     return read, write
 
 

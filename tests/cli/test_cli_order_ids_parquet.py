@@ -325,3 +325,42 @@ def test_parquet_batches_are_the_output_row_groups(
 def test_batch_size_help_gives_both_defaults(cli: Callable[..., Result]) -> None:
     text = " ".join(cli("order-ids", "--help").out.split())
     assert f"default {DEFAULT_BATCH:,}; {PARQUET_BATCH:,} for Parquet" in text
+
+
+@pytest.mark.parametrize("tokens", ["distinct", "markets"])
+def test_dictionaries_are_kept_only_where_the_input_repeats_its_values(
+    cli: Callable[..., Result], tmp_path: Path, tokens: str
+) -> None:
+    from clobkit._order_ids_parquet import _dictionary_columns
+
+    n = 40_000  # distinct 77-digit ids outgrow pyarrow's 1 MiB dictionary: plain pages follow
+    first = 10**76 + 12_345
+    ids = [first + (i if tokens == "distinct" else i % 300) for i in range(n)]
+    table = pa.table(
+        {
+            "token_id": pa.array([str(t) for t in ids]),
+            "maker_amount": pa.array([9_295_000 + i % 1000 for i in range(n)], pa.int64()),
+            "taker_amount": pa.array([16_900_000] * n, pa.int64()),
+            "side": pa.array(["BUY"] * n),
+            "salt": pa.array(range(1, n + 1), pa.int64()),
+            "venue": pa.array(["east" if i % 3 else "west" for i in range(n)]),
+        }
+    )
+    pq.write_table(table, tmp_path / "in.parquet")
+    read, write = _dictionary_columns(pq.ParquetFile(tmp_path / "in.parquet").metadata)
+    repeated = ["side", "venue"] if tokens == "distinct" else ["token_id", "side", "venue"]
+    assert read == repeated  # strings read as Arrow dictionaries
+    assert set(write) == {*repeated, "maker_amount", "taker_amount"}  # salts: mostly distinct
+    wallet = str(wallet_file(tmp_path, WALLET))
+    dst = tmp_path / "out.parquet"
+    got = cli("order-ids", "--wallet", wallet, str(tmp_path / "in.parquet"), str(dst))
+    assert got.code == 0, got.err
+    out = pq.read_table(dst)
+    assert out.schema.field("token_id").type == pa.string()  # the file's own type
+    assert out.drop_columns(["order_id"]).equals(table)
+    group = pq.ParquetFile(dst).metadata.row_group(0)
+    pages = {group.column(i).path_in_schema: group.column(i).has_dictionary_page for i in range(6)}
+    assert {name for name, has in pages.items() if has} == set(write)
+    for i in (0, n // 2, n - 1):
+        row = {k: table[k][i].as_py() for k in table.column_names}
+        assert out["order_id"][i].as_py() == _v1_oracle(row)
