@@ -23,10 +23,11 @@ def for_command() -> None:
     numpy is blocked (``block_numpy``), and Arrow's default memory pool is the
     C allocator unless ``ARROW_DEFAULT_MEMORY_POOL`` (Arrow's own setting)
     says otherwise. A short-lived process pays for every page it touches
-    first, and on this 2-core VM more so after an idle moment (the host takes
-    freed pages back): with mimalloc, pyarrow's default, 1M orders took 0.62
-    to 0.70 s (Parquet) and 0.97 s (CSV) with 0.3 to 0.7 s of system time,
-    with the C allocator 0.54 s and 0.81 s (alternated runs, docs/scale.md).
+    first, and on a VM more so after an idle moment (the host takes freed
+    pages back). On the project's 2-core VM, with mimalloc, pyarrow's
+    default, 1M orders took 0.62 to 0.76 s (Parquet) and 0.97 s (CSV) with
+    0.3 to 0.7 s of system time; with the C allocator 0.54 to 0.59 s and
+    0.81 s (medians of alternated runs, docs/scale.md).
     """
     if "pyarrow" not in sys.modules:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
