@@ -262,10 +262,9 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
     # for a while: about 0.1 s of CPU per run (perf, user time). Nothing here
     # calls BLAS; a user's own setting is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from ._order_ids import MAX_BATCH, InputError, describe, run
+    from ._order_ids import InputError, describe, run
 
-    if args.batch_size is not None and not 1 <= args.batch_size <= MAX_BATCH:
-        raise Usage(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {args.batch_size})")
+    # --batch-size is checked by run(), its one home: an InputError, a usage error here
     if args.threads is not None and args.threads < 1:
         raise Usage("--threads must be at least 1")
     signer = _order_signer(args.key_file) if args.sign else None
