@@ -258,9 +258,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_order_ids(args: argparse.Namespace) -> int:
-    # pyarrow loads numpy, whose OpenBLAS starts a thread per core that spins
-    # for a while: about 0.1 s of CPU per run (perf, user time). Nothing here
-    # calls BLAS; a user's own setting is kept.
+    # Where numpy loads (an in-process call, or a pyarrow that needs it: the
+    # command's own process blocks it otherwise), its OpenBLAS starts a thread per
+    # core that spins for a while: about 0.1 s of CPU per run (perf, user time).
+    # Nothing here calls BLAS; a user's own setting is kept.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ._order_ids import InputError, describe, run
 
