@@ -34,15 +34,22 @@ def by_key(sb: Any, user: Any) -> dict[str, list[Any]]:
     return out
 
 
+def attempt(call: Callable[..., Any], *args: Any) -> tuple[Any, RawOrderResult | None]:
+    """``(call(*args), None)``, or ``(None, error.order)`` when the outcome is unknown."""
+    try:
+        return call(*args), None
+    except UNKNOWN as exc:
+        return None, exc.order
+
+
 def resolved(api: Any, order: RawOrderResult) -> Order | None:
     """``resolve_raw_order`` until the outcome is known (faults may hit it too)."""
     for _ in range(50):
-        try:
-            return api.resolve_raw_order(order)  # type: ignore[no-any-return]
-        except UNKNOWN as exc:
-            assert exc.order is not None
-            assert exc.order.client_order_id == order.client_order_id
-            order = exc.order
+        found, again = attempt(api.resolve_raw_order, order)
+        if again is None:
+            return found  # type: ignore[no-any-return]
+        assert again.client_order_id == order.client_order_id
+        order = again
     raise AssertionError("the outcome stayed unknown")
 
 
@@ -61,27 +68,24 @@ def test_every_unknown_outcome_resolves_to_one_order(
         orders: dict[str, tuple[str, str]] = {}  # client_order_id -> (order_id, clob_order_id)
         unknown = 0
         for _ in range(40):
-            try:
-                result = api.place_raw_order(market.id, "a", "BUY", price, 20)
-            except UNKNOWN as exc:
-                unknown += 1
-                sent = exc.order
-                assert isinstance(sent, RawOrderResult)
-                assert sent.client_order_id and sent.market_id == market.id
-                assert sent.outcome == "a" and sent.maker_amount > 0
-                if version == 1:  # precomputed: the id to look for is in the error
-                    assert sent.clob_order_id_precomputed and sent.clob_order_id.startswith("0x")
-                else:  # never a guessed id
-                    assert not sent.clob_order_id_precomputed and sent.clob_order_id == ""
-                found = resolved(api, sent)
-                assert found is not None
-                assert found.order_source_id == sent.client_order_id
-                if version == 1:
-                    assert found.clob_order_id == sent.clob_order_id
-                orders[sent.client_order_id] = (found.id, found.clob_order_id or "")
-            else:
+            result, sent = attempt(api.place_raw_order, market.id, "a", "BUY", price, 20)
+            if sent is None:
                 assert result.clob_order_id.startswith("0x")
                 orders[result.client_order_id] = (result.order_id, result.clob_order_id)
+                continue
+            unknown += 1
+            assert sent.client_order_id
+            assert (sent.market_id, sent.outcome) == (market.id, "a")
+            assert sent.maker_amount > 0
+            # precomputed on V1: the id to look for is in the error; never guessed on V2/V3
+            assert sent.clob_order_id_precomputed == (version == 1)
+            assert sent.clob_order_id.startswith("0x") == (version == 1)
+            found = resolved(api, sent)
+            assert found is not None
+            assert found.order_source_id == sent.client_order_id
+            if version == 1:
+                assert found.clob_order_id == sent.clob_order_id
+            orders[sent.client_order_id] = (found.id, found.clob_order_id or "")
         sb.faults.configure(None)
         injected = sb.faults.injected
         assert unknown > 0
@@ -125,7 +129,8 @@ def test_never_placed_is_the_services_refusal(
         found = api.resolve_raw_order(sent)
         held = by_key(sb, user).get(sent.client_order_id, [])
         if after_commit:
-            assert found is not None and found.order_source_id == sent.client_order_id
+            assert found is not None
+            assert found.order_source_id == sent.client_order_id
             assert [r.id for r in held] == [found.id]
             assert found.status in ("cancelled", "lost")  # the settlement ended it
         else:
