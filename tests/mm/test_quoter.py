@@ -328,3 +328,28 @@ async def test_records_without_the_clients_key(
         assert (held > 0) == (version != 1)
         assert q._unclaimed == {}
         assert orders_on(sb, user, market_id) == 5 + 3 + 2  # nothing placed twice
+
+
+async def test_the_first_stream_record_carries_the_clients_key(
+    sb: Any, user: Any, client: AsyncClient, market_id: str, version: int
+) -> None:
+    """What lets the quoter recognise a V2/V3 order before its POST's answer: the
+    order's first record on the stream (status pending) echoes the client_order_id
+    as ``order_source_id``, on every exchange version."""
+    from clobkit.client import orders_topic
+    from clobkit.models import StreamMessage
+
+    async with client.stream([orders_topic(user.user_id)]) as stream:
+        placed = await client.place_raw_order(
+            market_id, "a", "BUY", "0.05", 40, client_order_id=f"mm-key-v{version}"
+        )
+        async for item in stream:
+            if isinstance(item, StreamMessage) and item.order is not None:
+                break
+        assert item.order is not None
+        assert item.order.status == "pending"
+        assert item.order.id == placed.order_id
+        assert item.order.order_source_id == f"mm-key-v{version}"
+        assert item.order.clob_order_id == placed.clob_order_id
+        assert placed.clob_order_id_precomputed == (version == 1)
+    await client.cancel_order(placed.order_id)

@@ -135,6 +135,11 @@ class Quoter:
     and adopts the live orders of that market and outcome. On exit it cancels
     its open orders (unless ``cancel_on_exit`` is false) and closes its stream.
 
+    It runs on every exchange version of the wallet (``exchange_version``): on V1
+    each order's ``clob_order_id`` is precomputed; on V2/V3 it signs the service's
+    timestamp and is learnt from the order's record (stream, else REST) before
+    ``requote`` returns. Either way each order is tracked by its ``client_order_id``.
+
     Limits, checked before anything is sent (``QuoteRefused``): at most
     ``max_open_orders`` quotes; ``max_position`` shares held if every quote
     filled; ``max_notional`` USDC over the ladder. ``user_id`` (optional) names
