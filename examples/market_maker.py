@@ -1,29 +1,46 @@
-"""A market maker on the embedded sandbox: a two-sided ladder around the book's mid,
-requoted as the house moves the price, with fills and position printed.
+"""A market maker: a two-sided ladder around the book's mid, requoted as the price moves,
+with fills and position printed. It runs the same on V1, V2 and V3 wallets.
 
-Run: python examples/market_maker.py        (needs the sandbox extra; ends by itself)
+Run:
+  python examples/market_maker.py                        embedded sandbox, V1 wallets, 6 rounds
+  python examples/market_maker.py --exchange-version 2   embedded sandbox, V2 wallets
+  python examples/market_maker.py --duration 30          rounds for 30 s instead of 6
+  python examples/market_maker.py --base-url URL         a running sandbox or the live service
+
+On the embedded sandbox the house takes part of a quote and moves its price every
+round, and the bot first buys 30 USDC of inventory to sell. With ``--base-url`` the
+keys come from ``CLOBKIT_API_KEY`` / ``CLOBKIT_API_SECRET`` (and ``CLOBKIT_CLOB_URL``
+for the fee-rate query, default the base URL); nothing is bought, asks are quoted
+only for shares already held, and the exchange version is the service's own
+(``--exchange-version`` is then checked against it). These are real orders on a
+live service: 10 shares a level, at most 100 USDC over the ladder.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import time
-from decimal import Decimal
+from decimal import ROUND_DOWN, ROUND_UP, Decimal
+from typing import TYPE_CHECKING
 
 from clobkit import AsyncClient
 from clobkit.errors import OrderBookNotFound
 from clobkit.mm import Quote, Quoter
-from clobkit.sandbox import Sandbox, serve_in_thread
+
+if TYPE_CHECKING:
+    from clobkit.sandbox import Sandbox
 
 CENT = Decimal("0.01")
 LEVELS = 3  # per side
 SIZE = 10  # shares per level
-ROUNDS = 6
+ROUNDS = 6  # without --duration
+INTERVAL = 1.0  # seconds between rounds on a service that moves by itself
 
 
 async def pick_market(client: AsyncClient) -> tuple[str, Decimal]:
-    """A market whose outcome-a token has a two-sided book, and the house's mid there."""
+    """A market whose outcome-a token has a two-sided book, and the book's mid there."""
     async for event in client.iter_events(league="nba", limit=50):
         if event.ended or event.is_future:
             continue
@@ -37,11 +54,17 @@ async def pick_market(client: AsyncClient) -> tuple[str, Decimal]:
     raise SystemExit("no market with a two-sided book")
 
 
-def ladder(mid: Decimal) -> list[Quote]:
-    """Bids from 2 cents under the mid down, asks from 2 cents over it up."""
-    centre = mid.quantize(CENT)
-    bids = [Quote("BUY", centre - (2 + k) * CENT, SIZE) for k in range(LEVELS)]
-    asks = [Quote("SELL", centre + (2 + k) * CENT, SIZE) for k in range(LEVELS)]
+def ladder(mid: Decimal, held: Decimal) -> list[Quote]:
+    """Bids from 2 cents under the mid down, asks from 2 cents over it up (as many as
+    the shares ``held`` cover). A mid may lie between ticks (0.455): each price is
+    rounded onto the 0.01 grid away from the mid, never tighter than wanted."""
+    bids = [
+        Quote("BUY", (mid - (2 + k) * CENT).quantize(CENT, ROUND_DOWN), SIZE) for k in range(LEVELS)
+    ]
+    asks = [
+        Quote("SELL", (mid + (2 + k) * CENT).quantize(CENT, ROUND_UP), SIZE)
+        for k in range(min(LEVELS, int(held // SIZE)))
+    ]
     return [q for q in bids + asks if CENT * 5 <= Decimal(q.price) <= 1 - CENT * 5]
 
 
@@ -51,28 +74,40 @@ def show(quotes: list[Quote]) -> str:
     return f"bids {bids or '-'} | asks {asks or '-'}"
 
 
-async def run(sb: Sandbox) -> None:
-    user = sb.users[1]
+async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace) -> None:
     rng = random.Random(7)
-    async with AsyncClient(
-        sb.base_url, user.api_key, user.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url
-    ) as client:
-        market_id, mid = await pick_market(client)
-        # inventory to sell: a market BUY of 30 USDC of outcome a
+    market_id, mid = await pick_market(client)
+    if sb is not None:  # inventory to sell: a market BUY of 30 USDC of outcome a
         await client.place_order(market_id, side="BUY", outcome="a", amount=30)
-        async with Quoter(client, market_id, "a", max_position=300, max_notional=100) as q:
-            print(f"market {market_id}, outcome a: book {q.book}, holding {q.position} shares")
-            for round_no in range(1, ROUNDS + 1):
-                mid = q.book.mid or mid
-                quotes = ladder(mid)
-                started = time.perf_counter()
-                report = await q.requote(quotes)
-                took = (time.perf_counter() - started) * 1000
-                print(
-                    f"round {round_no}: mid {mid:.3f}  {show(quotes)}  -> placed "
-                    f"{len(report.placed)}, cancelled {len(report.cancelled)}, kept "
-                    f"{len(report.kept)} in {took:.1f} ms"
-                )
+    async with Quoter(client, market_id, "a", max_position=300, max_notional=100) as q:
+        if args.exchange_version is not None and q.exchange_version != args.exchange_version:
+            raise SystemExit(
+                f"the service's wallet is on exchange V{q.exchange_version}, "
+                f"not V{args.exchange_version}"
+            )
+        print(
+            f"market {market_id}, outcome a, exchange V{q.exchange_version}: "
+            f"book {q.book}, holding {q.position} shares"
+        )
+        started = time.monotonic()
+        round_no = 0
+        while (
+            round_no < ROUNDS
+            if args.duration is None
+            else time.monotonic() - started < args.duration
+        ):
+            round_no += 1
+            mid = q.book.mid or mid
+            quotes = ladder(mid, q.position)
+            t = time.perf_counter()
+            report = await q.requote(quotes)
+            took = (time.perf_counter() - t) * 1000
+            print(
+                f"round {round_no}: mid {mid:.3f}  {show(quotes)}  -> placed "
+                f"{len(report.placed)}, cancelled {len(report.cancelled)}, kept "
+                f"{len(report.kept)} in {took:.1f} ms"
+            )
+            if sb is not None:
                 # someone takes part of one of our quotes (the sandbox's house does it)
                 taken = rng.choice(q.open_orders)
                 sb.house_fill(taken.id, rng.randint(2, 6))
@@ -85,21 +120,57 @@ async def run(sb: Sandbox) -> None:
                     if q.book.hash != before and q.fills:
                         break
                     await asyncio.sleep(0.01)
-                while q.fills:
-                    fill = q.fills.popleft()
-                    print(f"   fill: {fill.side} {fill.shares} @ {fill.price}")
-                print(f"   position {q.position} shares; house moved the mid to {target}")
-            await q.reconcile()
-            print(f"open orders: {len(q.open_orders)}, position {q.position} shares")
-        print("left the quoter: its orders are cancelled")
+            else:
+                await asyncio.sleep(INTERVAL)
+            while q.fills:
+                fill = q.fills.popleft()
+                print(f"   fill: {fill.side} {fill.shares} @ {fill.price}")
+            print(f"   position {q.position} shares; mid now {q.book.mid}")
+        await q.reconcile()
+        print(f"open orders: {len(q.open_orders)}, position {q.position} shares")
+    print("left the quoter: its orders are cancelled")
+
+
+async def on_sandbox(sb: Sandbox, args: argparse.Namespace) -> None:
+    user = sb.users[1]
+    async with AsyncClient(
+        sb.base_url, user.api_key, user.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url
+    ) as client:
+        await run(client, sb, args)
     problems = sb.engine.check_invariants()
     print("sandbox invariants:", problems if problems else "hold")
 
 
+async def on_service(args: argparse.Namespace) -> None:
+    async with AsyncClient(args.base_url) as client:  # keys from the environment
+        await run(client, None, args)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--exchange-version",
+        type=int,
+        choices=(1, 2, 3),
+        help="the embedded sandbox's wallets (default 1); with --base-url, the version "
+        "the service must report",
+    )
+    parser.add_argument(
+        "--duration", type=float, help=f"seconds of rounds (default: {ROUNDS} rounds)"
+    )
+    parser.add_argument(
+        "--base-url", help="a running sandbox or the live service (keys from the environment)"
+    )
+    args = parser.parse_args()
     started = time.perf_counter()
-    with serve_in_thread({"rate_limit_per_minute": None}) as sb:
-        asyncio.run(run(sb))
+    if args.base_url:
+        asyncio.run(on_service(args))
+    else:
+        from clobkit.sandbox import serve_in_thread  # the sandbox extra
+
+        config = {"rate_limit_per_minute": None, "exchange_version": args.exchange_version or 1}
+        with serve_in_thread(config) as sb:
+            asyncio.run(on_sandbox(sb, args))
     print(f"done in {time.perf_counter() - started:.1f} s")
 
 

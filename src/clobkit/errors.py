@@ -32,6 +32,10 @@ from __future__ import annotations
 
 import builtins
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .models import RawOrderResult
+
 __all__ = [
     "AmountError",
     "ApiError",
@@ -108,7 +112,10 @@ class ApiError(ClobkitError):
     ``status`` is the HTTP status, ``code`` the optional error code string,
     ``message`` the ``error`` string of the envelope and ``detail`` the
     server's optional explanation (``signature mismatch``), shown after it.
+    ``order``: see ``TransportError``.
     """
+
+    order: RawOrderResult | None = None
 
     def __init__(
         self, message: str, *, status: int, code: str | None = None, detail: str | None = None
@@ -205,7 +212,16 @@ class ServerError(ApiError):
 
 
 class TransportError(ClobkitError):
-    """The request did not get an answer (connection refused, reset, protocol error)."""
+    """The request did not get an answer (connection refused, reset, protocol error).
+
+    ``order`` (here and on ``ApiError``): on a raw order whose outcome the error
+    leaves unknown (no answer, 5xx, 429), the order as prepared and sent
+    (``client_order_id``, ``clob_order_id`` where precomputed, the body's
+    fields; ``order_id`` once the service named it), for
+    ``resolve_raw_order``; else ``None``.
+    """
+
+    order: RawOrderResult | None = None
 
 
 class TimeoutError(TransportError, builtins.TimeoutError):  # noqa: A001 - mirrors httpx's naming

@@ -384,6 +384,8 @@ class RawOrderResult(_Model, kw_only=True):
     precomputed (the exchange signs the service's timestamp):
     ``clob_order_id_precomputed`` is then False and ``clob_order_id`` is the
     one the service stored, read back after the order was placed.
+    ``market_id`` and ``outcome`` are the body's, so that the order can be
+    sent again under its ``client_order_id`` (``resolve_raw_order``).
     """
 
     order_id: str
@@ -401,6 +403,8 @@ class RawOrderResult(_Model, kw_only=True):
     neg_risk: bool = False
     notification_id: str | None = None
     clob_order_id_precomputed: bool = True
+    market_id: str = ""
+    outcome: str = ""
 
 
 class CancelResult(_Model, kw_only=True):

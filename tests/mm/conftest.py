@@ -59,10 +59,25 @@ def pick_market(sb: Any) -> str:
     raise AssertionError("no market with a two-sided book")
 
 
+#: The exchange versions every market-making test runs on: V1 precomputes order ids,
+#: V2 and V3 sign the service's timestamp (ids known only from the service).
+VERSIONS = [pytest.param(v, id=f"V{v}") for v in (1, 2, 3)]
+
+
+def config(version: int, **extra: Any) -> dict[str, Any]:
+    """A sandbox configuration of the tests: no rate limit, no risk limits."""
+    return {"rate_limit_per_minute": None, "risk": None, "exchange_version": version, **extra}
+
+
+@pytest.fixture(params=VERSIONS)
+def version(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
 @pytest.fixture
-def sb() -> Iterator[Any]:
-    """A fresh sandbox per test (faults off; tests switch them on)."""
-    with sandbox_module.serve_in_thread({"rate_limit_per_minute": None, "risk": None}) as sandbox:
+def sb(version: int) -> Iterator[Any]:
+    """A fresh sandbox per test and exchange version (faults off; tests switch them on)."""
+    with sandbox_module.serve_in_thread(config(version)) as sandbox:
         yield sandbox
 
 

@@ -143,8 +143,8 @@ async def test_unknown_outcome_places_and_cancels(
     sb: Any, user: Any, market_id: str, heard: str
 ) -> None:
     # no client retries: every fault reaches the quoter; every one lands after commit,
-    # so a request that failed must be recognised (from the stream by its precomputed
-    # clob_order_id, or over REST) and never sent again
+    # so a request that failed must be recognised (from the stream by the client_order_id
+    # its record echoes, or over REST) and never sent again, on every exchange version
     transport = CountingTransport()
     async with (
         AsyncClient(**options(sb, user, max_retries=0), transport=transport) as client,
@@ -267,16 +267,89 @@ async def test_bad_arguments(client: AsyncClient, market_id: str) -> None:
         Quoter(client, market_id, "a", max_notional="lots")
 
 
-async def test_a_v2_wallet_is_refused_on_enter() -> None:
-    """V2/V3 ids sign the service's timestamp: nothing to track an order by before its answer."""
-    from clobkit.sandbox import serve_in_thread
+async def test_ids_of_every_version(
+    sb: Any, user: Any, client: AsyncClient, market_id: str, version: int
+) -> None:
+    """V1 ids are precomputed; V2/V3 ids sign the service's timestamp and are learnt from
+    the service. Either way each order is tracked by the client_order_id it was sent
+    with, which its record echoes (``order_source_id``), and the ids in the view are
+    the service's."""
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        assert q.exchange_version == version
+        report = await q.requote(ladder(10, levels=4))
+        records = {r.id: r for r in sb.engine.list_orders(user.user_id, page_size=100).items}
+        for order in report.placed:
+            record = records[order.id]
+            assert order.clob_order_id == record.clob_order_id
+            assert order.order_source_id == record.order_source_id
+            assert q._by_client[record.order_source_id].order_id == order.id
+        assert_same(sb, user, q)
 
-    with serve_in_thread(config={"exchange_version": 2}) as sb:
-        user = sb.users[0]
-        async with AsyncClient(**options(sb, user)) as client:
-            market_id = next(iter(sb.engine.markets))
-            with pytest.raises(QuoteRefused, match="V1") as info:
-                async with Quoter(client, market_id, "a"):
-                    pass
-            assert info.value.field == "wallet"
-            assert sb.engine.list_orders(user.user_id, page_size=10).items == []
+
+async def test_records_without_the_clients_key(
+    sb: Any, user: Any, client: AsyncClient, market_id: str, version: int
+) -> None:
+    """A service whose order records do not echo the client_order_id: a record that comes
+    before its POST's answer is held, then claimed by the answer's order_id (never adopted
+    as someone else's order, which the next requote would cancel)."""
+    import msgspec
+
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        heard = q._on_item
+        stripped = 0
+
+        def without_key(item: Any) -> None:
+            nonlocal stripped
+            order = getattr(item, "order", None)
+            if order is not None and order.order_source_id is not None:
+                stripped += 1
+                item = msgspec.structs.replace(
+                    item, order=msgspec.structs.replace(order, order_source_id=None)
+                )
+            heard(item)
+
+        q._on_item = without_key  # type: ignore[method-assign]
+        unknown = q._unknown
+        held = 0
+
+        def holding(order: Any) -> None:
+            nonlocal held
+            held += q._in_flight()
+            unknown(order)
+
+        q._unknown = holding  # type: ignore[method-assign]
+        for first in (10, 13, 11):
+            report = await q.requote(ladder(first, levels=5))
+            assert len(report.placed) + len(report.kept) == 5
+            await eventually(lambda: quoter_view(q) == service_view(sb, user, market_id))
+            assert_same(sb, user, q)
+        assert stripped > 0
+        # V1 records are still recognised by their precomputed clob_order_id
+        assert (held > 0) == (version != 1)
+        assert q._unclaimed == {}
+        assert orders_on(sb, user, market_id) == 5 + 3 + 2  # nothing placed twice
+
+
+async def test_the_first_stream_record_carries_the_clients_key(
+    sb: Any, user: Any, client: AsyncClient, market_id: str, version: int
+) -> None:
+    """What lets the quoter recognise a V2/V3 order before its POST's answer: the
+    order's first record on the stream (status pending) echoes the client_order_id
+    as ``order_source_id``, on every exchange version."""
+    from clobkit.client import orders_topic
+    from clobkit.models import StreamMessage
+
+    async with client.stream([orders_topic(user.user_id)]) as stream:
+        placed = await client.place_raw_order(
+            market_id, "a", "BUY", "0.05", 40, client_order_id=f"mm-key-v{version}"
+        )
+        async for item in stream:
+            if isinstance(item, StreamMessage) and item.order is not None:
+                break
+        assert item.order is not None
+        assert item.order.status == "pending"
+        assert item.order.id == placed.order_id
+        assert item.order.order_source_id == f"mm-key-v{version}"
+        assert item.order.clob_order_id == placed.clob_order_id
+        assert placed.clob_order_id_precomputed == (version == 1)
+    await client.cancel_order(placed.order_id)

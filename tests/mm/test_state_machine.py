@@ -1,6 +1,7 @@
 """A hypothesis state machine drives random ladders, fills, dropped streams and
 reconciles through a sandbox that fails a fifth of the requests on purpose (half
-of them after commit), and checks the service against the quoter after each step."""
+of them after commit), and checks the service against the quoter after each step;
+on V1, V2 and V3 wallets."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ from clobkit import AsyncClient
 from clobkit.mm import Quote, Quoter
 
 from .conftest import (
+    VERSIONS,
+    config,
     eventually,
     held,
     options,
@@ -35,10 +38,10 @@ from .conftest import (
 FAULTS = {"error_rate": 0.2, "after_commit": 0.5, "seed": 3}
 
 
-@pytest.fixture(scope="module")
-def faulty() -> Iterator[Any]:
-    config = {"rate_limit_per_minute": None, "risk": None, "faults": FAULTS}
-    with sandbox_module.serve_in_thread(config) as sandbox:
+@pytest.fixture(scope="module", params=VERSIONS)
+def faulty(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A sandbox failing requests on purpose, per exchange version (V1, V2, V3)."""
+    with sandbox_module.serve_in_thread(config(request.param, faults=FAULTS)) as sandbox:
         yield sandbox
 
 

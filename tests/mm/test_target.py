@@ -1,7 +1,7 @@
 """Issue #13's target: with a fifth of the requests failing (half after commit) and the
 streams dropped twice, 12 requotes of a 10-level ladder end, after reconcile(), with
 exactly the 10 wanted orders live, no duplicate price, the quoter's view equal to the
-service's, and money conserved."""
+service's, and money conserved; on V1, V2 and V3 wallets (the ``sb`` fixture)."""
 
 from __future__ import annotations
 

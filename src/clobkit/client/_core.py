@@ -15,8 +15,13 @@ from .._core import OrderHasher, limit_amounts, market_amounts
 from .._spec import API_PREFIX, user_orders_topic
 from ..errors import (
     AmountError,
+    ApiError,
+    InvalidRequest,
     OrderFieldError,
+    RateLimited,
+    RiskControlError,
     ServerError,
+    TransportError,
     ValidationError,
 )
 from ..errors import TimeoutError as ClobkitTimeoutError
@@ -90,6 +95,32 @@ class OrderFeed:
 
 # ---------------------------------------------------------------------------
 # The core
+
+
+#: Failures after which a request may or may not have taken effect.
+UNKNOWN_OUTCOME = (TransportError, ServerError, RateLimited)
+#: The code of a refusal naming an order that already exists (the sandbox's, on V1).
+ERROR_CODE_DUPLICATE = "ORDER_DUPLICATE"
+
+
+def raw_order_body(order: RawOrderResult) -> bytes:
+    """The compact JSON body of ``POST /orders/raw`` carrying ``order``'s fields."""
+    return _encoder.encode(
+        {
+            "market_id": order.market_id,
+            "outcome": order.outcome,
+            "token_id": order.token_id,
+            "maker_amount": str(order.maker_amount),
+            "taker_amount": str(order.taker_amount),
+            "side": order.side,
+            "fee_rate_bps": order.fee_rate_bps,
+            "order_type": order.order_type,
+            "salt": str(order.salt),
+            "nonce": str(order.nonce),
+            "expiration": str(order.expiration),
+            "client_order_id": order.client_order_id,
+        }
+    )
 
 
 class PreparedRawOrder(NamedTuple):
@@ -389,22 +420,6 @@ class ClientCore(EndpointCore):
             if precomputed
             else ""
         )
-        body = _encoder.encode(
-            {
-                "market_id": market_id,
-                "outcome": outcome,
-                "token_id": token_id,
-                "maker_amount": str(maker),
-                "taker_amount": str(taker),
-                "side": side_int,
-                "fee_rate_bps": fee_rate_bps,
-                "order_type": kind,
-                "salt": str(salt_value),
-                "nonce": str(nonce_value),
-                "expiration": str(seconds),
-                "client_order_id": coid,
-            }
-        )
         result = RawOrderResult(
             order_id="",
             clob_order_id=clob_order_id,
@@ -420,26 +435,92 @@ class ClientCore(EndpointCore):
             expiration=seconds,
             order_type=kind,
             neg_risk=info.neg_risk,
+            market_id=market_id,
+            outcome=outcome,
         )
+        body = raw_order_body(result)
         return PreparedRawOrder(result, body)
 
     def send_raw_order(self, prepared: PreparedRawOrder) -> Operation[RawOrderResult]:
         """``POST /orders/raw`` of a prepared order; retried safely under its
-        ``client_order_id`` (the very same body each time)."""
-        placed = yield from self.run(
-            Call("POST", API_PREFIX + "/orders/raw", None, prepared.body, shapes.PLACED, SAFE)
+        ``client_order_id`` (the very same body each time). A failure that leaves
+        the outcome unknown carries the order (``error.order``)."""
+        placed = yield from self.post_raw_order(prepared)
+        return (yield from self._placed(prepared.result, placed))
+
+    def post_raw_order(self, prepared: PreparedRawOrder) -> Operation[PlacedOrder]:
+        """The POST of ``send_raw_order`` alone: the service's answer (``order_id``),
+        without reading a V2/V3 order's ``clob_order_id`` back."""
+        try:
+            placed: PlacedOrder = yield from self.run(
+                Call("POST", API_PREFIX + "/orders/raw", None, prepared.body, shapes.PLACED, SAFE)
+            )
+        except UNKNOWN_OUTCOME as exc:
+            exc.order = prepared.result
+            raise
+        return placed
+
+    def _placed(self, sent: RawOrderResult, placed: PlacedOrder) -> Operation[RawOrderResult]:
+        """``sent`` with the service's ids: on V2/V3 the stored ``clob_order_id`` is read
+        back (a failure there carries the order, its ``order_id`` known)."""
+        result = msgspec.structs.replace(
+            sent, order_id=placed.order_id, notification_id=placed.notification_id
         )
-        clob_order_id = prepared.result.clob_order_id
-        if not prepared.result.clob_order_id_precomputed:
-            # placed: a failure here leaves the order findable by client_order_id
+        if result.clob_order_id_precomputed:
+            return result
+        try:
             stored = yield from self.get_order(placed.order_id)
-            clob_order_id = stored.clob_order_id or ""
-        return msgspec.structs.replace(
-            prepared.result,
-            order_id=placed.order_id,
-            clob_order_id=clob_order_id,
-            notification_id=placed.notification_id,
-        )
+        except (TransportError, ApiError) as exc:
+            exc.order = result
+            raise
+        # empty only while the service has stored none yet (never a guessed id)
+        return msgspec.structs.replace(result, clob_order_id=stored.clob_order_id or "")
+
+    def resolve_raw_order(self, order: RawOrderResult) -> Operation[Order | None]:
+        """The order as the service holds it, or ``None``: the service refuses it, so
+        it holds none under its ``client_order_id``.
+
+        ``order`` is ``error.order`` of a raw order whose outcome was unknown. With
+        its ``order_id`` known, the order is read. Otherwise the same body is sent
+        again under the same ``client_order_id``: the service checks that key
+        before anything else, in one step, so its answer names the one order
+        holding it (the first send's, if it landed, or this one's) and no copy
+        of the first send arriving later can make a second. A lookup alone could
+        not say "never placed": a copy may still be on its way. A refusal (400,
+        a risk-control 500) says it: a held key would have been answered with
+        its order. Still unknown (no answer, 5xx, 429): the error, with ``order``.
+        """
+        if not isinstance(order, RawOrderResult):
+            raise ValidationError("order", order, "must be a RawOrderResult (error.order)")
+        if order.order_id:
+            return (yield from self._read_placed(order, order.order_id))
+        if not order.market_id or not order.outcome or not order.client_order_id:
+            raise ValidationError(
+                "order", order, "needs market_id, outcome and client_order_id to be sent again"
+            )
+        body = raw_order_body(order)
+        try:
+            placed = yield from self.run(
+                Call("POST", API_PREFIX + "/orders/raw", None, body, shapes.PLACED, SAFE)
+            )
+        except (InvalidRequest, RiskControlError) as exc:
+            if exc.code == ERROR_CODE_DUPLICATE:  # refused as one that exists: not resolved
+                exc.order = order
+                raise
+            log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)
+            return None
+        except UNKNOWN_OUTCOME as exc:
+            exc.order = order
+            raise
+        return (yield from self._read_placed(order, placed.order_id))
+
+    def _read_placed(self, order: RawOrderResult, order_id: str) -> Operation[Order]:
+        """The record of ``order``, placed as ``order_id``; a failure carries the order."""
+        try:
+            return (yield from self.get_order(order_id))
+        except UNKNOWN_OUTCOME as exc:
+            exc.order = msgspec.structs.replace(order, order_id=order_id)
+            raise
 
     # -- waiting on orders ------------------------------------------------------------
 

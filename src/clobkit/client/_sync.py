@@ -317,8 +317,10 @@ class Client:
         ``amount`` is USDC for a BUY, shares for a SELL (market-order rounding).
 
         Uses the cached market tokens and ``neg_risk``, wallet and fee rate,
-        draws a salt, precomputes ``clob_order_id`` and retries safely under
-        ``client_order_id`` (generated when not given, at most 64 characters).
+        draws a salt, precomputes ``clob_order_id`` (V1 wallets; on V2/V3 it is
+        read back from the service) and retries safely under ``client_order_id``
+        (generated when not given, at most 64 characters). When the outcome stays
+        unknown, the error's ``order`` goes to ``resolve_raw_order``.
         """
         return self._run(
             self._core.place_raw_order(
@@ -369,6 +371,21 @@ class Client:
                 fee_rate_bps=fee_rate_bps,
             )
         )
+
+    def resolve_raw_order(self, order: RawOrderResult) -> Order | None:
+        """Settle a raw order whose outcome was unknown: the order as the service holds
+        it, or ``None`` when it was never placed (the service refuses it).
+
+        ``order`` is ``error.order`` of the ``TransportError`` / ``ServerError`` /
+        ``RateLimited`` that ``place_raw_order`` raised. Unless its ``order_id`` is
+        known, the very same order is sent again under its ``client_order_id``,
+        which the service checks first: it answers with the one order holding
+        that key, so nothing is ever placed twice (docs/market-making.md). An
+        order that was never placed is placed by this call; cancel it if it is no
+        longer wanted. Raises the error again (with ``order``) while the outcome
+        stays unknown.
+        """
+        return self._run(self._core.resolve_raw_order(order))
 
     def cancel_order(self, order_id: str) -> CancelResult:
         """``DELETE /orders/:id``: cancel a live limit order; never retried."""

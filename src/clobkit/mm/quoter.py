@@ -1,11 +1,15 @@
 """The ``Quoter``: keeps a ladder of resting orders on the service equal to the wanted one.
 
-Every new order is built and hashed before it is sent (``clob_order_id`` known),
-so the stream's record of it is recognised even when it arrives before the
-POST's answer. A place or cancel whose outcome is unknown (timeout, 5xx,
-dropped connection) is resolved from REST before anything is sent again;
-after the stream's ``Reconnected`` marker the live orders and fills are
-re-read. See docs/market-making.md.
+Every new order is built before it is sent and tracked from then on by the
+``client_order_id`` it carries (the service's idempotency key, which the
+order record echoes as ``order_source_id``), and on a V1 wallet also by its
+precomputed ``clob_order_id``; on V2/V3 wallets that id signs the service's
+timestamp and is learnt from the stream or REST. So the stream's record of an
+order is recognised even when it arrives before the POST's answer. A place or
+cancel whose outcome is unknown (timeout, 5xx, 429, dropped connection) is
+resolved from REST before anything is sent again, and a place is only ever
+sent again under its own key; after the stream's ``Reconnected`` marker the
+live orders and fills are re-read. See docs/market-making.md.
 """
 
 from __future__ import annotations
@@ -24,15 +28,12 @@ from .._core import from_units, to_units
 from .._spec import SIDES
 from ..client import AsyncClient, book_topic, orders_topic
 from ..client._aio import within
-from ..client._core import PreparedRawOrder
+from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
 from ..client._stream import Stream
 from ..errors import (
     ApiError,
     NotFound,
     OrderBookNotFound,
-    QuoteRefused,
-    RateLimited,
-    ServerError,
     TransportError,
     ValidationError,
 )
@@ -47,9 +48,10 @@ log = logging.getLogger("clobkit.mm")
 UNIT = 1_000_000
 Number = Decimal | str | int | float
 #: Failures after which a request may or may not have taken effect.
-UNKNOWN = (TransportError, ServerError, RateLimited)
+UNKNOWN = UNKNOWN_OUTCOME
 
 _KEEP_DONE = 10_000  # finished orders remembered, so late stream messages still count fills
+_KEEP_UNCLAIMED = 1_000  # records of unknown orders held while places are in flight
 
 # states of a tracked order
 PLACING = "placing"  # POST in flight
@@ -82,6 +84,7 @@ class _Tracked:
 
     __slots__ = (
         "clob_order_id",
+        "key",
         "matched",
         "order",
         "order_id",
@@ -95,6 +98,7 @@ class _Tracked:
 
     def __init__(
         self,
+        key: str,
         clob_order_id: str,
         side: int,
         price: int,
@@ -102,7 +106,9 @@ class _Tracked:
         state: str,
         prepared: PreparedRawOrder | None = None,
     ) -> None:
-        self.clob_order_id = clob_order_id
+        #: the client_order_id it was sent with; ``id:<order_id>`` for an adopted order
+        self.key = key
+        self.clob_order_id = clob_order_id  # "" until known (V2/V3: from the service)
         self.order_id: str | None = None
         self.side = side
         self.price = price  # units of USDC per share
@@ -128,6 +134,11 @@ class Quoter:
     rate), subscribes to the user's order topic and the outcome's book topic,
     and adopts the live orders of that market and outcome. On exit it cancels
     its open orders (unless ``cancel_on_exit`` is false) and closes its stream.
+
+    It runs on every exchange version of the wallet (``exchange_version``): on V1
+    each order's ``clob_order_id`` is precomputed; on V2/V3 it signs the service's
+    timestamp and is learnt from the order's record (stream, else REST) before
+    ``requote`` returns. Either way each order is tracked by its ``client_order_id``.
 
     Limits, checked before anything is sent (``QuoteRefused``): at most
     ``max_open_orders`` quotes; ``max_position`` shares held if every quote
@@ -183,9 +194,15 @@ class Quoter:
         #: Reconnects of the stream seen so far.
         self.reconnects = 0
         self._position = 0
-        self._live: dict[str, _Tracked] = {}  # clob_order_id -> order not done
+        self._live: dict[str, _Tracked] = {}  # key -> order not done
         self._by_clob: dict[str, _Tracked] = {}
         self._by_id: dict[str, _Tracked] = {}
+        self._by_client: dict[str, _Tracked] = {}  # client_order_id -> order sent
+        # stream records of this outcome's orders that nothing claims yet, kept while a
+        # place is in flight: its answer may name one of them (a service whose records
+        # do not echo the client_order_id)
+        self._unclaimed: dict[str, Order] = {}
+        self._learnt = asyncio.Event()  # a clob_order_id became known
         self._done: deque[_Tracked] = deque()
         self._errors: list[ApiError] = []
         self._lock = asyncio.Lock()
@@ -198,6 +215,11 @@ class Quoter:
         self._book_topic = ""
         #: Rounds of REST reads (with backoff, about 0.01 to 0.5 s) resolving unknown outcomes.
         self.resolve_attempts = 20
+        #: Seconds a requote waits for the stream to name a new V2/V3 order's
+        #: ``clob_order_id`` before reading it over REST.
+        self.id_wait = 0.25
+        #: The wallet's exchange version (1, 2 or 3), known after enter.
+        self.exchange_version = 0
 
     def __repr__(self) -> str:
         return (
@@ -238,15 +260,9 @@ class Quoter:
         self.market = market
         self.market_id = market.id
         await client.prepare([market.id])  # wallet (order hasher) and fee rates
-        version = self._core.hasher.version if self._core.hasher is not None else 1
-        if version != 1:
-            # every order is tracked by its clob_order_id before its POST returns
-            raise QuoteRefused(
-                "wallet",
-                f"exchange V{version}",
-                "the Quoter tracks orders by precomputed clob_order_ids, which only a V1 "
-                "wallet (the API text's raw-order flow) allows",
-            )
+        assert self._core.hasher is not None  # prepared above
+        # V1: ids precomputed; V2/V3: learnt from the service (tracked by client_order_id)
+        self.exchange_version = self._core.hasher.version
         info = self._core.markets[market.id]
         self.token_id = info.token(self.outcome)
         self.neg_risk = info.neg_risk
@@ -334,18 +350,11 @@ class Quoter:
                 if item.type == "subscribed" and self._acked is not None:
                     self._acked.set()
                 return
-            t = self._by_id.get(order.id)
+            t = self._match(order)
             if t is None:
-                clob = order.clob_order_id
-                t = self._by_clob.get(clob) if clob else None
-                if t is None:
-                    if (
-                        order.market_id == self.market_id
-                        and order.outcome == self.outcome
-                        and order.status in OPEN_STATUSES
-                    ):
-                        self._adopt(order)
-                    return
+                if order.market_id == self.market_id and order.outcome == self.outcome:
+                    self._unknown(order)
+                return
             self._apply(t, order)
         elif type(item) is Reconnected:
             self.reconnects += 1
@@ -364,11 +373,63 @@ class Quoter:
 
     # -- bookkeeping -------------------------------------------------------------------
 
+    def _match(self, order: Order) -> _Tracked | None:
+        """The tracked order a record is about: by ``id``, then by the client's key
+        the record echoes (``order_source_id``), then by ``clob_order_id``."""
+        t = self._by_id.get(order.id)
+        if t is None:
+            source = order.order_source_id
+            t = self._by_client.get(source) if source else None
+            if t is None:
+                clob = order.clob_order_id
+                t = self._by_clob.get(clob) if clob else None
+        return t
+
+    def _in_flight(self) -> bool:
+        """Whether a place of ours has no ``order_id`` yet (its record could come first)."""
+        return any(
+            t.order_id is None and (t.state == PLACING or t.state == PLACE_UNKNOWN)
+            for t in self._live.values()
+        )
+
+    def _unknown(self, order: Order) -> None:
+        """A record of this market and outcome that no tracked order claims: held while
+        a place is in flight (its answer may name it), else adopted when open."""
+        if self._in_flight():
+            held = self._unclaimed.get(order.id)
+            if held is None or (order.size_matched or 0) >= (held.size_matched or 0):
+                self._unclaimed[order.id] = order
+                while len(self._unclaimed) > _KEEP_UNCLAIMED:
+                    del self._unclaimed[next(iter(self._unclaimed))]
+        elif order.status in OPEN_STATUSES:
+            self._adopt(order)
+
+    def _claim(self, t: _Tracked, order_id: str) -> None:
+        """``t`` learnt its ``order_id``: index it, and take a record held for it."""
+        t.order_id = order_id
+        self._by_id[order_id] = t
+        held = self._unclaimed.pop(order_id, None)
+        if held is not None:
+            self._apply(t, held)
+
+    def _settle_unclaimed(self) -> None:
+        """Once no place is in flight, held records belong to nobody of ours: adopt
+        the open ones (orders placed elsewhere), drop the rest."""
+        if not self._unclaimed or self._in_flight():
+            return
+        held, self._unclaimed = self._unclaimed, {}
+        for order in held.values():
+            if self._match(order) is None and order.status in OPEN_STATUSES:
+                self._adopt(order)
+
     def _apply(self, t: _Tracked, order: Order) -> None:
-        """Take an order record (stream or REST) into ``t``: id, fills, status."""
+        """Take an order record (stream or REST) into ``t``: ids, fills, status."""
         if t.order_id is None and order.id:
-            t.order_id = order.id
-            self._by_id[order.id] = t
+            self._claim(t, order.id)
+        if not t.clob_order_id and order.clob_order_id:
+            t.clob_order_id = order.clob_order_id
+            self._by_clob[t.clob_order_id] = t
+            self._learnt.set()
         matched = order.size_matched
         newer = True
         if matched is not None:
@@ -399,7 +460,8 @@ class Quoter:
         side = 0 if order.side == "BUY" else 1
         price = order.limit_price if order.limit_price is not None else order.clob_price
         t = _Tracked(
-            order.clob_order_id or f"adopted:{order.id}",
+            f"id:{order.id}",
+            order.clob_order_id or "",
             side,
             to_units(price or 0, "price"),
             to_units(order.original_size or 0, "original_size"),
@@ -409,8 +471,9 @@ class Quoter:
         t.matched = to_units(order.size_matched or 0, "size_matched")
         t.order = order
         self._by_id[order.id] = t
-        self._by_clob[t.clob_order_id] = t
-        self._live[t.clob_order_id] = t
+        if t.clob_order_id:
+            self._by_clob[t.clob_order_id] = t
+        self._live[t.key] = t
         if self.user_id is None and order.user_id:
             self.user_id = order.user_id
         return t
@@ -418,19 +481,23 @@ class Quoter:
     def _finish(self, t: _Tracked) -> None:
         t.state = DONE
         t.prepared = None
-        self._live.pop(t.clob_order_id, None)
+        self._live.pop(t.key, None)
         self._done.append(t)
         while len(self._done) > _KEEP_DONE:
-            old = self._done.popleft()
-            self._by_clob.pop(old.clob_order_id, None)
-            if old.order_id is not None:
-                self._by_id.pop(old.order_id, None)
+            self._unindex(self._done.popleft())
+
+    def _unindex(self, t: _Tracked) -> None:
+        if t.clob_order_id:
+            self._by_clob.pop(t.clob_order_id, None)
+        if t.order_id is not None:
+            self._by_id.pop(t.order_id, None)
+        self._by_client.pop(t.key, None)
 
     def _forget(self, t: _Tracked) -> None:
         """A place the service refused: the order never existed."""
         t.state = DONE
-        self._live.pop(t.clob_order_id, None)
-        self._by_clob.pop(t.clob_order_id, None)
+        self._live.pop(t.key, None)
+        self._unindex(t)
 
     def _synthesised(self, t: _Tracked) -> Order:
         assert t.order_id is not None
@@ -443,7 +510,8 @@ class Quoter:
             status="live",
             side=SIDES[t.side],
             order_type="GTC",
-            clob_order_id=t.clob_order_id,
+            order_source_id=t.key,
+            clob_order_id=t.clob_order_id or None,
             original_size=from_units(t.shares),
             size_matched=from_units(t.matched),
             clob_price=price,
@@ -457,21 +525,31 @@ class Quoter:
             self.market_id, self.outcome, level.side, level.maker, level.taker, order_type="GTC"
         )
         prepared: PreparedRawOrder = await self._client._run(op)
+        result = prepared.result
         t = _Tracked(
-            prepared.result.clob_order_id, level.side, level.price, level.shares, PLACING, prepared
+            result.client_order_id,
+            result.clob_order_id,  # precomputed on V1, "" on V2/V3
+            level.side,
+            level.price,
+            level.shares,
+            PLACING,
+            prepared,
         )
-        # tracked before the POST: the stream's record of it is recognised by its hash
-        self._by_clob[t.clob_order_id] = t
-        self._live[t.clob_order_id] = t
+        # tracked before the POST: the stream's record of it is recognised by the
+        # key it echoes (order_source_id) or, on V1, by its precomputed hash
+        self._by_client[t.key] = t
+        if t.clob_order_id:
+            self._by_clob[t.clob_order_id] = t
+        self._live[t.key] = t
         return t
 
     async def _send_place(self, t: _Tracked) -> None:
         assert t.prepared is not None
         t.sent_at = time.time()
         try:
-            result = await self._client._run(self._core.send_raw_order(t.prepared))
+            result = await self._client._run(self._core.post_raw_order(t.prepared))
         except UNKNOWN as exc:
-            log.info("place %s: outcome unknown (%s)", t.clob_order_id[:12], exc)
+            log.info("place %s: outcome unknown (%s)", t.key, exc)
             if t.state == PLACING:
                 t.state = PLACE_UNKNOWN
             return
@@ -485,14 +563,13 @@ class Quoter:
                 self._errors.append(exc)
             return
         if t.order_id is None:
-            t.order_id = result.order_id
-            self._by_id[result.order_id] = t
+            self._claim(t, result.order_id)
         if t.state == PLACING or t.state == PLACE_UNKNOWN:
             t.state = OPEN
         if t.order is None:
             t.order = self._synthesised(t)
         if self.user_id is None:
-            await self._learn_user(result.order_id)
+            await self._learn_user(t, result.order_id)
 
     async def _send_cancel(self, t: _Tracked) -> None:
         assert t.order_id is not None
@@ -512,9 +589,10 @@ class Quoter:
                 t.order = _with_status(t.order, "cancelled")
             self._finish(t)
 
-    async def _learn_user(self, order_id: str) -> None:
+    async def _learn_user(self, t: _Tracked, order_id: str) -> None:
         """Subscribe to the user's order topic once the first order names the user."""
         order = await self._client.get_order(order_id)
+        self._apply(t, order)
         if self.user_id is not None or order.user_id is None or self._stream is None:
             return
         self.user_id = order.user_id
@@ -535,6 +613,7 @@ class Quoter:
             places = [t for t in self._live.values() if t.state == PLACE_UNKNOWN]
             cancels = [t for t in self._live.values() if t.state == CANCEL_UNKNOWN]
             if not places and not cancels:
+                self._settle_unclaimed()
                 return
             try:
                 if places:
@@ -548,36 +627,90 @@ class Quoter:
         if any(t.state in (PLACE_UNKNOWN, CANCEL_UNKNOWN) for t in self._live.values()):
             raise last or TransportError("orders of unknown outcome could not be resolved")
 
+    async def _learn_ids(self) -> None:
+        """The ``clob_order_id`` of every tracked order placed without one (V2/V3): from
+        the stream, which normally names it with the POST's answer (``id_wait`` s at
+        most), else ``GET /orders/:id``."""
+
+        def missing() -> list[_Tracked]:
+            return [t for t in self._live.values() if not t.clob_order_id and t.order_id]
+
+        todo = missing()
+        if todo and self._orders_topic is not None and not self._stale:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.id_wait
+            while todo and (left := deadline - loop.time()) > 0:
+                self._learnt.clear()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await within(self._learnt.wait(), left)
+                todo = missing()
+        for attempt in range(self.resolve_attempts):
+            if not todo:
+                return
+            records = await asyncio.gather(
+                *(self._client.get_order(t.order_id) for t in todo if t.order_id is not None),
+                return_exceptions=True,
+            )
+            failed: BaseException | None = None
+            for t, record in zip(todo, records, strict=True):
+                if isinstance(record, Order):
+                    self._apply(t, record)
+                elif isinstance(record, UNKNOWN):
+                    failed = record
+                else:
+                    raise record
+            if failed is None:
+                return  # a record still without the id: the service has none yet
+            if attempt + 1 == self.resolve_attempts:
+                raise failed
+            await asyncio.sleep(min(0.5, 0.01 * 2**attempt))
+            todo = [t for t in missing() if t in todo]
+
     async def _resolve_places(self, places: list[_Tracked]) -> None:
-        found = await self._find({t.clob_order_id for t in places}, min(t.sent_at for t in places))
+        found = await self._find(places)
         resend = []
         for t in places:
-            order = found.get(t.clob_order_id)
+            order = found.get(t.key)
             if order is not None:
                 self._apply(t, order)
                 if t.state == PLACE_UNKNOWN:  # a status outside the API text's list
                     t.state = OPEN
             elif t.state == PLACE_UNKNOWN:
-                resend.append(t)  # not on the service: sending it again cannot duplicate
+                # not seen on the service: sent again under the same client_order_id,
+                # which the service answers with the order holding it if the first
+                # send landed after all, so this cannot make a second one
+                resend.append(t)
         if resend:
             await asyncio.gather(*(self._send_place(t) for t in resend))
 
-    async def _find(self, clob_ids: set[str], since: float) -> dict[str, Order]:
-        """Orders with these ``clob_order_id``s among the newest ones over REST."""
+    async def _find(self, places: list[_Tracked]) -> dict[str, Order]:
+        """The records of these places (by their key) among the newest orders over REST:
+        matched by the key the record echoes (``order_source_id``), by ``id`` when
+        known, or by a precomputed (V1) ``clob_order_id``."""
+        since = min(t.sent_at for t in places)
+        wanted = {t.key: t for t in places}
+        by_clob = {t.clob_order_id: t for t in places if t.clob_order_id}
+        by_id = {t.order_id: t for t in places if t.order_id is not None}
         found: dict[str, Order] = {}
         page_no = 1
         while True:
             page = await self._client.list_orders(page=page_no, page_size=100)
             oldest = None
             for order in page.orders:
-                if order.clob_order_id in clob_ids:
-                    found[order.clob_order_id] = order
+                source = order.order_source_id
+                t = (
+                    (wanted.get(source) if source else None)
+                    or by_id.get(order.id)
+                    or by_clob.get(order.clob_order_id or "")
+                )
+                if t is not None:
+                    found[t.key] = order
                 if order.created_at is not None:
                     stamp = order.created_at.timestamp()
                     oldest = stamp if oldest is None else min(oldest, stamp)
             total = page.total_count or 0
             if (
-                len(found) == len(clob_ids)
+                len(found) == len(wanted)
                 or len(page.orders) < 100
                 or page_no * 100 >= total
                 or (oldest is not None and oldest < since - 60)
@@ -619,15 +752,13 @@ class Quoter:
             for order in listed:
                 if order.market_id != self.market_id or order.outcome != self.outcome:
                     continue
-                t = self._by_id.get(order.id)
-                if t is None and order.clob_order_id:
-                    t = self._by_clob.get(order.clob_order_id)
+                t = self._match(order)
                 if t is None:
                     t = self._adopt(order)
                 else:
                     self._apply(t, order)
-                seen.add(t.clob_order_id)
-            gone = [t for t in self._live.values() if t.clob_order_id not in seen]
+                seen.add(t.key)
+            gone = [t for t in self._live.values() if t.key not in seen]
             if gone:
                 known = [t for t in gone if t.order_id is not None]
                 records = await asyncio.gather(
@@ -674,6 +805,7 @@ class Quoter:
             finally:
                 self._orphans()
             await self._resolve()
+            await self._learn_ids()
             if self._stale:
                 await self._reconcile()
             errors, self._errors = self._errors, []
