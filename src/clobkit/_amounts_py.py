@@ -284,7 +284,9 @@ def from_units(units: object) -> Decimal:
         digits = units[1:] if units[:1] == "-" else units
         if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > 84:
             raise AmountError("units", units, "must be a decimal integer string")
-        units = int(units)
+        # int() refuses a long run of leading zeros (Python's digit limit)
+        magnitude = int(digits.lstrip("0") or "0")
+        units = -magnitude if units[:1] == "-" else magnitude
     elif units.bit_length() > 280:
         raise AmountError("units", units, "is too large")
     # Built from digits, not by division: exact at any size, no context needed.
