@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with: clobkit demo.  Exit codes: 0 ok, 1 API error or rejected rows, "
         "2 usage.",
     )
-    parser.add_argument("--version", action="version", version=f"clobkit {__version__}")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser(
@@ -554,6 +554,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(handler=None)
     return parser
+
+
+def _version() -> str:
+    """``--version``: clobkit's version and which core is loaded (``clobkit._core``)."""
+    from ._core import IMPLEMENTATION
+
+    core = "compiled core" if IMPLEMENTATION == "c" else "pure-Python core"
+    return f"clobkit {__version__} ({core})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
