@@ -182,8 +182,9 @@ Batch = tuple[list[str | None], list[str] | None, list[tuple[int, str]]]
 def check_signer(hasher: OrderHasher, signer: OrderSigner, layout: Layout) -> None:
     """``--sign`` with a key that cannot sign this wallet's orders: ``InputError``, once,
     before any row (``sign_many``'s own check, on a batch of no orders)."""
+    empty: dict[str, Any] = {key: [] for key in layout.keywords}
     try:
-        hasher.sign_many(signer, **{key: [] for key in layout.keywords})
+        hasher.sign_many(signer, **empty)
     except ValidationError as exc:
         raise InputError(f"--sign: {exc}") from None
 

@@ -625,4 +625,3 @@ def _run(call: Callable[[], int], command: str) -> int:
     except RecursionError:  # a last guard: input nested too deeply for some parser
         print(f"{prog}: error: the input is nested too deeply", file=sys.stderr)
         return EXIT_USAGE
-
