@@ -335,7 +335,11 @@ def market_price(
     if neg or coef == 0:
         raise AmountError("amount", amount, "must be positive")
     want = Fraction(coef) * Fraction(10) ** exp
-    book = sorted((_level(level, i) for i, level in enumerate(levels)), key=lambda lv: lv[0])
+    try:
+        given = list(levels)
+    except TypeError:  # not iterable
+        raise AmountError("levels", levels, "must be an iterable of (price, size) levels") from None
+    book = sorted((_level(level, i) for i, level in enumerate(given)), key=lambda lv: lv[0])
     if s == 1:
         book.reverse()
     filled = Fraction(0)

@@ -112,6 +112,7 @@ PADDED = "0" * 5000 + "1"  # the value 1 behind 5,000 zeros
         (lambda c: c.signature("s", "GET", "/x", HUGE, "n", b""), "timestamp"),
         (lambda c: c.new_salts(HUGE), "n"),
         (lambda c: c.append_column(b"a\n", b"x", HUGE), "width"),
+        (lambda c: c.market_price(9, "BUY", "1"), "levels"),  # found by tests/fuzz
         (lambda c: c.keccak256("abc"), "data"),
         (lambda c: c.sha256_hex(5), "data"),
     ],
