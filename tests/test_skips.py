@@ -14,22 +14,26 @@ from .conftest import import_extra
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_a_missing_extra_skips(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "starlette", None)  # the import system's "not there"
-    monkeypatch.delitem(sys.modules, "clobkit.sandbox", raising=False)
-    monkeypatch.delitem(sys.modules, "clobkit.sandbox.app", raising=False)
+def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> str:
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_a_missing_extra_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # what clobkit.sandbox does without the extra: its import of starlette fails
+    name = _module(tmp_path, monkeypatch, "needs_extra", "import starlette.not_installed_here\n")
     with pytest.raises(pytest.skip.Exception, match=r"pip install 'clobkit\[sandbox\]'"):
-        import_extra("clobkit.sandbox.app", "sandbox")
+        import_extra(name, "sandbox")
 
 
 def test_a_broken_import_of_clobkit_fails_instead_of_skipping(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "clobkit.sandbox.engine", None)  # a bug, not an extra
-    monkeypatch.delitem(sys.modules, "clobkit.sandbox", raising=False)
-    monkeypatch.delitem(sys.modules, "clobkit.sandbox.app", raising=False)
-    with pytest.raises(ModuleNotFoundError):
-        import_extra("clobkit.sandbox.app", "sandbox")
+    # a bug in clobkit's own imports: never a skip
+    name = _module(tmp_path, monkeypatch, "broken_import", "import clobkit.no_such_module\n")
+    with pytest.raises(ModuleNotFoundError, match=r"clobkit\.no_such_module"):
+        import_extra(name, "sandbox")
 
 
 def test_probe_skips_when_asked() -> None:

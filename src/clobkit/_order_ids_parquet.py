@@ -193,7 +193,7 @@ def _arrow_batch(
     }
     sides = ac.take(args["sides"], take)
     sides = ac.decode(sides) if pa.types.is_dictionary(sides.type) else sides
-    cols["side"] = [int(v) if isinstance(v, bool) else v for v in sides.to_pylist()]
+    cols["side"] = sides.to_pylist()
     final: dict[str, object] = {
         k: [int(v) if isinstance(v, Decimal) else v for v in vs] for k, vs in cols.items()
     }
@@ -214,7 +214,7 @@ def _flagged(pa: Any, ac: Any, batch: Any, sides: Any, layout: Layout) -> list[i
         return None
     if t.is_dictionary(sides.type):
         sides = ac.decode(sides)
-    if not (t.is_integer(sides.type) or t.is_boolean(sides.type)):
+    if not t.is_integer(sides.type):
         return None
     bad = raw_amounts_flagged(ac.cast(sides, pa.int8()), makers, takers)
     if layout is V1:  # POST /orders/raw's salt range
