@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -55,20 +56,17 @@ def _with_duplicates(texts: list[str], objs: list[Any]) -> dict[int, str]:
     """The lines whose object repeats a key, and why they are refused.
 
     The decoder keeps a repeated key's last value silently; an order whose
-    field is given twice is ambiguous, so its line is refused. Without a
-    backslash a key is written only one way (``"salt"``): a batch where each
-    key occurs as often as the objects hold it repeats none (one count a
-    key). Otherwise the lines that escape a character or name a key twice
-    are read again, exactly (``_duplicate``).
+    field is given twice is ambiguous, so its line is refused. In text
+    without a backslash no string holds a quote, so every ``":`` ends a key,
+    and a key is written only one way: when no key has space before its
+    colon and the batch has as many ``":`` as its objects have keys, none
+    repeats one (two passes over the batch). Otherwise the lines that escape
+    a character or name a key twice are read again, exactly (``_duplicate``).
     """
-    dicts = [obj for obj in objs if type(obj) is dict]
     blob = "\n".join(texts)
-    if "\\" not in blob:
-        held: dict[str, int] = {}
-        for obj in dicts:
-            for key in obj:
-                held[key] = held.get(key, 0) + 1
-        if all(blob.count(f'"{key}"') == n for key, n in held.items()):
+    if "\\" not in blob and _SPACED_COLON.search(blob) is None:
+        keys = sum(len(obj) for obj in objs if type(obj) is dict)
+        if blob.count('":') == keys:
             return {}
     found = {}
     for k, (text, obj) in enumerate(zip(texts, objs, strict=True)):
@@ -77,6 +75,9 @@ def _with_duplicates(texts: list[str], objs: list[Any]) -> dict[int, str]:
             if why:
                 found[k] = why
     return found
+
+
+_SPACED_COLON = re.compile(r'"[ \t\r]+:')
 
 
 def _duplicate(text: str) -> str:
