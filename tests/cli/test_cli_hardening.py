@@ -421,6 +421,7 @@ def test_jsonl_repeated_keys_and_odd_sides_are_refused(
                 base + ', "salt": 4, "x": {"salt": 1}}',  # a key of a nested object
                 row(side=True, salt=5),
                 row(side=" BUY", salt=6),
+                base + ', "salt": 7, "salt" : 8}',  # a space before the colon
             ]
         )
         + "\n"
@@ -433,6 +434,7 @@ def test_jsonl_repeated_keys_and_odd_sides_are_refused(
         3: 'duplicate key "salt" (which value is meant is unclear)',
         6: 'side: must be "BUY", "SELL", 0 or 1 (got True)',
         7: 'side: must be "BUY", "SELL", 0 or 1 (got \' BUY\')',
+        8: 'duplicate key "salt" (which value is meant is unclear)',
     }
     assert [r["salt"] for r in read_rows(dst)] == [1, 3, 4]
 
