@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -254,10 +255,12 @@ clobkit.cli.main(["--version"])
 
 
 def _import_with_core(how: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLOBKIT_NO_EXTENSIONS"}
     return subprocess.run(
         [sys.executable, "-c", _FAKE_CORE.format(how=how)],
         capture_output=True,
         text=True,
+        env=env,
         timeout=60,
         check=False,
     )
