@@ -336,9 +336,17 @@ cdef _Bytes _bytes(object data):
     return v
 
 
+cdef inline _Bytes _data(object data, str field="data"):
+    """``data``'s bytes; anything but a simple buffer goes through the pure twin's rule."""
+    try:
+        return _bytes(data)
+    except (TypeError, BufferError):  # not bytes-like, or not contiguous
+        return _bytes(_p.as_bytes(data, field))
+
+
 def keccak256(data):
     """Keccak-256 (Ethereum's, not SHA3-256) of ``data`` (any bytes-like object)."""
-    cdef _Bytes v = _bytes(data)
+    cdef _Bytes v = _data(data)
     cdef uint8_t out[32]
     ck_keccak256(v.data, v.n, out)
     return PyBytes_FromStringAndSize(<char *>out, 32)
@@ -346,7 +354,7 @@ def keccak256(data):
 
 def sha256_hex(data):
     """Lowercase hex SHA-256 of ``data`` (any bytes-like object)."""
-    cdef _Bytes v = _bytes(data)
+    cdef _Bytes v = _data(data)
     cdef uint8_t out[32]
     ck_sha256(v.data, v.n, out)
     return _hex_str(out, 32, False)
@@ -361,14 +369,8 @@ def append_column(lines, values, width):
     with a new last column, as ``clobkit order-ids`` writes them.
     """
     cdef _Bytes src, vals
-    try:
-        src = _bytes(lines)
-    except TypeError:
-        raise _p.bytes_like_error("lines", lines) from None
-    try:
-        vals = _bytes(values)
-    except TypeError:
-        raise _p.bytes_like_error("values", values) from None
+    src = _data(lines, "lines")
+    vals = _data(values, "values")
     cdef Py_ssize_t w = _p.parse_width(width)
     cdef const uint8_t *p = src.data
     cdef const uint8_t *end = src.data + src.n
@@ -1468,14 +1470,18 @@ cdef uint64_t SALT_SPAN = 1_000_000_000_001ULL
 cdef uint64_t SALT_REJECT_FROM = _p.SALT_REJECT_FROM
 
 
-def salts_from_bytes(data, Py_ssize_t n):
+def salts_from_bytes(data, n):
     """Up to ``n`` salts from 8-byte little-endian draws, rejecting the biased tail."""
+    if type(data) is not bytes:
+        data = _p.as_bytes(data, "data")
+    if type(n) is not int or n < 0 or n > _p.MAX_COUNT:
+        n = _p.parse_count(n)  # raises the canonical error, or is n as a plain int
     cdef const uint8_t[::1] view = data
-    cdef Py_ssize_t i, j, got = 0
+    cdef Py_ssize_t i, j, got = 0, want = n
     cdef uint64_t draw
     out = []
     for i in range(0, view.shape[0] - 7, 8):
-        if got == n:
+        if got == want:
             break
         draw = 0
         for j in range(8):
@@ -1488,7 +1494,7 @@ def salts_from_bytes(data, Py_ssize_t n):
 
 def new_salts(n):
     """``n`` salts, each uniform on [0, 10**12], from the OS CSPRNG."""
-    if type(n) is not int or n < 0:
+    if type(n) is not int or n < 0 or n > _p.MAX_COUNT:
         _p.parse_count(n)  # raises the canonical error
     out = []
     while len(out) < n:
@@ -1574,9 +1580,9 @@ cdef inline object _text(object value, int kind):
     if kind == K_PATH:
         return _p.parse_path(value)
     if kind == K_TS:
-        if type(value) is int and value >= 0:
+        if type(value) is int and 0 <= value <= 0xFFFFFFFFFFFFFFFF:
             return str(value)
-        return _p.parse_timestamp(value)
+        return _p.parse_timestamp(value)  # and an int too long to write
     return _p.parse_token(value, "nonce")
 
 

@@ -75,3 +75,62 @@ def both() -> tuple[ModuleType, ...]:
         importlib.import_module("clobkit._core_c" if name == "c" else "clobkit._core_py")
         for name in _twins()
     )
+
+
+# ---------------------------------------------------------------------------
+# Skips: only for a missing optional extra, and never in CI, which installs them all
+
+#: The third-party packages each optional extra installs (pyproject.toml).
+EXTRAS = {
+    "sandbox": ("starlette", "uvicorn"),
+    "data": ("pyarrow",),
+    "dask": ("dask", "distributed", "pyarrow"),
+}
+
+
+def import_extra(module: str, extra: str) -> ModuleType:
+    """``module``, or a skip when a package of the optional ``extra`` it needs is missing.
+
+    Any other ImportError (a bug in clobkit's own imports, a module of
+    clobkit that is missing) fails: it must never turn a suite into skips.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in EXTRAS[extra]:
+            raise
+        pytest.skip(
+            f"needs the {extra} extra (missing {exc.name}): pip install 'clobkit[{extra}]'",
+            allow_module_level=True,
+        )
+
+
+_skipped: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skipped.append(report.nodeid)
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.skipped:
+        _skipped.append(report.nodeid)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With ``CI`` set (``.ci/run``, CI services), any skip fails the run: CI installs
+    every extra, so a skip there hides a failure. ``CLOBKIT_NO_EXTENSIONS=1`` runs skip
+    the twin comparisons on purpose (there is no second twin) and are left alone."""
+    if not _skipped or os.environ.get("CI", "") in ("", "0", "false") or NO_EXTENSIONS:
+        return
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller decides
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(
+            f"CI: {len(_skipped)} skipped where every dependency is installed: "
+            + ", ".join(_skipped[:10]),
+            red=True,
+        )
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

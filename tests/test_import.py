@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -231,3 +232,53 @@ def test_record_refuses_what_a_namedtuple_would_lose() -> None:
     assert Plain(1, "x") == (1, "x")
     assert Plain._fields == ("a", "b")
     assert Plain.__doc__ == "Doc."
+
+
+# A finder ahead of the real ones answers for ``clobkit._core_c``: it is missing,
+# or there but fails to load (a broken build's missing symbol, an import inside it)
+_FAKE_CORE = """
+import sys
+ERRORS = {{
+    "missing": ModuleNotFoundError("No module named 'clobkit._core_c'", name="clobkit._core_c"),
+    "broken": ImportError("undefined symbol: ck_keccak256", name="clobkit._core_c"),
+    "inner": ModuleNotFoundError("No module named 'clobkit._gone'", name="clobkit._gone"),
+}}
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == "clobkit._core_c":
+            raise ERRORS[{how!r}]
+sys.meta_path.insert(0, Finder())
+import clobkit, clobkit.cli
+print(clobkit.IMPLEMENTATION)
+clobkit.cli.main(["--version"])
+"""
+
+
+def _import_with_core(how: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLOBKIT_NO_EXTENSIONS"}
+    return subprocess.run(
+        [sys.executable, "-c", _FAKE_CORE.format(how=how)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_missing_compiled_core_falls_back_to_the_pure_one() -> None:
+    done = _import_with_core("missing")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "python"
+    assert "(pure-Python core)" in done.stdout
+
+
+@pytest.mark.parametrize("how", ["broken", "inner"])
+def test_a_compiled_core_that_does_not_load_is_an_error(how: str) -> None:
+    done = _import_with_core(how)
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "ImportError: clobkit's compiled core clobkit._core_c is installed but does not load ("
+    )
+    assert ("undefined symbol" if how == "broken" else "clobkit._gone") in last

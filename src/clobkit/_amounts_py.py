@@ -284,7 +284,9 @@ def from_units(units: object) -> Decimal:
         digits = units[1:] if units[:1] == "-" else units
         if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > 84:
             raise AmountError("units", units, "must be a decimal integer string")
-        units = int(units)
+        # int() refuses a long run of leading zeros (Python's digit limit)
+        magnitude = int(digits.lstrip("0") or "0")
+        units = -magnitude if units[:1] == "-" else magnitude
     elif units.bit_length() > 280:
         raise AmountError("units", units, "is too large")
     # Built from digits, not by division: exact at any size, no context needed.
@@ -333,7 +335,11 @@ def market_price(
     if neg or coef == 0:
         raise AmountError("amount", amount, "must be positive")
     want = Fraction(coef) * Fraction(10) ** exp
-    book = sorted((_level(level, i) for i, level in enumerate(levels)), key=lambda lv: lv[0])
+    try:
+        given = list(levels)
+    except TypeError:  # not iterable
+        raise AmountError("levels", levels, "must be an iterable of (price, size) levels") from None
+    book = sorted((_level(level, i) for i, level in enumerate(given)), key=lambda lv: lv[0])
     if s == 1:
         book.reverse()
     filled = Fraction(0)

@@ -37,7 +37,7 @@ F_INT, F_BOOL, F_BOOL8, F_DEC, F_STR, F_FSB32, F_LIST, F_DICT = range(8)
 _WANTS = {
     UINT: "integers (int/uint or decimal with scale 0) or decimal digit strings",
     TOKEN: "integers, decimal digit strings or 32-byte fixed-size binary",
-    SIDE: 'integers (0/1), bools or strings ("BUY"/"SELL")',
+    SIDE: 'integers (0/1) or strings ("BUY"/"SELL")',
     FLAG: "bools or integers (0/1)",
     WORD: "32-byte fixed-size binary or 0x-prefixed hex strings",
 }
@@ -78,7 +78,7 @@ def _arrow_format(pa: Any, typ: Any, name: str, kind: int) -> tuple[int, int, bo
     t = pa.types
     if t.is_integer(typ) and kind != WORD:
         return F_INT, typ.bit_width // 8, t.is_signed_integer(typ)
-    if t.is_boolean(typ) and kind in (SIDE, FLAG):
+    if t.is_boolean(typ) and kind == FLAG:  # a side is never a bool (parse_side)
         return F_BOOL, 0, False
     if (t.is_decimal128(typ) or t.is_decimal256(typ)) and kind in (UINT, TOKEN):
         if typ.scale != 0:
@@ -146,7 +146,7 @@ class Column(_Base):
             raise OrderFieldError(name, f"<{value.ndim}-D array>", "must be one-dimensional")
         self.n = len(value)
         k = value.dtype.kind
-        if (k in "iu" and kind != WORD) or (k == "b" and kind in (SIDE, FLAG)):
+        if (k in "iu" and kind != WORD) or (k == "b" and kind == FLAG):
             arr = np.ascontiguousarray(value)
             if not arr.dtype.isnative:
                 arr = arr.astype(arr.dtype.newbyteorder("="))
@@ -166,8 +166,6 @@ class Column(_Base):
         """The element conversion from ``as_py`` values to the list path's (None: identity)."""
         if self.format == F_DEC:
             return int  # scale 0: integral
-        if self.format in (F_BOOL, F_BOOL8) and self.kind == SIDE:
-            return int
         if self.format == F_FSB32 and self.kind == TOKEN:
             return _big_endian
         return None

@@ -1,8 +1,11 @@
 """Picks the compiled twin (``clobkit._core_c``) or the pure one (``clobkit._core_py``).
 
 ``CLOBKIT_NO_EXTENSIONS=1`` forces the pure twin; otherwise the compiled twin
-is used and, only when it is missing, the pure one. ``IMPLEMENTATION`` says
-which is live: ``"c"`` or ``"python"``.
+is used and, only when it is missing (a build without it), the pure one. A
+compiled twin that is there but does not load (a broken build, a missing
+symbol, an import inside it that fails) is an ``ImportError`` naming it,
+never a silent fall back to a core about 50 times slower. ``IMPLEMENTATION``
+says which is live: ``"c"`` or ``"python"``.
 """
 
 from __future__ import annotations
@@ -38,12 +41,26 @@ def _load() -> tuple[ModuleType, str]:
 
         return _core_py, "python"
     try:
-        from . import _core_c
-    except ImportError:
+        # ``import`` of the dotted name: its ModuleNotFoundError names exactly the
+        # module that is missing (``from . import`` words every failure alike)
+        import clobkit._core_c as core_c
+    except ModuleNotFoundError as exc:
+        if exc.name != "clobkit._core_c":  # something it imports is missing: broken
+            raise _broken(exc) from exc
         from . import _core_py
 
         return _core_py, "python"
-    return _core_c, "c"
+    except ImportError as exc:
+        raise _broken(exc) from exc
+    return core_c, "c"
+
+
+def _broken(exc: ImportError) -> ImportError:
+    return ImportError(
+        f"clobkit's compiled core clobkit._core_c is installed but does not load ({exc}); "
+        "reinstall clobkit, or set CLOBKIT_NO_EXTENSIONS=1 to use the pure-Python core",
+        name="clobkit._core_c",
+    )
 
 
 _impl, IMPLEMENTATION = _load()

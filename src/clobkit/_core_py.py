@@ -33,8 +33,8 @@ from ._parse import (
     V1_COLUMNS,
     V2_COLUMNS,
     _now_ms,
+    as_bytes,
     batch_length,
-    bytes_like_error,
     check_version_fields,
     column_size_error,
     is_scalar,
@@ -90,8 +90,8 @@ def new_salt() -> int:
 
 
 def keccak256(data: bytes) -> bytes:
-    """Keccak-256 (Ethereum's, not SHA3-256) of ``data``."""
-    return _keccak.new(data=bytes(memoryview(data)), digest_bits=256).digest()
+    """Keccak-256 (Ethereum's, not SHA3-256) of ``data`` (any bytes-like object)."""
+    return _keccak.new(data=as_bytes(data, "data"), digest_bits=256).digest()
 
 
 class OrderHasher:
@@ -410,7 +410,7 @@ def append_column(lines: object, values: object, width: object) -> bytes:
     ``lines``: bytes-like, lines ending in LF or CRLF (the last may lack one);
     ``values``: bytes-like, ``width`` bytes per line, back to back. Returns bytes.
     """
-    src, vals = _bytes_like(lines, "lines"), _bytes_like(values, "values")
+    src, vals = as_bytes(lines, "lines"), as_bytes(values, "values")
     w = parse_width(width)
     rows = src.split(b"\n")
     if rows[-1] == b"":  # after the last LF (or an empty input): no line
@@ -424,18 +424,9 @@ def append_column(lines: object, values: object, width: object) -> bytes:
     return b"".join(out)
 
 
-def _bytes_like(value: object, field: str) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    try:
-        return bytes(memoryview(value))  # type: ignore[arg-type]
-    except TypeError:
-        raise bytes_like_error(field, value) from None
-
-
 def sha256_hex(data: bytes) -> str:
-    """Lowercase hex SHA-256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
+    """Lowercase hex SHA-256 of ``data`` (any bytes-like object)."""
+    return hashlib.sha256(as_bytes(data, "data")).hexdigest()
 
 
 def _signing_string(method: str, path: str, ts: str, nonce: str, body: bytes) -> bytes:

@@ -33,7 +33,7 @@ from ._jsondepth import json_too_deep
 from ._order_ids_csv import CsvOrders
 from ._order_ids_csvfast import available, engine, read_header, run_blocks
 from ._order_ids_parquet import _run_parquet
-from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, hash_batch
+from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
 from .errors import ValidationError
 from .order_id import OrderHasher
 from .signing import OrderSigner
@@ -197,6 +197,8 @@ def run(
     except ValidationError as exc:
         raise InputError(f"the wallet {wallet}: {exc}") from None
     layout = LAYOUTS[1 if hasher.version == 1 else 2]
+    if signer is not None:
+        check_signer(hasher, signer, layout)
     signed = signer is not None
     say = report or (lambda text: print(text, file=sys.stderr))
     part = target.with_name(f".{target.name}.part")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from itertools import repeat
 from typing import Any
 
@@ -78,9 +77,8 @@ class CsvOrders:
             transposed = [list(column) for column in zip(*rows, strict=True)] or [
                 [] for _ in range(width)
             ]
-        # values are stripped of the whitespace str.strip removes (what \s
-        # matches) whenever the batch holds any: the same for every batch size
-        spaces = _SPACE.search(blob) is not None
+        # values are read as written: a space around one is refused by the core, as
+        # the service refuses " 5" (docs/scale.md)
         columns: dict[str, object] = {}
         for name in self.layout.fields:
             i = self.index.get(name)
@@ -88,8 +86,6 @@ class CsvOrders:
                 columns[name] = DEFAULTS[name]
                 continue
             values: list[Any] = transposed[i]
-            if spaces:
-                values = list(map(str.strip, values))
             if name == "side":
                 values = _lookup(values, SIDE_KEYS)
             elif name == "neg_risk":
@@ -117,9 +113,6 @@ class CsvOrders:
                     row[target] = value
             writer.writerow(row)
         return buffer.getvalue()
-
-
-_SPACE = re.compile(r"\s")
 
 
 def _strip_eol(line: str) -> str:

@@ -140,7 +140,7 @@ class FastCsv:
         if not ac.matches(whole, self.pattern)[0].as_py():
             return None
         table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
-        ids = self._ids(table, b" " in block or b"\t" in block)
+        ids = self._ids(table)
         if ids is None:
             return None
         # each line (its CR dropped: the pattern allows one only before LF) + "," + its id;
@@ -151,14 +151,12 @@ class FastCsv:
             return None
         return rows, table.num_rows
 
-    def _ids(self, table: Any, spaced: bool) -> Any:
+    def _ids(self, table: Any) -> Any:
         """The ids of a parsed block (an Arrow array), or None if any row needs the exact path."""
         pa, ac = self.pa, self.ac
         args: dict[str, Any] = {}
         for name, column in self.columns.items():
             col = table.column(column)
-            if spaced:  # the exact reader strips every value when the batch has whitespace
-                col = ac.trim(col, " \t")
             if name == "side":
                 col = self._mapped(col, SIDE_KEYS, pa.int8())
             elif name == "neg_risk":
@@ -202,7 +200,7 @@ class FastCsv:
         """A string column through ``table`` as the exact reader maps it; None: a value is not."""
         pa, ac = self.pa, self.ac
         distinct = ac.unique(col)
-        mapped = [table.get(v.strip().lower()) for v in distinct.to_pylist()]
+        mapped = [table.get(v.lower()) for v in distinct.to_pylist()]
         if None in mapped:
             return None
         return ac.take(values(pa, mapped, typ), ac.index_in(col, distinct))

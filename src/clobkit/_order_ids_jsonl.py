@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -51,6 +52,52 @@ class _Bad(str):
     """A JSONL line that is not JSON; the string is the reason."""
 
 
+def _with_duplicates(texts: list[str], objs: list[Any]) -> dict[int, str]:
+    """The lines whose object repeats a key, and why they are refused.
+
+    The decoder keeps a repeated key's last value silently; an order whose
+    field is given twice is ambiguous, so its line is refused. In text
+    without a backslash no string holds a quote, so every ``":`` ends a key,
+    and a key is written only one way: when no key has space before its
+    colon and the batch has as many ``":`` as its objects have keys, none
+    repeats one (two passes over the batch). Otherwise the lines that escape
+    a character or name a key twice are read again, exactly (``_duplicate``).
+    """
+    blob = "\n".join(texts)
+    if "\\" not in blob and _SPACED_COLON.search(blob) is None:
+        keys = sum(len(obj) for obj in objs if type(obj) is dict)
+        if blob.count('":') == keys:
+            return {}
+    found = {}
+    for k, (text, obj) in enumerate(zip(texts, objs, strict=True)):
+        if type(obj) is dict and ("\\" in text or any(text.count(f'"{key}"') > 1 for key in obj)):
+            why = _duplicate(text)
+            if why:
+                found[k] = why
+    return found
+
+
+_SPACED_COLON = re.compile(r'"[ \t\r]+:')
+
+
+def _duplicate(text: str) -> str:
+    """Why the object of ``text`` is refused: a key of its own repeated ("" if none)."""
+    calls: list[list[str]] = []  # per object decoded, innermost first: the line's own is last
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        calls.append([key for i, key in enumerate(keys) if key in keys[:i]])
+        return dict(items)
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):  # msgspec read it: its reading stands
+        return ""
+    if not calls or not calls[-1]:
+        return ""
+    return f"duplicate key {json.dumps(calls[-1][0])} (which value is meant is unclear)"
+
+
 class JsonlOrders:
     """One JSON object per line; ``order_id`` (and ``signature``) is added to each object."""
 
@@ -74,6 +121,8 @@ class JsonlOrders:
             objs = list(map(_decode_line, texts))
         numbers = list(range(first, first + len(texts)))
         rejects: list[tuple[int, str]] = []
+        for k, why in _with_duplicates(texts, objs).items():
+            objs[k] = _Bad(why)
         dicts = set(map(type, objs)) == {dict}
         layout = self.layout
         columns = {
@@ -110,7 +159,7 @@ class JsonlOrders:
             if name == "side":
                 final[name] = _lookup(values, SIDE_KEYS)
             elif name == "neg_risk":
-                final[name] = _lookup(values, FLAGS)
+                final[name] = _lookup(values, FLAGS, null=False)  # an absent flag
             elif name in DEFAULTS:
                 if values.count(None) == len(values):
                     final[name] = DEFAULTS[name]

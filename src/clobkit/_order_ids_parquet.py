@@ -55,7 +55,7 @@ def _pyarrow() -> tuple[Any, Any, Any]:
 
 
 def _mapped(pa: Any, ac: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
-    """A string column through ``table`` (case and spaces ignored), as the CSV path reads it.
+    """A string column through ``table`` (case ignored), as the CSV path reads it.
 
     Mapped on the column's distinct values (a handful); a value not in the
     table is left for the core to refuse, with its row.
@@ -65,7 +65,7 @@ def _mapped(pa: Any, ac: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
     if not (t.is_string(stored) or t.is_large_string(stored)):
         return col
     enc = col if t.is_dictionary(col.type) else ac.encode(col)
-    values = [table.get(v.strip().lower(), v) for v in enc.dictionary.to_pylist()]
+    values = [table.get(v.lower(), v) for v in enc.dictionary.to_pylist()]
     if any(isinstance(v, str) for v in values):
         return col
     return pa.DictionaryArray.from_arrays(enc.indices, arrow_values(pa, values, typ))
@@ -92,6 +92,31 @@ def _fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
         return ac.fill_null(col, pa.scalar(fill, col.type))
     except (pa.ArrowException, TypeError, ValueError):
         return col  # a type the core refuses anyway, with the column's name
+
+
+def check_types(pa: Any, schema: Any, layout: Layout, where: str) -> None:
+    """Refuse a column whose type cannot hold its field (a float64 ``maker_amount``, as
+    pandas writes after a NaN; a bool ``side``) once, by name, before any row is read.
+
+    The core's columnar rule decides (``_columns.Column`` on an empty column of
+    the type); a string ``neg_risk`` is read through ``FLAGS`` first, and a
+    column of nulls only (``null`` type) of an optional field is its default.
+    """
+    t = pa.types
+    for name in layout.fields:
+        if name not in schema.names:
+            continue
+        typ = schema.field(name).type
+        stored = typ.value_type if t.is_dictionary(typ) else typ
+        if name in layout.optional and t.is_null(stored):
+            continue
+        if name == "neg_risk" and (t.is_string(stored) or t.is_large_string(stored)):
+            continue
+        kw = BATCH_KEYWORDS[name]
+        try:
+            Column(pa.array([], typ), name, COLUMN_KINDS[kw])
+        except ValidationError as exc:
+            raise InputError(f"{where}: {exc}") from None
 
 
 def _arrow_batch(
@@ -168,7 +193,7 @@ def _arrow_batch(
     }
     sides = ac.take(args["sides"], take)
     sides = ac.decode(sides) if pa.types.is_dictionary(sides.type) else sides
-    cols["side"] = [int(v) if isinstance(v, bool) else v for v in sides.to_pylist()]
+    cols["side"] = sides.to_pylist()
     final: dict[str, object] = {
         k: [int(v) if isinstance(v, Decimal) else v for v in vs] for k, vs in cols.items()
     }
@@ -189,7 +214,7 @@ def _flagged(pa: Any, ac: Any, batch: Any, sides: Any, layout: Layout) -> list[i
         return None
     if t.is_dictionary(sides.type):
         sides = ac.decode(sides)
-    if not (t.is_integer(sides.type) or t.is_boolean(sides.type)):
+    if not t.is_integer(sides.type):
         return None
     bad = raw_amounts_flagged(ac.cast(sides, pa.int8()), makers, takers)
     if layout is V1:  # POST /orders/raw's salt range
@@ -263,6 +288,7 @@ def _run_parquet(
         raise InputError(f"{input_path} is not a readable Parquet file ({exc})") from None
     names = list(schema.names)
     check_columns(names, layout, input_path, "no column(s)", input_path)
+    check_types(pa, schema, layout, input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
     for name in added:
         if name in names:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, cast
 from ._parse import BATCH_KEYWORDS, parse_side
 from ._spec import SALT_MAX
 from .amounts import check_raw_amounts
-from .errors import AmountError, ValidationError
+from .errors import AmountError, ValidationError, _short_repr
 from .order_id import OrderHasher
 from .signing import OrderSigner
 
@@ -102,17 +102,18 @@ def _lines(lines: list[str], strip: Callable[[str], str]) -> list[str]:
     return blob.split("\n")
 
 
-def _lookup(values: list[Any], table: dict[str, Any]) -> list[Any]:
-    """Strings through ``table`` (case and spaces ignored); unknown values unchanged.
+def _lookup(values: list[Any], table: dict[str, Any], null: object = None) -> list[Any]:
+    """Strings through ``table`` (case ignored, spaces not: the core refuses " BUY" as
+    the service refuses " 5"); unknown values unchanged, ``None`` as ``null``.
 
-    ``None`` reads as ``False`` (an absent flag); other values are left for the
-    core to accept or refuse.
+    Every other value is left for the core to accept or refuse (a bool side
+    too, as ``order_id`` refuses ``side=True``).
     """
 
     def one(v: Any) -> Any:
         if type(v) is str:
-            return table.get(v.strip().lower(), v)
-        return False if v is None else v
+            return table.get(v.lower(), v)
+        return null if v is None else v
 
     if set(map(type, values)) == {str}:
         mapping = {v: one(v) for v in set(values)}
@@ -178,6 +179,16 @@ def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
 Batch = tuple[list[str | None], list[str] | None, list[tuple[int, str]]]
 
 
+def check_signer(hasher: OrderHasher, signer: OrderSigner, layout: Layout) -> None:
+    """``--sign`` with a key that cannot sign this wallet's orders: ``InputError``, once,
+    before any row (``sign_many``'s own check, on a batch of no orders)."""
+    empty: dict[str, Any] = {key: [] for key in layout.keywords}
+    try:
+        hasher.sign_many(signer, **empty)
+    except ValidationError as exc:
+        raise InputError(f"--sign: {exc}") from None
+
+
 def hash_batch(
     hasher: OrderHasher,
     parsed: Parsed,
@@ -230,6 +241,16 @@ def _too_big(salt: object) -> bool:
     return type(salt) is int and salt > SALT_MAX
 
 
+def _ints(values: list[Any]) -> list[int]:
+    """The ints of values the core took (ints and decimal strings of at most 78
+    digits after their leading zeros, which ``int()`` may refuse to read past
+    Python's digit limit)."""
+    try:
+        return list(map(int, values))
+    except ValueError:
+        return [int(v.lstrip("0") or "0") if type(v) is str else int(v) for v in values]
+
+
 def _column(parsed: Parsed, name: str) -> list[Any]:
     values = parsed.columns[name]
     return values if isinstance(values, list) else [values] * len(parsed.lines)
@@ -257,7 +278,7 @@ def _refuse_unservable(
         rejects.append(
             (
                 parsed.lines[i],
-                f"salt: must lie in [0, 10**12] for POST /orders/raw (got {salts[i]!r})",
+                f"salt: must lie in [0, 10**12] for POST /orders/raw (got {_short_repr(salts[i])})",
             )
         )
     # the hashed rows passed the core's checks: their amounts read as ints
@@ -268,13 +289,13 @@ def _refuse_unservable(
     side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
     if len(rows) == len(ids):
         triples = zip(
-            [side_of[(type(v), v)] for v in sides], map(int, makers), map(int, takers), strict=True
+            [side_of[(type(v), v)] for v in sides], _ints(makers), _ints(takers), strict=True
         )
     else:
         triples = zip(
             [side_of[(type(sides[i]), sides[i])] for i in rows],
-            [int(makers[i]) for i in rows],
-            [int(takers[i]) for i in rows],
+            _ints([makers[i] for i in rows]),
+            _ints([takers[i] for i in rows]),
             strict=True,
         )
     for i, (side, maker, taker) in zip(rows, triples, strict=True):

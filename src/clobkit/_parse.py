@@ -9,6 +9,7 @@ compiled twin imports this module, never the pure twin.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Mapping, Sequence
 
@@ -31,6 +32,7 @@ SALT_REJECT_FROM = (1 << 64) - (1 << 64) % _SALT_SPAN
 
 def salts_from_bytes(data: bytes, n: int) -> list[int]:
     """Up to ``n`` salts from 8-byte little-endian draws, rejecting the biased tail."""
+    data, n = as_bytes(data, "data"), parse_count(n)
     out: list[int] = []
     for i in range(0, len(data) - 7, 8):
         if len(out) == n:
@@ -41,11 +43,17 @@ def salts_from_bytes(data: bytes, n: int) -> list[int]:
     return out
 
 
+#: Most salts one call draws: their 8-byte draws must fit one buffer's size.
+MAX_COUNT = sys.maxsize // 8
+
+
 def parse_count(n: object) -> int:
-    """How many salts ``new_salts`` makes: a non-negative int."""
+    """How many salts ``new_salts`` makes: a non-negative int up to ``MAX_COUNT``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
         raise OrderFieldError("n", n, "must be a non-negative int")
-    return n
+    if n > MAX_COUNT:
+        raise OrderFieldError("n", n, f"must be at most {MAX_COUNT}")
+    return int.__index__(n)
 
 
 # ---------------------------------------------------------------------------
@@ -73,9 +81,10 @@ def parse_uint256(value: object, field: str) -> int:
     if isinstance(value, str):
         if not (value.isascii() and value.isdigit()):
             raise OrderFieldError(field, value, "must be a non-negative decimal integer string")
-        if len(value.lstrip("0")) > 78 or int(value) > UINT256_MAX:
+        digits = value.lstrip("0")  # int() refuses a long string of zeros (digit limit)
+        if len(digits) > 78 or (len(digits) == 78 and int(digits) > UINT256_MAX):
             raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
-        return int(value)
+        return int(digits) if digits else 0
     raise OrderFieldError(field, value, "must be an int or a decimal integer string")
 
 
@@ -106,7 +115,20 @@ def parse_width(width: object) -> int:
     """The byte width of each value ``append_column`` appends: a positive int."""
     if isinstance(width, bool) or not isinstance(width, int) or width < 1:
         raise OrderFieldError("width", width, "must be a positive int")
+    if width > sys.maxsize:
+        raise OrderFieldError("width", width, f"must be at most {sys.maxsize}")
     return int.__index__(width)
+
+
+def as_bytes(value: object, field: str) -> bytes:
+    """The bytes of a bytes-like ``value`` (any buffer, copied in order), else the
+    canonical error naming ``field``."""
+    if type(value) is bytes:
+        return value
+    try:
+        return bytes(memoryview(value))  # type: ignore[arg-type]
+    except TypeError:
+        raise bytes_like_error(field, value) from None
 
 
 def bytes_like_error(field: str, value: object) -> OrderFieldError:
@@ -308,7 +330,10 @@ def parse_path(path: object) -> str:
 def parse_timestamp(timestamp: object) -> str:
     """Milliseconds since the epoch as a decimal string."""
     if isinstance(timestamp, int) and not isinstance(timestamp, bool) and timestamp >= 0:
-        return int.__repr__(timestamp)  # the digits, also for an IntEnum
+        try:
+            return int.__repr__(timestamp)  # the digits, also for an IntEnum
+        except ValueError:  # more digits than Python writes (sys.set_int_max_str_digits)
+            pass
     if isinstance(timestamp, str) and str.isascii(timestamp) and str.isdigit(timestamp):
         return str.__str__(timestamp)
     raise SignatureInputError("timestamp", timestamp, "must be non-negative milliseconds")

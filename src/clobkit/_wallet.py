@@ -124,7 +124,9 @@ def checksum(lower_hex: str, keccak256: Callable[[bytes], bytes]) -> str:
 def _small_int(value: object, field: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.isascii() and value.isdigit():
-            value = int(value)
+            if len(value.lstrip("0")) > len(str(high)):  # before int(): the digit limit
+                raise OrderFieldError(field, value, f"must lie in [{low}, {high}]")
+            value = int(value.lstrip("0") or "0")
         else:
             raise OrderFieldError(field, value, "must be an integer")
     if not low <= value <= high:

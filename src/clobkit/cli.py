@@ -258,12 +258,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_order_ids(args: argparse.Namespace) -> int:
-    # Where numpy loads (an in-process call, or a pyarrow that needs it: the
-    # command's own process blocks it otherwise), its OpenBLAS starts a thread per
-    # core that spins for a while: about 0.1 s of CPU per run (perf, user time).
-    # Nothing here calls BLAS; a user's own setting is kept.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from ._order_ids import InputError, describe, run
+    from ._order_ids import InputError, describe, format_of, run
 
     # --batch-size is checked by run(), its one home: an InputError, a usage error here
     if args.threads is not None and args.threads < 1:
@@ -286,7 +281,8 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
         raise Usage(str(exc)) from None
     print(describe(summary, args.output))
     if summary.rejected:
-        raise Failed(f"{_rows(summary.rejected)} rejected (listed above as line N: reason)")
+        where = "row" if format_of(args.input) == "parquet" else "line"
+        raise Failed(f"{_rows(summary.rejected)} rejected (listed above as {where} N: reason)")
     return EXIT_OK
 
 
@@ -400,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with: clobkit demo.  Exit codes: 0 ok, 1 API error or rejected rows, "
         "2 usage.",
     )
-    parser.add_argument("--version", action="version", version=f"clobkit {__version__}")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser(
@@ -560,6 +556,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    """``--version``: clobkit's version and which core is loaded (``clobkit._core``)."""
+    from ._core import IMPLEMENTATION
+
+    core = "compiled core" if IMPLEMENTATION == "c" else "pure-Python core"
+    return f"clobkit {__version__} ({core})"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``clobkit`` with ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
     try:
@@ -609,8 +613,7 @@ def _run(call: Callable[[], int], command: str) -> int:
     except ClobkitError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except BrokenPipeError:  # clobkit salts 1000000 | head
-        _silence_stdout()
+    except BrokenPipeError:  # clobkit salts 1000000 | head: __main__ quiets the exit
         return EXIT_OK
     except OSError as exc:  # disk full, a file vanished mid-run
         where = f" ({exc.filename})" if exc.filename else ""
@@ -622,13 +625,3 @@ def _run(call: Callable[[], int], command: str) -> int:
     except RecursionError:  # a last guard: input nested too deeply for some parser
         print(f"{prog}: error: the input is nested too deeply", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _silence_stdout() -> None:
-    """After a closed pipe (``clobkit salts 10**9 | head``), drop what is left to flush."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError):
-        pass

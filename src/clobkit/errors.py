@@ -229,5 +229,21 @@ class TimeoutError(TransportError, builtins.TimeoutError):  # noqa: A001 - mirro
 
 
 def _short_repr(value: object, limit: int = 80) -> str:
-    text = repr(value)
+    """``repr(value)`` cut to ``limit`` characters; an int too long to write, by its size.
+
+    An int past Python's digit limit for ``str`` (``sys.set_int_max_str_digits``,
+    4,300 by default), or a container holding one, cannot be written: the error
+    naming it must still be raised, so it says what it can.
+    """
+    if isinstance(value, int) and value.bit_length() > _REPR_BITS:
+        return f"<int of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except ValueError:  # a huge int inside a container, or a repr that refuses
+        return f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ints above this size are named by it: far below the digit limit (4,300 digits
+# is about 14,000 bits), and writing thousands of digits only to cut them is waste
+_REPR_BITS = 1024

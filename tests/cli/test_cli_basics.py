@@ -51,7 +51,8 @@ def test_each_subcommand_has_short_help(cli: Callable[..., Result], name: str) -
 def test_version(cli: Callable[..., Result]) -> None:
     result = cli("--version")
     assert result.code == 0
-    assert clobkit.__version__ in result.out + result.err
+    core = "compiled core" if clobkit.IMPLEMENTATION == "c" else "pure-Python core"
+    assert result.out + result.err == f"clobkit {clobkit.__version__} ({core})\n"
 
 
 def test_no_command_is_usage(cli: Callable[..., Result]) -> None:

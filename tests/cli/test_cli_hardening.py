@@ -294,3 +294,230 @@ def test_deep_input_is_refused_under_a_raised_recursion_limit(
     assert done.stdout.split()[-2:] == ["1", "2"]
     assert "line 2: invalid JSON (nested too deeply)" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------------------
+# order-ids: numbers past Python's digit limit, spaces, repeated keys, sides,
+# whole-file problems (issue 22)
+
+HUGE = "9" * 5000  # past Python's 4,300-digit limit for int <-> str
+PADDED = "0" * 5000 + "1"  # the value 1
+
+
+def _csv(path: Path, rows: list[dict[str, object]]) -> None:
+    names = ["token_id", "maker_amount", "taker_amount", "side", "salt"]
+    path.write_text(
+        ",".join(names) + "\n" + "".join(",".join(str(r[n]) for n in names) + "\n" for r in rows)
+    )
+
+
+def _rows_with(field: str, value: str) -> list[dict[str, object]]:
+    good = {**GOOD, "side": "BUY", "salt": 1}
+    return [good, {**good, field: value}, good]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+@pytest.mark.parametrize("field", ["token_id", "maker_amount", "taker_amount", "salt"])
+def test_huge_numbers_are_a_row_error(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path], fmt: str, field: str
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    src, dst = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
+    rows = _rows_with(field, HUGE)
+    if fmt == "csv":
+        _csv(src, rows)
+    elif fmt == "jsonl":
+        src.write_text("".join(json.dumps({k: str(v) for k, v in r.items()}) + "\n" for r in rows))
+    else:
+        pa = pytest.importorskip("pyarrow")
+        table = {k: pa.array([str(r[k]) for r in rows]) for k in rows[0]}
+        pq.write_table(pa.table(table), src)
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert "Traceback" not in result.err
+    assert result.code == 1, result.err
+    word = "row" if fmt == "parquet" else "line"
+    number = 2 if fmt == "parquet" else (3 if fmt == "csv" else 2)
+    lines = result.err.splitlines()
+    assert lines[0].startswith(f"{word} {number}: {field}: ")
+    assert lines[-1].endswith(f"(listed above as {word} N: reason)")
+    if fmt == "parquet":
+        assert pq.read_table(dst).num_rows == 2
+    else:
+        assert len(read_rows(dst)) == 2
+
+
+@pytest.mark.parametrize("fmt", ["csv", "csv-exact", "jsonl"])
+def test_zero_padded_numbers_are_their_value(
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    wallet_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: str,
+) -> None:
+    """The CSV fast path and the exact readers read them alike: as their value."""
+    from clobkit import OrderHasher, _order_ids_csvfast
+
+    if fmt == "csv-exact":
+        monkeypatch.setattr(_order_ids_csvfast, "ENABLED", False)
+        fmt = "csv"
+    src, dst = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
+    rows = [{**GOOD, "side": "BUY", "salt": PADDED, "maker_amount": "0" * 4999 + "9295000"}]
+    if fmt == "csv":
+        _csv(src, rows)
+    else:
+        src.write_text(json.dumps(rows[0]) + "\n")
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 0, result.err
+    from .conftest import WALLET
+
+    want = OrderHasher(WALLET).order_id(**{**GOOD, "side": "BUY", "salt": 1})
+    assert [r["order_id"] for r in read_rows(dst)] == [want]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_csv_values_with_spaces_around_are_refused(
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    wallet_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    fast: bool,
+) -> None:
+    """As the service refuses " 5": no value is stripped, on either CSV reader."""
+    from clobkit import _order_ids_csvfast
+
+    monkeypatch.setattr(_order_ids_csvfast, "ENABLED", fast)
+    src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
+    src.write_text(
+        "token_id,maker_amount,taker_amount,side,salt\n"
+        f"{TOKEN},9295000,16900000,BUY,1\n"
+        f"{TOKEN}, 9295000,16900000,BUY,2\n"
+        f"{TOKEN},9295000,16900000, BUY ,3\n"
+        f"{TOKEN},9295000,16900000,BUY,4\t\n"
+        f"{TOKEN},9295000,16900000,buy,5\n"
+    )
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 1
+    bad = reports(result)
+    assert bad == {
+        3: "maker_amount: must be a non-negative decimal integer string (got ' 9295000')",
+        4: 'side: must be "BUY", "SELL", 0 or 1 (got \' BUY \')',
+        5: "salt: must be a non-negative decimal integer string (got '4\\t')",
+    }
+    assert [r["salt"] for r in read_rows(dst)] == ["1", "5"]
+
+
+def test_jsonl_repeated_keys_and_odd_sides_are_refused(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    base = json.dumps({**GOOD, "side": "BUY"})[:-1]
+    src.write_text(
+        "\n".join(
+            [
+                base + ', "salt": 1}',
+                base + ', "salt": 1, "salt": 2}',
+                base + ', "s\\u0061lt": 1, "salt": 2}',  # the same key, spelled twice
+                base + ', "salt": 3, "note": "salt"}',  # a value that is a key's name
+                base + ', "salt": 4, "x": {"salt": 1}}',  # a key of a nested object
+                row(side=True, salt=5),
+                row(side=" BUY", salt=6),
+                base + ', "salt": 7, "salt" : 8}',  # a space before the colon
+            ]
+        )
+        + "\n"
+    )
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 1
+    bad = reports(result)
+    assert bad == {
+        2: 'duplicate key "salt" (which value is meant is unclear)',
+        3: 'duplicate key "salt" (which value is meant is unclear)',
+        6: 'side: must be "BUY", "SELL", 0 or 1 (got True)',
+        7: 'side: must be "BUY", "SELL", 0 or 1 (got \' BUY\')',
+        8: 'duplicate key "salt" (which value is meant is unclear)',
+    }
+    assert [r["salt"] for r in read_rows(dst)] == [1, 3, 4]
+
+
+def _parquet(path: Path, **columns: object) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    n = 4
+    cols: dict[str, object] = {
+        "token_id": [TOKEN] * n,
+        "maker_amount": [9_295_000] * n,
+        "taker_amount": [16_900_000] * n,
+        "side": ["BUY"] * n,
+        "salt": list(range(n)),
+    }
+    pq.write_table(pa.table(cols | columns), path)
+
+
+def test_parquet_column_types_are_checked_once_before_any_row(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    src, dst = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    # what pandas writes after a NaN: float64
+    _parquet(src, maker_amount=pa.array([9_295_000.0, None, 1.0, 2.0]))
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 2
+    assert one_line_error(result.err).startswith(
+        f"clobkit order-ids: error: {src}: maker_amount: must be a column of integers"
+    )
+    assert "'<double column>'" in result.err
+    assert not dst.exists()
+    _parquet(src, side=[True, False, True, False])  # a bool side: refused as order_id does
+    result = order_ids(cli, wallet_files["data"], src, dst)
+    assert result.code == 2
+    assert "side: must be a column of integers (0/1) or strings" in one_line_error(result.err)
+    # a column of nulls only in an optional field is its default
+    _parquet(src, nonce=pa.array([None] * 4, pa.null()))
+    assert order_ids(cli, wallet_files["data"], src, dst).code == 0
+
+
+def test_parquet_sides_read_as_every_path_reads_them(
+    cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
+) -> None:
+    src, dst = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    _parquet(src, side=["BUY", None, " BUY", "sell"])
+    result = cli("order-ids", "--wallet", str(wallet_files["data"]), str(src), str(dst))
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        'row 2: side: must be "BUY", "SELL", 0 or 1 (got None)',
+        'row 3: side: must be "BUY", "SELL", 0 or 1 (got \' BUY\')',
+        "row 4: taker_amount: implies a price outside (0, 1) with 9295000 share units "
+        "(got 16900000) (POST /orders/raw refuses it)",
+        "clobkit order-ids: 3 rows rejected (listed above as row N: reason)",
+    ]
+
+
+# ---------------------------------------------------------------------------
+# cli.main changes nothing of the process that calls it
+
+
+def test_main_leaves_the_calling_process_alone(
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    wallet_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from clobkit.cli import main
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(row(salt=1) + "\n")
+    assert order_ids(cli, wallet_files["data"], src, dst).code == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    before = os.fstat(1)
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["salts", "10"]) == 0
+    after = os.fstat(1)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)  # fd 1 untouched

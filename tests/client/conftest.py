@@ -24,6 +24,8 @@ import pytest
 
 from clobkit import AsyncClient, Client
 
+from ..conftest import import_extra
+
 SECRET = "unit-test-secret-do-not-leak"
 KEY = "unit-test-key"
 WALLET = {
@@ -156,20 +158,10 @@ async def mock_aclient(fake: FakeApi) -> Any:
 # The sandbox
 
 
-def _sandbox_module() -> Any:
-    try:
-        from clobkit import sandbox
-    except ImportError as exc:  # pragma: no cover - only before the sandbox lands
-        pytest.skip(f"clobkit.sandbox is not available yet: {exc}")
-    if not hasattr(sandbox, "serve_in_thread"):  # pragma: no cover
-        pytest.skip("clobkit.sandbox.serve_in_thread is not available yet")
-    return sandbox
-
-
 @pytest.fixture(scope="session")
 def serve() -> Callable[..., Any]:
-    """``clobkit.sandbox.serve_in_thread`` (skips while the sandbox is missing)."""
-    return _sandbox_module().serve_in_thread  # type: ignore[no-any-return]
+    """``clobkit.sandbox.serve_in_thread`` (skips only without the sandbox extra)."""
+    return import_extra("clobkit.sandbox", "sandbox").serve_in_thread  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

@@ -35,7 +35,7 @@ def _same(got: Any, want: Any) -> None:
     assert got.equals(want) if hasattr(want, "equals") else got == want
 
 
-@pytest.mark.parametrize("values", INTS + STRS, ids=repr)
+@pytest.mark.parametrize("values", INTS + STRS, ids=lambda v: f"{type(v).__name__}{v.to_pylist()}")
 def test_array_methods(values: Any) -> None:
     typ = pa.string() if pa.types.is_integer(values.type) else values.type
     _same(ac.cast(values, typ), values.cast(typ))
@@ -52,7 +52,7 @@ def test_array_methods(values: Any) -> None:
         _same(ac.decode(encoded), encoded.dictionary_decode())
 
 
-@pytest.mark.parametrize("values", STRS, ids=repr)
+@pytest.mark.parametrize("values", STRS, ids=lambda v: f"{type(v).__name__}{v.to_pylist()}")
 def test_string_kernels(values: Any) -> None:
     _same(ac.trim(values, " \t"), pc.utf8_trim(values, " \t"))
     _same(ac.is_decimal(values), pc.ascii_is_decimal(values))
@@ -61,7 +61,7 @@ def test_string_kernels(values: Any) -> None:
     _same(ac.index_in(values, distinct), pc.index_in(values, value_set=distinct))
 
 
-@pytest.mark.parametrize("values", BOOLS, ids=repr)
+@pytest.mark.parametrize("values", BOOLS, ids=lambda v: f"{type(v).__name__}{v.to_pylist()}")
 def test_aggregates_read_a_null_result_as_false(values: Any) -> None:
     assert ac.any_(values) is bool(pc.any(values).as_py())
     assert ac.all_(values) is bool(pc.all(values).as_py())

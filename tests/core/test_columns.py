@@ -139,15 +139,11 @@ def _uint_form(draw: Any, values: list[int], token: bool) -> Any:
 
 
 def _side_form(draw: Any, values: list[int]) -> Any:
-    form = draw(st.sampled_from(["int8", "bool", "string", "dictionary", "numpy_i8", "numpy_b"]))
+    form = draw(st.sampled_from(["int8", "string", "dictionary", "numpy_i8"]))
     if form == "numpy_i8":
         return np.array(values, dtype=np.int8)
-    if form == "numpy_b":
-        return np.array(values, dtype=np.bool_)
     if form == "int8":
         arr = pa.array(values, pa.int8())
-    elif form == "bool":
-        arr = pa.array([bool(v) for v in values], pa.bool_())
     else:
         arr = pa.array(["SELL" if v else "BUY" for v in values], pa.string())
         if form == "dictionary":
@@ -313,6 +309,12 @@ BASE = {"token_ids": 7, "maker_amounts": 1, "taker_amounts": 2, "sides": 0, "sal
         ("sides", pa.array(["BUY", "buy", "SELL"]), 'sides[1]: must be "BUY", "SELL", 0 or 1'),
         ("sides", pa.array([0, 2, 1], pa.int8()), 'sides[1]: must be "BUY", "SELL", 0 or 1'),
         ("neg_risk", pa.array([0, 1, 5], pa.int64()), "neg_risk[2]: must be a bool (got 5)"),
+        (  # a side is never a bool, as parse_side refuses True: one rule for every form
+            "sides",
+            pa.array([True, False, True]),
+            "sides: must be a column of integers (0/1) or strings",
+        ),
+        ("sides", np.array([True, False]), "sides: must be a column of integers (0/1) or strings"),
         (
             "salts",
             pa.array([1, 2, 3], pa.float64()),

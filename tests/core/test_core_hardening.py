@@ -91,3 +91,59 @@ def test_threads_are_capped_not_overflowed(core: ModuleType) -> None:
             token_ids=1, maker_amounts=[1, 2], taker_amounts=3, sides=0, salts=4, threads=threads
         )
         assert got == one
+
+
+HUGE = 10**5000  # past Python's 4,300-digit limit for int <-> str
+PADDED = "0" * 5000 + "1"  # the value 1 behind 5,000 zeros
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda c: c.to_units(HUGE), "value"),
+        (lambda c: c.from_units(HUGE), "units"),
+        (lambda c: c.limit_amounts("BUY", "0.5", HUGE), "size"),
+        (lambda c: c.market_amounts("SELL", HUGE, "1"), "price"),
+        (lambda c: c.market_price([("0.5", "10")], "BUY", HUGE), "amount"),
+        (lambda c: c.market_price([("0.5", HUGE)], "BUY", "1"), "levels[0].size"),
+        (lambda c: c.OrderHasher(WALLET).order_id(**_order(salt=HUGE)), "salt"),
+        (lambda c: c.OrderHasher(WALLET).order_id(**_order(token_id="9" * 5000)), "token_id"),
+        (lambda c: c.OrderHasher(WALLET | {"chain_id": "9" * 5000}), "wallet.chain_id"),
+        (lambda c: c.signature("s", "GET", "/x", HUGE, "n", b""), "timestamp"),
+        (lambda c: c.new_salts(HUGE), "n"),
+        (lambda c: c.append_column(b"a\n", b"x", HUGE), "width"),
+        (lambda c: c.market_price(9, "BUY", "1"), "levels"),  # found by tests/fuzz
+        (lambda c: c.keccak256("abc"), "data"),
+        (lambda c: c.sha256_hex(5), "data"),
+    ],
+)
+def test_huge_numbers_are_refused_naming_the_field(core: ModuleType, call: Any, field: str) -> None:
+    from clobkit.errors import ClobkitError
+
+    with pytest.raises(ClobkitError) as info:
+        call(core)
+    assert str(info.value).startswith(f"{field}: ")
+
+
+def test_zero_padded_numbers_are_their_value(core: ModuleType) -> None:
+    hasher = core.OrderHasher(WALLET)
+    assert hasher.order_id(**_order(salt=PADDED, token_id="0" * 6000 + "7")) == hasher.order_id(
+        **_order(salt=1, token_id=7)
+    )
+    assert core.from_units(PADDED) == core.from_units(1)
+    assert core.from_units("-" + PADDED) == core.from_units(-1)
+    assert core.limit_amounts("BUY", "0.5", PADDED) == core.limit_amounts("BUY", "0.5", "1")
+
+
+def _order(**fields: Any) -> dict[str, Any]:
+    order: dict[str, Any] = {
+        "token_id": 1,
+        "maker_amount": 2,
+        "taker_amount": 3,
+        "side": "BUY",
+        "salt": 4,
+        "fee_rate_bps": 0,
+        "nonce": 0,
+        "expiration": 0,
+    }
+    return order | fields

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
@@ -436,3 +437,137 @@ def test_key_and_secret_subclasses_agree() -> None:
         )
         signer = _c().RequestSigner(key, secret)
         assert type(signer.api_key) is str
+
+
+# ---------------------------------------------------------------------------
+# Every other name of CORE_API, and numbers past Python's digit limit (4,300
+# digits for str <-> int): both twins refuse them with the same ClobkitError.
+
+HUGE = 10**5000
+PADDED = "0" * 5000 + "1"  # the value 1, longer than int() reads
+buffers = st.one_of(
+    st.binary(max_size=64),
+    st.binary(max_size=64).map(bytearray),
+    st.binary(max_size=64).map(memoryview),
+    st.binary(max_size=64).map(Blob),
+    st.text(max_size=8),
+    st.sampled_from([None, 5, 1.5, [1, 2], HUGE, memoryview(b"abcdef")[::2]]),
+)
+counts = st.one_of(
+    st.integers(-3, 40),
+    st.sampled_from([None, True, 1.0, "3", HUGE, 2**62, 2**63, Number(2)]),
+)
+
+
+@settings(max_examples=examples(300))
+@given(data=buffers)
+def test_hashes_agree(data: Any) -> None:
+    same("keccak256", data)
+    same("sha256_hex", data)
+
+
+@settings(max_examples=examples(300))
+@given(data=buffers, n=counts)
+def test_salts_agree(data: Any, n: Any) -> None:
+    same("salts_from_bytes", data, n)
+    if not (isinstance(n, int) and 0 < n < 10**6):  # a valid count draws random salts
+        same("new_salts", n)
+
+
+@settings(max_examples=examples(300))
+@given(lines=buffers, values=buffers, width=counts)
+def test_append_column_agrees(lines: Any, values: Any, width: Any) -> None:
+    same("append_column", lines, values, width)
+
+
+huge_numbers = st.sampled_from(
+    [
+        HUGE,
+        -HUGE,
+        PADDED,
+        "0" * 5000,
+        "9" * 5000,
+        "-" + PADDED,
+        Number(HUGE),
+        [HUGE],
+        "1e" + "9" * 9,
+    ]
+)
+
+
+@settings(max_examples=examples(200))
+@given(value=huge_numbers, position=st.integers(0, 3))
+def test_huge_numbers_agree(value: Any, position: int) -> None:
+    same("to_units", value)
+    same("from_units", value)
+    args: list[Any] = ["BUY", "0.5", "10", "0.01"]
+    args[position] = value
+    same("limit_amounts", *args)
+    same("market_amounts", *args)
+    levels = [("0.5", "10"), ("0.4", "20")]
+    same("market_price", [(value, "10")] if position == 0 else levels, "BUY", value)
+    same("market_price", [("0.5", value)], "SELL", "1")
+
+
+HUGE_FIELDS = [HUGE, PADDED, "0" * 5000 + "9" * 79, Number(HUGE)]
+HUGE_IDS = ["10**5000", "padded-1", "padded-too-big", "int-subclass"]
+ORDER = {
+    "token_id": 1,
+    "maker_amount": 2,
+    "taker_amount": 3,
+    "side": 0,
+    "salt": 4,
+    "fee_rate_bps": 0,
+    "nonce": 0,
+    "expiration": 0,
+}
+BATCH_NAMES = {"fee_rate_bps": "fee_rate_bps", "nonce": "nonces", "expiration": "expirations"}
+
+
+@pytest.mark.parametrize("value", HUGE_FIELDS, ids=HUGE_IDS)
+@pytest.mark.parametrize("field", [k for k in ORDER if k != "side"])
+def test_huge_order_fields_agree(field: str, value: Any) -> None:
+    same("OrderHasher", attr="order_id", obj_args=(WALLET,), **(ORDER | {field: value}))
+    batch = {BATCH_NAMES.get(k, k + "s"): [v, v] for k, v in ORDER.items()}
+    batch[BATCH_NAMES.get(field, field + "s")] = [1, value]
+    same("OrderHasher", attr="order_ids", obj_args=(WALLET,), **batch)
+
+
+@pytest.mark.parametrize("value", HUGE_FIELDS, ids=HUGE_IDS)
+def test_huge_wallet_and_signing_values_agree(value: Any) -> None:
+    for key in ("chain_id", "signature_type"):
+        wallet = WALLET | {key: value}
+        results = [outcome(lambda m, w=wallet: repr(m.OrderHasher(w)), m) for m in (py, _c())]
+        assert results[0] == results[1]
+    same("OrderHasher", attr="order_id", obj_args=(WALLET_V2,), **ORDER, timestamp=value)
+    same("signature", "secret", "GET", "/x", value, "nonce", b"")
+    same(
+        "RequestSigner",
+        "GET",
+        "/x",
+        attr="headers",
+        obj_args=("k", "s"),
+        timestamp_ms=value,
+        nonce="n",
+    )
+    results = [outcome(lambda m=m: m.OrderHasher(WALLET, version=value)) for m in (py, _c())]
+    assert results[0] == results[1]
+
+
+def test_new_salt_agrees() -> None:
+    """No input to compare: both twins draw a plain int on [0, 10**12]."""
+    for mod in (py, _c()):
+        salt = mod.new_salt()
+        assert type(salt) is int
+        assert 0 <= salt <= 10**12
+
+
+def test_every_core_name_is_compared() -> None:
+    """Each name of CORE_API is fed to both twins by a test in this module."""
+    from pathlib import Path
+
+    from clobkit._types import CORE_API
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    missing = [name for name in CORE_API if not re.search(rf"\b{name}\b", source)]
+    assert missing == []

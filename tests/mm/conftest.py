@@ -13,7 +13,9 @@ import pytest
 
 from clobkit import AsyncClient
 
-sandbox_module = pytest.importorskip("clobkit.sandbox")
+from ..conftest import import_extra
+
+sandbox_module = import_extra("clobkit.sandbox", "sandbox")
 
 MAKER = 1  # index of the default "maker" user
 

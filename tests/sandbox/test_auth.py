@@ -114,7 +114,11 @@ def test_each_header_is_required(client: SignedClient, sb: Sandbox, drop: str) -
     assert drop in loads(r.content)["detail"]
 
 
-@pytest.mark.parametrize("ts", ["soon", "1.5e12", "-5", str(now_ms() // 1000)])
+@pytest.mark.parametrize(
+    "ts",
+    ["soon", "1.5e12", "-5", str(now_ms() // 1000)],
+    ids=["word", "float", "negative", "seconds"],
+)
 def test_malformed_or_second_resolution_timestamp(sb: Sandbox, ts: str) -> None:
     user = sb.user(TRADER)
     nonce = "ab" * 16

@@ -517,6 +517,28 @@ def test_admin_refuses_cross_origin(sb: Sandbox, admin_http: httpx.Client) -> No
     assert admin_http.get("/admin/invariants", headers=own).status_code == 200
 
 
+def test_admin_refuses_a_host_that_is_not_loopback(sb: Sandbox, admin_http: httpx.Client) -> None:
+    """DNS rebinding: a page of evil.example, its name rebound to 127.0.0.1, is
+    same-origin to itself (no Origin on its GETs), but its Host names it."""
+    before = sb.engine.balances(TRADER).cash
+    for host in ("evil.example", f"evil.example:{sb.port}", "127.0.0.1.evil.example", "[::1"):
+        r = admin_http.get("/admin/invariants", headers={"Host": host})
+        assert envelope(r, 403)["error"] == "forbidden: admin routes answer a loopback Host only"
+        r = admin_http.post(
+            f"/admin/users/{TRADER}/deposit", json={"amount": "1"}, headers={"Host": host}
+        )
+        envelope(r, 403)
+    assert sb.engine.balances(TRADER).cash == before
+    for host in (
+        "localhost",
+        f"localhost:{sb.port}",
+        f"127.0.0.1:{sb.port}",
+        "[::1]:80",
+        "127.0.0.2",
+    ):
+        assert admin_http.get("/admin/invariants", headers={"Host": host}).status_code == 200
+
+
 def test_admin_token_when_configured(fresh: Any) -> None:
     sb: Sandbox = fresh({"admin_token": "s3cret-admin"})
     with httpx.Client(base_url=sb.base_url) as http:

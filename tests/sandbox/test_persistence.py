@@ -534,7 +534,7 @@ def test_bad_state_files_give_one_clear_error(tmp_path: Path) -> None:
     with sqlite3.connect(ours) as db:
         db.execute("UPDATE accounts SET data = '{\"cash\": 5}' WHERE user_id = ?", (TRADER,))
     db.close()
-    with pytest.raises(StateFileError, match="inconsistent"):
+    with pytest.raises(StateFileError, match="Object missing required field `bonus`"):
         Sandbox(state=ours)
     with sqlite3.connect(ours) as db:
         db.execute("UPDATE markets SET data = 'not json'")
@@ -736,3 +736,22 @@ def test_random_engine_operations_survive_every_restart(tmp_path: Path) -> None:
     assert engine.stats["settlements"] == 3
     assert restarts > 20
     store.close()
+
+
+@pytest.mark.slow
+def test_hostile_state_files_are_refused_in_one_line(tmp_path: Path) -> None:
+    """Each column of a state file set to a wrong type, NULL or out of range, a table
+    dropped or added, a trigger: refused before the first request, naming what."""
+    from .state_files import HOSTILE, base_state, change, load
+
+    base = tmp_path / "base.db"
+    base_state(base)
+    assert load(base) is None  # the untouched file serves
+    for what, statements, said in HOSTILE:
+        path = tmp_path / "hostile.db"
+        base_state(path)
+        change(path, *statements)
+        refusal = load(path)
+        assert refusal is not None, what
+        assert refusal.startswith(f"state file {path}"), what
+        assert said in refusal, (what, refusal)

@@ -1,8 +1,9 @@
 """The admin routes: loopback-only test controls (settle, house fill, price, deposit, checks).
 
-No request signature: only a loopback client may call them, never cross-origin,
-POSTs only as ``application/json`` (a page cannot send that without a
-preflight), and with ``admin_token`` configured only with ``X-Admin-Token``.
+No request signature: only a loopback client may call them, naming a loopback
+``Host`` (no DNS rebinding), never cross-origin, POSTs only as
+``application/json`` (a page cannot send that without a preflight), and with
+``admin_token`` configured only with ``X-Admin-Token``.
 """
 
 from __future__ import annotations
@@ -78,6 +79,24 @@ def _own_origins(scope: Scope) -> set[str]:
     return {f"http://{h}:{port}" for h in hosts}
 
 
+def _loopback_host(host: str) -> bool:
+    """A ``Host`` header naming this machine's loopback: ``localhost`` or a loopback
+    address (``127.0.0.1``, ``[::1]``), with or without a port."""
+    name = host.lower()
+    if name.startswith("["):  # [::1] or [::1]:8080
+        name = name[1 : name.find("]")] if "]" in name else ""
+    elif name.count(":") == 1:
+        name, _, port = name.partition(":")
+        if not port.isdigit():
+            return False
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def _check_admin_request(st: SandboxState, request: Request) -> None:
     """Refuse what a web page could send: cross-origin requests and non-JSON POSTs.
 
@@ -86,6 +105,13 @@ def _check_admin_request(st: SandboxState, request: Request) -> None:
     one, which the sandbox never grants. With ``admin_token`` configured the
     ``X-Admin-Token`` header must carry it.
     """
+    host = request.headers.get("host")
+    if host is not None and not _loopback_host(host):
+        # DNS rebinding: a page of evil.example whose name now points at 127.0.0.1
+        # is same-origin to itself (no Origin header), but its Host names it
+        raise Rejected(
+            403, "forbidden: admin routes answer a loopback Host only", detail=f"Host {host}"
+        )
     origin = request.headers.get("origin")
     if origin is not None and origin not in _own_origins(request.scope):
         raise Rejected(403, "forbidden: cross-origin admin request", detail=f"Origin {origin}")

@@ -21,7 +21,13 @@ before; nothing here runs. With one (``--state FILE``, ``Sandbox(state=...)``):
   transactions. ``locking_mode=EXCLUSIVE``: one sandbox per file at a time.
 * A file written for another configuration (other seed, users or markets), a
   file of another program, or a corrupt one is refused with
-  :class:`StateFileError` (one line, naming the file).
+  :class:`StateFileError` (one line, naming the file and what is wrong),
+  before the first request: its schema must be exactly the one written here
+  (no table, index, trigger or view missing, changed or added), every column
+  must hold its SQL type, every row's JSON must hold each field with its
+  type (a counter as text, a NULL, an unknown field: refused) and range
+  (no negative counter or amount), and the counters must lie beyond every
+  id they have handed out. Nothing is half loaded.
 """
 
 from __future__ import annotations
@@ -30,12 +36,13 @@ import hashlib
 import heapq
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import fields
-from typing import Any
+from dataclasses import MISSING, fields
+from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
 
@@ -74,6 +81,35 @@ class StateFileError(ClobkitError):
     """The sandbox's state file cannot be used (foreign, corrupt, busy or of another config)."""
 
 
+def _master(db: sqlite3.Connection) -> dict[tuple[str, str], str | None]:
+    """The schema's objects (tables, indexes, triggers, views): (type, name) -> its SQL."""
+    rows = db.execute("SELECT type, name, sql FROM sqlite_master").fetchall()
+    return {(kind, name): sql for kind, name, sql in rows}
+
+
+def _written_schema() -> dict[tuple[str, str], str | None]:
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(_SCHEMA)
+        return _master(db)
+    finally:
+        db.close()
+
+
+_WRITTEN = _written_schema()
+# each column's SQL type as this module writes it (typeof(): NULL is none of them)
+_COLUMNS = {
+    "meta": {"key": "text", "value": "text"},
+    "engine": {"id": "integer", "data": "text"},
+    "accounts": {"user_id": "text", "data": "text"},
+    "positions": {"user_id": "text", "token_id": "text", "data": "text"},
+    "markets": {"market_id": "text", "data": "text"},
+    "events": {"event_id": "text", "data": "text"},
+    "orders": {"order_id": "text", "user_id": "text", "seq": "integer", "data": "text"},
+    "nonces": {"api_key": "text", "nonce": "text", "expires_ms": "integer"},
+}
+
+
 def _fields(cls: type, derived: frozenset[str] = frozenset(("market",))) -> tuple[str, ...]:
     """The dataclass fields a row holds: all but those rebuilt from the config or fixtures."""
     return tuple(f.name for f in fields(cls) if f.name not in derived)
@@ -89,6 +125,111 @@ _ACCOUNT_FIELDS = _fields(
 
 _ENCODE = msgspec.json.Encoder().encode
 _loads = msgspec.json.decode
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+_Cents = Annotated[int, msgspec.Meta(ge=0, le=100)]  # a price on the 0.01 grid (a book level)
+# the int fields that never go below zero (counts, amounts, ids, times); the
+# others (a position's cost and realized profit, the day and month keys) may
+_NON_NEGATIVE = frozenset(
+    (
+        "id",
+        "limit_cents",
+        "size",
+        "maker_amount",
+        "taker_amount",
+        "reserved",
+        "matched",
+        "usdc",
+        "seq",
+        "salt",
+        "nonce",
+        "fee_rate_bps",
+        "expiration",
+        "created_ms",
+        "updated_ms",
+        "next_step_ms",
+        "settlement_units",
+        "shares",
+        "cash",
+        "bonus",
+        "deposits",
+        "cash_reserved",
+        "bonus_reserved",
+        "payouts",
+        "day_units",
+        "month_units",
+    )
+)
+
+
+def _row_type(cls: type, names: tuple[str, ...], **extra: Any) -> type[msgspec.Struct]:
+    """A msgspec type of the JSON row of dataclass ``cls``: each field of ``names`` with
+    its annotated type (a deque as a list), non-negative where it must be, no other key."""
+    space = vars(sys.modules[cls.__module__])
+    spec: list[Any] = []
+    for f in fields(cls):
+        if f.name not in names:
+            continue
+        typ = eval(f.type, space) if isinstance(f.type, str) else f.type  # our own annotations
+        if get_origin(typ) is deque:  # written as a JSON array
+            typ = list[get_args(typ)]  # type: ignore[misc]
+        if typ is int and f.name in _NON_NEGATIVE:
+            typ = _Count
+        if f.default is not MISSING:
+            spec.append((f.name, typ, f.default))
+        elif f.default_factory is not MISSING:
+            spec.append((f.name, typ, msgspec.field(default_factory=f.default_factory)))
+        else:
+            spec.append((f.name, typ))
+    spec.extend(extra.items())
+    # fields with a default last (the order of a struct's fields), as in a dataclass
+    spec.sort(key=lambda item: len(item) == 3)
+    return msgspec.defstruct(f"{cls.__name__}Row", spec, forbid_unknown_fields=True)
+
+
+_ORDER_ROW = _row_type(Order, _ORDER_FIELDS, market_id=str)
+_POSITION_ROW = _row_type(Position, _POSITION_FIELDS, market_id=str)
+_ACCOUNT_ROW = _row_type(Account, _ACCOUNT_FIELDS)
+
+
+class _EngineRow(msgspec.Struct, forbid_unknown_fields=True):
+    instance_id: str
+    seq: _Count
+    fill_seq: _Count
+    position_seq: _Count
+    house_usdc: int
+    deposits: _Count
+    stats: dict[str, _Count]
+    house_shares: dict[str, _Count]
+    armed: list[str]
+
+
+class _MarketRow(msgspec.Struct, forbid_unknown_fields=True):
+    status: str
+    winner: str | None
+    mid: _Cents | None
+    collateral: _Count
+    last_trade: _Cents | None
+    traded_units: _Count
+    traders: list[str]
+    book_ms: _Count
+    updated_ms: _Count
+    book: list[tuple[Annotated[int, msgspec.Meta(ge=0, le=1)], _Cents, list[str]]]
+
+
+_EVENT_ROW = tuple[bool, bool, _Count]
+
+
+class _Damaged(Exception):
+    """A row the sandbox never writes (its message names the table, row and field)."""
+
+
+def _row(text: str, typ: Any, where: str) -> Any:
+    """One row's JSON decoded as ``typ`` (every field and its type checked), as a dict."""
+    try:
+        value = msgspec.json.decode(text, type=typ)
+    except msgspec.ValidationError as exc:
+        raise _Damaged(f"{where}: {exc}") from None
+    return msgspec.structs.asdict(value) if isinstance(value, msgspec.Struct) else value
 
 
 def _dumps(data: object) -> str:
@@ -121,14 +262,20 @@ class StateStore:
                 raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
-            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+            found = _master(self._db)
+            tables = {name for kind, name in found if kind == "table"}
             if tables and "meta" not in tables:
                 raise StateFileError(
                     f"state file {self.path} is an SQLite file of another program (no meta table)"
                 )
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
+            if found:
+                # never CREATE ... IF NOT EXISTS over a file: a dropped nonces table
+                # would come back empty, and every nonce used before would replay
+                self._check_schema(found)
+            else:
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
             self._db.execute("COMMIT")  # the exclusive lock stays until close
         except sqlite3.OperationalError as exc:
             self.close()
@@ -188,6 +335,47 @@ class StateStore:
                 raise StateFileError(f"state file {self.path}: write failed ({exc})") from None
             raise
 
+    # -- what the file holds ---------------------------------------------------------
+
+    def _check_schema(self, found: dict[tuple[str, str], str | None]) -> None:
+        """The file's schema is exactly the one this module writes, or StateFileError."""
+
+        # tables first: a dropped table takes its indexes with it
+        def order(key: tuple[str, str]) -> tuple[bool, str, str]:
+            return (key[0] != "table", *key)
+
+        for key in sorted(set(_WRITTEN) - set(found), key=order):
+            raise StateFileError(
+                f"state file {self.path} is damaged: its {key[0]} {key[1]} is missing"
+            )
+        for key in sorted(set(found) - set(_WRITTEN), key=order):
+            raise StateFileError(
+                f"state file {self.path} is damaged: it has a {key[0]} {key[1]}"
+                " this sandbox never writes"
+            )
+        for key in sorted(found, key=order):
+            if found[key] != _WRITTEN[key]:
+                raise StateFileError(
+                    f"state file {self.path} is damaged: its {key[0]} {key[1]} is not"
+                    " the one this sandbox writes"
+                )
+
+    def _check_columns(self, db: sqlite3.Connection) -> None:
+        """Every column of every row holds its SQL type (SQLite would store any value)."""
+        for table, columns in _COLUMNS.items():
+            for column, kind in columns.items():
+                row = db.execute(
+                    f"SELECT rowid, typeof({column}) FROM {table}"
+                    f" WHERE typeof({column}) != ? LIMIT 1",
+                    (kind,),
+                ).fetchone()
+                if row is not None:
+                    raise StateFileError(
+                        f"state file {self.path} is damaged: table {table}, row {row[0]}:"
+                        f" column {column} holds {'NULL' if row[1] == 'null' else row[1]},"
+                        f" not {kind}"
+                    )
+
     # -- identity ----------------------------------------------------------------
 
     @staticmethod
@@ -203,8 +391,18 @@ class StateStore:
     def _check_identity(self, db: sqlite3.Connection, engine: Engine) -> bool:
         """True when the file holds a state of this configuration; False when it is new."""
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        self._check_columns(db)
         if not meta:
+            # the first transaction writes meta with everything else: rows without it are not ours
+            for table in _COLUMNS:
+                if db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
+                    raise StateFileError(
+                        f"state file {self.path} is damaged: table {table} has rows"
+                        " but the meta table is empty"
+                    )
             return False
+        if db.execute("SELECT count(*) FROM engine").fetchone()[0] != 1:
+            raise StateFileError(f"state file {self.path} is damaged: its engine row is missing")
         if meta.get("app") != _APP:
             raise StateFileError(f"state file {self.path} is not a clobkit sandbox state file")
         if meta.get("schema") != SCHEMA_VERSION:
@@ -388,6 +586,8 @@ class StateStore:
                 self._load(db, engine)
             except StateFileError:
                 raise
+            except _Damaged as exc:
+                raise StateFileError(f"state file {self.path} is damaged: {exc}") from None
             except (
                 sqlite3.Error,
                 msgspec.DecodeError,
@@ -408,7 +608,9 @@ class StateStore:
         return True
 
     def _load(self, db: sqlite3.Connection, engine: Engine) -> None:
-        g = _loads(db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0])
+        g = _row(
+            db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0], _EngineRow, "engine"
+        )
         self._engine_row = _dumps(g)
         engine.instance_id = g["instance_id"]
         engine._seq = g["seq"]
@@ -420,15 +622,17 @@ class StateStore:
         engine.house_shares = dict(g["house_shares"])
         for user_id, text in db.execute("SELECT user_id, data FROM accounts"):
             account = engine.accounts[user_id]
-            for name, value in _loads(text).items():
+            for name, value in _row(text, _ACCOUNT_ROW, f"accounts {user_id}").items():
                 setattr(account, name, deque(value) if name == "minute" else value)
         for user_id, token, text in db.execute("SELECT user_id, token_id, data FROM positions"):
-            row = _loads(text)
+            row = _row(text, _POSITION_ROW, f"positions {user_id} {token}")
             market = engine.markets[row.pop("market_id")]
             engine.accounts[user_id].positions[token] = Position(market=market, **row)
             self._cache[(user_id, token)] = text
-        for (text,) in db.execute("SELECT data FROM orders ORDER BY seq"):
-            row = _loads(text)
+        for order_id, user_id, seq, text in db.execute("SELECT * FROM orders ORDER BY seq"):
+            row = _row(text, _ORDER_ROW, f"orders {order_id}")
+            if (row["id"], row["user_id"], row["seq"]) != (order_id, user_id, seq):
+                raise _Damaged(f"orders {order_id}: its columns and its data disagree")
             order = Order(market=engine.markets[row.pop("market_id")], **row)
             if order.is_open:
                 engine.open_orders[order.id] = order
@@ -449,7 +653,7 @@ class StateStore:
                 account.client_ids[order.client_order_id] = order
         engine._armed = {oid: engine.orders[oid] for oid in g["armed"]}
         for market_id, text in db.execute("SELECT market_id, data FROM markets"):
-            row = _loads(text)
+            row = _row(text, _MarketRow, f"markets {market_id}")
             m = engine.markets[market_id]
             m.fx.status, m.fx.winner = row["status"], row["winner"]
             m.mid, m.collateral = row["mid"], row["collateral"]
@@ -467,7 +671,21 @@ class StateStore:
                     book[price].append(order)
         for event_id, text in db.execute("SELECT event_id, data FROM events"):
             event = engine.events[event_id]
-            event.live, event.ended, event.updated_ms = _loads(text)
+            event.live, event.ended, event.updated_ms = _row(text, _EVENT_ROW, f"events {event_id}")
+        self._check_counters(engine)
+
+    def _check_counters(self, engine: Engine) -> None:
+        """Each counter lies beyond every id it has handed out (else the next one repeats)."""
+        seqs = [o.seq for o in engine.open_orders.values()] + [
+            o.seq for o in engine.orders.values()
+        ]
+        if seqs and engine._seq < max(seqs):
+            raise _Damaged(f"engine: seq {engine._seq} is below an order's seq {max(seqs)}")
+        ids = [p.id for a in engine.accounts.values() for p in a.positions.values()]
+        if ids and engine._position_seq < max(ids):
+            raise _Damaged(
+                f"engine: position_seq {engine._position_seq} is below a position's id {max(ids)}"
+            )
 
     def nonces(self) -> list[tuple[str, str, int]]:
         """The used nonces still inside the timestamp window: (api_key, nonce, expires_ms)."""
