@@ -145,15 +145,15 @@ def outcomes(flavour: str, url: str, calls: int = 1, **options: Any) -> list[tup
         with Client(url, KEY, SECRET, **settings) as client:
             return [one(lambda: client.get_fee_rate(TOKEN, refresh=True)) for _ in range(calls)]
 
+    async def one_async(client: AsyncClient) -> tuple[str, Any]:
+        try:
+            return "ok", await client.get_fee_rate(TOKEN, refresh=True)
+        except errors.ClobkitError as exc:
+            return type(exc).__name__, str(exc)
+
     async def run() -> list[tuple[str, Any]]:
         async with AsyncClient(url, KEY, SECRET, **settings) as client:
-            got = []
-            for _ in range(calls):
-                try:
-                    got.append(("ok", await client.get_fee_rate(TOKEN, refresh=True)))
-                except errors.ClobkitError as exc:
-                    got.append((type(exc).__name__, str(exc)))
-            return got
+            return [await one_async(client) for _ in range(calls)]
 
     return asyncio.run(run())
 
