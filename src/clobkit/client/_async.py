@@ -35,7 +35,7 @@ from ..models import (
 from ._aio import within
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
-from ._errors import attempt_timeout_error
+from ._errors import Reply, attempt_timeout_error
 from ._http11 import Connections
 from ._ops import Gather, Operation, Outgoing, Receive, Send, Sleep
 from ._paging import Pager
@@ -164,7 +164,7 @@ class AsyncClient:
             op.close()  # the operation's cleanup (a stream listener) runs at once
             raise
 
-    async def _send(self, effect: Send) -> httpx.Response | BaseException:
+    async def _send(self, effect: Send) -> Reply | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
         outgoing, timeout, limit = effect
         if timeout is not None and timeout <= 0:
@@ -180,9 +180,7 @@ class AsyncClient:
         except asyncio.TimeoutError:
             return attempt_timeout_error(outgoing, timeout)
 
-    async def _through_httpx(
-        self, outgoing: Outgoing, limit: int | None
-    ) -> httpx.Response | Exception:
+    async def _through_httpx(self, outgoing: Outgoing, limit: int | None) -> Reply | Exception:
         assert self._http is not None
         request = outgoing.httpx_request()
         try:
