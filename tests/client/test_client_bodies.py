@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import ssl
 import threading
 import tracemalloc
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,14 +81,18 @@ def _stop(
 
 class Script:
     """An HTTP/1.1 server answering request ``k`` with ``answers[k]`` (bytes, or a
-    coroutine function given the writer that returns True to close)."""
+    coroutine function given the writer that returns True to close); over TLS
+    when given an ``ssl`` context."""
 
-    def __init__(self, answers: list[bytes | Writer]) -> None:
+    def __init__(self, answers: list[bytes | Writer], tls: ssl.SSLContext | None = None) -> None:
         self.answers = list(answers)
         self.accepted = 0
         self.requests: list[bytes] = []
+        self.scheme = "https" if tls is not None else "http"
         self.loop = asyncio.new_event_loop()
-        server = self.loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0))
+        server = self.loop.run_until_complete(
+            asyncio.start_server(self.handle, "127.0.0.1", 0, ssl=tls)
+        )
         self.server = server
         self.port = server.sockets[0].getsockname()[1]
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -94,7 +100,7 @@ class Script:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
@@ -118,11 +124,11 @@ class Script:
 
 
 @pytest.fixture
-def script() -> Iterator[Callable[[list[bytes | Writer]], Script]]:
+def script() -> Iterator[Callable[..., Script]]:
     made: list[Script] = []
 
-    def make(answers: list[bytes | Writer]) -> Script:
-        made.append(Script(answers))
+    def make(answers: list[bytes | Writer], tls: ssl.SSLContext | None = None) -> Script:
+        made.append(Script(answers, tls))
         return made[-1]
 
     yield make
@@ -459,3 +465,27 @@ def test_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch, flavour: 
         proxy.close()
     assert got == [("ok", 11), ("ok", 11)]
     assert proxy.seen == [b"GET http://api.example.test:9/fee-rate?token_id=7 HTTP/1.1"] * 2
+
+
+# ---------------------------------------------------------------------------
+# TLS
+
+CERTS = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_tls_with_the_roots_from_the_environment(
+    script: Any, monkeypatch: pytest.MonkeyPatch, flavour: str
+) -> None:
+    """https: the certificate checked against SSL_CERT_FILE (httpx's roots), kept alive;
+    a server whose certificate the client does not trust is a TransportError."""
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(CERTS / "loopback-cert.pem", CERTS / "loopback-key.pem")
+    untrusted = script([answer(fee_body(1))], tls)
+    got = outcomes(flavour, untrusted.url)
+    assert got[0][0] == "TransportError"
+    assert "CERTIFICATE_VERIFY_FAILED" in got[0][1]
+    monkeypatch.setenv("SSL_CERT_FILE", str(CERTS / "loopback-cert.pem"))
+    server = script([answer(gzip.compress(fee_body(12)), "Content-Encoding: gzip")] * 3, tls)
+    assert outcomes(flavour, server.url, 3) == [("ok", 12)] * 3
+    assert server.accepted == 1
