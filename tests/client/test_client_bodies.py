@@ -489,3 +489,12 @@ def test_tls_with_the_roots_from_the_environment(
     server = script([answer(gzip.compress(fee_body(12)), "Content-Encoding: gzip")] * 3, tls)
     assert outcomes(flavour, server.url, 3) == [("ok", 12)] * 3
     assert server.accepted == 1
+
+
+def test_an_answer_nobody_asked_for_closes_the_connection(script: Any) -> None:
+    """Two answers to one request: the first is read, the connection is not used again.
+    (The sync client, on httpcore and h11, reads the second as the next request's
+    answer, as httpx does: h11 keeps bytes that follow an answer for the next one.)"""
+    server = script([answer(fee_body(1)) + answer(fee_body(99)), answer(fee_body(2))])
+    assert outcomes("async", server.url, 2) == [("ok", 1), ("ok", 2)]
+    assert server.accepted == 2

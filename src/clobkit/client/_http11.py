@@ -163,6 +163,10 @@ class _Connection(asyncio.Protocol):
 
     # -- httptools callbacks -----------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self._waiter is None:  # an answer after the answer (no request of ours)
+            self.close()
+
     def on_status(self, status: bytes) -> None:
         self._reason += status
 
