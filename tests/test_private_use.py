@@ -19,9 +19,9 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "clobkit"
 
 #: (file under src/clobkit, the private name used) -> why, and what guards it.
 ALLOWED = {
-    # coincurve has no public handle on libsecp256k1's functions; signing.py is being
-    # moved off it by issue #20's work (its guard and upper bound belong there)
-    ("signing.py", "coincurve._libsecp256k1"): "issue #20: the native signing path",
+    # coincurve has no public handle on libsecp256k1's functions; signing.py's native
+    # path is being reworked in parallel (pyproject bounds coincurve meanwhile)
+    ("signing.py", "coincurve._libsecp256k1"): "libsecp256k1 through coincurve's cffi module",
     # outside the client, met by this test when it was written (issue #21) and left to
     # their owners; each dependency carries an upper bound in pyproject.toml
     ("_arrow_compute.py", "pyarrow._compute"): "import time; falls back to pyarrow.compute",

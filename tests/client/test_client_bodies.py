@@ -498,3 +498,18 @@ def test_an_answer_nobody_asked_for_closes_the_connection(script: Any) -> None:
     server = script([answer(fee_body(1)) + answer(fee_body(99)), answer(fee_body(2))])
     assert outcomes("async", server.url, 2) == [("ok", 1), ("ok", 2)]
     assert server.accepted == 2
+
+
+def test_both_clients_take_their_own_path_unless_a_proxy_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fails should a client quietly fall back to httpx's client path (and its costs)."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with Client("http://127.0.0.1:9", KEY, SECRET) as sync:
+        assert sync._direct is not None
+        assert sync._http is None
+    aclient = AsyncClient("http://127.0.0.1:9", KEY, SECRET)
+    assert aclient._direct is not None
+    assert aclient._http is None
+    asyncio.run(aclient.close())
