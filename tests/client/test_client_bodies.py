@@ -332,9 +332,10 @@ def test_a_chunk_size_line_without_end_is_bounded(script: Any, flavour: str, lin
     assert peak < 2 * LIMIT
 
 
-def test_an_answer_split_at_every_byte_is_read(script: Any) -> None:
-    """Every split point of a chunked, gzipped answer (async client: its own parser),
-    the two parts apart, on one kept-alive connection."""
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_an_answer_split_at_every_byte_is_read(script: Any, flavour: str) -> None:
+    """Every split point of a chunked, gzipped answer, the two parts apart, on one
+    kept-alive connection."""
     whole = chunked(gzip.compress(fee_body(9, pad=20)), 11, "Content-Encoding: gzip")
 
     def split(k: int) -> Writer:
@@ -348,7 +349,7 @@ def test_an_answer_split_at_every_byte_is_read(script: Any) -> None:
         return send
 
     server = script([split(k) for k in range(1, len(whole))])
-    got = outcomes("async", server.url, len(whole) - 1)
+    got = outcomes(flavour, server.url, len(whole) - 1)
     assert got == [("ok", 9)] * (len(whole) - 1)
     assert server.accepted == 1
 

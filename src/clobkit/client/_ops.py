@@ -54,9 +54,9 @@ class Outgoing:
     ``origin`` (scheme, host, port) and ``target`` (raw path and query) bytes,
     ``headers`` and ``body``, exactly what is sent.
 
-    The async client sends it through httpcore as it is; ``httpx_request()``
-    (the sync client, a proxy or user transport, an error's text) builds the
-    ``httpx.Request`` on first use. Building an ``httpx.URL`` for a new path (a
+    Both clients send it as it is (the async one over its own connections, the
+    sync one through httpcore's pool); ``httpx_request()`` (a proxy or user
+    transport, an error's text) builds the ``httpx.Request`` on first use. Building an ``httpx.URL`` for a new path (a
     cancel's order id) costs about 40 us, most of a request's own work.
     """
 
