@@ -56,8 +56,9 @@ class Outgoing:
 
     Both clients send it as it is (the async one over its own connections, the
     sync one through httpcore's pool); ``httpx_request()`` (a proxy or user
-    transport, an error's text) builds the ``httpx.Request`` on first use. Building an ``httpx.URL`` for a new path (a
-    cancel's order id) costs about 40 us, most of a request's own work.
+    transport, an error's text) builds the ``httpx.Request`` on first use.
+    Building an ``httpx.URL`` for a new path (a cancel's order id) costs about
+    40 us, most of a request's own work.
     """
 
     __slots__ = ("_request", "_url", "body", "headers", "method", "origin", "target")
