@@ -34,7 +34,9 @@ from ._ops import Outgoing
 __all__ = ["Answer", "Connections"]
 
 MAX_HEAD = 64 * 1024  # bytes of status line and headers an answer may take
-KEEPALIVE_EXPIRY = 5.0  # s an idle connection is kept (httpx's default)
+#: s an idle connection is kept: under the 5 s after which common servers (uvicorn's
+#: default) close an idle one, so a request rarely meets a close already on its way
+KEEPALIVE_EXPIRY = 4.0
 _DISCONNECTED = "Server disconnected without sending a response."
 _CUT = "peer closed connection without sending complete message body"
 _NO_BODY = frozenset({204, 304})
