@@ -10,6 +10,11 @@ and only checks the status. Issue #4 wants the client's overhead under 15%.
 
 Run: python -m pytest benchmarks/bench_client.py
 (``test_overhead_ratio`` prints the interleaved median ratio and asserts it.)
+
+Run as a script (``PYTHONPATH=src python benchmarks/bench_client.py [--rounds 3 --n 200]``)
+it prints the client CPU per request of issue #21 instead: both clients beside
+aiohttp, httpx and a bare asyncio stream, against a sandbox in another process
+(``bench_client_cpu.py``).
 """
 
 from __future__ import annotations
@@ -153,3 +158,9 @@ def test_overhead_ratio(client: Client, bare: httpx.Client, market_id: str) -> N
         f"overhead {(ratio - 1) * 100:.1f}% (target < {(TARGET - 1) * 100:.0f}%)"
     )
     assert ratio < TARGET
+
+
+if __name__ == "__main__":
+    from bench_client_cpu import main  # the script's own folder is on sys.path
+
+    main()

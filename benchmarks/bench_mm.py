@@ -231,6 +231,7 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
             one: list[float] = []
             full: list[float] = []
             floors: dict[str, list[float]] = {"raw": [], "one": [], "all": []}
+            client_cpu: dict[str, list[float]] = {"raw": [], "one": [], "all": []}
             cpu = time.process_time
 
             def spent(since: tuple[float, float]) -> float:
@@ -246,7 +247,7 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
                 at = (_server_cpu(server_pid), cpu())
                 # outcome b: the quoter (outcome a) does not adopt it
                 order_id = await post()
-                raw_s, raw_floor = took[0], spent(at)
+                raw_s, raw_floor, raw_cpu = took[0], spent(at), cpu() - at[1]
                 await client.cancel_order(order_id)
                 await settle()
                 t = clock()  # place_raw_order whole (V2/V3: and the read of its id)
@@ -257,7 +258,7 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
                 await settle()
                 t, at = clock(), (_server_cpu(server_pid), cpu())
                 report = await q.requote(ladder(5, changed=21))
-                one_s, one_floor = clock() - t, spent(at)
+                one_s, one_floor, one_cpu = clock() - t, spent(at), cpu() - at[1]
                 assert (len(report.placed), len(report.cancelled)) == (1, 1), (
                     len(report.placed),
                     len(report.cancelled),
@@ -267,7 +268,7 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
                 await settle()
                 t, at = clock(), (_server_cpu(server_pid), cpu())
                 report = await q.requote(ladder(16))
-                full_s, full_floor = clock() - t, spent(at)
+                full_s, full_floor, full_cpu = clock() - t, spent(at), cpu() - at[1]
                 assert (len(report.placed), len(report.cancelled)) == (10, 10)
                 await q.requote(ladder(5))  # back to the start, untimed
                 if i >= 5:  # warm-up rounds
@@ -281,6 +282,9 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
                         ("all", full_floor),
                     ):
                         floors[name].append(floor)
+                    client_cpu["raw"].append(raw_cpu)
+                    client_cpu["one"].append(one_cpu)
+                    client_cpu["all"].append(full_cpu)
     figures = {
         "raw": statistics.median(raw),
         "place": statistics.median(placing),
@@ -289,6 +293,7 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
     }
     if server_pid is not None:
         figures |= {f"floor_{k}": statistics.median(v) for k, v in floors.items()}
+    figures |= {f"cpu_{k}": statistics.median(v) for k, v in client_cpu.items()}
     return figures
 
 
@@ -382,6 +387,11 @@ def report(where: str, version: int, figures: Figures) -> str:
         f"(place_raw_order {figures['place'] * 1e3:.2f} ms); requote one level "
         f"{figures['one'] * 1e3:.2f} ms = {one:.2f} x (target <= {TARGET_ONE[version]}); "
         f"all 10 levels {figures['all'] * 1e3:.2f} ms = {full:.2f} x (target <= {TARGET_ALL})"
+    )
+    text += (
+        f"\n  client CPU (process time, medians): raw {figures['cpu_raw'] * 1e3:.2f} ms, "
+        f"one level {figures['cpu_one'] * 1e3:.2f} ms, all 10 levels "
+        f"{figures['cpu_all'] * 1e3:.2f} ms"
     )
     if "floor_all" in figures:
         # what the CPU the two sides spent allows on 2 cores, against the measured round trip

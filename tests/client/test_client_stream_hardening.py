@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from clobkit import errors
+from clobkit import AsyncClient, errors
 from clobkit.client import orders_topic
 from clobkit.client._stream import Stream, parse_message
 from clobkit.models import Reconnected, StreamMessage
 
+from .conftest import KEY, SECRET
 from .test_client_stream import aclient_for, next_data, ws_server
 
 ORDER = {"type": "data", "topic": "user:u1:orders", "data": {"id": "o1", "status": "live"}}
@@ -101,3 +102,71 @@ def test_stream_options_are_checked() -> None:
     for bad in (0, -1, 1.5, True):
         with pytest.raises(errors.ValidationError, match="max_queue"):
             client.stream(["t"], max_queue=bad)
+
+
+BOMB_SERVER = """
+import asyncio, json, sys
+from websockets.asyncio.server import serve
+
+async def handler(connection):
+    bomb = len(sent) == 1  # the second connection: the first one warms the client up
+    sent.append(1)
+    async for raw in connection:
+        if json.loads(raw).get("action") == "subscribe":
+            await connection.send(json.dumps({"type": "subscribed"}))
+            if bomb:  # compressed, were permessage-deflate offered
+                await connection.send(b"[" * (64 << 20))
+            else:
+                await connection.send(json.dumps(%r))
+
+async def main():
+    async with serve(handler, "127.0.0.1", 0) as server:
+        print(server.sockets[0].getsockname()[1], flush=True)
+        await asyncio.Future()
+
+sent = []
+asyncio.run(main())
+"""
+
+
+async def test_a_compressed_frame_bomb_is_refused_under_twice_max_size() -> None:
+    """A 64 MiB frame costs the client under 2 x max_size (1 MiB): the stream offers
+    no permessage-deflate (websockets would inflate a compressed frame up to
+    max_size in one call, whose output buffer peaked at 2.3 MiB), so the frame is
+    refused on its length; the stream drops that connection and goes on. The
+    server is another process: only the client's memory is traced."""
+    import subprocess
+    import sys
+    import tracemalloc
+
+    server = subprocess.Popen(
+        [sys.executable, "-c", BOMB_SERVER % (ORDER,)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        client = AsyncClient("http://127.0.0.1:9", KEY, SECRET, ws_url=f"ws://127.0.0.1:{port}/")
+        async with client:
+            async with client.stream([orders_topic("u1")]) as warm:  # imports, first use
+                assert (await next_data(warm, 20.0)).order_id == "o1"
+            stream = client.stream([orders_topic("u1")], backoff=0.01)
+            tracemalloc.start()
+            try:
+                async with stream:
+                    assert isinstance(await next_data(stream, 20.0), Reconnected)
+                    item = await next_data(stream, 20.0)
+                    _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+        assert item.order_id == "o1"
+        assert peak < 2 * (1 << 20), peak
+    finally:
+        server.kill()
+        server.wait(10)
+
+
+async def test_the_stream_offers_no_compression() -> None:
+    async with ws_server() as server, aclient_for(server) as client:
+        async with client.stream([orders_topic("u1")]):
+            await server.wait_subscribed(1)
+        assert "Sec-WebSocket-Extensions" not in server.handshakes[0]

@@ -1,4 +1,5 @@
-"""``AsyncClient``: the asyncio I/O shell over ``ClientCore`` (``httpx.AsyncClient``)."""
+"""``AsyncClient``: the asyncio I/O shell over ``ClientCore`` (its own HTTP/1.1
+connections, ``_http11.py``; ``httpx.AsyncClient`` given a transport or a proxy)."""
 
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ from ..models import (
 from ._aio import within
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
-from ._errors import attempt_timeout_error
+from ._errors import Reply, attempt_timeout_error
+from ._http11 import Connections
 from ._ops import Gather, Operation, Outgoing, Receive, Send, Sleep
 from ._paging import Pager
-from ._pool import Pools, read_whole
 from ._stream import Stream, StreamItem
+from ._transport import read_whole_async
 from ._validate import EventFilters, event_params
 
 if TYPE_CHECKING:
@@ -51,10 +53,8 @@ __all__ = ["AsyncClient"]
 
 T = TypeVar("T")
 Number = Decimal | str | int | float
-#: Connections kept open: 20 requests at once (a Quoter replacing 10 levels) reuse
-#: them. More would cost every request: httpcore checks each idle one per request.
+#: Connections kept open: 20 requests at once (a Quoter replacing 10 levels) reuse them.
 POOL_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-POOLS = 4  # httpcore pools the connections are split over (see _pool.Pools)
 
 
 class AsyncClient:
@@ -110,18 +110,21 @@ class AsyncClient:
             max_response_bytes=max_response_bytes,
         )
         self._core = ClientCore(config, signer)
-        # httpcore's pools under httpx's transports, each request sent in one write
-        # (see _pool.py) and called directly with httpcore's own request and response
-        # (Pools.exchange): httpx's client (cookie jar, redirects, auth, hooks) and its
-        # models are not used; the cookie extraction alone cost about 0.2 ms per
-        # answer. Given a transport, or a proxy in the environment, requests go
-        # through httpx's client as before.
-        self._direct: Pools | None = None
+        # Requests go over the client's own HTTP/1.1 connections (_http11.py: an
+        # asyncio Protocol, httptools' C parser, one write per request, the deadline
+        # one timer), about a third of the CPU of httpx's or aiohttp's client per
+        # request. Given a transport, or with a proxy in the environment, they go
+        # through httpx's client (public API), which reads proxies from there.
+        self._direct: Connections | None = None
+        self._http: httpx.AsyncClient | None = None
         if transport is None and not urllib.request.getproxies():
-            transport = self._direct = Pools(POOL_LIMITS, POOLS)
-        self._http = httpx.AsyncClient(
-            transport=transport, timeout=config.timeout, limits=POOL_LIMITS
-        )
+            self._direct = Connections(
+                POOL_LIMITS.max_connections or 100, POOL_LIMITS.max_keepalive_connections or 20
+            )
+        else:
+            self._http = httpx.AsyncClient(
+                transport=transport, timeout=config.timeout, limits=POOL_LIMITS
+            )
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
 
     def __repr__(self) -> str:
@@ -161,32 +164,30 @@ class AsyncClient:
             op.close()  # the operation's cleanup (a stream listener) runs at once
             raise
 
-    async def _send(self, effect: Send) -> httpx.Response | BaseException:
+    async def _send(self, effect: Send) -> Reply | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
         outgoing, timeout, limit = effect
-        if timeout is None:
-            return await self._exchange(outgoing, limit)
-        if timeout <= 0:
+        if timeout is not None and timeout <= 0:
             return attempt_timeout_error(outgoing, timeout)
+        direct = self._direct
+        if direct is not None:
+            answer = await direct.exchange(outgoing, limit, timeout)
+            return attempt_timeout_error(outgoing, timeout or 0) if answer is None else answer
+        if timeout is None:
+            return await self._through_httpx(outgoing, limit)
         try:
-            return await within(self._exchange(outgoing, limit), timeout)
+            return await within(self._through_httpx(outgoing, limit), timeout)
         except asyncio.TimeoutError:
             return attempt_timeout_error(outgoing, timeout)
 
-    async def _exchange(self, outgoing: Outgoing, limit: int | None) -> httpx.Response | Exception:
-        direct = self._direct
-        if direct is not None and direct.cores is not None:
-            return await direct.exchange(outgoing, limit)  # httpcore's pool, no httpx models
+    async def _through_httpx(self, outgoing: Outgoing, limit: int | None) -> Reply | Exception:
+        assert self._http is not None
         request = outgoing.httpx_request()
         try:
-            if direct is not None:
-                response = await direct.handle_async_request(request)
-                response.request = request
-            else:
-                response = await self._http.send(request, stream=True)
+            response = await self._http.send(request, stream=True)
         except httpx.RequestError as exc:
             return exc
-        return await read_whole(response, limit)
+        return await read_whole_async(response, limit)
 
     async def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         return list(await asyncio.gather(*(self._run(op) for op in ops)))
@@ -202,7 +203,10 @@ class AsyncClient:
         """Close open streams and the HTTP connection pool."""
         for stream in list(self._streams):
             await stream.close()
-        await self._http.aclose()
+        if self._direct is not None:
+            await self._direct.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self

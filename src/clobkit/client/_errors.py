@@ -28,6 +28,26 @@ from ..errors import TimeoutError as ClobkitTimeoutError
 from ._decode import _Envelope
 
 
+class Reply(Protocol):
+    """What the core reads of an answer: ``httpx.Response``, or the async client's
+    lighter ``_http11.Answer`` (an httpx model costs about 30 us to build)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def content(self) -> bytes: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def headers(self) -> httpx.Headers: ...
+
+    @property
+    def reason_phrase(self) -> str: ...
+
+
 class Sent(Protocol):
     """What an error's text names of a request (``httpx.Request`` or ``_ops.Outgoing``)."""
 
@@ -111,7 +131,7 @@ def _detail(value: Any) -> str | None:
     return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
 
 
-def _error_from_response(response: httpx.Response, env: Any) -> ApiError:
+def _error_from_response(response: Reply, env: Any) -> ApiError:
     status = response.status_code
     message: str | None = None
     code: str | None = None

@@ -4,7 +4,7 @@ runner that builds, sends, retries and parses calls.
 Nothing here touches the network or sleeps. Every client call is an
 *operation*: a generator that yields effects and receives their results.
 
-* ``Send(outgoing, timeout, limit)`` -> the ``httpx.Response`` (its whole body read
+* ``Send(outgoing, timeout, limit)`` -> the answer (``_errors.Reply``: its whole body read
   within ``timeout`` seconds and at most ``limit`` bytes), or the exception raised;
 * ``Sleep(seconds)`` -> ``None``;
 * ``Gather(operations)`` -> the list of their results, run concurrently;
@@ -40,7 +40,7 @@ from ..errors import (
 )
 from ._config import ClientConfig
 from ._decode import Shape
-from ._errors import _error_from_response, transport_error
+from ._errors import Reply, _error_from_response, transport_error
 
 log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
@@ -54,10 +54,11 @@ class Outgoing:
     ``origin`` (scheme, host, port) and ``target`` (raw path and query) bytes,
     ``headers`` and ``body``, exactly what is sent.
 
-    The async client sends it through httpcore as it is; ``httpx_request()``
-    (the sync client, a proxy or user transport, an error's text) builds the
-    ``httpx.Request`` on first use. Building an ``httpx.URL`` for a new path (a
-    cancel's order id) costs about 40 us, most of a request's own work.
+    Both clients send it as it is (the async one over its own connections, the
+    sync one through httpcore's pool); ``httpx_request()`` (a proxy or user
+    transport, an error's text) builds the ``httpx.Request`` on first use.
+    Building an ``httpx.URL`` for a new path (a cancel's order id) costs about
+    40 us, most of a request's own work.
     """
 
     __slots__ = ("_request", "_url", "body", "headers", "method", "origin", "target")
@@ -103,7 +104,7 @@ class Outgoing:
 
 
 class Send(NamedTuple):
-    """Send ``outgoing``; resume with the ``httpx.Response`` or the exception raised.
+    """Send ``outgoing``; resume with the answer (``_errors.Reply``) or the exception raised.
 
     The shell gives the whole exchange (connect, send, headers, body) at most
     ``timeout`` seconds and reads at most ``limit`` body bytes; past either it
@@ -247,7 +248,7 @@ class CallRunner:
             self._urls[path] = cached
         return cached
 
-    def parse(self, call: Call, response: httpx.Response) -> Any:
+    def parse(self, call: Call, response: Reply) -> Any:
         """The model of a response, or the ``ApiError`` it carries (raised).
 
         A body nested too deeply to decode is a ``ServerError``, never a bare
@@ -262,7 +263,7 @@ class CallRunner:
                 "response is nested too deeply to decode", status=response.status_code
             ) from None
 
-    def _parse(self, call: Call, response: httpx.Response) -> Any:
+    def _parse(self, call: Call, response: Reply) -> Any:
         status = response.status_code
         content = response.content
         shape = call.shape
@@ -278,7 +279,7 @@ class CallRunner:
             return self._no_data(call, response)
         return shape.from_data(env.data)
 
-    def _parse_slow(self, call: Call, shape: Shape[Any], response: httpx.Response) -> Any:
+    def _parse_slow(self, call: Call, shape: Shape[Any], response: Reply) -> Any:
         status = response.status_code
         try:
             raw = msgspec.json.decode(response.content)
@@ -298,12 +299,12 @@ class CallRunner:
         except msgspec.ValidationError as exc:
             raise ServerError(f"unreadable response: {exc}", status=status) from None
 
-    def _no_data(self, call: Call, response: httpx.Response) -> Any:
+    def _no_data(self, call: Call, response: Reply) -> Any:
         if call.default is not None:
             return call.default
         raise ServerError("successful response without data", status=response.status_code)
 
-    def _parse_plain(self, response: httpx.Response) -> Any:
+    def _parse_plain(self, response: Reply) -> Any:
         """A non-envelope JSON answer (the exchange's fee-rate query)."""
         try:
             raw = msgspec.json.decode(response.content)

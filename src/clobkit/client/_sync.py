@@ -1,11 +1,12 @@
-"""``Client``: the synchronous I/O shell over ``ClientCore`` (``httpx.Client``)."""
+"""``Client``: the synchronous I/O shell over ``ClientCore`` (httpcore's pool;
+``httpx.Client`` given a transport or a proxy)."""
 
 from __future__ import annotations
 
 import queue
 import sys
-import threading
 import time
+import urllib.request
 import weakref
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -14,11 +15,9 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import httpcore
 import httpx
 
 from .._types import OrderType, Side
-from ..errors import ClobkitError
 from ..models import (
     CancelResult,
     Event,
@@ -37,11 +36,11 @@ from ..models import (
 )
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
-from ._errors import attempt_timeout_error, body_error, declared_size, with_body
+from ._errors import attempt_timeout_error
 from ._ops import Gather, Operation, Receive, Send, Sleep
 from ._paging import Pager
-from ._pool import under_pool
 from ._stream import StreamItem, SyncStream
+from ._transport import SyncConnections, read_whole_sync
 from ._validate import EventFilters, event_params
 
 if TYPE_CHECKING:
@@ -109,12 +108,16 @@ class Client:
             max_response_bytes=max_response_bytes,
         )
         self._core = ClientCore(config, signer)
-        if transport is None:
-            transport = httpx.HTTPTransport()
-            # without the hook (a later httpx) the body is still bounded chunk by
-            # chunk in Client._send
-            under_pool(transport, _DeadlineBackend)
-        self._http = httpx.Client(transport=transport, timeout=config.timeout)
+        # Requests go through httpcore's pool with httpcore's request and response
+        # (_transport.SyncConnections: every read and write ends by the attempt's
+        # deadline). Given a transport, or with a proxy in the environment, they go
+        # through httpx's client, which reads proxies from there.
+        self._direct: SyncConnections | None = None
+        self._http: httpx.Client | None = None
+        if transport is None and not urllib.request.getproxies():
+            self._direct = SyncConnections()
+        else:
+            self._http = httpx.Client(transport=transport, timeout=config.timeout)
         self._streams: weakref.WeakSet[SyncStream] = weakref.WeakSet()
 
     def __repr__(self) -> str:
@@ -156,43 +159,24 @@ class Client:
 
     def _send(self, effect: Send) -> httpx.Response | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
-        _, timeout, limit = effect
-        request = effect.request
+        outgoing, timeout, limit = effect
+        if timeout is not None and timeout <= 0:
+            return attempt_timeout_error(outgoing, timeout)
+        if self._direct is not None:
+            return self._direct.exchange(outgoing, limit, timeout)
+        assert self._http is not None
+        request = outgoing.httpx_request()
         deadline = None
         if timeout is not None:
-            if timeout <= 0:
-                return attempt_timeout_error(request, timeout)
+            # a transport of the user's: per-read timeouts, and the body's arrival
+            # checked against the deadline chunk by chunk
             request.extensions["timeout"] = httpx.Timeout(timeout).as_dict()
             deadline = time.monotonic() + timeout
-        _deadline.at = deadline  # read by the network streams (_DeadlineStream)
         try:
             response = self._http.send(request, stream=True)
         except httpx.RequestError as exc:
             return exc
-        finally:
-            _deadline.at = None
-        try:
-            error = body_error(response, declared_size(response), limit, False)
-            if error is not None:
-                return error
-            chunks = []
-            size = 0
-            _deadline.at = deadline
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                late = deadline is not None and time.monotonic() > deadline
-                error = body_error(response, size, limit, late)
-                if error is not None:
-                    return error
-            return with_body(response, b"".join(chunks))
-        except httpx.RequestError as exc:
-            return exc
-        except ClobkitError as exc:
-            return exc
-        finally:
-            _deadline.at = None
-            response.close()
+        return read_whole_sync(response, limit, deadline)
 
     def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         if len(ops) <= 1:
@@ -210,7 +194,10 @@ class Client:
         """Close open streams and the HTTP connection pool."""
         for stream in list(self._streams):
             stream.close()
-        self._http.close()
+        if self._direct is not None:
+            self._direct.close()
+        if self._http is not None:
+            self._http.close()
 
     def __enter__(self) -> Client:
         return self
@@ -508,82 +495,3 @@ class Client:
         )
         self._streams.add(stream)
         return stream
-
-
-# ---------------------------------------------------------------------------
-# A deadline under httpx's per-read timeouts
-
-
-class _Deadline(threading.local):
-    at: float | None = None  # time.monotonic() of the current attempt's end
-
-
-_deadline = _Deadline()
-
-
-def _cut(timeout: float | None, error: type[Exception]) -> float | None:
-    """``timeout`` shortened to what is left of the attempt (raises ``error`` at 0)."""
-    at = _deadline.at
-    if at is None:
-        return timeout
-    left = at - time.monotonic()
-    if left <= 0:
-        raise error("the attempt's deadline passed")
-    return left if timeout is None else min(timeout, left)
-
-
-class _DeadlineStream(httpcore.NetworkStream):
-    """A socket stream whose every read and write ends by the attempt's deadline, so a
-    server trickling its headers one byte at a time cannot outlast ``timeout``."""
-
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
-        self._inner = inner
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, _cut(timeout, httpcore.WriteTimeout))
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(
-        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.NetworkStream:
-        inner = self._inner.start_tls(
-            ssl_context, server_hostname, _cut(timeout, httpcore.ConnectTimeout)
-        )
-        return _DeadlineStream(inner)
-
-    def get_extra_info(self, info: str) -> Any:
-        return self._inner.get_extra_info(info)
-
-
-class _DeadlineBackend(httpcore.NetworkBackend):
-    def __init__(self, inner: httpcore.NetworkBackend) -> None:
-        self._inner = inner
-
-    def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Any = None,
-    ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_tcp(
-            host, port, _cut(timeout, httpcore.ConnectTimeout), local_address, socket_options
-        )
-        return _DeadlineStream(stream)
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Any = None
-    ) -> httpcore.NetworkStream:
-        stream = self._inner.connect_unix_socket(
-            path, _cut(timeout, httpcore.ConnectTimeout), socket_options
-        )
-        return _DeadlineStream(stream)
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)

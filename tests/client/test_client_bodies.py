@@ -1,0 +1,516 @@
+"""Answer bodies on both clients (issue #21): each content coding, stacked and unknown
+codings refused, bombs held under twice ``max_response_bytes``, a body at the limit
+and one byte over, chunk-size lines without end, answers split at every byte, a
+server closing mid-body, keep-alive after each kind of error, proxies from the
+environment.
+
+The server is a real asyncio server on loopback (in a thread) playing a script:
+one answer per request, on kept-alive connections unless an answer closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import ssl
+import threading
+import tracemalloc
+import zlib
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clobkit import AsyncClient, Client, errors
+
+from .conftest import KEY, SECRET
+
+TOKEN = "7"
+FLAVOURS = ["sync", "async"]
+Writer = Callable[[asyncio.StreamWriter], Awaitable[bool]]  # True: close after
+
+
+def fee_body(fee: int = 7, pad: int = 0) -> bytes:
+    return json.dumps({"base_fee": fee, "pad": "x" * pad}).encode()
+
+
+def answer(body: bytes, *headers: str, length: bool = True) -> bytes:
+    head = ["HTTP/1.1 200 OK", "Content-Type: application/json", *headers]
+    if length:
+        head.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def chunked(body: bytes, size: int = 7, *headers: str) -> bytes:
+    parts = [
+        b"%x\r\n%s\r\n" % (len(body[i : i + size]), body[i : i + size])
+        for i in range(0, len(body), size)
+    ]
+    return answer(
+        b"".join(parts) + b"0\r\n\r\n", "Transfer-Encoding: chunked", *headers, length=False
+    )
+
+
+def gzip_of_zeros(size: int) -> bytes:
+    """A gzip member of ``size`` zero bytes, made without holding them."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    block = bytes(1 << 20)
+    out = [packer.compress(block) for _ in range(size >> 20)]
+    return b"".join([*out, packer.flush()])
+
+
+def _stop(
+    loop: asyncio.AbstractEventLoop, server: asyncio.Server, thread: threading.Thread
+) -> None:
+    """Close ``server``, end its connections' tasks, stop its loop and thread."""
+
+    async def stop() -> None:
+        server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run_coroutine_threadsafe(stop(), loop).result(5)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    loop.close()
+
+
+class Script:
+    """An HTTP/1.1 server answering request ``k`` with ``answers[k]`` (bytes, or a
+    coroutine function given the writer that returns True to close); over TLS
+    when given an ``ssl`` context."""
+
+    def __init__(self, answers: list[bytes | Writer], tls: ssl.SSLContext | None = None) -> None:
+        self.answers = list(answers)
+        self.accepted = 0
+        self.requests: list[bytes] = []
+        self.scheme = "https" if tls is not None else "http"
+        self.loop = asyncio.new_event_loop()
+        server = self.loop.run_until_complete(
+            asyncio.start_server(self.handle, "127.0.0.1", 0, ssl=tls)
+        )
+        self.server = server
+        self.port = server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.port}"
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        try:
+            while self.answers:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.requests.append(head)
+                step = self.answers.pop(0)
+                if isinstance(step, bytes):
+                    writer.write(step)
+                    await writer.drain()
+                elif await step(writer):
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        _stop(self.loop, self.server, self.thread)
+
+
+@pytest.fixture
+def script() -> Iterator[Callable[..., Script]]:
+    made: list[Script] = []
+
+    def make(answers: list[bytes | Writer], tls: ssl.SSLContext | None = None) -> Script:
+        made.append(Script(answers, tls))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()
+
+
+def outcomes(flavour: str, url: str, calls: int = 1, **options: Any) -> list[tuple[str, Any]]:
+    """What ``calls`` fee-rate queries in a row on one client give: ("ok", fee) or
+    (error class, text)."""
+    settings = {"max_retries": 0, "timeout": 5.0, **options}
+
+    def one(call: Callable[[], Any]) -> tuple[str, Any]:
+        try:
+            return "ok", call()
+        except errors.ClobkitError as exc:
+            return type(exc).__name__, str(exc)
+
+    if flavour == "sync":
+        with Client(url, KEY, SECRET, **settings) as client:
+            return [one(lambda: client.get_fee_rate(TOKEN, refresh=True)) for _ in range(calls)]
+
+    async def one_async(client: AsyncClient) -> tuple[str, Any]:
+        try:
+            return "ok", await client.get_fee_rate(TOKEN, refresh=True)
+        except errors.ClobkitError as exc:
+            return type(exc).__name__, str(exc)
+
+    async def run() -> list[tuple[str, Any]]:
+        async with AsyncClient(url, KEY, SECRET, **settings) as client:
+            return [await one_async(client) for _ in range(calls)]
+
+    return asyncio.run(run())
+
+
+# ---------------------------------------------------------------------------
+# Codings
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize(
+    ("coding", "encode"),
+    [
+        ("gzip", gzip.compress),
+        ("x-gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", lambda b: zlib.compress(b)[2:-4]),  # raw deflate, as some servers send
+        ("identity", lambda b: b),
+    ],
+    ids=["gzip", "x-gzip", "deflate", "raw-deflate", "identity"],
+)
+def test_each_coding_is_read(script: Any, flavour: str, coding: str, encode: Any) -> None:
+    body = encode(fee_body(3, pad=300))
+    server = script(
+        [
+            answer(body, f"Content-Encoding: {coding}"),
+            chunked(body, 5, f"Content-Encoding: {coding}"),
+        ]
+    )
+    assert outcomes(flavour, server.url, 2) == [("ok", 3), ("ok", 3)]
+    assert server.accepted == 1  # kept alive
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize(
+    ("headers", "text"),
+    [
+        (["Content-Encoding: gzip, gzip"], "stacked content codings"),
+        (["Content-Encoding: gzip", "Content-Encoding: deflate"], "stacked content codings"),
+        (["Content-Encoding: br"], "unknown content coding"),
+        (["Content-Encoding: compress"], "unknown content coding"),
+    ],
+)
+def test_stacked_and_unknown_codings_are_refused(
+    script: Any, flavour: str, headers: list[str], text: str
+) -> None:
+    # 980 bytes of gzip(gzip(512 MiB)) would be the attack; refused before any inflating
+    body = gzip.compress(gzip.compress(bytes(1 << 20)))
+    server = script([answer(body, *headers), answer(fee_body(4))])
+    got = outcomes(flavour, server.url, 2)
+    assert got[0][0] == "ServerError"
+    assert text in got[0][1]
+    assert got[1] == ("ok", 4)  # the client goes on (on a new connection)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_body_that_does_not_inflate_is_a_transport_error(script: Any, flavour: str) -> None:
+    server = script([answer(b"not gzip at all", "Content-Encoding: gzip"), answer(fee_body(5))])
+    got = outcomes(flavour, server.url, 2)
+    assert got[0][0] == "TransportError"
+    assert "DecodingError" in got[0][1]
+    assert got[1] == ("ok", 5)
+
+
+# ---------------------------------------------------------------------------
+# The limit counts decoded bytes, and a bomb is never inflated whole
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("form", ["length", "chunked", "gzip", "gzip-chunked", "deflate"])
+def test_a_body_at_the_limit_and_one_byte_over(script: Any, flavour: str, form: str) -> None:
+    body = fee_body(6, pad=1000)
+    encode: dict[str, Callable[[bytes], bytes]] = {
+        "length": answer,
+        "chunked": lambda b: chunked(b, 100),
+        "gzip": lambda b: answer(gzip.compress(b), "Content-Encoding: gzip"),
+        "gzip-chunked": lambda b: chunked(gzip.compress(b), 9, "Content-Encoding: gzip"),
+        "deflate": lambda b: answer(zlib.compress(b), "Content-Encoding: deflate"),
+    }
+    at = script([encode[form](body)])
+    assert outcomes(flavour, at.url, max_response_bytes=len(body)) == [("ok", 6)]
+    over = script([encode[form](body)])
+    got = outcomes(flavour, over.url, max_response_bytes=len(body) - 1)
+    assert got[0][0] == "ServerError"
+    assert f"larger than {len(body) - 1} bytes (max_response_bytes)" in got[0][1]
+
+
+LIMIT = 1 << 20
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("form", ["gzip", "deflate", "gzip-chunked", "chunked"])
+def test_a_bomb_is_held_under_twice_the_limit(script: Any, flavour: str, form: str) -> None:
+    """64 MiB of zeros behind 64 KiB of gzip (one chunk of it, for the chunked gzip),
+    or 64 MiB of plain chunks: the client's allocations peak under 2 x the limit."""
+    size = 64 << 20
+    if form == "chunked":
+        block = b"[" * 65536
+
+        async def endless(writer: asyncio.StreamWriter) -> bool:
+            writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for _ in range(size // len(block)):
+                writer.write(b"10000\r\n" + block + b"\r\n")
+                await writer.drain()
+            return True
+
+        step: bytes | Writer = endless
+    else:
+        packed = gzip_of_zeros(size)
+        if form == "deflate":
+            packed = zlib.compress(bytes(size), 9)
+        coding = "deflate" if form == "deflate" else "gzip"
+        step = (
+            chunked(packed, 65536, f"Content-Encoding: {coding}")
+            if form == "gzip-chunked"
+            else answer(packed, f"Content-Encoding: {coding}")
+        )
+    server = script([step])
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        got = outcomes(flavour, server.url, max_response_bytes=LIMIT, timeout=30.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got[0][0] == "ServerError"
+    assert "max_response_bytes" in got[0][1]
+    # what the server thread holds (the answer) was made before tracing started
+    assert peak < 2 * LIMIT, peak
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_a_gibibyte_bomb_is_held_under_twice_the_limit(script: Any, flavour: str) -> None:
+    """1 GiB of zeros in about 1 MiB of gzip (deflate's ratio is at most about 1,000)."""
+    server = script([answer(gzip_of_zeros(1 << 30), "Content-Encoding: gzip")])
+    tracemalloc.start()
+    try:
+        got = outcomes(flavour, server.url, max_response_bytes=LIMIT, timeout=30.0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert got[0][0] == "ServerError"
+    assert peak < 2 * LIMIT, peak
+
+
+# ---------------------------------------------------------------------------
+# Chunk-size lines, split answers, a close mid-body
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize(
+    "line", [b"0" * 200_000 + b"5", b"5;" + b"x" * 200_000, b"f" * 40], ids=["zeros", "ext", "huge"]
+)
+def test_a_chunk_size_line_without_end_is_bounded(script: Any, flavour: str, line: bytes) -> None:
+    """A chunk-size line of 200 kB (leading zeros, an extension) or a size past 2**64:
+    refused or read, never held whole and never a hang; the client goes on."""
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    server = script([head + line + b"\r\n" + b"12345\r\n0\r\n\r\n", answer(fee_body(8))])
+    tracemalloc.start()
+    try:
+        got = outcomes(flavour, server.url, 2, max_response_bytes=LIMIT)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    if line.startswith(b"f"):
+        assert got[0][0] == "TransportError"  # a size no body can have
+    else:
+        assert got[0][0] in ("TransportError", "ServerError")  # "12345" is no JSON
+    assert got[1] == ("ok", 8)
+    assert peak < 2 * LIMIT
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_an_answer_split_at_every_byte_is_read(script: Any, flavour: str) -> None:
+    """Every split point of a chunked, gzipped answer, the two parts apart, on one
+    kept-alive connection."""
+    whole = chunked(gzip.compress(fee_body(9, pad=20)), 11, "Content-Encoding: gzip")
+
+    def split(k: int) -> Writer:
+        async def send(writer: asyncio.StreamWriter) -> bool:
+            writer.write(whole[:k])
+            await writer.drain()
+            await asyncio.sleep(0.002)
+            writer.write(whole[k:])
+            return False
+
+        return send
+
+    server = script([split(k) for k in range(1, len(whole))])
+    got = outcomes(flavour, server.url, len(whole) - 1)
+    assert got == [("ok", 9)] * (len(whole) - 1)
+    assert server.accepted == 1
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("form", ["length", "chunked", "gzip"])
+def test_a_server_closing_mid_body(script: Any, flavour: str, form: str) -> None:
+    body = fee_body(1, pad=500)
+    full = {
+        "length": answer(body),
+        "chunked": chunked(body, 50),
+        "gzip": answer(gzip.compress(body), "Content-Encoding: gzip"),
+    }[form]
+
+    async def cut(writer: asyncio.StreamWriter) -> bool:
+        writer.write(full[: len(full) - 40])
+        return True
+
+    server = script([cut, answer(fee_body(2))])
+    got = outcomes(flavour, server.url, 2)
+    assert got[0][0] == "TransportError"
+    assert "peer closed connection without sending complete message body" in got[0][1]
+    assert got[1] == ("ok", 2)
+
+
+# ---------------------------------------------------------------------------
+# Keep-alive after each kind of error
+
+
+def _silent(writer: asyncio.StreamWriter) -> Awaitable[bool]:
+    async def wait() -> bool:
+        await asyncio.sleep(1.0)
+        return True
+
+    return wait()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_keep_alive_after_each_kind_of_error(script: Any, flavour: str) -> None:
+    """An answer refused for its size, coding or content, an error envelope and a
+    timeout: the next request succeeds; only a connection whose state is known clean
+    (a complete answer, refused or not) is used again."""
+    envelope = b'{"success": false, "error": "busy"}'
+    refusals: list[bytes | Writer] = [
+        answer(envelope).replace(b"200 OK", b"503 Service Unavailable"),
+        answer(fee_body(1)),
+        answer(fee_body(pad=5000)),  # over the limit (declared): refused unread
+        answer(fee_body(2)),
+        chunked(fee_body(pad=5000), 100),  # over the limit while read
+        answer(fee_body(3)),
+        answer(b"x", "Content-Encoding: br"),
+        answer(fee_body(4)),
+        _silent,  # the attempt times out
+        answer(fee_body(5)),
+    ]
+    server = script(refusals)
+    got = outcomes(flavour, server.url, 10, max_response_bytes=1000, timeout=0.5)
+    kinds = [kind for kind, _ in got[0::2]]
+    assert kinds == ["ServerError"] * 4 + ["TimeoutError"], got
+    assert "busy" in got[0][1]
+    assert "max_response_bytes" in got[2][1]
+    assert "max_response_bytes" in got[4][1]
+    assert "unknown content coding" in got[6][1]
+    assert got[1::2] == [("ok", 1), ("ok", 2), ("ok", 3), ("ok", 4), ("ok", 5)]
+    # the connection is kept after the envelope; one whose answer was left unread
+    # (too large, an unreadable coding, a timeout) is closed, never used again
+    assert server.accepted == 5
+
+
+# ---------------------------------------------------------------------------
+# Proxies from the environment
+
+
+class ForwardProxy:
+    """A plain HTTP forward proxy on loopback: absolute-form requests, recorded."""
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(
+            asyncio.start_server(self.handle, "127.0.0.1", 0)
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.seen.append(head.split(b"\r\n", 1)[0])
+                body = fee_body(11)
+                writer.write(answer(body))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        _stop(self.loop, self.server, self.thread)
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch, flavour: str) -> None:
+    proxy = ForwardProxy()
+    try:
+        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        # nothing listens at the target: only the proxy can answer
+        got = outcomes(flavour, "http://api.example.test:9", 2)
+    finally:
+        proxy.close()
+    assert got == [("ok", 11), ("ok", 11)]
+    assert proxy.seen == [b"GET http://api.example.test:9/fee-rate?token_id=7 HTTP/1.1"] * 2
+
+
+# ---------------------------------------------------------------------------
+# TLS
+
+CERTS = Path(__file__).parent / "data"
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_tls_with_the_roots_from_the_environment(
+    script: Any, monkeypatch: pytest.MonkeyPatch, flavour: str
+) -> None:
+    """https: the certificate checked against SSL_CERT_FILE (httpx's roots), kept alive;
+    a server whose certificate the client does not trust is a TransportError."""
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(CERTS / "loopback-cert.pem", CERTS / "loopback-key.pem")
+    untrusted = script([answer(fee_body(1))], tls)
+    got = outcomes(flavour, untrusted.url)
+    assert got[0][0] == "TransportError"
+    assert "CERTIFICATE_VERIFY_FAILED" in got[0][1]
+    monkeypatch.setenv("SSL_CERT_FILE", str(CERTS / "loopback-cert.pem"))
+    server = script([answer(gzip.compress(fee_body(12)), "Content-Encoding: gzip")] * 3, tls)
+    assert outcomes(flavour, server.url, 3) == [("ok", 12)] * 3
+    assert server.accepted == 1
+
+
+def test_an_answer_nobody_asked_for_closes_the_connection(script: Any) -> None:
+    """Two answers to one request: the first is read, the connection is not used again.
+    (The sync client, on httpcore and h11, reads the second as the next request's
+    answer, as httpx does: h11 keeps bytes that follow an answer for the next one.)"""
+    server = script([answer(fee_body(1)) + answer(fee_body(99)), answer(fee_body(2))])
+    assert outcomes("async", server.url, 2) == [("ok", 1), ("ok", 2)]
+    assert server.accepted == 2
+
+
+def test_both_clients_take_their_own_path_unless_a_proxy_is_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fails should a client quietly fall back to httpx's client path (and its costs)."""
+    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with Client("http://127.0.0.1:9", KEY, SECRET) as sync:
+        assert sync._direct is not None
+        assert sync._http is None
+    aclient = AsyncClient("http://127.0.0.1:9", KEY, SECRET)
+    assert aclient._direct is not None
+    assert aclient._http is None
+    asyncio.run(aclient.close())
