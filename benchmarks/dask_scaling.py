@@ -1,6 +1,7 @@
 """How ``clobkit.dask.with_order_ids`` scales with rows and workers (#14; docs/scale.md).
 
 Run: PYTHONPATH=src python benchmarks/dask_scaling.py [--rows 1000000] [--files 8]
+     [--dtype-backend pyarrow] [--command-writer]
 
 Writes V2 orders as Parquet to a temporary directory, then times Parquet ->
 order ids -> Parquet on a LocalCluster of 1 and 2 worker processes (one
@@ -8,6 +9,10 @@ thread each), for a quarter of the rows and all of them, and the same
 orders hashed in this process by ``order_ids`` on the Arrow columns (no I/O)
 for scale. Prints one row per run: seconds, orders per second, and the
 speedup of 2 workers over 1. Figures depend on the machine and its load.
+``--dtype-backend pyarrow`` reads Arrow-backed pandas columns (as
+docs/scale.md advises); ``--command-writer`` writes with
+``clobkit.dask.parquet_options`` (the ids plain and uncompressed, as
+``clobkit order-ids`` writes them).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
 
-from clobkit.dask import with_order_ids
+from clobkit.dask import parquet_options, with_order_ids
 from clobkit.order_id import OrderHasher
 
 WALLET = {
@@ -64,6 +69,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--dtype-backend", default=None, help="read_parquet's dtype_backend")
+    parser.add_argument(
+        "--command-writer", action="store_true", help="to_parquet(**parquet_options(df))"
+    )
     args = parser.parse_args()
     src = str(Path(__file__).resolve().parents[1] / "src")
     os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
@@ -101,8 +110,12 @@ def main() -> None:
                         out = root / f"out-{workers}-{n}-{r}"
 
                         def job(n: int = n, out: Path = out) -> None:
-                            df = dd.read_parquet(root / f"in-{n}")
-                            with_order_ids(df, WALLET).to_parquet(out)
+                            backend = {"dtype_backend": args.dtype_backend}
+                            df = dd.read_parquet(root / f"in-{n}", **backend)
+                            df = with_order_ids(df, WALLET)
+                            df.to_parquet(
+                                out, **(parquet_options(df) if args.command_writer else {})
+                            )
 
                         runs.append(_timed(job))
                     best = results[(workers, n)] = min(runs)

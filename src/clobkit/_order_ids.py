@@ -3,10 +3,12 @@
 Offline ``clob_order_id`` of every order in a CSV, JSONL or Parquet file. The
 file is read in batches (memory stays flat whatever its size); each batch is
 parsed column-wise (``_order_ids_csv``, ``_order_ids_jsonl``,
-``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``) in
-a worker thread while the next batch is parsed. With pyarrow installed a CSV
-is read in byte blocks instead (``_order_ids_csvfast``), each block through
-pyarrow or, when in doubt, through the exact reader. Output rows are the input
+``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``).
+Reading, parsing and hashing, and writing run in overlapping stages
+(``_order_ids_stages``): a reader thread, ``--threads`` batches worked on at
+once (at least 2), and this thread writing them in order. With pyarrow
+installed a CSV is read in byte blocks instead (``_order_ids_csvfast``),
+each block through pyarrow or, when in doubt, through the exact reader. Output rows are the input
 rows, unchanged, plus ``order_id`` (and ``signature`` when signing). A row
 that cannot be hashed is reported as ``line N: reason`` (``row N`` for
 Parquet) and left out of the output. The wallet's exchange version (or
