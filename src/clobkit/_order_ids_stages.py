@@ -98,10 +98,8 @@ def staged(
                 if entry is not _END:
                     entry[1].cancel()
             reader.join()
-            while not handoff.empty():
-                entry = handoff.get_nowait()
-                if entry is not _END:
-                    entry[1].cancel()
+            # items read but not yet worked on are dropped (after an error or at the end)
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _failed(exc: BaseException) -> Future[Any]:
