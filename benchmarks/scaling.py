@@ -28,8 +28,11 @@ and at the most threads below the core count): a second Python thread ticks
 every gap between two ticks longer than 20 µs is time it could not get the
 GIL, less the gaps of an idle moment of the same length. The ticking thread
 needs a core of its own: on a machine busy with other work its gaps also
-count the time it waited for a core (a ``zlib.compress``, which runs
-without the GIL, then reads as partly held).
+count time it waited for a core (a ``zlib.compress``, which runs without
+the GIL, then reads as partly held). So the table also gives the time the
+ticking thread waited on a run queue for a core meanwhile (Linux's
+``/proc/self/task/TID/schedstat``; 0 where it is not given): near 0, the
+GIL figure is sound; large, it is an upper bound.
 
 The command's and Dask's inputs (V1 orders over 5,000 markets, int64 amounts
 and salts, BUY/SELL; a fully quoted CSV as pyarrow writes it) are generated
@@ -182,12 +185,13 @@ class GilMeter:
     """Time a call holds the GIL: the gaps of a ticking thread (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self.held = 0.0
+        self.held = self.queued = 0.0
         self._stop = False
         self._thread = threading.Thread(target=self._tick, daemon=True)
 
     def _tick(self) -> None:
         perf, yield_ = time.perf_counter, os.sched_yield
+        queued = _queued()
         last = perf()
         held = 0.0
         while not self._stop:
@@ -197,6 +201,7 @@ class GilMeter:
                 held += now - last
             last = now
         self.held = held
+        self.queued = _queued() - queued  # waiting for a core, not the GIL (where Linux tells)
 
     def __enter__(self) -> GilMeter:
         self._thread.start()
@@ -210,9 +215,19 @@ class GilMeter:
         self._thread.join()
 
 
-def gil_held(fn: Callable[[], object]) -> float:
-    """Seconds ``fn`` held the GIL (median of 3), less an idle moment's gaps."""
-    runs = []
+def _queued() -> float:
+    """Seconds this thread has waited on a run queue for a core (0 where Linux does not say)."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def gil_held(fn: Callable[[], object]) -> tuple[float, float]:
+    """(seconds ``fn`` held the GIL, seconds the ticking thread waited for a core meanwhile):
+    medians of 3, each less an idle moment's gaps."""
+    runs, queued = [], []
     for _ in range(3):
         with GilMeter() as idle:
             time.sleep(0.05)
@@ -220,7 +235,8 @@ def gil_held(fn: Callable[[], object]) -> float:
         with GilMeter() as meter:
             fn()
         runs.append(max(0.0, meter.held - noise * meter.wall))
-    return statistics.median(runs)
+        queued.append(meter.queued)
+    return statistics.median(runs), statistics.median(queued)
 
 
 # ---------------------------------------------------------------------------
@@ -257,9 +273,18 @@ def core_rows(opts: argparse.Namespace, counts: list[int], gil: list[dict[str, A
                 row.add(t, best_of(call, opts.rounds))
             rows.append(row)
             for t in gil_counts(counts):
-                held = gil_held(partial(hasher.order_ids, **args, threads=t, out=out)) / n
+                held, queued = gil_held(partial(hasher.order_ids, **args, threads=t, out=out))
+                held, queued = held / n, queued / n
                 share = held / row.per[1]
-                gil.append({"work": row.work, "threads": t, "held_per_order": held, "share": share})
+                gil.append(
+                    {
+                        "work": row.work,
+                        "threads": t,
+                        "held_per_order": held,
+                        "share": share,
+                        "ticker_waited_for_a_core_per_order": queued,
+                    }
+                )
                 print(f"  GIL held at {t}: {_time(held)}/order ({share:.1%} of one thread's)")
     hasher = OrderHasher(V2_WALLET)
     signer = OrderSigner(KEY)
@@ -440,10 +465,14 @@ def markdown(
             "GIL held per order (a ticking thread's gaps; share of one thread's time):",
             "",
         ]
-        lines += ["| work | threads | GIL held per order | share |", "|---|---:|---:|---:|"]
+        lines += [
+            "| work | threads | GIL held per order | share | the ticker's wait for a core |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for g in gil:
             held, share = _time(g["held_per_order"]), f"{g['share']:.1%}"
-            lines.append(f"| {g['work']} | {g['threads']} | {held} | {share} |")
+            queued = _time(g["ticker_waited_for_a_core_per_order"])
+            lines.append(f"| {g['work']} | {g['threads']} | {held} | {share} | {queued} |")
     return "\n".join(lines) + "\n"
 
 

@@ -50,6 +50,8 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
         assert all(s > 0 for s in row["seconds_per_order"].values())
     assert {g["threads"] for g in data["gil"]} == {1}  # 2 threads would leave no core to tick
     assert len(data["gil"]) == 4
+    assert all(g["held_per_order"] >= 0 for g in data["gil"])
+    assert all(g["ticker_waited_for_a_core_per_order"] >= 0 for g in data["gil"])
     text = out_md.read_text()
     assert text in done.stdout
     assert "| work | rows | 1 thread | 2 threads | best |" in text
