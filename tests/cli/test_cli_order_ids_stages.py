@@ -29,6 +29,12 @@ pq = pytest.importorskip("pyarrow.parquet")
 THREADS = (1, 2, 3, 4, 8, 32)  # 32: more than this machine's cores
 
 
+@pytest.fixture(autouse=True)
+def sixteen_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As many items in flight as on a 16-core machine: up to 16, whatever this one has."""
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+
+
 def _rows(n: int) -> list[dict[str, Any]]:
     """Orders with a few bad ones: refused by the core, and by POST /orders/raw's rules."""
     rows = orders(n, full=True)
