@@ -11,10 +11,10 @@ installed a CSV is read in byte blocks instead (``_order_ids_csvfast``),
 each block through pyarrow or, when in doubt, through the exact reader.
 Output rows are the input rows, unchanged, plus ``order_id`` (and
 ``signature`` when signing). A row that cannot be hashed is reported as
-``line N: reason`` (``row N`` for Parquet) and left out of the output. The wallet's exchange version (or
-``version=``) decides the columns: V1 orders carry ``fee_rate_bps``,
-``nonce``, ``expiration``; V2/V3 orders a ``timestamp`` (milliseconds) and
-optional ``metadata`` / ``builder``.
+``line N: reason`` (``row N`` for Parquet) and left out of the output. The
+wallet's exchange version (or ``version=``) decides the columns: V1 orders
+carry ``fee_rate_bps``, ``nonce``, ``expiration``; V2/V3 orders a
+``timestamp`` (milliseconds) and optional ``metadata`` / ``builder``.
 """
 
 from __future__ import annotations
