@@ -1,6 +1,7 @@
 """How ``clobkit.dask.with_order_ids`` scales with rows and workers (#14; docs/scale.md).
 
 Run: PYTHONPATH=src python benchmarks/dask_scaling.py [--rows 1000000] [--files 8]
+     [--dtype-backend pyarrow] [--command-writer] [--in-process]
 
 Writes V2 orders as Parquet to a temporary directory, then times Parquet ->
 order ids -> Parquet on a LocalCluster of 1 and 2 worker processes (one
@@ -8,6 +9,13 @@ thread each), for a quarter of the rows and all of them, and the same
 orders hashed in this process by ``order_ids`` on the Arrow columns (no I/O)
 for scale. Prints one row per run: seconds, orders per second, and the
 speedup of 2 workers over 1. Figures depend on the machine and its load.
+``--dtype-backend pyarrow`` reads Arrow-backed pandas columns (as
+docs/scale.md advises); ``--command-writer`` writes with
+``clobkit.dask.parquet_options`` (the ids plain and uncompressed, as
+``clobkit order-ids`` writes them). ``--in-process`` runs the same jobs on
+Dask's sync scheduler in this process and adds their CPU time (the figure
+that still compares on a machine busy with other work), with the clobkit of
+this process's PYTHONPATH: another tree's ``src`` compares two commits.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+import dask
 import dask.dataframe as dd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -64,7 +73,26 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--dtype-backend", default=None, help="read_parquet's dtype_backend")
+    parser.add_argument(
+        "--command-writer", action="store_true", help="to_parquet(**parquet_options(df))"
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="the same jobs on Dask's sync scheduler in this process: wall and CPU time",
+    )
     args = parser.parse_args()
+
+    def job(path: Path, out: Path) -> None:
+        df = with_order_ids(dd.read_parquet(path, dtype_backend=args.dtype_backend), WALLET)
+        if args.command_writer:
+            from clobkit.dask import parquet_options  # not in clobkit before #20
+
+            df.to_parquet(out, **parquet_options(df))
+        else:
+            df.to_parquet(out)
+
     src = str(Path(__file__).resolve().parents[1] / "src")
     os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
     with tempfile.TemporaryDirectory() as tmp:
@@ -87,6 +115,19 @@ def main() -> None:
             best = min(_timed(partial(hasher.order_ids, **cols)) for _ in range(args.rounds))
             label = "order_ids on Arrow columns, this process"
             print(f"{label:<44}{n:>10}{best:>10.3f}{n / best:>12,.0f}")
+        if args.in_process:  # the clobkit of this process's PYTHONPATH, whatever the tree
+            for n in sizes:
+                walls, cpus = [], []
+                for r in range(args.rounds):
+                    w0, c0 = time.perf_counter(), time.process_time()
+                    with dask.config.set(scheduler="sync"):
+                        job(root / f"in-{n}", root / f"out-sync-{n}-{r}")
+                    walls.append(time.perf_counter() - w0)
+                    cpus.append(time.process_time() - c0)
+                label = "Parquet -> ids -> Parquet, sync, in process"
+                print(f"{label:<44}{n:>10}{min(walls):>10.3f}{n / min(walls):>12,.0f}"
+                      f"  CPU {min(cpus):.3f} s")  # fmt: skip
+            return
         results: dict[tuple[int, int], float] = {}
         for workers in (1, 2):
             with (
@@ -99,12 +140,7 @@ def main() -> None:
                     runs = []
                     for r in range(args.rounds):
                         out = root / f"out-{workers}-{n}-{r}"
-
-                        def job(n: int = n, out: Path = out) -> None:
-                            df = dd.read_parquet(root / f"in-{n}")
-                            with_order_ids(df, WALLET).to_parquet(out)
-
-                        runs.append(_timed(job))
+                        runs.append(_timed(partial(job, root / f"in-{n}", out)))
                     best = results[(workers, n)] = min(runs)
                     label = f"Parquet -> ids -> Parquet, {workers} worker(s)"
                     print(f"{label:<44}{n:>10}{best:>10.3f}{n / best:>12,.0f}")

@@ -2,6 +2,7 @@
 
 Run: PYTHONPATH=src python benchmarks/order_ids_command.py [--rows 1000000] [--runs 3]
      [--formats csv,parquet,jsonl] [--in-process] [--idle 0]
+     [--against OTHER/src [--threads 1,2]]
 
 Writes ``--rows`` V1 orders (as a market maker's table holds them: 77-digit
 token ids, int64 amounts and salts, BUY/SELL) to a temporary directory as a
@@ -21,6 +22,13 @@ last one freed, while a run after an idle moment (as a user's usually is)
 gets pages the VM's host may have taken back. With Parquet among the formats
 it ends with the floor no run can beat: the command's start-up plus
 ``order_ids`` alone on the same orders, in F.
+
+``--against OTHER/src`` compares this tree's command with another tree's
+(a checkout of an earlier commit, its compiled core built): for each format
+and each ``--threads`` count, the two run in turn, ``--runs`` times each,
+and each side's wall clock (best and median) and CPU time (user + system
+of the command's process: the figure that still compares on a machine busy
+with other work) are printed.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ import argparse
 import hashlib
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -102,22 +112,59 @@ def write_inputs(root: Path, n: int, formats: list[str], name: str = "in") -> No
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def command(root: Path, fmt: str, name: str = "in") -> float:
+def command(
+    root: Path, fmt: str, name: str = "in", threads: int = 2, src: str | None = None
+) -> float:
     """Wall clock of one ``clobkit order-ids`` run in a child process, in seconds.
 
     The previous run's output is removed first: replacing a file of a million
-    rows frees its blocks, which is not the command's work.
+    rows frees its blocks, which is not the command's work. ``src``: the
+    clobkit to run (a tree's ``src``), else this process's PYTHONPATH's.
     """
+    return _command(root, fmt, name, threads, src)[0]
+
+
+def _command(root: Path, fmt: str, name: str, threads: int, src: str | None) -> tuple[float, float]:
+    """(wall clock, CPU time of the child) of one run, in seconds."""
     out = root / f"out.{fmt}"
     out.unlink(missing_ok=True)
     args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
-    args += [str(root / f"{name}.{fmt}"), str(out), "--threads", "2"]
+    args += [str(root / f"{name}.{fmt}"), str(out), "--threads", str(threads)]
+    env = CHILD_ENV if src is None else {**CHILD_ENV, "PYTHONPATH": src}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, text=True, check=False, env=CHILD_ENV)
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{fmt}: exit {done.returncode}: {done.stderr[-500:]}")
-    return seconds
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu
+
+
+def against(root: Path, other: str, formats: list[str], threads: list[int], runs: int) -> None:
+    """This tree's command and ``other``'s in turn: wall (best, median) and CPU time per side."""
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    sides = {"this tree": here, other: str(Path(other).resolve())}
+    for fmt in formats:
+        for src in sides.values():
+            _command(root, fmt, "one", 1, src)  # each side's bytecode
+        for t in threads:
+            walls: dict[str, list[float]] = {side: [] for side in sides}
+            cpus: dict[str, list[float]] = {side: [] for side in sides}
+            for r in range(runs):
+                order = list(sides) if r % 2 == 0 else list(sides)[::-1]
+                for side in order:
+                    wall, cpu = _command(root, fmt, "in", t, sides[side])
+                    walls[side].append(wall)
+                    cpus[side].append(cpu)
+            for side in sides:
+                w, c = walls[side], cpus[side]
+                print(
+                    f"{fmt:>7} --threads {t} {side}: wall best {min(w):.2f} s, median "
+                    f"{statistics.median(w):.2f} s; CPU best {min(c):.2f} s, median "
+                    f"{statistics.median(c):.2f} s"
+                )
 
 
 def in_process(root: Path, fmt: str) -> float:
@@ -169,12 +216,22 @@ def main() -> None:
         "--in-process", action="store_true", help="also time run() in this process (no start-up)"
     )
     parser.add_argument("--idle", type=float, default=0.0, help="seconds idle before each command")
+    parser.add_argument("--against", metavar="OTHER/src", help="compare with another tree's src")
+    parser.add_argument("--threads", default="2", help="with --against: comma list of counts")
     opts = parser.parse_args()
     formats = opts.formats.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_inputs(root, opts.rows, formats)
         write_inputs(root, 1, formats, "one")
+        if opts.against:
+            print(
+                f"{opts.rows:,} V1 orders, {opts.runs} runs a side, load {os.getloadavg()[0]:.2f}"
+            )
+            counts = [int(t) for t in opts.threads.split(",")]
+            against(root, opts.against, formats, counts, opts.runs)
+            print(f"load {os.getloadavg()[0]:.2f}")
+            return
         print(
             f"{opts.rows:,} V1 orders, --threads 2, {opts.idle:g} s idle before each command, "
             f"load {os.getloadavg()[0]:.2f}"

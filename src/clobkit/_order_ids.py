@@ -3,16 +3,18 @@
 Offline ``clob_order_id`` of every order in a CSV, JSONL or Parquet file. The
 file is read in batches (memory stays flat whatever its size); each batch is
 parsed column-wise (``_order_ids_csv``, ``_order_ids_jsonl``,
-``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``) in
-a worker thread while the next batch is parsed. With pyarrow installed a CSV
-is read in byte blocks instead (``_order_ids_csvfast``), each block through
-pyarrow or, when in doubt, through the exact reader. Output rows are the input
-rows, unchanged, plus ``order_id`` (and ``signature`` when signing). A row
-that cannot be hashed is reported as ``line N: reason`` (``row N`` for
-Parquet) and left out of the output. The wallet's exchange version (or
-``version=``) decides the columns: V1 orders carry ``fee_rate_bps``,
-``nonce``, ``expiration``; V2/V3 orders a ``timestamp`` (milliseconds) and
-optional ``metadata`` / ``builder``.
+``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``).
+Reading, parsing and hashing, and writing run in overlapping stages
+(``_order_ids_stages``): a reader thread, ``--threads`` batches worked on at
+once (at least 2), and this thread writing them in order. With pyarrow
+installed a CSV is read in byte blocks instead (``_order_ids_csvfast``),
+each block through pyarrow or, when in doubt, through the exact reader.
+Output rows are the input rows, unchanged, plus ``order_id`` (and
+``signature`` when signing). A row that cannot be hashed is reported as
+``line N: reason`` (``row N`` for Parquet) and left out of the output. The
+wallet's exchange version (or ``version=``) decides the columns: V1 orders
+carry ``fee_rate_bps``, ``nonce``, ``expiration``; V2/V3 orders a
+``timestamp`` (milliseconds) and optional ``metadata`` / ``builder``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
@@ -34,6 +35,7 @@ from ._order_ids_csv import CsvOrders
 from ._order_ids_csvfast import available, engine, read_header, run_blocks
 from ._order_ids_parquet import _run_parquet
 from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
+from ._order_ids_stages import depth_for, staged
 from .errors import ValidationError
 from .order_id import OrderHasher
 from .signing import OrderSigner
@@ -272,6 +274,7 @@ def run(
                 rejected += len(rejects)
                 bar.update(raw.tell() if at is None else at, written)
 
+            depth = depth_for(threads)
             if blocks:
                 assert isinstance(fmt, CsvOrders)
                 exact_csv = fmt
@@ -296,26 +299,25 @@ def run(
                     out.buffer.write(data)
 
                 start = len(header) + len(rest)
-                run_blocks(fast, raw, rest, start, line, write, exact, done)
+                run_blocks(fast, raw, rest, start, line, write, exact, done, depth)
             else:
-                with ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool:
-                    pending: tuple[Parsed, Future[Any]] | None = None
+                rows = fmt
 
-                    def finish(parsed: Parsed, job: Future[Any]) -> None:
-                        emit(parsed, job.result())
+                def batches() -> Iterator[tuple[int, list[str]]]:
+                    """(first line number, lines) of each batch (the reader thread)."""
+                    first = line
+                    while lines := list(islice(source, batch_size)):
+                        yield first, lines
+                        first += len(lines)
 
-                    while True:
-                        lines = list(islice(source, batch_size))
-                        if not lines:
-                            break
-                        parsed = fmt.parse(line, lines)
-                        line += len(lines)
-                        job = pool.submit(hash_batch, hasher, parsed, threads, layout, signer)
-                        if pending is not None:
-                            finish(*pending)
-                        pending = (parsed, job)
-                    if pending is not None:
-                        finish(*pending)
+                def work(entry: tuple[int, list[str]]) -> tuple[Parsed, Batch]:
+                    parsed = rows.parse(*entry)
+                    return parsed, hash_batch(hasher, parsed, threads, layout, signer)
+
+                def finish(entry: tuple[int, list[str]], result: tuple[Parsed, Batch]) -> None:
+                    emit(*result)  # the bar: the share of the input read by now
+
+                staged(batches(), work, finish, depth)
         os.replace(part, target)
     except UnicodeDecodeError as exc:
         raise InputError(f"{input_path} is not UTF-8 text ({exc.reason})") from None

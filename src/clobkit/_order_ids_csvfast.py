@@ -19,9 +19,7 @@ reader's for every input. Memory is bounded by the block, not the file.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from ._arrow_ids import ID_CHARS
@@ -29,6 +27,7 @@ from ._arrow_values import scalar, values
 from ._core import append_column
 from ._order_ids_csv import CsvOrders
 from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
+from ._order_ids_stages import staged
 from ._parse import BATCH_KEYWORDS
 from ._pyarrow import import_pyarrow
 from ._spec import SALT_MAX
@@ -39,7 +38,6 @@ from .order_id import OrderHasher
 __all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
 
 BLOCK = 8 << 20  # bytes read at a time; a block grows only to hold one longer line
-DEPTH = 2  # blocks in flight
 ENABLED = True  # tests turn the fast path off to compare with the exact reader
 
 # integer columns besides token ids: digit strings are read as uint64 before hashing
@@ -206,12 +204,6 @@ class FastCsv:
         return ac.take(values(pa, mapped, typ), ac.index_in(col, distinct))
 
 
-def _exact_only(block: bytes) -> Future[tuple[Any, int] | None]:
-    done: Future[tuple[Any, int] | None] = Future()
-    done.set_result(None)
-    return done
-
-
 def run_blocks(
     fast: FastCsv | None,
     raw: IO[bytes],
@@ -221,23 +213,29 @@ def run_blocks(
     write: Callable[[Any], None],
     exact: Callable[[int, bytes, int], int],
     done: Callable[[int, int], None],
+    depth: int = 2,
 ) -> None:
-    """Every line after the header: fast blocks hashed in a worker thread while the next is read.
+    """Every line after the header: blocks read, hashed and written in overlapping stages.
 
-    With ``fast`` None every block goes to the exact reader.
+    ``depth`` blocks are in flight (``_order_ids_stages.staged``): a reader
+    thread cuts them, pool threads run ``fast.block`` on them (the RE2 check,
+    pyarrow's reader and kernels, the core's hashing and ``append_column``,
+    all without the GIL), and this thread writes them in order. With ``fast``
+    None every block goes to the exact reader.
 
     ``start`` is the offset of ``rest`` in the file (no ``tell``: a pipe has
     none). ``exact(first_line, block, bytes_read)`` runs a block through the exact reader and
     returns its line count (it reports and counts its own rows);
     ``done(bytes_read, rows)`` counts the rows of a fast block.
     """
-    pending: deque[tuple[bytes, Future[tuple[Any, int] | None], int]] = deque()
-    line, read = first, start
-    eof = False
+    line = first
 
-    def finish(block: bytes, job: Future[tuple[Any, int] | None], at: int) -> None:
+    def work(entry: tuple[bytes, int]) -> tuple[Any, int] | None:
+        return fast.block(entry[0]) if fast is not None else None
+
+    def finish(entry: tuple[bytes, int], result: tuple[Any, int] | None) -> None:
         nonlocal line
-        result = job.result()
+        block, at = entry
         if result is None:
             line += exact(line, block, at)
         else:
@@ -245,30 +243,30 @@ def run_blocks(
             line += result[1]
             done(at, result[1])
 
-    # two blocks in flight: pyarrow's kernels on one overlap the hashing of the other
-    with ThreadPoolExecutor(DEPTH, thread_name_prefix="clobkit-order-ids") as pool:
-        while True:
-            if len(rest) < BLOCK and not eof:
-                chunk = raw.read(BLOCK - len(rest))
+    staged(_blocks(raw, rest, start), work, finish, depth)
+
+
+def _blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:
+    """Blocks of whole lines, up to ``BLOCK`` bytes (a longer line makes a block of its own),
+    each with the count of bytes read so far (``start`` is the offset of ``rest``)."""
+    read = start
+    eof = False
+    while True:
+        if len(rest) < BLOCK and not eof:
+            chunk = raw.read(BLOCK - len(rest))
+            read += len(chunk)
+            eof = not chunk
+            rest += chunk
+        if not rest:
+            return
+        cut = rest.rfind(b"\n", 0, BLOCK) + 1 or rest.find(b"\n") + 1
+        if not cut:
+            if not eof:
+                chunk = raw.read(BLOCK)
                 read += len(chunk)
                 eof = not chunk
                 rest += chunk
-            if not rest:
-                break
-            # whole lines, up to BLOCK bytes (one longer line makes a block of its own)
-            cut = rest.rfind(b"\n", 0, BLOCK) + 1 or rest.find(b"\n") + 1
-            if not cut:
-                if not eof:
-                    chunk = raw.read(BLOCK)
-                    read += len(chunk)
-                    eof = not chunk
-                    rest += chunk
-                    continue
-                cut = len(rest)
-            block, rest = rest[:cut], rest[cut:]
-            job = pool.submit(fast.block, block) if fast is not None else _exact_only(block)
-            pending.append((block, job, read - len(rest)))
-            if len(pending) > DEPTH:
-                finish(*pending.popleft())
-        while pending:
-            finish(*pending.popleft())
+                continue
+            cut = len(rest)
+        block, rest = rest[:cut], rest[cut:]
+        yield block, read - len(rest)

@@ -8,7 +8,6 @@ pyarrow is imported only when a Parquet file is read.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from ._order_ids_rows import (
     check_columns,
     hash_batch,
 )
+from ._order_ids_stages import depth_for, staged
 from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
 from ._pyarrow import import_pyarrow
 from ._spec import SALT_MAX
@@ -276,7 +276,13 @@ def _run_parquet(
     bar: Progress,
     say: Callable[[str], None],
 ) -> tuple[int, int]:
-    """Parquet in, Parquet out, one record batch at a time: (written, rejected)."""
+    """Parquet in, Parquet out, in stages: (written, rejected).
+
+    Row groups are read (their columns decoded in pyarrow's threads) while
+    earlier record batches are hashed and made output batches in the stage
+    pool and the batches before them are encoded, compressed and written by
+    this thread, in the file's order (``_order_ids_stages.staged``).
+    """
     pa, pq, ac = _pyarrow()
     try:
         source = pq.ParquetFile(input_path)
@@ -297,63 +303,79 @@ def _run_parquet(
         schema = schema.append(pa.field(name, pa.string()))
     total = max(source.metadata.num_rows, 1)
     written = rejected = done = 0
+
+    def work(entry: tuple[int, Any]) -> tuple[Any, int, list[tuple[int, str]]]:
+        """One record batch hashed and made the output's (in a pool thread)."""
+        first, batch = entry
+        result = _arrow_batch(pa, ac, hasher, batch, first, layout, threads, signer)
+        return _output(pa, ac, batch, result, added, read, schema)
+
     # ids are random hex: dictionaries, compression and min/max statistics (which
     # would span nearly every id in each row group) only cost time on them
     plain = dict.fromkeys(added, "none")
-    with (
-        pq.ParquetWriter(
-            part,
-            schema,
-            use_dictionary=[name for name in dictionaries if name not in added],
-            compression={**dict.fromkeys(schema.names, "snappy"), **plain},
-            write_statistics=[name for name in schema.names if name not in added],
-        ) as writer,
-        ThreadPoolExecutor(1, thread_name_prefix="clobkit-order-ids") as pool,
-    ):
-        pending: tuple[Any, Future[Any]] | None = None
+    with pq.ParquetWriter(
+        part,
+        schema,
+        use_dictionary=[name for name in dictionaries if name not in added],
+        compression={**dict.fromkeys(schema.names, "snappy"), **plain},
+        write_statistics=[name for name in schema.names if name not in added],
+    ) as writer:
 
-        def finish(batch: Any, job: Future[Any]) -> None:
+        def finish(entry: tuple[int, Any], result: tuple[Any, int, list[tuple[int, str]]]) -> None:
+            """Refusals reported and the batch written, in the file's order (this thread)."""
             nonlocal written, rejected, done
-            ids, sigs, rejects = job.result()
+            out, kept, rejects = result
             for number, reason in rejects:
                 bar.clear()
                 say(f"row {number}: {reason}")
-            if rejects:
-                keep = arrow_values(pa, [oid is not None for oid in ids], pa.bool_())
-                batch = ac.filter_(batch, keep)
-                sigs = None if sigs is None else [s for s, k in zip(sigs, ids, strict=True) if k]
-                ids = [oid for oid in ids if oid is not None]
-            for name in added:
-                if name in batch.schema.names:
-                    batch = batch.drop_columns([name])
-            for name in read:  # read as dictionaries: written back with the file's types
-                if name in added:
-                    continue  # replaced: dropped above
-                i = batch.schema.get_field_index(name)
-                batch = batch.set_column(i, name, ac.cast(batch.column(i), schema.field(name).type))
-            if isinstance(ids, list):
-                ids = arrow_values(pa, ids, pa.string())
-            batch = batch.append_column("order_id", ids)
-            if sigs is not None:
-                batch = batch.append_column("signature", arrow_values(pa, sigs, pa.string()))
-            writer.write_batch(batch)
-            written += len(ids)
+            writer.write_batch(out)  # encoded and compressed while the next batches are hashed
+            written += kept
             rejected += len(rejects)
-            done += batch.num_rows + len(rejects)
+            done += kept + len(rejects)
             bar.update(int(done / total * bar.total), written)
 
-        first = 1
         try:
-            for batch in _batches(source, batch_size):
-                job = pool.submit(
-                    _arrow_batch, pa, ac, hasher, batch, first, layout, threads, signer
-                )
-                first += batch.num_rows
-                if pending is not None:
-                    finish(*pending)
-                pending = (batch, job)
-            if pending is not None:
-                finish(*pending)
+            staged(_numbered(_batches(source, batch_size)), work, finish, depth_for(threads))
         except pa.ArrowException as exc:
             raise InputError(f"{input_path}: {exc}") from None
     return written, rejected
+
+
+def _numbered(batches: Iterator[Any]) -> Iterator[tuple[int, Any]]:
+    """Each record batch with the row number of its first row (from 1)."""
+    first = 1
+    for batch in batches:
+        yield first, batch
+        first += batch.num_rows
+
+
+def _output(
+    pa: Any,
+    ac: Any,
+    batch: Any,
+    result: Batch,
+    added: list[str],
+    read: list[str],
+    schema: Any,
+) -> tuple[Any, int, list[tuple[int, str]]]:
+    """(the output record batch, its row count, the refusals) of a hashed batch."""
+    ids, sigs, rejects = result
+    if rejects:
+        keep = arrow_values(pa, [oid is not None for oid in ids], pa.bool_())
+        batch = ac.filter_(batch, keep)
+        sigs = None if sigs is None else [s for s, k in zip(sigs, ids, strict=True) if k]
+        ids = [oid for oid in ids if oid is not None]
+    for name in added:
+        if name in batch.schema.names:
+            batch = batch.drop_columns([name])
+    for name in read:  # read as dictionaries: written back with the file's types
+        if name in added:
+            continue  # replaced: dropped above
+        i = batch.schema.get_field_index(name)
+        batch = batch.set_column(i, name, ac.cast(batch.column(i), schema.field(name).type))
+    if isinstance(ids, list):
+        ids = arrow_values(pa, ids, pa.string())
+    batch = batch.append_column("order_id", ids)
+    if sigs is not None:
+        batch = batch.append_column("signature", arrow_values(pa, sigs, pa.string()))
+    return batch, len(ids), rejects

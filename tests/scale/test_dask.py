@@ -220,3 +220,115 @@ def test_without_dask_one_line_says_what_to_install() -> None:
         check=True,
     ).stdout
     assert out == "True clobkit.dask needs Dask: pip install 'clobkit[dask]'\n"
+
+
+# ---------------------------------------------------------------------------
+# #20: Arrow in, Arrow out, and the command's writer settings
+
+
+def _keccak(data: bytes) -> bytes:
+    from Crypto.Hash import keccak
+
+    return keccak.new(digest_bits=256, data=data).digest()
+
+
+def _independent_v1_ids(table: Any, wallet: dict[str, Any]) -> list[str]:
+    """Every row's V1 EIP-712 digest, laid out by hand and hashed by pycryptodome's Keccak."""
+
+    def word(value: int | str) -> bytes:
+        return (int(value, 16) if isinstance(value, str) else value).to_bytes(32, "big")
+
+    fields = "uint256 salt,address maker,address signer,address taker,uint256 tokenId,"
+    fields += "uint256 makerAmount,uint256 takerAmount,uint256 expiration,uint256 nonce,"
+    fields += "uint256 feeRateBps,uint8 side,uint8 signatureType"
+    typehash = _keccak(f"Order({fields})".encode())
+    domain_type = _keccak(
+        b"EIP712Domain(string name,string version,uint256 chainId,address verifyingContract)"
+    )
+    domains = {
+        flag: _keccak(
+            domain_type
+            + _keccak(b"Polymarket CTF Exchange")
+            + _keccak(b"1")
+            + word(wallet["chain_id"])
+            + word(wallet["neg_risk_exchange" if flag else "ctf_exchange"])
+        )
+        for flag in (False, True)
+    }
+    fixed = word(wallet["maker"]) + word(wallet["signer"]) + bytes(32)
+    ids = []
+    for row in table.to_pylist():
+        struct = _keccak(
+            typehash
+            + word(row["salt"])
+            + fixed
+            + word(int(row["token_id"]))
+            + word(row["maker_amount"])
+            + word(row["taker_amount"])
+            + word(row["expiration"])
+            + word(row["nonce"])
+            + word(row["fee_rate_bps"])
+            + word(0 if row["side"] == "BUY" else 1)
+            + word(wallet["signature_type"])
+        )
+        ids.append("0x" + _keccak(b"\x19\x01" + domains[row["neg_risk"]] + struct).hex())
+    return ids
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["pyarrow", "numpy_nullable"])
+def test_arrow_ids_written_with_the_commands_settings_equal_an_independent_hasher(
+    client: Any, tmp_path: Path, backend: str
+) -> None:
+    from clobkit.dask import parquet_options
+
+    table = _table(1, 12_007)
+    df = dd.read_parquet(_write(table, tmp_path / "in"), dtype_backend=backend)
+    out = with_order_ids(df, WALLETS[1])
+    assert out["order_id"].dtype == "string[pyarrow]"  # an Arrow string array inside
+    options = parquet_options(out)
+    out.to_parquet(tmp_path / "out", **options)
+    back = pq.read_table(tmp_path / "out")
+    assert back["order_id"].to_pylist() == _independent_v1_ids(table, WALLETS[1])
+    assert back["note"].to_pylist() == table["note"].to_pylist()
+    # the ids plain, uncompressed, without statistics; every other column (index too) as
+    # to_parquet writes it by default
+    out.to_parquet(tmp_path / "default")
+    for path in sorted((tmp_path / "out").glob("*.parquet")):
+        group = pq.ParquetFile(path).metadata.row_group(0)
+        default = pq.ParquetFile(tmp_path / "default" / path.name).metadata.row_group(0)
+        assert group.num_columns == default.num_columns == len(table.column_names) + 2
+        for i in range(group.num_columns):
+            chunk, usual = group.column(i), default.column(i)
+            got = (chunk.compression, chunk.is_stats_set, chunk.has_dictionary_page)
+            if chunk.path_in_schema == "order_id":
+                assert got == ("UNCOMPRESSED", False, False)
+            else:
+                assert got == (usual.compression, usual.is_stats_set, usual.has_dictionary_page)
+                assert chunk.compression == "SNAPPY", chunk.path_in_schema
+
+
+def test_partition_ids_are_one_arrow_array(tmp_path: Path) -> None:
+    """The id column holds the core's Arrow array: no Python string per row on the way out."""
+    table = _table(2, 40)
+    df = dd.read_parquet(_write(table, tmp_path / "in"), dtype_backend="pyarrow")
+    part = with_order_ids(df, WALLETS[2]).partitions[2].compute(scheduler="sync")
+    ids = pa.array(part["order_id"])
+    assert pa.types.is_large_string(ids.type) or pa.types.is_string(ids.type)
+    assert ids.to_pylist() == _single_process(table, 2)[20:]
+    empty = with_order_ids(df[df["salt"] < 0], WALLETS[2]).compute(scheduler="sync")
+    assert len(empty) == 0
+    assert empty["order_id"].dtype == "string[pyarrow]"
+
+
+def test_parquet_options_need_the_id_column(tmp_path: Path) -> None:
+    from clobkit.dask import parquet_options
+
+    df = dd.read_parquet(_write(_table(2, 10), tmp_path / "in"))
+    with pytest.raises(OrderFieldError, match="call with_order_ids first"):
+        parquet_options(df)
+    named = with_order_ids(df, WALLETS[2], column="clob_id").set_index("salt")
+    options = parquet_options(named, column="clob_id", compression="zstd")
+    assert options["compression"]["salt"] == "zstd"  # a named index: its own name
+    assert options["compression"]["clob_id"] == "none"
+    assert "clob_id" not in options["use_dictionary"] + options["write_statistics"]

@@ -1,0 +1,556 @@
+"""How clobkit's batch work scales with cores: one table for this machine (#20; docs/scale.md).
+
+Run: PYTHONPATH=src python benchmarks/scaling.py [--quick] [--rows 16000000]
+     [--dask-rows 16000000] [--parts 64] [--max-threads N] [--skip command,dask]
+     [--json PATH] [--markdown PATH]
+
+For each thread (or worker) count 1, 2, 4, ... up to ``os.cpu_count()``
+(``--max-threads``), the time per order and the speed-up over one of:
+
+- ``order_ids`` on Python lists, V1 and V2 orders (``--list-rows``);
+- ``order_ids`` on Arrow columns with ``out="arrow"``, V1 and V2 (``--arrow-rows``);
+- ``OrderHasher.sign_many`` on V2 orders, hashed and signed (``--sign-rows``);
+- the whole ``clobkit order-ids`` command in a child process, CSV -> CSV and
+  Parquet -> Parquet, ``--threads N`` (``--rows`` orders, generated here);
+- Dask: ``with_order_ids`` -> ``to_parquet`` (with ``parquet_options``) from
+  ``--parts`` Parquet files (``--dask-rows`` orders), a ``LocalCluster`` of N
+  single-threaded worker processes.
+
+The floors are measured in the same run: F, five Keccak-f[1600] permutations
+through OpenSSL (the Keccak work of one order id, as benchmarks/bench_core.py
+and order_ids_command.py define it), and E, one bare libsecp256k1 signature
+through coincurve (``PrivateKey.sign_recoverable(digest, hasher=None)``).
+Hashing rows are also given in F, signing rows in E.
+
+Per order, the time the call holds the GIL (lists and Arrow, at one thread
+and at the most threads below the core count): a second Python thread ticks
+(``os.sched_yield()``, which gives the GIL up at once) while the call runs;
+every gap between two ticks longer than 20 µs is time it could not get the
+GIL, less the gaps of an idle moment of the same length. The ticking thread
+needs a core of its own: on a machine busy with other work its gaps also
+count time it waited for a core (a ``zlib.compress``, which runs without
+the GIL, then reads as partly held). So the table also gives the time the
+ticking thread waited on a run queue for a core meanwhile (Linux's
+``/proc/self/task/TID/schedstat``; 0 where it is not given): near 0, the
+GIL figure is sound; large, it is an upper bound.
+
+The command's and Dask's inputs (V1 orders over 5,000 markets, int64 amounts
+and salts, BUY/SELL; a fully quoted CSV as pyarrow writes it) are generated
+with numpy a million rows at a time into a temporary directory (``--tmp``).
+The children (Dask's workers included) import clobkit as this process does:
+through PYTHONPATH, made absolute here. The output is a markdown table (also
+written to ``--markdown``) and, with ``--json``, every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from clobkit import OrderHasher, OrderSigner
+from clobkit._bench.machine import machine, machine_line
+from clobkit._bench.order_ids import WALLET as V1_WALLET
+
+KEY = "0x" + "42" * 32
+SIGNER = OrderSigner(KEY).address
+V2_WALLET: dict[str, Any] = {
+    "maker": SIGNER,
+    "signer": SIGNER,
+    "chain_id": 137,
+    "signature_type": 0,
+    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
+    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+}
+TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
+MARKETS = 5_000
+PIECE = 1_000_000  # rows generated (and held) at a time
+BIG = b"\x00" * (16 << 20)
+GAP = 20e-6  # s: a pause between two ticks longer than this is a GIL wait
+
+
+# ---------------------------------------------------------------------------
+# floors
+
+
+def floor_f() -> float:
+    """F in seconds: 5 Keccak-f[1600] permutations (136-byte blocks) through OpenSSL, best of 7."""
+    best = min(_timed(lambda: hashlib.sha3_256(BIG).digest()) for _ in range(7))
+    return best / (len(BIG) / 136) * 5
+
+
+def floor_e() -> float:
+    """E in seconds: one bare libsecp256k1 signature through coincurve, best of 5 x 2,000."""
+    from coincurve import PrivateKey
+
+    key = PrivateKey(bytes.fromhex(KEY[2:]))
+    sign = key.sign_recoverable
+    digests = [hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(2_000)]
+    best = min(_timed(lambda: [sign(d, hasher=None) for d in digests]) for _ in range(5))
+    return best / len(digests)
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def best_of(fn: Callable[[], object], rounds: int) -> float:
+    return min(_timed(fn) for _ in range(rounds))
+
+
+# ---------------------------------------------------------------------------
+# orders
+
+
+def orders(start: int, n: int, version: int = 1) -> pa.Table:
+    """Orders ``start`` .. ``start + n - 1``: tokens over 5,000 markets, BUY/SELL, int64 amounts."""
+    i = np.arange(start, start + n, dtype=np.int64)
+    tokens = pa.array([str(TOKEN - k) for k in range(MARKETS)])
+    buy = (i & 1).astype(bool)  # a BUY pays less USDC than the shares it gets
+    usdc = 9_295_000 + i % 1000
+    cols: dict[str, Any] = {
+        "token_id": pa.DictionaryArray.from_arrays(
+            pa.array(i % MARKETS, pa.int32()), tokens
+        ).dictionary_decode(),
+        "maker_amount": pa.array(np.where(buy, usdc, 16_900_000)),
+        "taker_amount": pa.array(np.where(buy, 16_900_000, usdc)),
+        "side": pa.DictionaryArray.from_arrays(
+            pa.array(i & 1, pa.int8()), pa.array(["SELL", "BUY"])
+        ).dictionary_decode(),
+        "salt": pa.array((i * 7919) % 10**12),
+    }
+    if version != 1:
+        cols["timestamp"] = pa.array(1_777_000_000_000 + i)
+    return pa.table(cols)
+
+
+def arguments(table: pa.Table, lists: bool) -> dict[str, Any]:
+    """``order_ids`` keywords of a table: Arrow columns, or Python lists (sides as 0/1)."""
+    names = {
+        "token_id": "token_ids",
+        "maker_amount": "maker_amounts",
+        "taker_amount": "taker_amounts",
+        "salt": "salts",
+        "timestamp": "timestamps",
+    }
+    args: dict[str, Any] = {}
+    for name, keyword in names.items():
+        if name in table.column_names:
+            col = table[name].combine_chunks()
+            args[keyword] = col.to_pylist() if lists else col
+    sides = pc.equal(table["side"], "SELL").cast(pa.int8()).combine_chunks()  # SELL is 1
+    args["sides"] = sides.to_pylist() if lists else sides
+    return args
+
+
+def gil_counts(counts: list[int]) -> list[int]:
+    """1, and the most threads that leave the ticking thread a core of its own."""
+    cores = os.cpu_count() or 1
+    return sorted({1, max([c for c in counts if c < cores], default=1)})
+
+
+def thread_counts(most: int) -> list[int]:
+    """1, 2, 4, ... below ``most``, and ``most``."""
+    counts = [1]
+    while counts[-1] * 2 < most:
+        counts.append(counts[-1] * 2)
+    return sorted({*counts, most})
+
+
+# ---------------------------------------------------------------------------
+# the GIL
+
+
+class GilMeter:
+    """Time a call holds the GIL: the gaps of a ticking thread (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.held = self.queued = 0.0
+        self._stop = False
+        self._thread = threading.Thread(target=self._tick, daemon=True)
+
+    def _tick(self) -> None:
+        perf, yield_ = time.perf_counter, os.sched_yield
+        queued = _queued()
+        last = perf()
+        held = 0.0
+        while not self._stop:
+            yield_()  # gives the GIL up: the call takes it back at once when it wants it
+            now = perf()
+            if now - last > GAP:
+                held += now - last
+            last = now
+        self.held = held
+        self.queued = _queued() - queued  # waiting for a core, not the GIL (where Linux tells)
+
+    def __enter__(self) -> GilMeter:
+        self._thread.start()
+        time.sleep(0.01)  # ticking before the call starts
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self.start
+        self._stop = True
+        self._thread.join()
+
+
+def _queued() -> float:
+    """Seconds this thread has waited on a run queue for a core (0 where Linux does not say)."""
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def gil_held(fn: Callable[[], object]) -> tuple[float, float]:
+    """(seconds ``fn`` held the GIL, seconds the ticking thread waited for a core meanwhile):
+    medians of 3, each less an idle moment's gaps."""
+    runs, queued = [], []
+    for _ in range(3):
+        with GilMeter() as idle:
+            time.sleep(0.05)
+        noise = idle.held / idle.wall
+        with GilMeter() as meter:
+            fn()
+        runs.append(max(0.0, meter.held - noise * meter.wall))
+        queued.append(meter.queued)
+    return statistics.median(runs), statistics.median(queued)
+
+
+# ---------------------------------------------------------------------------
+# the rows
+
+
+class Row:
+    """One line of the table: seconds per order at each count."""
+
+    def __init__(self, work: str, rows: int, unit: str) -> None:
+        self.work, self.rows, self.unit = work, rows, unit
+        self.per: dict[int, float] = {}
+
+    def add(self, count: int, seconds: float) -> None:
+        self.per[count] = seconds / self.rows
+        one = self.per.get(1)
+        speed = f" ({one / self.per[count]:.2f}x)" if one else ""
+        print(f"  {self.work} at {count}: {_time(self.per[count])}/order{speed}", flush=True)
+
+
+def core_rows(opts: argparse.Namespace, counts: list[int], gil: list[dict[str, Any]]) -> list[Row]:
+    rows: list[Row] = []
+    for version, wallet in ((1, V1_WALLET), (2, V2_WALLET)):
+        hasher = OrderHasher(wallet)
+        for lists, n in ((True, opts.list_rows), (False, opts.arrow_rows)):
+            table = orders(0, n, version)
+            args = arguments(table, lists)
+            del table
+            kind = "Python lists" if lists else 'Arrow in, `out="arrow"`'
+            row = Row(f"V{version} `order_ids`, {kind}", n, "F")
+            out = "list" if lists else "arrow"
+            for t in counts:
+                call = partial(hasher.order_ids, **args, threads=t, out=out)
+                row.add(t, best_of(call, opts.rounds))
+            rows.append(row)
+            for t in gil_counts(counts):
+                held, queued = gil_held(partial(hasher.order_ids, **args, threads=t, out=out))
+                held, queued = held / n, queued / n
+                share = held / row.per[1]
+                gil.append(
+                    {
+                        "work": row.work,
+                        "threads": t,
+                        "held_per_order": held,
+                        "share": share,
+                        "ticker_waited_for_a_core_per_order": queued,
+                    }
+                )
+                print(f"  GIL held at {t}: {_time(held)}/order ({share:.1%} of one thread's)")
+    hasher = OrderHasher(V2_WALLET)
+    signer = OrderSigner(KEY)
+    args = arguments(orders(0, opts.sign_rows, 2), lists=True)
+    row = Row("V2 `sign_many` (hash and sign)", opts.sign_rows, "E")
+    for t in counts:
+        row.add(t, best_of(lambda t=t: hasher.sign_many(signer, **args, threads=t), opts.rounds))
+    rows.append(row)
+    return rows
+
+
+# The children run as an installed package does: with bytecode
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _absolute_pythonpath() -> None:
+    """PYTHONPATH with absolute entries: the children may start elsewhere."""
+    given = os.environ.get("PYTHONPATH")
+    if given:
+        absolute = os.pathsep.join(str(Path(p).resolve()) for p in given.split(os.pathsep) if p)
+        os.environ["PYTHONPATH"] = CHILD_ENV["PYTHONPATH"] = absolute
+
+
+def write_inputs(root: Path, n: int, formats: list[str]) -> None:
+    """``n`` V1 orders as ``in.csv`` (fully quoted) and ``in.parquet``, a million at a time."""
+    (root / "wallet.json").write_text(json.dumps(V1_WALLET))
+    first = orders(0, min(n, PIECE))
+    writers: dict[str, Any] = {}
+    if "csv" in formats:
+        quoted = pacsv.WriteOptions(quoting_style="all_valid")
+        writers["csv"] = pacsv.CSVWriter(root / "in.csv", first.schema, write_options=quoted)
+    if "parquet" in formats:
+        writers["parquet"] = pq.ParquetWriter(root / "in.parquet", first.schema)
+    for lo in range(0, n, PIECE):
+        piece = first if lo == 0 else orders(lo, min(PIECE, n - lo))
+        for writer in writers.values():
+            writer.write_table(piece)
+    for writer in writers.values():
+        writer.close()
+    one = orders(0, 1)
+    pacsv.write_csv(one, root / "one.csv")
+    pq.write_table(one, root / "one.parquet")
+
+
+def command(root: Path, fmt: str, threads: int, name: str = "in") -> float:
+    """Wall clock of one ``python -m clobkit order-ids`` run, in seconds (output removed first)."""
+    out = root / f"out.{fmt}"
+    out.unlink(missing_ok=True)
+    args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
+    args += [str(root / f"{name}.{fmt}"), str(out), "--threads", str(threads)]
+    t0 = time.perf_counter()
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=CHILD_ENV)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"order-ids {fmt}: exit {done.returncode}: {done.stderr[-500:]}")
+    return seconds
+
+
+def command_rows(opts: argparse.Namespace, counts: list[int], root: Path) -> list[Row]:
+    formats = ["csv", "parquet"]
+    t0 = time.perf_counter()
+    write_inputs(root, opts.rows, formats)
+    print(f"  wrote {opts.rows:,} orders as CSV and Parquet in {time.perf_counter() - t0:.1f} s")
+    rows = []
+    for fmt in formats:
+        command(root, fmt, 1, "one")  # the bytecode an installed package has
+        row = Row(
+            f"`clobkit order-ids` {fmt.upper()} -> {fmt.upper()}, whole command", opts.rows, ""
+        )
+        sizes = set()
+        for t in counts:
+            row.add(t, min(command(root, fmt, t) for _ in range(opts.command_runs)))
+            sizes.add((root / f"out.{fmt}").stat().st_size)
+        if len(sizes) != 1:  # the bytes themselves: tests/cli/test_cli_order_ids_stages.py
+            raise SystemExit(f"order-ids {fmt}: outputs of other sizes across --threads: {sizes}")
+        (root / f"out.{fmt}").unlink()
+        (root / f"in.{fmt}").unlink()
+        rows.append(row)
+    return rows
+
+
+def dask_rows(opts: argparse.Namespace, counts: list[int], root: Path) -> list[Row]:
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    from clobkit.dask import parquet_options, with_order_ids
+
+    src = root / "dask-in"
+    src.mkdir()
+    step = -(-opts.dask_rows // opts.parts)
+    t0 = time.perf_counter()
+    for k in range(opts.parts):
+        lo = k * step
+        if lo < opts.dask_rows:
+            part = orders(lo, min(step, opts.dask_rows - lo))
+            pq.write_table(part, src / f"part-{k:04d}.parquet")
+    print(f"  wrote {opts.dask_rows:,} orders in {opts.parts} Parquet files "
+          f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
+
+    def job(out: Path, files: Any = src) -> None:
+        df = with_order_ids(dd.read_parquet(files, dtype_backend="pyarrow"), V1_WALLET)
+        df.to_parquet(out, **parquet_options(df))
+
+    row = Row("Dask `with_order_ids` -> `to_parquet`, Parquet files, workers", opts.dask_rows, "")
+    for workers in counts:
+        with (
+            LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            Client(cluster),
+        ):
+            job(root / "dask-warm", sorted(src.glob("*.parquet"))[:workers])  # imports, caches
+            best = float("inf")
+            for r in range(opts.command_runs):
+                out = root / f"dask-out-{workers}-{r}"
+                best = min(best, _timed(lambda out=out: job(out)))
+                _remove(out)
+            _remove(root / "dask-warm")
+            row.add(workers, best)
+    return [row]
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        for child in path.iterdir():
+            child.unlink()
+        path.rmdir()
+
+
+# ---------------------------------------------------------------------------
+# output
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.2f} µs"
+    return f"{seconds * 1e9:.1f} ns"
+
+
+def markdown(
+    rows: list[Row], counts: list[int], f: float, e: float, gil: list[dict[str, Any]], info: str
+) -> str:
+    lines = [
+        f"{info}",
+        "",
+        f"F (5 Keccak-f[1600] permutations, OpenSSL) = {_time(f)}; "
+        f"E (one libsecp256k1 signature, coincurve) = {_time(e)}.",
+        "",
+        "| work | rows | " + " | ".join(f"{c} thread{'s' * (c > 1)}" for c in counts) + " | best |",
+        "|---|---:|" + "---:|" * len(counts) + "---|",
+    ]
+    for row in rows:
+        one = row.per.get(1)
+        cells = []
+        for c in counts:
+            per = row.per.get(c)
+            if per is None:
+                cells.append("")
+                continue
+            text = _time(per)
+            if row.unit == "F":
+                text += f" ({per / f:.3f} F)"
+            elif row.unit == "E":
+                text += f" ({per / e:.2f} E)"
+            else:
+                text += f" ({1 / per / 1e6:.2f} M/s)"
+            if one and c != 1:
+                text += f", {one / per:.2f}x"
+            cells.append(text)
+        best = min(row.per, key=lambda c: row.per[c])
+        summary = f"{one / row.per[best]:.2f}x ({best})" if one else ""
+        lines.append(f"| {row.work} | {row.rows:,} | " + " | ".join(cells) + f" | {summary} |")
+    if gil:
+        lines += [
+            "",
+            "GIL held per order (a ticking thread's gaps; share of one thread's time):",
+            "",
+        ]
+        lines += [
+            "| work | threads | GIL held per order | share | the ticker's wait for a core |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for g in gil:
+            held, share = _time(g["held_per_order"]), f"{g['share']:.1%}"
+            queued = _time(g["ticker_waited_for_a_core_per_order"])
+            lines.append(f"| {g['work']} | {g['threads']} | {held} | {share} | {queued} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--list-rows", type=int, default=400_000)
+    parser.add_argument("--arrow-rows", type=int, default=2_000_000)
+    parser.add_argument("--sign-rows", type=int, default=40_000)
+    parser.add_argument("--rows", type=int, default=16_000_000, help="the command's orders")
+    parser.add_argument("--dask-rows", type=int, default=16_000_000)
+    parser.add_argument("--parts", type=int, default=64, help="Dask's input files")
+    parser.add_argument("--max-threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--rounds", type=int, default=3, help="best of this many calls")
+    parser.add_argument("--command-runs", type=int, default=1, help="best of this many runs")
+    parser.add_argument("--skip", default="", help="comma list of: core, command, dask")
+    parser.add_argument("--tmp", default=None, help="where the input files go")
+    parser.add_argument("--json", default=None, metavar="PATH")
+    parser.add_argument("--markdown", default=None, metavar="PATH")
+    opts = parser.parse_args(argv)
+    if opts.quick:
+        opts.list_rows = min(opts.list_rows, 20_000)
+        opts.arrow_rows = min(opts.arrow_rows, 50_000)
+        opts.sign_rows = min(opts.sign_rows, 1_000)
+        opts.rows = min(opts.rows, 20_000)
+        opts.dask_rows = min(opts.dask_rows, 20_000)
+        opts.parts = min(opts.parts, 4)
+        opts.rounds = 1
+    skip = set(filter(None, opts.skip.split(",")))
+    _absolute_pythonpath()
+    counts = thread_counts(max(1, opts.max_threads))
+    m = machine()
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    info = f"{machine_line(m)}; pyarrow {pa.__version__}; {when}"
+    print(info, flush=True)
+    started = time.perf_counter()
+    f, e = floor_f(), floor_e()
+    rows: list[Row] = []
+    gil: list[dict[str, Any]] = []
+    if "core" not in skip:
+        rows += core_rows(opts, counts, gil)
+    with tempfile.TemporaryDirectory(dir=opts.tmp) as tmp:
+        if "command" not in skip:
+            rows += command_rows(opts, counts, Path(tmp))
+        if "dask" not in skip:
+            rows += dask_rows(opts, counts, Path(tmp))
+    f, e = (f + floor_f()) / 2, (e + floor_e()) / 2  # before and after, on a machine that drifts
+    text = markdown(rows, counts, f, e, gil, info)
+    total = time.perf_counter() - started
+    print(text + f"\n({total:.0f} s in all)")
+    if opts.markdown:
+        Path(opts.markdown).write_text(text)
+    if opts.json:
+        data = {
+            "machine": m,
+            "python": platform.python_version(),
+            "pyarrow": pa.__version__,
+            "counts": counts,
+            "F_seconds": f,
+            "E_seconds": e,
+            "rows": [
+                {
+                    "work": r.work,
+                    "rows": r.rows,
+                    "unit": r.unit,
+                    "seconds_per_order": {str(c): s for c, s in r.per.items()},
+                }
+                for r in rows
+            ],
+            "gil": gil,
+            "sizes": {
+                k: getattr(opts, k)
+                for k in ("list_rows", "arrow_rows", "sign_rows", "rows", "dask_rows", "parts")
+            },
+            "seconds": total,
+        }
+        Path(opts.json).write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# benchmarks/scaling.py on a big machine at the issue's sizes (#20; docs/scale.md).
+#
+# Usage, from the repository root: scripts/device_scaling.sh [WHEELS] [scaling.py options]
+#   WHEELS: a directory of cp312 wheels, clobkit's own and the dependencies the
+#   machine lacks (default .whl). They are installed into /tmp/site, which goes
+#   first on PYTHONPATH (the command's and Dask's child processes inherit it).
+#   The figures go to $OUT (default ./scaling-out): scaling.json, scaling.md and
+#   the whole log, scaling.log.
+set -euo pipefail
+wheels="${1:-.whl}"
+[ $# -gt 0 ] && shift
+out="${OUT:-$PWD/scaling-out}"
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site "$wheels"/*.whl
+export PYTHONPATH=/tmp/site
+export PYTHONUNBUFFERED=1
+cd /tmp  # clobkit from the wheel, never from the checkout's src/
+python3 - <<'PY'
+import clobkit
+from clobkit import IMPLEMENTATION
+
+if IMPLEMENTATION != "c":  # the pure twin would take hours at these sizes
+    raise SystemExit(f"clobkit {clobkit.__file__} runs its {IMPLEMENTATION} core, not the compiled one")
+print("clobkit", clobkit.__version__, "from", clobkit.__file__)
+PY
+bench="$(cd "$OLDPWD" && pwd)/benchmarks/scaling.py"
+set -o pipefail
+python3 "$bench" --rows 16000000 --dask-rows 16000000 --parts 64 --tmp /tmp \
+    --json "$out/scaling.json" --markdown "$out/scaling.md" "$@" 2>&1 | tee "$out/scaling.log"

@@ -1,0 +1,108 @@
+"""The stages of ``clobkit order-ids``: read, work and write overlapped across threads.
+
+``staged(source, work, finish, depth)`` runs three stages at once:
+
+- a reader thread takes the items of ``source`` (a CSV block, a Parquet
+  record batch, a parsed batch of lines) and hands each to ``work`` in a
+  pool of ``depth`` threads; at most ``depth`` items wait for their writer,
+  so memory is bounded by them, whatever the file's size;
+- the pool's threads run ``work`` (parsing, hashing, building the output),
+  several items at once; the core and pyarrow's kernels do their part
+  without the GIL;
+- the caller's thread calls ``finish(item, result)`` for each item in the
+  order read (writing, reporting refusals), while the next items are read
+  and worked on.
+
+So the output and the messages are those of a one-item-at-a-time loop, for
+every ``depth``. An exception of the reader or of ``work`` is raised in the
+caller's thread at that item's turn, after every earlier item is finished;
+an exception of ``finish`` (or a KeyboardInterrupt) stops the reader and the
+pool before it propagates.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import suppress
+from typing import Any, TypeVar
+
+__all__ = ["depth_for", "staged"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_END = object()  # the reader's last item
+_NAME = "clobkit-order-ids"
+
+
+def depth_for(threads: int | None) -> int:
+    """Items in flight for ``--threads``: 2, or one per thread up to the cores here.
+
+    Two keep the reader, one item's work and the writer busy at once; more
+    threads get more items worked on at once (each item's Python-side steps,
+    pyarrow's kernels and the core's call, run in its own pool thread). A
+    thread beyond the cores would only hold one more item in memory.
+    """
+    return max(2, min(threads or 1, os.cpu_count() or 1))
+
+
+def staged(
+    source: Iterable[T],
+    work: Callable[[T], R],
+    finish: Callable[[T, R], None],
+    depth: int,
+) -> None:
+    """``finish(item, work(item))`` for every item of ``source``, in order, overlapped.
+
+    See the module's docstring.
+    """
+    handoff: queue.Queue[Any] = queue.Queue(depth)
+    stop = threading.Event()
+
+    def put(entry: object) -> bool:
+        """Hand ``entry`` to the caller's thread unless told to stop (False)."""
+        while not stop.is_set():
+            with suppress(queue.Full):
+                handoff.put(entry, timeout=0.05)
+                return True
+        return False
+
+    def read(pool: ThreadPoolExecutor) -> None:
+        try:
+            for item in source:
+                if stop.is_set() or not put((item, pool.submit(work, item))):
+                    return
+        except BaseException as exc:
+            put((None, _failed(exc)))
+            return
+        put(_END)
+
+    with ThreadPoolExecutor(depth, thread_name_prefix=_NAME) as pool:
+        reader = threading.Thread(target=read, args=(pool,), name=f"{_NAME}-read", daemon=True)
+        reader.start()
+        try:
+            while (entry := handoff.get()) is not _END:
+                item, job = entry
+                finish(item, job.result())
+        finally:
+            stop.set()
+            while reader.is_alive():  # the reader may wait on a full hand-off: free it
+                try:
+                    entry = handoff.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                if entry is not _END:
+                    entry[1].cancel()
+            reader.join()
+            # items read but not yet worked on are dropped (after an error or at the end)
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _failed(exc: BaseException) -> Future[Any]:
+    done: Future[Any] = Future()
+    done.set_exception(exc)
+    return done

@@ -1,0 +1,212 @@
+"""``clobkit order-ids`` in stages (#20): the same bytes and messages for every ``--threads``.
+
+The command reads, hashes and writes in overlapping stages
+(``_order_ids_stages.staged``); however many items are in flight, each
+output file, each ``line N`` / ``row N`` message and the exit code equal
+those of one thread, bad rows and mixed fast and exact CSV blocks included.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import clobkit._order_ids_csvfast as csvfast
+from clobkit._order_ids_stages import depth_for, staged
+
+from .conftest import WALLET, Result
+from .test_cli_order_ids import orders, write_csv, write_jsonl
+from .test_cli_order_ids_v2 import KEY, V2_WALLET, v2_orders, wallet_file
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+THREADS = (1, 2, 3, 4, 8, 32)  # 32: more than this machine's cores
+
+
+@pytest.fixture(autouse=True)
+def sixteen_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As many items in flight as on a 16-core machine: up to 16, whatever this one has."""
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    """Orders with a few bad ones: refused by the core, and by POST /orders/raw's rules."""
+    rows = orders(n, full=True)
+    rows[7]["salt"] = -1
+    rows[1_203]["side"] = "HOLD"
+    rows[1_204]["salt"] = 10**12 + 1
+    rows[n - 1]["maker_amount"] = 0
+    return rows
+
+
+def _parquet(path: Path, rows: list[dict[str, Any]], group: int) -> None:
+    cols: dict[str, Any] = {}
+    for name in rows[0]:
+        values = [row[name] for row in rows]
+        if name == "neg_risk":
+            cols[name] = pa.array(values, pa.bool_())
+        elif name != "token_id" and all(type(v) is int for v in values):
+            cols[name] = pa.array(values, pa.int64())
+        else:
+            cols[name] = pa.array([None if v is None else str(v) for v in values], pa.string())
+    cols["note"] = pa.array([f"kept {i}" for i in range(len(rows))])
+    pq.write_table(pa.table(cols), path, row_group_size=group)
+
+
+def _every_thread_count(
+    cli: Callable[..., Result], src: Path, wallet: Path, *extra: str
+) -> tuple[bytes, Result]:
+    """Run at each of ``THREADS``: every run's output bytes, stderr and exit code equal."""
+    first: tuple[bytes, Result] | None = None
+    for threads in THREADS:
+        dst = src.with_name(f"out-{threads}{src.suffix}")
+        got = cli("order-ids", "--wallet", str(wallet), str(src), str(dst), *extra,
+                  "--threads", str(threads))  # fmt: skip
+        assert got.code in (0, 1), got.err
+        done = (dst.read_bytes(), got)
+        if first is None:
+            first = done
+            continue
+        assert done[0] == first[0], f"--threads {threads}: other output bytes"
+        assert (got.code, got.err) == (first[1].code, first[1].err), f"--threads {threads}"
+    assert first is not None
+    return first
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["blocks", "exact"])
+def test_csv_bytes_equal_across_threads(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
+    # small blocks: fast blocks and blocks sent to the exact reader mix, many in flight
+    monkeypatch.setattr(csvfast, "BLOCK", 16_384)
+    monkeypatch.setattr(csvfast, "ENABLED", fast)
+    src = tmp_path / "in.csv"
+    write_csv(src, _rows(3_000))
+    out, got = _every_thread_count(cli, src, wallet_file(tmp_path, WALLET), "--batch-size", "200")
+    assert got.code == 1
+    said = [line for line in got.err.splitlines() if line.startswith("line ")]
+    assert [line.split(":")[0] for line in said] == [
+        "line 9",
+        "line 1205",
+        "line 1206",
+        "line 3001",
+    ]
+    assert out.count(b"\n") == 1 + 3_000 - 4
+
+
+def test_jsonl_bytes_equal_across_threads(cli: Callable[..., Result], tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, _rows(3_000))
+    out, got = _every_thread_count(cli, src, wallet_file(tmp_path, WALLET), "--batch-size", "300")
+    assert got.code == 1
+    assert got.err.count("\nline ") + got.err.startswith("line ") == 4
+    assert out.count(b"\n") == 3_000 - 4
+
+
+def test_parquet_bytes_equal_across_threads(cli: Callable[..., Result], tmp_path: Path) -> None:
+    src = tmp_path / "in.parquet"
+    _parquet(src, _rows(3_000), group=700)
+    out, got = _every_thread_count(cli, src, wallet_file(tmp_path, WALLET), "--batch-size", "250")
+    assert got.code == 1
+    said = [line.split(":")[0] for line in got.err.splitlines() if line.startswith("row ")]
+    assert said == ["row 8", "row 1204", "row 1205", "row 3000"]
+    table = pq.read_table(src.with_name("out-1.parquet"))
+    assert table.num_rows == 3_000 - 4
+    assert (
+        pq.ParquetFile(src.with_name("out-1.parquet")).metadata.num_row_groups == 13
+    )  # 250, 250, 200 rows of each group of 700
+    assert out[:4] == b"PAR1"
+
+
+def test_signed_parquet_and_csv_equal_across_threads(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLOBKIT_PRIVATE_KEY", KEY)
+    rows = v2_orders(1_200, full=True)
+    wallet = wallet_file(tmp_path, V2_WALLET)
+    _parquet(tmp_path / "in.parquet", rows, group=500)
+    _, got = _every_thread_count(cli, tmp_path / "in.parquet", wallet, "--sign",
+                                 "--batch-size", "300")  # fmt: skip
+    assert got.code == 0, got.err
+    write_csv(tmp_path / "in.csv", rows)
+    _, got = _every_thread_count(cli, tmp_path / "in.csv", wallet, "--sign",
+                                 "--batch-size", "300")  # fmt: skip
+    assert got.code == 0, got.err
+
+
+# ---------------------------------------------------------------------------
+# staged itself
+
+
+def _slow_work(item: int) -> int:
+    time.sleep(0.001 * (item % 3))  # later items often done first
+    return item * item
+
+
+def test_items_are_finished_in_order_whatever_the_depth() -> None:
+    for depth in (1, 2, 5, 16):
+        seen: list[tuple[int, int]] = []
+        staged(
+            range(40),
+            _slow_work,
+            lambda item, result, seen=seen: seen.append((item, result)),
+            depth,
+        )
+        assert seen == [(i, i * i) for i in range(40)]
+
+
+def test_a_read_error_is_raised_at_its_turn_after_every_earlier_item() -> None:
+    def source() -> Iterator[int]:
+        yield from range(5)
+        raise OSError("disk gone")
+
+    seen: list[int] = []
+    with pytest.raises(OSError, match="disk gone"):
+        staged(source(), _slow_work, lambda item, _: seen.append(item), 3)
+    assert seen == [0, 1, 2, 3, 4]
+
+
+def test_a_work_error_is_raised_at_its_turn() -> None:
+    def work(item: int) -> int:
+        if item == 6:
+            raise ValueError("bad item 6")
+        return item
+
+    seen: list[int] = []
+    with pytest.raises(ValueError, match="bad item 6"):
+        staged(range(20), work, lambda item, _: seen.append(item), 4)
+    assert seen == list(range(6))
+
+
+def test_a_finish_error_stops_the_reader_of_an_endless_source() -> None:
+    read: list[int] = []
+
+    def endless() -> Iterator[int]:
+        i = 0
+        while True:
+            read.append(i)
+            yield i
+            i += 1
+
+    def finish(item: int, _: int) -> None:
+        if item == 3:
+            raise RuntimeError("disk full")
+
+    before = threading.active_count()
+    with pytest.raises(RuntimeError, match="disk full"):
+        staged(endless(), _slow_work, finish, 2)
+    assert len(read) <= 3 + 2 + 3  # the hand-off bounds what was read ahead
+    assert threading.active_count() == before  # the reader and the pool are gone
+
+
+def test_depth_follows_threads_up_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert [depth_for(t) for t in (None, 1, 2, 3, 16, 64)] == [2, 2, 2, 3, 16, 16]
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert depth_for(8) == 2

@@ -1,0 +1,59 @@
+"""benchmarks/scaling.py runs end to end at tiny sizes (#20): every row, the floors, JSON and
+markdown. Its figures are not checked (no timing asserts): only that each is there."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytest.importorskip("dask.dataframe")
+pytest.importorskip("distributed")
+pytest.importorskip("coincurve")
+
+
+@pytest.mark.slow
+def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
+    out_json, out_md = tmp_path / "scaling.json", tmp_path / "scaling.md"
+    args = ["--quick", "--max-threads", "2", "--rows", "3000", "--dask-rows", "3000"]
+    args += ["--parts", "2", "--json", str(out_json), "--markdown", str(out_md)]
+    args += ["--tmp", str(tmp_path)]
+    env = os.environ | {"PYTHONPATH": "src"}  # relative: the script makes it absolute
+    done = subprocess.run(
+        [sys.executable, "benchmarks/scaling.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out_json.read_text())
+    assert data["counts"] == [1, 2]
+    assert data["F_seconds"] > 0
+    assert data["E_seconds"] > 0
+    works = [row["work"] for row in data["rows"]]
+    assert len(works) == 8
+    assert sum("`order_ids`" in w for w in works) == 4
+    assert any("sign_many" in w for w in works)
+    assert sum("clobkit order-ids" in w for w in works) == 2
+    assert any("Dask" in w for w in works)
+    for row in data["rows"]:
+        assert set(row["seconds_per_order"]) == {"1", "2"}
+        assert all(s > 0 for s in row["seconds_per_order"].values())
+    assert {g["threads"] for g in data["gil"]} == {1}  # 2 threads would leave no core to tick
+    assert len(data["gil"]) == 4
+    assert all(g["held_per_order"] >= 0 for g in data["gil"])
+    assert all(g["ticker_waited_for_a_core_per_order"] >= 0 for g in data["gil"])
+    text = out_md.read_text()
+    assert text in done.stdout
+    assert "| work | rows | 1 thread | 2 threads | best |" in text
+    assert text.count("\n| V") == 5 + 4  # the table's order_ids and sign_many rows, GIL rows
+    assert set(tmp_path.iterdir()) == {out_json, out_md}  # the inputs are removed
