@@ -50,6 +50,7 @@ __all__ = [
     "RecordStats",
     "RecordedMarket",
     "Recorder",
+    "RecordingWriter",
     "iter_rows",
     "read_markets",
     "record",
@@ -67,7 +68,7 @@ _LEVEL_BYTES = 48  # estimated bytes of one level held in memory
 def _pa() -> Any:
     try:
         import pyarrow as pa
-        import pyarrow.parquet  # noqa: F401 - loads pa.parquet
+        import pyarrow.parquet
     except ModuleNotFoundError as exc:
         raise MissingExtra(
             f"recording needs the data extra (missing {exc.name}): pip install 'clobkit[data]'"
@@ -182,26 +183,21 @@ def _text_levels(levels: Any) -> list[dict[str, str]]:
     ]
 
 
-class Recorder:
-    """Records the book topics of ``markets`` into ``directory`` until cancelled.
+class RecordingWriter:
+    """The files of a recording: rows held, then written at each rotation (module doc).
 
-    ``await Recorder(client, "rec/", markets).run(duration=60)``; ``run``
-    returns its ``RecordStats`` (also ``stats`` while it runs) and writes the
-    open file when cancelled. ``on_progress(stats)`` is called every
-    ``progress_seconds``. ``outcomes``: which tokens' books ("a", "b" or both).
+    ``Recorder`` feeds it from the stream; a program of its own (a converter, a
+    synthetic day) may call ``add`` and ``flush`` directly.
     """
 
     def __init__(
         self,
-        client: AsyncClient,
         directory: str | os.PathLike[str],
         markets: Sequence[RecordedMarket],
         *,
         outcomes: str = "ab",
         rotate_seconds: float = 30.0,
         rotate_bytes: int = 32 << 20,
-        on_progress: Callable[[RecordStats], None] | None = None,
-        progress_seconds: float = 1.0,
     ) -> None:
         if not markets:
             raise ValidationError("markets", list(markets), "name at least one market")
@@ -213,7 +209,6 @@ class Recorder:
             raise ValidationError("rotate_bytes", rotate_bytes, "must be a positive int")
         self._pa = _pa()
         self._schema = _schema()
-        self.client = client
         self.directory = Path(directory)
         self.markets = list(markets)
         self._token_market: dict[str, str] = {}
@@ -222,11 +217,8 @@ class Recorder:
                 self._token_market[m.token_id_a] = m.market_id
             if "b" in outcomes:
                 self._token_market[m.token_id_b] = m.market_id
-        self._topics = {book_topic(t): t for t in self._token_market}
         self.rotate_seconds = rotate_seconds
         self.rotate_bytes = rotate_bytes
-        self.on_progress = on_progress
-        self.progress_seconds = progress_seconds
         self.stats = RecordStats(len(self.markets), time.time_ns())
         self._seq = 0
         self._rows: list[tuple[int, int, int | None, str, str | None, str | None, Any, Any]] = []
@@ -271,7 +263,7 @@ class Recorder:
         for column in (columns[6], columns[7]):
             try:
                 levels.append(pa.array(column, type=level_type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # numbers on the wire
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # noqa: PERF203 - numbers on the wire
                 levels.append(pa.array([_text_levels(c) for c in column], type=level_type))
         arrays = [
             pa.array(columns[0], pa.int64()),
@@ -315,7 +307,42 @@ class Recorder:
         await self.rotate()
         await self._drain()
 
-    # -- the loop ----------------------------------------------------------------------------
+    def write_markets(self) -> None:
+        """Write ``markets.json``: the recorded markets and the recording's start."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        info = {
+            "format": 1,
+            "started_ns": self.stats.started_ns,
+            "markets": [m._asdict() for m in self.markets],
+        }
+        (self.directory / MARKETS_FILE).write_text(json.dumps(info, indent=1) + "\n")
+
+
+class Recorder(RecordingWriter):
+    """Records the book topics of ``markets`` into ``directory`` until cancelled.
+
+    ``await Recorder(client, "rec/", markets).run(duration=60)``; ``run``
+    returns its ``RecordStats`` (also ``stats`` while it runs) and writes the
+    open file when cancelled. ``on_progress(stats)`` is called every
+    ``progress_seconds``. ``outcomes``: which tokens' books ("a", "b" or both);
+    the other options go to ``RecordingWriter``.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        directory: str | os.PathLike[str],
+        markets: Sequence[RecordedMarket],
+        *,
+        on_progress: Callable[[RecordStats], None] | None = None,
+        progress_seconds: float = 1.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(directory, markets, **options)
+        self.client = client
+        self._topics = {book_topic(t): t for t in self._token_market}
+        self.on_progress = on_progress
+        self.progress_seconds = progress_seconds
 
     async def snapshot(self) -> None:
         """Hold a REST snapshot of every recorded book (an empty one where none exists)."""
@@ -338,15 +365,6 @@ class Recorder:
                 }
             self.add(SNAPSHOT, token, data, now)
 
-    def _write_markets(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        info = {
-            "format": 1,
-            "started_ns": self.stats.started_ns,
-            "markets": [m._asdict() for m in self.markets],
-        }
-        (self.directory / MARKETS_FILE).write_text(json.dumps(info, indent=1) + "\n")
-
     async def _consume(self, stream: Stream) -> None:
         from .models import Reconnected
 
@@ -365,7 +383,7 @@ class Recorder:
     async def run(self, duration: float | None = None) -> RecordStats:
         """Record until cancelled (or for ``duration`` seconds); the open file is written
         before this returns or re-raises."""
-        self._write_markets()
+        self.write_markets()
         stream = self.client.stream(list(self._topics), max_queue=100_000)
         deadline = None if duration is None else time.monotonic() + duration
         progress = time.monotonic() + self.progress_seconds
@@ -438,7 +456,8 @@ def read_markets(directory: str | os.PathLike[str]) -> list[RecordedMarket]:
         info = json.loads(path.read_text())
         return [RecordedMarket(**m) for m in info["markets"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValidationError("recording", str(directory), f"no readable {MARKETS_FILE}: {exc}")
+        problem = f"no readable {MARKETS_FILE}: {exc}"
+        raise ValidationError("recording", str(directory), problem) from None
 
 
 def iter_rows(directory: str | os.PathLike[str]) -> Iterator[BookRow]:

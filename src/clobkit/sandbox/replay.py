@@ -161,13 +161,13 @@ class Replay:
         self.now_ms = self.start_ms  # the virtual clock
         self.crossed = 0  # recorded asks at or under the recorded best bid, left out
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once serving
-        with engine._op() as now:  # noqa: SLF001 - the sandbox's own engine
+        with engine._op() as now:
             for market_id in self.market_ids:
                 market = engine.markets[market_id]
                 market.replayed = True  # house._requote leaves it to us
                 for quote in list(market.house_quotes.values()):
-                    engine._finish(quote, "cancelled", now)  # noqa: SLF001
-                engine._touch(market, now)  # noqa: SLF001
+                    engine._finish(quote, "cancelled", now)
+                engine._touch(market, now)
         last: dict[str, ReplayUpdate] = {}
         while self.index < len(updates) and updates[self.index].at_ms <= self.start_ms:
             last[updates[self.index].market_id] = updates[self.index]
@@ -194,7 +194,7 @@ class Replay:
 
     def _apply(self, update: ReplayUpdate) -> None:
         engine = self.engine
-        with engine._op() as now:  # noqa: SLF001
+        with engine._op() as now:
             market = engine.markets[update.market_id]
             bids, asks = update.bids, update.asks
             if bids and asks and min(asks) <= max(bids):
@@ -307,20 +307,20 @@ def _impose(
 ) -> None:
     """Make the house's quotes of ``market`` the recorded levels (module doc: the rules)."""
     quotes = market.house_quotes
-    for (side, price), quote in list(quotes.items()):
+    for (side, price), old in list(quotes.items()):
         if price not in (bids if side == BID else asks):
-            engine._finish(quote, "cancelled", now)  # noqa: SLF001
+            engine._finish(old, "cancelled", now)
     for side, levels in ((BID, bids), (ASK, asks)):
         for price in sorted(levels, reverse=side == BID):  # best first
             units = levels[price]
-            quote = quotes.get((side, price))
-            if quote is not None:
-                if quote.open_shares != units:
-                    quote.size = quote.matched + units  # keeps its place in the queue
-                    engine._touch(market, now)  # noqa: SLF001
+            kept = quotes.get((side, price))
+            if kept is not None:
+                if kept.open_shares != units:
+                    kept.size = kept.matched + units  # keeps its place in the queue
+                    engine._touch(market, now)
                 continue
             quote = Order(
-                id=f"house-{engine._next_seq()}",  # noqa: SLF001
+                id=f"house-{engine._next_seq()}",
                 user_id=HOUSE,
                 market=market,
                 outcome="a" if side == BID else "b",  # the house only buys
@@ -328,7 +328,7 @@ def _impose(
                 order_type=GTC,
                 limit_cents=price if side == BID else 100 - price,
                 size=units,
-                seq=engine._seq,  # noqa: SLF001
+                seq=engine._seq,
                 source="house",
                 status="live",
                 created_ms=now,
@@ -336,7 +336,7 @@ def _impose(
             )
             quotes[(side, price)] = quote
             engine.open_orders[quote.id] = quote
-            engine._execute(quote, now)  # noqa: SLF001 - takes crossed user orders, then rests
+            engine._execute(quote, now)
     best_bid, best_ask = max(bids, default=None), min(asks, default=None)
     market.mid = None if best_bid is None or best_ask is None else (best_bid + best_ask) // 2
-    engine._touch(market, now)  # noqa: SLF001
+    engine._touch(market, now)
