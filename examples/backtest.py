@@ -47,7 +47,12 @@ DAY_START_NS = 1_764_547_200 * 10**9  # 2025-12-01T00:00:00Z, the synthetic day'
 
 
 def synthetic_day(
-    directory: str | Path, *, markets: int = 3, hours: float = 24, every: float = 10.0, seed: int = 7
+    directory: str | Path,
+    *,
+    markets: int = 3,
+    hours: float = 24,
+    every: float = 10.0,
+    seed: int = 7,
 ) -> Path:
     """Write a recording of ``markets`` of the sandbox (seed 0): each one's mid walks a cent
     at a time (random, ``seed``), a book of 5 levels a side every ``every`` seconds."""
@@ -184,8 +189,13 @@ async def run_bot(
                     value = (f.shares * f.price).quantize(MICRO, ROUND_DOWN)
                     cash += value if f.side == "SELL" else -value
                     fills.append(
-                        {"t_s": t, "market": q.market_id[:8], "side": f.side,
-                         "price": f.price, "shares": f.shares}  # fmt: skip
+                        {
+                            "t_s": t,
+                            "market": q.market_id[:8],
+                            "side": f.side,
+                            "price": f.price,
+                            "shares": f.shares,
+                        }  # fmt: skip
                     )
                 steps.append({"t_s": t, **row, "cash": cash})
             pnl = cash + sum((q.position * mids.get(q.market_id, 0) for q in quoters), Decimal(0))

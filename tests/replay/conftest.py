@@ -38,9 +38,7 @@ def moving_market(sb: Any) -> str:
 
 def client(sb: Any, user: int = 2) -> AsyncClient:
     u = sb.users[user]
-    return AsyncClient(
-        sb.base_url, u.api_key, u.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url
-    )
+    return AsyncClient(sb.base_url, u.api_key, u.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url)
 
 
 async def record_while(
