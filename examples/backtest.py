@@ -184,7 +184,7 @@ async def run_bot(
             t = (replay.now_ms - replay.first_ms) / 1000
             # the markets side by side: they share nothing on the service but the balance
             rounds = await asyncio.gather(*(requote_one(client, q, mids) for q in quoters))
-            for q, (row, new_fills) in zip(quoters, rounds):
+            for q, (row, new_fills) in zip(quoters, rounds, strict=False):
                 for f in new_fills:
                     value = (f.shares * f.price).quantize(MICRO, ROUND_DOWN)
                     cash += value if f.side == "SELL" else -value
@@ -195,7 +195,7 @@ async def run_bot(
                             "side": f.side,
                             "price": f.price,
                             "shares": f.shares,
-                        }  # fmt: skip
+                        }
                     )
                 steps.append({"t_s": t, **row, "cash": cash})
             pnl = cash + sum((q.position * mids.get(q.market_id, 0) for q in quoters), Decimal(0))

@@ -91,7 +91,7 @@ async def test_bad_arguments_are_refused(tmp_path: Path) -> None:
                 Recorder(c, tmp_path, markets, outcomes="c")
             with pytest.raises(ValidationError, match="rotate_seconds"):
                 Recorder(c, tmp_path, markets, rotate_seconds=0)
-    with pytest.raises(ValidationError, match="markets.json"):
+    with pytest.raises(ValidationError, match=r"markets\.json"):
         read_markets(tmp_path / "nothing")
 
 
@@ -110,7 +110,7 @@ def _clobkit(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
 
 def test_record_command_needs_markets(tmp_path: Path) -> None:
     proc = _clobkit("record", "--out", str(tmp_path), "--base-url", "http://127.0.0.1:9")
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert "--market" in err
 

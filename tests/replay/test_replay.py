@@ -19,7 +19,6 @@ from clobkit.sandbox.replay import Replay, attach, parse_time
 from .conftest import (
     VERSIONS,
     books,
-    client,
     config,
     move_prices,
     moving_market,
@@ -99,7 +98,8 @@ def test_stepping_shows_each_recorded_book(tmp_path: Path, version: int) -> None
     for _, bids, asks in BOOKS[1:]:
         assert replay.step(updates=1) == 1
         assert shown(engine, token) == (bids, asks)
-    assert replay.done and replay.step(updates=1) == 0
+    assert replay.done
+    assert replay.step(updates=1) == 0
     assert engine.check_invariants() == []
 
 
@@ -112,7 +112,8 @@ def test_start_end_and_time_steps(tmp_path: Path) -> None:
     assert replay.step(ms=900) == 0  # 2.4 s: nothing due
     assert replay.step(ms=200) == 1  # 2.6 s
     assert shown(engine, token) == (BOOKS[2][1], BOOKS[2][2])
-    assert replay.step(ms=10_000) == 0 and replay.done  # the 4 s book lies past the end
+    assert replay.step(ms=10_000) == 0
+    assert replay.done
     assert parse_time("2025-12-01T00:00:02Z", 0) == T0 // 1_000_000 + 2000
     for bad in ("soon", "2025-12-01T00:00:02"):
         with pytest.raises(ValidationError):
@@ -152,7 +153,7 @@ def test_users_trade_with_the_recorded_liquidity(tmp_path: Path, version: int) -
             "token_option": "yes",
             "limit_price": "0.52",
             "amount": "20.8",
-        },  # fmt: skip
+        },
     )
     assert engine.order(placed.order_id).status == "matched"
     assert engine.balances(user).cash == cash - Decimal("20.8")  # 40 x 0.52
@@ -169,12 +170,13 @@ def test_users_trade_with_the_recorded_liquidity(tmp_path: Path, version: int) -
             "token_option": "yes",
             "limit_price": "0.50",
             "amount": "15",
-        },  # fmt: skip
+        },
     )
     assert engine.order(resting.order_id).status == "live"
     replay.step(updates=1)
     record = engine.order(resting.order_id)
-    assert record.status == "matched" and record.size_matched == Decimal(30)
+    assert record.status == "matched"
+    assert record.size_matched == Decimal(30)
     assert engine.balances(user).cash == cash - Decimal("20.8") - Decimal("15")  # at 0.50
     assert shown(engine, token) == ([("0.45", "100")], [("0.47", "32.9")])  # 70 left
     assert engine.check_invariants() == []
@@ -192,7 +194,8 @@ def test_off_grid_and_crossed_levels(tmp_path: Path) -> None:
     assert replay.snapped == 3  # 0.485 -> 0.48, 0.475 -> 0.48, 0.515 -> 0.52
     assert replay.crossed == 1  # the ask snapped onto the best bid is left out
     bids, asks = shown(engine, token)
-    assert [p for p, _ in bids] == ["0.48", "0.47"] and [p for p, _ in asks] == ["0.52"]
+    assert [p for p, _ in bids] == ["0.48", "0.47"]
+    assert [p for p, _ in asks] == ["0.52"]
     assert engine.check_invariants() == []
 
 
@@ -211,12 +214,15 @@ def test_admin_route_steps_the_clock(tmp_path: Path) -> None:
         token = sb.engine.markets[market_id].fx.token_id_a
         attach(sb, Replay(sb.engine, tmp_path))
         answer = httpx.post(url, json={"updates": 2}).json()
-        assert answer["success"] and answer["data"]["applied"] == 3
+        assert answer["success"]
+        assert answer["data"]["applied"] == 3
         assert shown(sb.engine, token) == (BOOKS[2][1], BOOKS[2][2])
         bad = httpx.post(url, json={"updates": 1, "ms": 5})
-        assert bad.status_code == 400 and not bad.json()["success"]
+        assert bad.status_code == 400
+        assert not bad.json()["success"]
         status = httpx.get(f"{sb.base_url}/admin/replay").json()["data"]
-        assert status["elapsed_ms"] == 2500 and not status["done"]
+        assert status["elapsed_ms"] == 2500
+        assert not status["done"]
 
 
 def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
@@ -226,4 +232,6 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
     assert main(["--replay", str(tmp_path), "--speed", "0"]) == 2
     assert main(["--replay", str(tmp_path / "none"), "--port", "0"]) == 2
     err = capsys.readouterr().err
-    assert "cannot be combined" in err and "--speed" in err and "markets.json" in err
+    assert "cannot be combined" in err
+    assert "--speed" in err
+    assert "markets.json" in err
