@@ -23,13 +23,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import csv
+import json
 import random
+import signal
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from clobkit import AsyncClient
 from clobkit.mm import Quote, Quoter
@@ -40,6 +46,7 @@ MICRO = Decimal("0.000001")
 LEVELS = 3  # per side
 SIZE = 10  # shares per level
 MAX_POSITION = 100  # shares: no more bids past this holding
+MAKER_KEY, MAKER_SECRET = "sandbox-maker-key", "sandbox-maker-secret"  # a default user
 DAY_START_NS = 1_764_547_200 * 10**9  # 2025-12-01T00:00:00Z, the synthetic day's start
 
 
@@ -163,25 +170,31 @@ async def requote_one(
 
 
 async def run_bot(
-    client: AsyncClient, replay: Any, interval_ms: int, speed: float
+    client: AsyncClient,
+    step: Callable[[int], Awaitable[dict[str, Any]]],
+    interval_ms: int,
+    speed: float,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Step the replay and requote every market; the step rows and the fills."""
+    """Step the replay by ``interval_ms`` (``step(ms)`` answers its status; 0 only reads
+    it) and requote every market until the recording ends; the step rows and the fills."""
     steps: list[dict[str, Any]] = []
     fills: list[dict[str, Any]] = []
     cash = Decimal(0)
-    quoters = [Quoter(client, m, "a", max_notional=1000) for m in replay.market_ids]
+    status = await step(0)
+    quoters = [Quoter(client, m, "a", max_notional=1000) for m in status["markets"]]
     for q in quoters:
         await q.__aenter__()
     try:
-        wall0, virtual0 = time.monotonic(), replay.now_ms
+        wall0, virtual0 = time.monotonic(), status["elapsed_ms"]
         mids: dict[str, Decimal] = {}
-        while not replay.done:
-            await asyncio.to_thread(replay.step, ms=interval_ms)
+        while not status["done"]:
+            status = await step(interval_ms)
             if speed > 0:  # never faster than speed x real time
-                ahead = (replay.now_ms - virtual0) / 1000 / speed - (time.monotonic() - wall0)
+                virtual = (status["elapsed_ms"] - virtual0) / 1000
+                ahead = virtual / speed - (time.monotonic() - wall0)
                 if ahead > 0:
                     await asyncio.sleep(ahead)
-            t = (replay.now_ms - replay.first_ms) / 1000
+            t = status["elapsed_ms"] / 1000
             # the markets side by side: they share nothing on the service but the balance
             rounds = await asyncio.gather(*(requote_one(client, q, mids) for q in quoters))
             for q, (row, new_fills) in zip(quoters, rounds, strict=False):
@@ -263,32 +276,68 @@ def backtest(
     sandbox_seed: int = 0,
     plot: bool = True,
 ) -> str:
-    """Replay ``recording`` in a fresh sandbox, run the bot, write the report; its summary."""
-    from clobkit.sandbox import serve_in_thread
-    from clobkit.sandbox.replay import Replay, attach
-
+    """Replay ``recording`` in a fresh sandbox (its own process, stepped through its admin
+    route), run the bot against it, write the report; the summary's text."""
     config = {
         "seed": sandbox_seed,
         "exchange_version": exchange_version,
         "rate_limit_per_minute": None,
         "risk": {"per_minute": None, "daily": None, "monthly": None},
     }
-    with serve_in_thread(config) as sb:
-        replay = Replay(sb.engine, recording)
-        attach(sb, replay)  # no clock of its own: run_bot steps it
-        user = sb.users[1]
-
-        async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            async with AsyncClient(
-                sb.base_url, user.api_key, user.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url
-            ) as client:
-                return await run_bot(client, replay, int(interval * 1000), speed)
-
-        steps, fills = asyncio.run(main())
-        problems = sb.engine.check_invariants()
-        if problems:
-            raise SystemExit(f"sandbox invariants broken: {problems}")
+    with tempfile.TemporaryDirectory() as tmp:
+        config_file = Path(tmp) / "sandbox.json"
+        config_file.write_text(json.dumps(config))
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "clobkit.sandbox",
+                "--port",
+                "0",
+                "--config",
+                str(config_file),
+                "--replay",
+                str(recording),
+                "--step",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert server.stdout is not None
+            first = server.stdout.readline()
+            if not first.startswith("listening on "):
+                raise SystemExit(f"the sandbox did not start: {first!r}")
+            base_url = first.split()[-1]
+            steps, fills = asyncio.run(session(base_url, int(interval * 1000), speed))
+            problems = httpx.get(f"{base_url}/admin/invariants").json()["data"]["violations"]
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(30)
+    if problems:
+        raise SystemExit(f"sandbox invariants broken: {problems}")
     return write_report(Path(out), steps, fills, plot)
+
+
+async def session(
+    base_url: str, interval_ms: int, speed: float
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The bot's session with the replaying sandbox at ``base_url`` (the default maker)."""
+    ws_url = base_url.replace("http", "ws", 1) + "/api/ext/v1/ws"
+    async with (
+        AsyncClient(base_url, MAKER_KEY, MAKER_SECRET, ws_url=ws_url) as client,
+        httpx.AsyncClient(base_url=base_url) as admin,
+    ):
+
+        async def step(ms: int) -> dict[str, Any]:
+            if ms:
+                answer = await admin.post("/admin/replay/step", json={"ms": ms})
+            else:
+                answer = await admin.get("/admin/replay")
+            data: dict[str, Any] = answer.json()["data"]
+            return data
+
+        return await run_bot(client, step, interval_ms, speed)
 
 
 def main() -> None:
