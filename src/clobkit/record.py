@@ -61,8 +61,8 @@ BOOK = "book"  # a book message of the stream
 SNAPSHOT = "snapshot"  # a book read over REST (at the start and after a reconnect)
 GAP = "gap"  # the stream reconnected: messages may have been lost before this row
 MARKETS_FILE = "markets.json"
-_ROW_BYTES = 64  # estimated bytes a row holds besides its levels (for rotate_bytes)
-_LEVEL_BYTES = 48  # estimated bytes of one level held in memory
+_ROW_BYTES = 600  # estimated bytes of Python objects a row holds besides its levels
+_LEVEL_BYTES = 300  # estimated bytes of one level held (a dict of two strings)
 
 
 def _pa() -> Any:
