@@ -38,6 +38,9 @@ TOKEN = "1" * 70
 MARKET = RecordedMarket("00000000-0000-4000-8000-00000000000a", None, None, TOKEN, "2" * 70)
 
 
+K = (1, 2, 3, 4, 5)  # levels a side
+
+
 def frames(n: int) -> list[str]:
     rng = random.Random(1)
     out = []
@@ -45,8 +48,8 @@ def frames(n: int) -> list[str]:
         mid = 40 + i % 20
         data = {
             "asset_id": TOKEN,
-            "bids": [{"price": f"0.{mid - k}", "size": f"{rng.randint(1, 9999)}.5"} for k in (1, 2, 3, 4, 5)],
-            "asks": [{"price": f"0.{mid + k}", "size": f"{rng.randint(1, 9999)}.5"} for k in (1, 2, 3, 4, 5)],
+            "bids": [{"price": f"0.{mid - k}", "size": f"{rng.randint(1, 9999)}.5"} for k in K],
+            "asks": [{"price": f"0.{mid + k}", "size": f"{rng.randint(1, 9999)}.5"} for k in K],
             "updated_at_ms": 1_764_547_200_000 + i,
         }  # fmt: skip
         out.append(json.dumps({"type": "data", "topic": f"market:{TOKEN}:book", "data": data}))
@@ -69,7 +72,7 @@ async def ingest(batch: list[str], directory: Path) -> float:
     for frame in batch:
         msg = parse_message(frame)
         writer.add(BOOK, TOKEN, msg.data, time.time_ns())
-        if writer._due():  # noqa: SLF001 - the check Recorder's loop makes
+        if writer.due():
             await writer.rotate()
     await writer.flush()
     return time.perf_counter() - started
@@ -105,7 +108,7 @@ async def end_to_end(n: int, port: int, directory: Path) -> float:
                 continue
             writer.add(BOOK, TOKEN, item.data, time.time_ns())  # type: ignore[union-attr]
             got += 1
-            if writer._due():  # noqa: SLF001
+            if writer.due():
                 await writer.rotate()
             if got == n:
                 break

@@ -247,7 +247,8 @@ class RecordingWriter:
         if kind == BOOK:
             self.stats.updates += 1
 
-    def _due(self) -> bool:
+    def due(self) -> bool:
+        """True when the rows held should be written (``rotate``): time or size reached."""
         return (
             self._held >= self.rotate_bytes
             or time.monotonic() - self._opened >= self.rotate_seconds
@@ -402,7 +403,7 @@ class Recorder(RecordingWriter):
                 if deadline is not None:
                     wake = min(wake, deadline)
                 await asyncio.wait({consumer}, timeout=max(wake - now, 0))
-                if self._due():
+                if self.due():
                     await self.rotate()
                 if self.on_progress is not None and time.monotonic() >= progress:
                     progress = time.monotonic() + self.progress_seconds
