@@ -29,8 +29,14 @@ from .conftest import (
 T0 = 1_764_547_200_000_000_000  # ns
 
 
-def write(directory: Path, engine: Any, books_at: list[tuple[float, list[Any], list[Any]]]) -> str:
-    """A recording of one market of ``engine``: (seconds, bids, asks) as (price, USDC size)."""
+def write(
+    directory: Path,
+    engine: Any,
+    books_at: list[tuple[float, list[Any], list[Any]]],
+    outcome: str = "a",
+) -> str:
+    """A recording of one market of ``engine``: (seconds, bids, asks) as (price, USDC size)
+    of one outcome's token."""
     market = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[0]
     fx = market.fx
     writer = RecordingWriter(
@@ -42,7 +48,8 @@ def write(directory: Path, engine: Any, books_at: list[tuple[float, list[Any], l
             "bids": [{"price": p, "size": s} for p, s in bids],
             "asks": [{"price": p, "size": s} for p, s in asks],
         }
-        writer.add(BOOK, fx.token_id_a, data, T0 + int(at * 1e9))
+        token = fx.token_id_a if outcome == "a" else fx.token_id_b
+        writer.add(BOOK, token, data, T0 + int(at * 1e9))
     asyncio.run(writer.flush())
     return str(fx.id)
 
@@ -197,6 +204,19 @@ def test_off_grid_and_crossed_levels(tmp_path: Path) -> None:
     assert [p for p, _ in bids] == ["0.48", "0.47"]
     assert [p for p, _ in asks] == ["0.52"]
     assert engine.check_invariants() == []
+
+
+def test_token_b_alone_is_mirrored(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    b_book = ([("0.40", "40"), ("0.385", "77")], [("0.45", "45")])
+    market_id = write(tmp_path, engine, [(0.0, *b_book)], outcome="b")
+    fx = engine.markets[market_id].fx
+    replay = Replay(engine, tmp_path)
+    assert replay.snapped == 1  # b's bid 0.385 -> 0.38
+    assert shown(engine, fx.token_id_b) == ([("0.40", "40"), ("0.38", "77")], [("0.45", "45")])
+    bids_a, asks_a = shown(engine, fx.token_id_a)
+    assert [p for p, _ in bids_a] == ["0.55"]
+    assert [p for p, _ in asks_a] == ["0.60", "0.62"]
 
 
 def test_a_recording_of_other_markets_is_refused(tmp_path: Path) -> None:

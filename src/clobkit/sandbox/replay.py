@@ -80,7 +80,10 @@ def parse_time(value: str, origin_ms: int) -> int:
 
 
 def _side(levels: Iterable[tuple[str, str]], bid: bool, mirror: bool) -> tuple[dict[int, int], int]:
-    """Recorded levels as A-space cents -> share units, and how many were snapped."""
+    """Recorded levels as A-space cents -> share units, and how many were snapped.
+
+    ``bid``: the levels are bids of their own token (an off-grid price moves down);
+    ``mirror``: they are token b's, whose price p is 1 - p in A-space."""
     out: dict[int, int] = {}
     snapped = 0
     for price_text, size_text in levels:
@@ -143,8 +146,8 @@ class Replay:
             market_id = (token_b if mirror else token_a).get(r.token_id or "")
             if market_id is None or (mirror and market_id in with_a):
                 continue  # another token's row, or token b where token a was recorded
-            bids, n1 = _side(r.asks if mirror else r.bids, bid=True, mirror=mirror)
-            asks, n2 = _side(r.bids if mirror else r.asks, bid=False, mirror=mirror)
+            bids, n1 = _side(r.asks if mirror else r.bids, bid=not mirror, mirror=mirror)
+            asks, n2 = _side(r.bids if mirror else r.asks, bid=mirror, mirror=mirror)
             self.snapped += n1 + n2
             updates.append(ReplayUpdate(r.recv_ns // 1_000_000, market_id, bids, asks))
         updates.sort(key=lambda u: u.at_ms)  # stable: the order received within a ms
