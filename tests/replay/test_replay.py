@@ -255,3 +255,38 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
     assert "cannot be combined" in err
     assert "--speed" in err
     assert "markets.json" in err
+
+
+@pytest.mark.slow
+def test_clobkit_sandbox_replay_command(tmp_path: Path) -> None:
+    """clobkit sandbox --replay DIR --step serves the recording; the admin route steps it;
+    SIGINT stops it (exit 0)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    market_id = write(tmp_path, sandbox_module.Engine(config()), BOOKS)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    argv = ["--port", "0", "--replay", str(tmp_path), "--step", "--start", "1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clobkit", "sandbox", *argv],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().split()[-1]
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert any("replaying" in line and "2 updates" in line for line in lines), lines
+        status = httpx.post(f"{base_url}/admin/replay/step", json={"ms": 3000}).json()["data"]
+        assert status["applied"] == 4
+        assert status["done"]
+        assert status["markets"] == [market_id]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
