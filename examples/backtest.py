@@ -47,6 +47,7 @@ LEVELS = 3  # per side
 SIZE = 10  # shares per level
 MAX_POSITION = 100  # shares: no more bids past this holding
 MAKER_KEY, MAKER_SECRET = "sandbox-maker-key", "sandbox-maker-secret"  # a default user
+MAKER_ID = "00000000-0000-4000-8000-000000000002"  # its id (10,000 USDC at the start)
 DAY_START_NS = 1_764_547_200 * 10**9  # 2025-12-01T00:00:00Z, the synthetic day's start
 
 
@@ -311,6 +312,14 @@ def backtest(
             base_url = first.split()[-1]
             steps, fills = asyncio.run(session(base_url, int(interval * 1000), speed))
             problems = httpx.get(f"{base_url}/admin/invariants").json()["data"]["violations"]
+            money = httpx.get(f"{base_url}/admin/users/{MAKER_ID}/balances").json()["data"]
+            # the report's cash, summed from the fills the quoters saw, against the service's
+            # (the admin route gives JSON numbers: 6 decimals read back through their text)
+            cash = Decimal(str(money["cash"])) + Decimal(str(money["cash_reserved"]))
+            held = (cash - 10_000).quantize(MICRO)
+            reported = steps[-1]["cash"] if steps else Decimal(0)
+            if held != reported:
+                problems.append(f"the report's cash {reported} is not the service's {held}")
         finally:
             server.send_signal(signal.SIGINT)
             server.wait(30)
