@@ -309,7 +309,12 @@ class RecordingWriter:
         await self._drain()
 
     def write_markets(self) -> None:
-        """Write ``markets.json``: the recorded markets and the recording's start."""
+        """Write ``markets.json``: the recorded markets and the recording's start. A
+        directory that already holds a recording is refused (its rows would mix)."""
+        if (self.directory / MARKETS_FILE).exists() or recording_files(self.directory):
+            raise ValidationError(
+                "directory", str(self.directory), "already holds a recording: use a new one"
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
         info = {
             "format": 1,

@@ -93,6 +93,9 @@ async def test_bad_arguments_are_refused(tmp_path: Path) -> None:
                 Recorder(c, tmp_path, markets, rotate_seconds=0)
     with pytest.raises(ValidationError, match=r"markets\.json"):
         read_markets(tmp_path / "nothing")
+    (tmp_path / "markets.json").write_text("{}")
+    with pytest.raises(ValidationError, match="already holds a recording"):
+        Recorder(c, tmp_path, markets).write_markets()
 
 
 def _clobkit(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
