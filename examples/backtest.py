@@ -256,11 +256,22 @@ def write_report(
             return summary
         times = sorted({s["t_s"] for s in steps})
         by_t = {s["t_s"]: float(s["pnl"]) for s in steps}
-        fig, ax = plt.subplots(figsize=(8, 3.5))
+        fig, (ax, bx) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
         ax.plot([t / 3600 for t in times], [by_t[t] for t in times])
-        ax.set_xlabel("recorded hours")
         ax.set_ylabel("mark-to-mid PnL (USDC)")
         ax.grid(alpha=0.3)
+        first = steps[0]["market"]  # quotes against the book, in the first market
+
+        def series(key: str) -> tuple[list[float], list[float]]:
+            rows = [s for s in steps if s["market"] == first and s[key] != ""]
+            return [s["t_s"] / 3600 for s in rows], [float(s[key]) for s in rows]
+
+        for key, style in (("bid", "C0-"), ("ask", "C3-"), ("our_bid", "C0:"), ("our_ask", "C3:")):
+            bx.plot(*series(key), style, lw=0.8, label=key.replace("_", " "))
+        bx.set_ylabel(f"price, market {first}")
+        bx.set_xlabel("recorded hours")
+        bx.legend(loc="upper right", fontsize=8, ncol=4)
+        bx.grid(alpha=0.3)
         fig.tight_layout()
         fig.savefig(out / "pnl.png", dpi=100, metadata={"Software": None})
         plt.close(fig)
