@@ -16,7 +16,17 @@ from typing import Any
 import pytest
 
 from clobkit.errors import ValidationError
-from clobkit.record import BOOK, GAP, SNAPSHOT, Recorder, iter_rows, read_markets, recording_files
+from clobkit.record import (
+    BOOK,
+    GAP,
+    SNAPSHOT,
+    RecordedMarket,
+    Recorder,
+    RecordingWriter,
+    iter_rows,
+    read_markets,
+    recording_files,
+)
 
 from .conftest import client, config, move_prices, moving_market, record_while, sandbox_module
 
@@ -172,3 +182,20 @@ def test_record_command_ctrl_c_keeps_every_update(tmp_path: Path) -> None:
     assert updates > 20
     assert sum(r.kind == BOOK for r in rows) == updates
     assert [r.seq for r in rows] == list(range(len(rows)))
+
+
+def test_numbers_on_the_wire_are_kept_as_their_text(tmp_path: Path) -> None:
+    """A service sending prices and sizes as JSON numbers: the file holds their text."""
+    market = RecordedMarket("m", None, None, "ta", "tb")
+    writer = RecordingWriter(tmp_path, [market])
+    writer.write_markets()
+    writer.add(BOOK, "ta", {"bids": [{"price": 0.5, "size": 12}], "asks": []}, 1)
+    writer.add(BOOK, "tb", {"bids": "garbage", "asks": [{"price": "0.6", "size": "3"}, 7]}, 2)
+    writer.add(GAP, None, None, 3)
+    asyncio.run(writer.flush())
+    rows = list(iter_rows(tmp_path))
+    assert [(r.kind, r.market_id, r.bids, r.asks) for r in rows] == [
+        (BOOK, "m", [("0.5", "12")], []),
+        (BOOK, "m", [], [("0.6", "3")]),
+        (GAP, None, [], []),
+    ]

@@ -290,3 +290,22 @@ def test_clobkit_sandbox_replay_command(tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_token_a_wins_over_token_b(tmp_path: Path) -> None:
+    """A recording of both tokens (clobkit record's default): the replay follows token a."""
+    engine = sandbox_module.Engine(config())
+    market = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[0]
+    fx = market.fx
+    writer = RecordingWriter(
+        tmp_path, [RecordedMarket(fx.id, fx.event_id, fx.question, fx.token_id_a, fx.token_id_b)]
+    )
+    writer.write_markets()
+    a_book = {"bids": [{"price": "0.40", "size": "40"}], "asks": [{"price": "0.45", "size": "45"}]}
+    b_book = {"bids": [{"price": "0.10", "size": "1"}], "asks": [{"price": "0.90", "size": "9"}]}
+    writer.add(BOOK, fx.token_id_a, a_book, T0)
+    writer.add(BOOK, fx.token_id_b, b_book, T0 + 1)  # inconsistent on purpose: ignored
+    asyncio.run(writer.flush())
+    replay = Replay(engine, tmp_path)
+    assert len(replay.updates) == 1
+    assert shown(engine, fx.token_id_a) == ([("0.40", "40")], [("0.45", "45")])
