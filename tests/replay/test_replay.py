@@ -5,6 +5,7 @@ liquidity by the sandbox's rules on every exchange version."""
 from __future__ import annotations
 
 import asyncio
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,25 @@ def test_admin_route_steps_the_clock(tmp_path: Path) -> None:
         status = httpx.get(f"{sb.base_url}/admin/replay").json()["data"]
         assert status["elapsed_ms"] == 2500
         assert not status["done"]
+        assert not status["running"]
+
+
+def test_a_running_clock_is_not_stepped_by_hand(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, BOOKS)
+        replay = Replay(sb.engine, tmp_path)
+        future = attach(sb, replay, speed=0.001)  # 1 ms of the recording a second
+        assert future is not None
+        try:
+            for _ in range(100):
+                if replay.running:
+                    break
+                time.sleep(0.01)
+            answer = httpx.post(f"{sb.base_url}/admin/replay/step", json={"ms": 1})
+            assert answer.status_code == 400
+            assert "--step" in answer.json()["detail"]
+        finally:
+            future.cancel()
 
 
 def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:

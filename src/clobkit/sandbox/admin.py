@@ -157,6 +157,8 @@ def _admin_replay(st: SandboxState, request: Request, body: Any) -> Any:
 
 async def _admin_replay_step(st: SandboxState, request: Request, body: Any) -> Any:
     replay = _replay(st)
+    if replay.running:
+        raise bad_body("the replay's clock runs (--speed): start with --step to move it by hand")
     try:
         target = replay.target(updates=body.get("updates"), ms=body.get("ms"))
     except ValidationError as exc:

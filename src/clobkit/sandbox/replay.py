@@ -164,6 +164,7 @@ class Replay:
         self.now_ms = self.start_ms  # the virtual clock
         self.crossed = 0  # recorded asks at or under the recorded best bid, left out
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once serving
+        self.running = False  # run() drives the clock (then nothing else may move it)
         with engine._op() as now:
             for market_id in self.market_ids:
                 market = engine.markets[market_id]
@@ -243,6 +244,7 @@ class Replay:
             "applied": self.index,
             "updates": len(self.updates),
             "done": self.done,
+            "running": self.running,
             "markets": self.market_ids,
         }
 
@@ -279,14 +281,18 @@ class Replay:
             raise ValidationError("speed", speed, "must be positive")
         loop = asyncio.get_running_loop()
         self.loop = loop
-        wall0, virtual0 = loop.time(), self.now_ms
-        while not self.done:
-            due = self.updates[self.index].at_ms
-            wait = wall0 + (due - virtual0) / 1000 / speed - loop.time()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            await self.advance(due)
-        self.now_ms = self.end_ms
+        self.running = True
+        try:
+            wall0, virtual0 = loop.time(), self.now_ms
+            while not self.done:
+                due = self.updates[self.index].at_ms
+                wait = wall0 + (due - virtual0) / 1000 / speed - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                await self.advance(due)
+            self.now_ms = self.end_ms
+        finally:
+            self.running = False
 
 
 def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Future[None] | None:
