@@ -1,4 +1,5 @@
-"""The ``clobkit`` command: demo, offline order ids, salts, amounts, signed requests, sandbox.
+"""The ``clobkit`` command: demo, offline order ids, salts, amounts, signed requests, sandbox,
+record.
 
 Exit codes: 0 ok, 1 API error or rejected rows, 2 usage. An expected failure
 prints one line on stderr (never a traceback). Credentials and URLs come from
@@ -336,7 +337,61 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv += ["--state", args.state]
     if args.forwarded_allow_ips is not None:
         argv += ["--forwarded-allow-ips", args.forwarded_allow_ips]
+    if args.replay is not None:
+        argv += ["--replay", args.replay, "--speed", str(args.speed)]
+        argv += [f"--start={args.start}"] if args.start is not None else []
+        argv += [f"--end={args.end}"] if args.end is not None else []
+        argv += ["--step"] if args.step else []
     return sandbox_main(argv)
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    try:
+        from .record import Recorder, RecordStats, resolve_markets
+    except ModuleNotFoundError as exc:
+        raise Failed(_extra_missing("data", exc)) from None
+    if not (args.market or args.event or args.league):
+        raise Usage("name what to record: --market ID, --event ID or --league NAME")
+    conn = Connection.from_args(args)
+    conn.require("base_url", "api_key", "api_secret")
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+
+    def progress(stats: RecordStats) -> None:
+        print(f"\r{stats.line()}", end="", file=sys.stderr, flush=True)
+
+    async def run() -> RecordStats:
+        from .client import AsyncClient
+
+        async with AsyncClient(conn.base_url, conn.api_key, conn.api_secret) as client:
+            markets = await resolve_markets(
+                client, market_ids=args.market, event_ids=args.event, leagues=args.league
+            )
+            if not markets:
+                raise Failed("no market with two tokens matched")
+            recorder = Recorder(
+                client,
+                args.out,
+                markets,
+                outcomes=args.outcomes,
+                rotate_seconds=args.rotate_seconds,
+                rotate_bytes=int(args.rotate_mb * (1 << 20)),
+                on_progress=progress if show else None,
+            )
+            print(f"recording {len(markets)} markets into {args.out}", file=sys.stderr)
+            try:
+                return await recorder.run(args.duration)
+            finally:  # also on Ctrl-C, once the open file is written
+                if show:
+                    print(file=sys.stderr)
+                print(f"recorded: {recorder.stats.line()}", file=sys.stdout, flush=True)
+
+    import asyncio
+    import contextlib
+
+    # Ctrl-C is the way to stop an open-ended recording: the files are whole
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+    return EXIT_OK
 
 
 def _cmd_bench(extra: list[str]) -> int:
@@ -383,6 +438,19 @@ def _positive(value: str) -> int:
     if number < 0:
         raise argparse.ArgumentTypeError(f"must not be negative: {value}")
     return number
+
+
+def _add_replay(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group("replay a recording (clobkit record; docs/backtesting.md)")
+    group.add_argument("--replay", metavar="DIR", help="serve the recorded books of DIR")
+    group.add_argument(
+        "--speed", type=float, default=1.0, metavar="X", help="virtual seconds a second (1)"
+    )
+    group.add_argument("--start", metavar="T", help="seconds from the recording's start, or ISO")
+    group.add_argument("--end", metavar="T", help="seconds from the recording's start, or ISO")
+    group.add_argument(
+        "--step", action="store_true", help="no clock: POST /admin/replay/step moves it"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -544,7 +612,41 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="IPS",
         help="comma-separated proxies whose X-Forwarded-For is trusted (default: none)",
     )
+    _add_replay(p)
     p.set_defaults(handler=_cmd_sandbox)
+
+    p = sub.add_parser(
+        "record",
+        help="record the books of some markets into Parquet files",
+        description=(
+            "Subscribe to the book topics of the markets named (by id, event or league) and "
+            "write every update as a Parquet row into DIR, rotated by time or size; Ctrl-C "
+            "writes the open file and prints the summary. Needs the data extra. See "
+            "docs/backtesting.md."
+        ),
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="directory of the recording")
+    p.add_argument("--market", action="append", default=[], metavar="ID", help="a market id")
+    p.add_argument("--event", action="append", default=[], metavar="ID", help="an event's markets")
+    p.add_argument(
+        "--league", action="append", default=[], metavar="NAME", help="a league's open markets"
+    )
+    p.add_argument("--duration", type=float, metavar="SECONDS", help="default: until Ctrl-C")
+    p.add_argument("--outcomes", default="ab", choices=("a", "b", "ab"), help="tokens (default ab)")
+    p.add_argument(
+        "--rotate-seconds", type=float, default=30.0, metavar="S", help="a file every S (30)"
+    )
+    p.add_argument(
+        "--rotate-mb", type=float, default=32.0, metavar="MB", help="or every MB held (32)"
+    )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress line on stderr (default: when stderr is a terminal)",
+    )
+    _add_connection(p)
+    p.set_defaults(handler=_cmd_record)
 
     p = sub.add_parser(
         "bench",

@@ -57,7 +57,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated proxy addresses / networks whose X-Forwarded-For is trusted "
         "for the client address (default: none; no forwarding header is trusted)",
     )
+    parser.add_argument(
+        "--replay", metavar="DIR", help="serve a recording's books (clobkit record)"
+    )
+    parser.add_argument("--speed", type=float, default=1.0, help="replay clock speed (default 1)")
+    parser.add_argument("--start", help="replay from T: seconds from the recording's start, or ISO")
+    parser.add_argument("--end", help="replay up to T: seconds from the recording's start, or ISO")
+    parser.add_argument(
+        "--step", action="store_true", help="replay clock moved only by POST /admin/replay/step"
+    )
     args = parser.parse_args(argv)
+    if args.replay is not None and args.state is not None:
+        print("error: --replay and --state cannot be combined", file=sys.stderr)
+        return 2
+    if args.replay is not None and not args.speed > 0:
+        print(f"error: --speed must be positive (got {args.speed})", file=sys.stderr)
+        return 2
     proxies = None
     if args.forwarded_allow_ips is not None:
         proxies = [p.strip() for p in args.forwarded_allow_ips.split(",") if p.strip()]
@@ -77,6 +92,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except StateFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    replay = None
+    if args.replay is not None:
+        from clobkit.errors import ClobkitError
+
+        from .replay import Replay
+
+        try:
+            replay = Replay(sandbox.engine, args.replay, start=args.start, end=args.end)
+        except ClobkitError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         sandbox.start()
     except (OSError, RuntimeError) as exc:
@@ -94,6 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  API       {sandbox.base_url}/api/ext/v1", flush=True)
     print(f"  WebSocket {sandbox.ws_url}", flush=True)
     print(f"  fee rate  {sandbox.clob_url}/fee-rate?token_id=...", flush=True)
+    if replay is not None:
+        from .replay import attach
+
+        attach(sandbox, replay, None if args.step else args.speed)
+        clock = "step: POST /admin/replay/step" if args.step else f"speed {args.speed:g}"
+        print(
+            f"replaying {args.replay}: {len(replay.market_ids)} markets, "
+            f"{len(replay.updates) - replay.index} updates, "
+            f"{(replay.end_ms - replay.start_ms) / 1000:g} s, {clock}",
+            flush=True,
+        )
     if args.config is None:
         print("default users (see docs/sandbox.md):", flush=True)
         print(describe_users(sandbox.users), flush=True)

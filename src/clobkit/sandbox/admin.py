@@ -1,4 +1,5 @@
-"""The admin routes: loopback-only test controls (settle, house fill, price, deposit, checks).
+"""The admin routes: loopback-only test controls (settle, house fill, price, deposit, checks,
+the replay's clock).
 
 No request signature: only a loopback client may call them, naming a loopback
 ``Host`` (no DNS rebinding), never cross-origin, POSTs only as
@@ -19,11 +20,13 @@ from starlette.routing import Route
 from starlette.types import Scope
 
 from clobkit._spec import ERROR_UNAUTHORIZED
+from clobkit.errors import ValidationError
 
 from . import views
 from .context import SandboxState
 from .errors import Rejected, bad_body
 from .faults import drop_streams
+from .replay import Replay
 from .wire import client_ip, decode_body, failure, json_response, log
 
 __all__ = ["admin_routes"]
@@ -168,6 +171,28 @@ def _admin_invariants(st: SandboxState, request: Request, body: Any) -> Any:
     }
 
 
+def _replay(st: SandboxState) -> Replay:
+    if st.replay is None:
+        raise Rejected(404, "no replay: start the sandbox with --replay DIR")
+    return st.replay
+
+
+def _admin_replay(st: SandboxState, request: Request, body: Any) -> Any:
+    return _replay(st).status()
+
+
+async def _admin_replay_step(st: SandboxState, request: Request, body: Any) -> Any:
+    replay = _replay(st)
+    if replay.running:
+        raise bad_body("the replay's clock runs (--speed): start with --step to move it by hand")
+    try:
+        target = replay.target(updates=body.get("updates"), ms=body.get("ms"))
+    except ValidationError as exc:
+        raise bad_body(str(exc)) from None
+    await replay.advance(target)
+    return replay.status()
+
+
 def admin_routes() -> list[Route]:
     """The ``/admin/...`` routes."""
     return [
@@ -178,4 +203,6 @@ def admin_routes() -> list[Route]:
         Route("/admin/users/{user_id}/balances", admin(_admin_balances), methods=["GET"]),
         Route("/admin/invariants", admin(_admin_invariants), methods=["GET"]),
         Route("/admin/streams/drop", admin_async(_admin_drop_streams), methods=["POST"]),
+        Route("/admin/replay", admin(_admin_replay), methods=["GET"]),
+        Route("/admin/replay/step", admin_async(_admin_replay_step), methods=["POST"]),
     ]

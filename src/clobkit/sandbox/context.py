@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .auth import Authenticator
 from .config import SandboxConfig
@@ -10,6 +11,9 @@ from .engine import Engine
 from .faults import Faults
 from .store import StateStore
 from .ws import Connection, Hub
+
+if TYPE_CHECKING:
+    from .replay import Replay
 
 __all__ = ["SandboxState"]
 
@@ -25,3 +29,4 @@ class SandboxState:
     faults: Faults
     streams: set[Connection]
     store: StateStore | None = None
+    replay: Replay | None = None  # a recording being replayed (replay.attach)

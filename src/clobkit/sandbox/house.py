@@ -59,6 +59,8 @@ class House(Book):
         return wanted
 
     def _requote(self, market: MarketState, now: int) -> None:
+        if market.replayed:
+            return  # the recording's levels are its quotes (replay.py)
         if market.mid is None or not market.active:
             for quote in list(market.house_quotes.values()):
                 self._finish(quote, "cancelled", now)

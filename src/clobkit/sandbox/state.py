@@ -186,6 +186,7 @@ class MarketState:
         self.house_quotes: dict[tuple[int, int], Order] = {}
         self.book_ms = fx.updated_ms
         self.updated_ms = fx.updated_ms
+        self.replayed = False  # its liquidity follows a recording (replay.py), not the house
 
     @property
     def id(self) -> str:

@@ -1,0 +1,148 @@
+"""The recorder's throughput and memory (issue #26: at least 20,000 book updates a second,
+memory bounded).
+
+Two figures, each over N book messages of 5 levels a side (the sandbox's shape):
+
+* ingest: each frame decoded as the stream does (``parse_message``), held by the
+  ``RecordingWriter`` and written to Parquet at each rotation (every second, in a
+  thread, as ``Recorder`` does), all of it timed;
+* end to end: the same frames sent as fast as a websockets server in another
+  process can over loopback, read by clobkit's ``Stream`` (``AsyncClient.stream``)
+  and held by the writer, as ``Recorder``'s loop does.
+
+Memory: the process's peak RSS growth over the run (``ru_maxrss``), which the
+rotation bounds (``rotate_bytes`` of rows held, plus one file being written).
+Every run checks that the files hold exactly the N rows.
+
+Run: python benchmarks/bench_record.py [N]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import multiprocessing
+import random
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from clobkit import AsyncClient
+from clobkit.client._stream import parse_message  # the stream's own frame decoding
+from clobkit.record import BOOK, RecordedMarket, RecordingWriter, iter_rows, recording_files
+
+TOKEN = "1" * 70
+MARKET = RecordedMarket("00000000-0000-4000-8000-00000000000a", None, None, TOKEN, "2" * 70)
+
+
+K = (1, 2, 3, 4, 5)  # levels a side
+
+
+def frames(n: int) -> list[str]:
+    rng = random.Random(1)
+    out = []
+    for i in range(n):
+        mid = 40 + i % 20
+        data = {
+            "asset_id": TOKEN,
+            "bids": [{"price": f"0.{mid - k}", "size": f"{rng.randint(1, 9999)}.5"} for k in K],
+            "asks": [{"price": f"0.{mid + k}", "size": f"{rng.randint(1, 9999)}.5"} for k in K],
+            "updated_at_ms": 1_764_547_200_000 + i,
+        }  # fmt: skip
+        out.append(json.dumps({"type": "data", "topic": f"market:{TOKEN}:book", "data": data}))
+    return out
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def check(directory: Path, n: int) -> int:
+    rows = sum(1 for r in iter_rows(directory) if r.kind == BOOK)
+    assert rows == n, (rows, n)
+    return len(recording_files(directory))
+
+
+async def ingest(batch: list[str], directory: Path) -> float:
+    writer = RecordingWriter(directory, [MARKET], outcomes="a", rotate_seconds=1.0)
+    started = time.perf_counter()
+    for frame in batch:
+        msg = parse_message(frame)
+        writer.add(BOOK, TOKEN, msg.data, time.time_ns())
+        if writer.due():
+            await writer.rotate()
+    await writer.flush()
+    return time.perf_counter() - started
+
+
+def serve(batch: list[str], port_out: multiprocessing.connection.Connection) -> None:
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.server import serve as ws_serve
+
+    def handler(ws: object) -> None:
+        ws.recv()  # type: ignore[attr-defined]  # the subscription
+        ws.send(json.dumps({"type": "subscribed"}))  # type: ignore[attr-defined]
+        for frame in batch:
+            ws.send(frame)  # type: ignore[attr-defined]
+        with contextlib.suppress(ConnectionClosed):
+            ws.recv()  # type: ignore[attr-defined]  # hold until the client closes
+
+    with ws_serve(handler, "127.0.0.1", 0) as server:
+        port_out.send(server.socket.getsockname()[1])
+        server.serve_forever()
+
+
+async def end_to_end(n: int, port: int, directory: Path) -> float:
+    writer = RecordingWriter(directory, [MARKET], outcomes="a", rotate_seconds=1.0)
+    url = f"http://127.0.0.1:{port}"
+    async with AsyncClient(url, "k", "s", ws_url=f"ws://127.0.0.1:{port}/ws") as client:
+        stream = client.stream([f"market:{TOKEN}:book"], max_queue=100_000)
+        await stream.start()
+        started = time.perf_counter()
+        got = 0
+        async for item in stream:
+            if getattr(item, "type", "") != "data":
+                continue
+            writer.add(BOOK, TOKEN, item.data, time.time_ns())  # type: ignore[union-attr]
+            got += 1
+            if writer.due():
+                await writer.rotate()
+            if got == n:
+                break
+        await writer.flush()
+        took = time.perf_counter() - started
+        await stream.close()
+    return took
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
+    batch = frames(n)
+    base = rss_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        took = asyncio.run(ingest(batch, Path(tmp)))
+        files = check(Path(tmp), n)
+    print(
+        f"ingest:      {n:,} updates in {took:.2f} s = {n / took:,.0f} updates/s "
+        f"({files} files); peak RSS +{rss_mb() - base:.0f} MB"
+    )
+    parent, child = multiprocessing.Pipe()
+    server = multiprocessing.Process(target=serve, args=(batch, child), daemon=True)
+    server.start()
+    port = parent.recv()
+    base = rss_mb()
+    with tempfile.TemporaryDirectory() as tmp:
+        took = asyncio.run(end_to_end(n, port, Path(tmp)))
+        files = check(Path(tmp), n)
+    server.terminate()
+    print(
+        f"end to end:  {n:,} updates in {took:.2f} s = {n / took:,.0f} updates/s "
+        f"({files} files); peak RSS +{rss_mb() - base:.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()

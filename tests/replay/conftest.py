@@ -1,0 +1,92 @@
+"""Fixtures of the record / replay / backtest tests: real sandboxes on loopback, real files."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from clobkit import AsyncClient
+
+from ..conftest import import_extra
+
+import_extra("pyarrow", "data")
+sandbox_module = import_extra("clobkit.sandbox", "sandbox")
+
+from clobkit.record import GAP, Recorder, iter_rows, resolve_markets  # noqa: E402
+
+VERSIONS = (1, 2, 3)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def config(version: int = 1) -> dict[str, Any]:
+    return {
+        "exchange_version": version,
+        "rate_limit_per_minute": None,
+        "risk": {"per_minute": None, "daily": None, "monthly": None},
+    }
+
+
+def moving_market(sb: Any) -> str:
+    """A market with the house's liquidity (its book moves with set_price)."""
+    return sorted(m.id for m in sb.engine.markets.values() if m.mid is not None and m.active)[0]
+
+
+def client(sb: Any, user: int = 2) -> AsyncClient:
+    u = sb.users[user]
+    return AsyncClient(sb.base_url, u.api_key, u.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url)
+
+
+async def record_while(
+    sb: Any,
+    directory: Path,
+    market_ids: list[str],
+    during: Callable[[], Awaitable[None]],
+    **options: Any,
+) -> Recorder:
+    """Record ``market_ids`` of ``sb`` while ``during()`` runs, then cancel the recorder."""
+    async with client(sb) as c:
+        markets = await resolve_markets(c, market_ids=market_ids)
+        recorder = Recorder(c, directory, markets, **options)
+        task = asyncio.create_task(recorder.run())
+        await asyncio.sleep(0.3)  # subscribed and snapshot read
+        await during()
+        await asyncio.sleep(0.3)  # the last messages arrive
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    return recorder
+
+
+async def move_prices(sb: Any, market_id: str, n: int = 25, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    for _ in range(n):
+        await asyncio.to_thread(sb.set_price, market_id, str(rng.randint(25, 75) / 100))
+        await asyncio.sleep(0.02)
+
+
+def books(directory: Path, token: str | None = None) -> list[tuple[Any, Any]]:
+    """The recorded sequence of books (consecutive equal ones once), level by level."""
+    out: list[tuple[Any, Any]] = []
+    for r in iter_rows(directory):
+        if r.kind == GAP or (token is not None and r.token_id != token):
+            continue
+        book = (tuple(r.bids), tuple(r.asks))
+        if not out or out[-1] != book:
+            out.append(book)
+    return out
+
+
+def example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,201 @@
+"""clobkit.record: every update received reaches a file, across rotations, reconnects and
+cancellation (Ctrl-C); the rows read back are the books the sandbox published."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from clobkit.errors import ValidationError
+from clobkit.record import (
+    BOOK,
+    GAP,
+    SNAPSHOT,
+    RecordedMarket,
+    Recorder,
+    RecordingWriter,
+    iter_rows,
+    read_markets,
+    recording_files,
+)
+
+from .conftest import client, config, move_prices, moving_market, record_while, sandbox_module
+
+
+def _check_complete(directory: Path, recorder: Recorder) -> list[Any]:
+    rows = list(iter_rows(directory))
+    assert [r.seq for r in rows] == list(range(len(rows)))  # nothing lost between files
+    assert sum(r.kind == BOOK for r in rows) == recorder.stats.updates
+    assert len(rows) == recorder.stats.rows
+    assert not list(directory.glob("*.part"))
+    return rows
+
+
+async def test_every_update_received_is_written_across_rotations_and_cancel(
+    tmp_path: Path,
+) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        recorder = await record_while(
+            sb, tmp_path, [market], lambda: move_prices(sb, market), rotate_seconds=0.05
+        )
+        published = sb.engine.orderbook(sb.engine.markets[market].fx.token_id_a)
+    rows = _check_complete(tmp_path, recorder)
+    assert recorder.stats.files == len(recording_files(tmp_path)) > 3  # it rotated
+    assert recorder.stats.updates >= 2 * 25  # both tokens of every price move
+    assert {r.kind for r in rows} == {SNAPSHOT, BOOK}
+    token_a = read_markets(tmp_path)[0].token_id_a
+    last = [r for r in rows if r.token_id == token_a][-1]
+    assert last.bids == [(str(lv.price), str(lv.size)) for lv in published.bids]
+    assert last.asks == [(str(lv.price), str(lv.size)) for lv in published.asks]
+    assert all(r.service_ms is not None and r.recv_ns > 0 for r in rows)
+
+
+async def test_rotation_by_size_bounds_what_is_held(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        recorder = await record_while(
+            sb, tmp_path, [market], lambda: move_prices(sb, market, 10), rotate_bytes=1000
+        )
+    _check_complete(tmp_path, recorder)
+    assert recorder.stats.files >= 8  # a file every couple of books
+
+
+async def test_a_reconnect_writes_a_gap_and_fresh_snapshots(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+
+        async def during() -> None:
+            await move_prices(sb, market, 3)
+            await asyncio.to_thread(sb.drop_streams)
+            await asyncio.sleep(0.5)  # reconnected
+            await move_prices(sb, market, 3, seed=2)
+
+        recorder = await record_while(sb, tmp_path, [market], during, outcomes="a")
+    rows = _check_complete(tmp_path, recorder)
+    kinds = [r.kind for r in rows]
+    assert kinds.count(GAP) == recorder.stats.gaps == 1
+    after = kinds[kinds.index(GAP) + 1]
+    assert after == SNAPSHOT  # the book read again over REST right after the marker
+    assert rows[kinds.index(GAP)].token_id is None
+
+
+async def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        async with client(sb) as c:
+            with pytest.raises(ValidationError, match="markets"):
+                Recorder(c, tmp_path, [])
+            from clobkit.record import resolve_markets
+
+            markets = await resolve_markets(c, market_ids=[moving_market(sb)])
+            with pytest.raises(ValidationError, match="outcomes"):
+                Recorder(c, tmp_path, markets, outcomes="c")
+            with pytest.raises(ValidationError, match="rotate_seconds"):
+                Recorder(c, tmp_path, markets, rotate_seconds=0)
+    with pytest.raises(ValidationError, match=r"markets\.json"):
+        read_markets(tmp_path / "nothing")
+    (tmp_path / "markets.json").write_text("{}")
+    with pytest.raises(ValidationError, match="already holds a recording"):
+        Recorder(c, tmp_path, markets).write_markets()
+
+
+def _clobkit(*args: str, **kwargs: Any) -> subprocess.Popen[str]:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen(
+        [sys.executable, "-m", "clobkit", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        **kwargs,
+    )
+
+
+def test_record_command_needs_markets(tmp_path: Path) -> None:
+    proc = _clobkit("record", "--out", str(tmp_path), "--base-url", "http://127.0.0.1:9")
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "--market" in err
+
+
+@pytest.mark.slow
+def test_record_command_ctrl_c_keeps_every_update(tmp_path: Path) -> None:
+    """clobkit record, stopped by SIGINT mid-stream: exit 0, the summary's count of
+    updates is the count of rows of the files."""
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        user = sb.users[2]
+        stop = threading.Event()
+
+        def mover() -> None:
+            k = 0
+            while not stop.is_set():
+                sb.set_price(market, str(30 + k % 40) + "e-2")
+                k += 1
+                time.sleep(0.005)
+
+        thread = threading.Thread(target=mover)
+        proc = _clobkit(
+            "record",
+            "--market",
+            market,
+            "--out",
+            str(tmp_path),
+            "--rotate-seconds",
+            "0.1",
+            "--base-url",
+            sb.base_url,
+            "--api-key",
+            user.api_key,
+            "--api-secret",
+            user.api_secret,
+        )
+        try:
+            for _ in range(200):
+                if len(recording_files(tmp_path)) >= 3:
+                    break
+                if not thread.is_alive() and (tmp_path / "markets.json").exists():
+                    thread.start()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)  # mid-stream: updates still arriving
+            out, err = proc.communicate(timeout=60)
+        finally:
+            stop.set()
+            if thread.is_alive():
+                thread.join()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    line = next(x for x in out.splitlines() if x.startswith("recorded: "))
+    updates = int(line.split("updates ")[1].split(" ")[0].replace(",", ""))
+    rows = list(iter_rows(tmp_path))
+    assert updates > 20
+    assert sum(r.kind == BOOK for r in rows) == updates
+    assert [r.seq for r in rows] == list(range(len(rows)))
+
+
+def test_numbers_on_the_wire_are_kept_as_their_text(tmp_path: Path) -> None:
+    """A service sending prices and sizes as JSON numbers: the file holds their text."""
+    market = RecordedMarket("m", None, None, "ta", "tb")
+    writer = RecordingWriter(tmp_path, [market])
+    writer.write_markets()
+    writer.add(BOOK, "ta", {"bids": [{"price": 0.5, "size": 12}], "asks": []}, 1)
+    writer.add(BOOK, "tb", {"bids": "garbage", "asks": [{"price": "0.6", "size": "3"}, 7]}, 2)
+    writer.add(GAP, None, None, 3)
+    asyncio.run(writer.flush())
+    rows = list(iter_rows(tmp_path))
+    assert [(r.kind, r.market_id, r.bids, r.asks) for r in rows] == [
+        (BOOK, "m", [("0.5", "12")], []),
+        (BOOK, "m", [], [("0.6", "3")]),
+        (GAP, None, [], []),
+    ]

@@ -1,0 +1,331 @@
+"""The sandbox replays a recording: the books it publishes are the recorded ones at every
+recorded time (at any speed, or stepped by hand), and users trade with the recorded
+liquidity by the sandbox's rules on every exchange version."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from clobkit.errors import ValidationError
+from clobkit.record import BOOK, RecordedMarket, RecordingWriter
+from clobkit.sandbox.replay import Replay, attach, parse_time
+
+from .conftest import (
+    VERSIONS,
+    books,
+    config,
+    move_prices,
+    moving_market,
+    record_while,
+    sandbox_module,
+)
+
+T0 = 1_764_547_200_000_000_000  # ns
+
+
+def write(
+    directory: Path,
+    engine: Any,
+    books_at: list[tuple[float, list[Any], list[Any]]],
+    outcome: str = "a",
+) -> str:
+    """A recording of one market of ``engine``: (seconds, bids, asks) as (price, USDC size)
+    of one outcome's token."""
+    market = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[0]
+    fx = market.fx
+    writer = RecordingWriter(
+        directory, [RecordedMarket(fx.id, fx.event_id, fx.question, fx.token_id_a, fx.token_id_b)]
+    )
+    writer.write_markets()
+    for at, bids, asks in books_at:
+        data = {
+            "bids": [{"price": p, "size": s} for p, s in bids],
+            "asks": [{"price": p, "size": s} for p, s in asks],
+        }
+        token = fx.token_id_a if outcome == "a" else fx.token_id_b
+        writer.add(BOOK, token, data, T0 + int(at * 1e9))
+    asyncio.run(writer.flush())
+    return str(fx.id)
+
+
+def shown(engine: Any, token: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    book = engine.orderbook(token, allow_empty=True)
+    return (
+        [(str(lv.price), str(lv.size)) for lv in book.bids],
+        [(str(lv.price), str(lv.size)) for lv in book.asks],
+    )
+
+
+BOOKS = [
+    (0.0, [("0.48", "100"), ("0.47", "200")], [("0.52", "100"), ("0.53", "200")]),
+    (1.0, [("0.49", "50")], [("0.51", "60"), ("0.55", "300")]),
+    (2.5, [("0.45", "10")], [("0.46", "100")]),
+    (4.0, [], []),
+]
+
+
+@pytest.mark.parametrize("speed", [pytest.param(1, marks=pytest.mark.slow), 20])
+async def test_replay_publishes_the_recorded_books_at_speed(tmp_path: Path, speed: int) -> None:
+    """The target: a recording of the sandbox's own moving market, replayed into a fresh
+    sandbox at speed 1 and 20, publishes the same sequence of books, level by level."""
+    original, replayed = tmp_path / "a", tmp_path / "b"
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        await record_while(sb, original, [market], lambda: move_prices(sb, market), outcomes="a")
+    token = sb.engine.markets[market].fx.token_id_a
+    with sandbox_module.serve_in_thread(config()) as sb:
+        replay = Replay(sb.engine, original)
+
+        async def run() -> None:
+            future = attach(sb, replay, speed)
+            assert future is not None
+            await asyncio.wrap_future(future)
+
+        await record_while(sb, replayed, [market], run, outcomes="a")
+        assert replay.done
+        assert sb.engine.check_invariants() == []
+    recorded = books(original, token)
+    assert len(recorded) > 20
+    assert books(replayed, token) == recorded
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_stepping_shows_each_recorded_book(tmp_path: Path, version: int) -> None:
+    engine = sandbox_module.Engine(config(version))
+    market_id = write(tmp_path, engine, BOOKS)
+    token = engine.markets[market_id].fx.token_id_a
+    replay = Replay(engine, tmp_path)
+    assert shown(engine, token) == (BOOKS[0][1], BOOKS[0][2])  # the book at the start
+    for _, bids, asks in BOOKS[1:]:
+        assert replay.step(updates=1) == 1
+        assert shown(engine, token) == (bids, asks)
+    assert replay.done
+    assert replay.step(updates=1) == 0
+    assert engine.check_invariants() == []
+
+
+def test_start_end_and_time_steps(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    market_id = write(tmp_path, engine, BOOKS)
+    token = engine.markets[market_id].fx.token_id_a
+    replay = Replay(engine, tmp_path, start="1.5", end="3")
+    assert shown(engine, token) == (BOOKS[1][1], BOOKS[1][2])  # last book at or before start
+    assert replay.step(ms=900) == 0  # 2.4 s: nothing due
+    assert replay.step(ms=200) == 1  # 2.6 s
+    assert shown(engine, token) == (BOOKS[2][1], BOOKS[2][2])
+    assert replay.step(ms=10_000) == 0
+    assert replay.done
+    assert parse_time("2025-12-01T00:00:02Z", 0) == T0 // 1_000_000 + 2000
+    for bad in ("soon", "2025-12-01T00:00:02"):
+        with pytest.raises(ValidationError):
+            parse_time(bad, 0)
+    with pytest.raises(ValidationError, match="end"):
+        Replay(sandbox_module.Engine(config()), tmp_path, start="3", end="1")
+    with pytest.raises(ValidationError):
+        replay.step(updates=0)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_users_trade_with_the_recorded_liquidity(tmp_path: Path, version: int) -> None:
+    """A taker takes recorded asks at their price and the level stays reduced until the next
+    recorded update puts it back; a resting bid crossed by a new recorded ask trades at the
+    bid's price."""
+    engine = sandbox_module.Engine(config(version))
+    market_id = write(
+        tmp_path,
+        engine,
+        [
+            (0.0, [("0.48", "100")], [("0.52", "52")]),  # 100 shares at 0.52
+            (1.0, [("0.48", "100")], [("0.52", "52")]),  # the same book again
+            (2.0, [("0.45", "100")], [("0.47", "47")]),  # the ask drops through 0.50
+        ],
+    )
+    token = engine.markets[market_id].fx.token_id_a
+    replay = Replay(engine, tmp_path)
+    user = engine.config.users[0].user_id
+    cash = engine.balances(user).cash
+    placed = engine.place_order(
+        user,
+        {
+            "market_id": market_id,
+            "side": "BUY",
+            "outcome": "a",
+            "order_type": "GTC",
+            "token_option": "yes",
+            "limit_price": "0.52",
+            "amount": "20.8",
+        },
+    )
+    assert engine.order(placed.order_id).status == "matched"
+    assert engine.balances(user).cash == cash - Decimal("20.8")  # 40 x 0.52
+    assert shown(engine, token)[1] == [("0.52", "31.2")]  # 60 shares left until the update
+    replay.step(updates=1)
+    assert shown(engine, token)[1] == [("0.52", "52")]  # the recording knows nothing of it
+    resting = engine.place_order(
+        user,
+        {
+            "market_id": market_id,
+            "side": "BUY",
+            "outcome": "a",
+            "order_type": "GTC",
+            "token_option": "yes",
+            "limit_price": "0.50",
+            "amount": "15",
+        },
+    )
+    assert engine.order(resting.order_id).status == "live"
+    replay.step(updates=1)
+    record = engine.order(resting.order_id)
+    assert record.status == "matched"
+    assert record.size_matched == Decimal(30)
+    assert engine.balances(user).cash == cash - Decimal("20.8") - Decimal("15")  # at 0.50
+    assert shown(engine, token) == ([("0.45", "100")], [("0.47", "32.9")])  # 70 left
+    assert engine.check_invariants() == []
+
+
+def test_off_grid_and_crossed_levels(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    market_id = write(
+        tmp_path,
+        engine,
+        [(0.0, [("0.485", "97"), ("0.47", "47")], [("0.475", "95"), ("0.515", "103")])],
+    )
+    token = engine.markets[market_id].fx.token_id_a
+    replay = Replay(engine, tmp_path)
+    assert replay.snapped == 3  # 0.485 -> 0.48, 0.475 -> 0.48, 0.515 -> 0.52
+    assert replay.crossed == 1  # the ask snapped onto the best bid is left out
+    bids, asks = shown(engine, token)
+    assert [p for p, _ in bids] == ["0.48", "0.47"]
+    assert [p for p, _ in asks] == ["0.52"]
+    assert engine.check_invariants() == []
+
+
+def test_token_b_alone_is_mirrored(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    b_book = ([("0.40", "40"), ("0.385", "77")], [("0.45", "45")])
+    market_id = write(tmp_path, engine, [(0.0, *b_book)], outcome="b")
+    fx = engine.markets[market_id].fx
+    replay = Replay(engine, tmp_path)
+    assert replay.snapped == 1  # b's bid 0.385 -> 0.38
+    assert shown(engine, fx.token_id_b) == ([("0.40", "40"), ("0.38", "77")], [("0.45", "45")])
+    bids_a, asks_a = shown(engine, fx.token_id_a)
+    assert [p for p, _ in bids_a] == ["0.55"]
+    assert [p for p, _ in asks_a] == ["0.60", "0.62"]
+
+
+def test_a_recording_of_other_markets_is_refused(tmp_path: Path) -> None:
+    writer = RecordingWriter(tmp_path, [RecordedMarket("m-1", None, None, "1", "2")])
+    writer.write_markets()
+    with pytest.raises(ValidationError, match="not one of this sandbox's markets"):
+        Replay(sandbox_module.Engine(config()), tmp_path)
+
+
+def test_admin_route_steps_the_clock(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        url = f"{sb.base_url}/admin/replay/step"
+        assert httpx.post(url, json={"updates": 1}).status_code == 404  # no replay
+        market_id = write(tmp_path, sb.engine, BOOKS)
+        token = sb.engine.markets[market_id].fx.token_id_a
+        attach(sb, Replay(sb.engine, tmp_path))
+        answer = httpx.post(url, json={"updates": 2}).json()
+        assert answer["success"]
+        assert answer["data"]["applied"] == 3
+        assert shown(sb.engine, token) == (BOOKS[2][1], BOOKS[2][2])
+        bad = httpx.post(url, json={"updates": 1, "ms": 5})
+        assert bad.status_code == 400
+        assert not bad.json()["success"]
+        status = httpx.get(f"{sb.base_url}/admin/replay").json()["data"]
+        assert status["elapsed_ms"] == 2500
+        assert not status["done"]
+        assert not status["running"]
+
+
+def test_a_running_clock_is_not_stepped_by_hand(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, BOOKS)
+        replay = Replay(sb.engine, tmp_path)
+        future = attach(sb, replay, speed=0.001)  # 1 ms of the recording a second
+        assert future is not None
+        try:
+            for _ in range(100):
+                if replay.running:
+                    break
+                time.sleep(0.01)
+            answer = httpx.post(f"{sb.base_url}/admin/replay/step", json={"ms": 1})
+            assert answer.status_code == 400
+            assert "--step" in answer.json()["detail"]
+        finally:
+            future.cancel()
+
+
+def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
+    from clobkit.sandbox.__main__ import main
+
+    assert main(["--replay", str(tmp_path), "--state", str(tmp_path / "s.db")]) == 2
+    assert main(["--replay", str(tmp_path), "--speed", "0"]) == 2
+    assert main(["--replay", str(tmp_path / "none"), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be combined" in err
+    assert "--speed" in err
+    assert "markets.json" in err
+
+
+@pytest.mark.slow
+def test_clobkit_sandbox_replay_command(tmp_path: Path) -> None:
+    """clobkit sandbox --replay DIR --step serves the recording; the admin route steps it;
+    SIGINT stops it (exit 0)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    market_id = write(tmp_path, sandbox_module.Engine(config()), BOOKS)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    argv = ["--port", "0", "--replay", str(tmp_path), "--step", "--start", "1"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clobkit", "sandbox", *argv],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().split()[-1]
+        lines = [proc.stdout.readline() for _ in range(4)]
+        assert any("replaying" in line and "2 updates" in line for line in lines), lines
+        status = httpx.post(f"{base_url}/admin/replay/step", json={"ms": 3000}).json()["data"]
+        assert status["applied"] == 4
+        assert status["done"]
+        assert status["markets"] == [market_id]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_token_a_wins_over_token_b(tmp_path: Path) -> None:
+    """A recording of both tokens (clobkit record's default): the replay follows token a."""
+    engine = sandbox_module.Engine(config())
+    market = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[0]
+    fx = market.fx
+    writer = RecordingWriter(
+        tmp_path, [RecordedMarket(fx.id, fx.event_id, fx.question, fx.token_id_a, fx.token_id_b)]
+    )
+    writer.write_markets()
+    a_book = {"bids": [{"price": "0.40", "size": "40"}], "asks": [{"price": "0.45", "size": "45"}]}
+    b_book = {"bids": [{"price": "0.10", "size": "1"}], "asks": [{"price": "0.90", "size": "9"}]}
+    writer.add(BOOK, fx.token_id_a, a_book, T0)
+    writer.add(BOOK, fx.token_id_b, b_book, T0 + 1)  # inconsistent on purpose: ignored
+    asyncio.run(writer.flush())
+    replay = Replay(engine, tmp_path)
+    assert len(replay.updates) == 1
+    assert shown(engine, fx.token_id_a) == ([("0.40", "40")], [("0.45", "45")])
