@@ -32,8 +32,17 @@ ALLOWED = {
 }
 
 
+#: The standard library's public names that start with an underscore (namedtuple's
+#: documented methods; the underscore only keeps them apart from field names).
+PUBLIC = {"_asdict", "_replace", "_fields", "_field_defaults", "_make"}
+
+
 def _private(name: str) -> bool:
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    return (
+        name.startswith("_")
+        and not (name.startswith("__") and name.endswith("__"))
+        and name not in PUBLIC
+    )
 
 
 def _modules() -> dict[str, ast.Module]:
