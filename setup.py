@@ -28,7 +28,14 @@ if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") in ("", "0"):
         [
             Extension(
                 "clobkit._core_c",
-                sources=["ext/_core_c.pyx", "ext/keccak.c", "ext/sha256.c", "ext/sign.c", "ext/workers.c"],
+                sources=[
+                    "ext/_core_c.pyx",
+                    "ext/batch.c",
+                    "ext/keccak.c",
+                    "ext/sha256.c",
+                    "ext/sign.c",
+                    "ext/workers.c",
+                ],
                 include_dirs=["ext"],
                 extra_compile_args=extra_compile_args,
                 extra_link_args=extra_link_args,
