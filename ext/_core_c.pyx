@@ -2062,3 +2062,20 @@ cdef class RequestSigner:
 
 
 self_check()
+
+
+def _forced_keccak():
+    """``CLOBKIT_KECCAK`` (portable, avx2, avx512 or auto) forces a Keccak path from the
+    start: to measure or test the AVX2 path on a CPU that would take AVX-512
+    (docs/scale.md). A path the CPU or build lacks is refused with a warning."""
+    name = _os.environ.get("CLOBKIT_KECCAK", "")
+    if name in ("", "auto"):
+        return
+    if name not in keccak_impls or not set_implementation(keccak=name):
+        import warnings
+
+        warnings.warn(f"CLOBKIT_KECCAK={name!r}: not a Keccak path this CPU runs; "
+                      f"using {implementation()['keccak']}", RuntimeWarning, stacklevel=2)
+
+
+_forced_keccak()

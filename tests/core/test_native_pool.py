@@ -10,6 +10,9 @@ those of the single-threaded list path, of the pure twin and of eth-account.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from typing import Any
@@ -331,3 +334,29 @@ def test_hasher_sign_many_native_equals_pure_twin_and_eth_account(signature_type
         for got in want[:20]:
             digest = bytes.fromhex(got.order_id[2:])
             assert got.signature == signing_oracle.eth_account_sign(digest, key)
+
+
+def _keccak_under(value: str) -> tuple[str, str]:
+    code = "import warnings, clobkit._core_c as c; print(c.implementation()['keccak'])"
+    env = {**os.environ, "CLOBKIT_KECCAK": value, "PYTHONWARNINGS": "always"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip(), done.stderr
+
+
+def test_clobkit_keccak_forces_a_path() -> None:
+    """CLOBKIT_KECCAK measures the AVX2 path on a CPU that would take AVX-512 (docs/scale.md)."""
+    for name in ("portable", "avx2", "avx512"):
+        runs_here = core_c.set_implementation(keccak=name)
+        core_c.set_implementation(keccak="auto")
+        path, err = _keccak_under(name)
+        if runs_here:
+            assert (path, err) == (name, "")
+        else:
+            assert "not a Keccak path this CPU runs" in err
+    auto = core_c.implementation()["keccak"]
+    assert _keccak_under("auto") == (auto, "")
+    path, err = _keccak_under("sse9")
+    assert path == auto
+    assert "CLOBKIT_KECCAK='sse9'" in err
