@@ -56,6 +56,17 @@ cdef extern from *:
     static void ck_mark_stale(void) { ck_nonces_stale = 1; }
     static void ck_watch_fork(void) { pthread_atfork(NULL, NULL, ck_mark_stale); }
     #endif
+    /* CPU time of the calling thread (ns): what it spent itself, not counting
+       the time it waited or was preempted; 0 where the clock is missing. */
+    static long long ck_thread_ns(void) {
+    #if defined(CLOCK_THREAD_CPUTIME_ID)
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+        return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    #else
+        return 0;
+    #endif
+    }
     static long long ck_now_ms(void) {
         struct timespec ts;
         if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return -1;
@@ -102,6 +113,7 @@ cdef extern from *:
     int ck_nonces_stale
     void ck_watch_fork()
     long long ck_now_ms()
+    long long ck_thread_ns() nogil
     int ck_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
     void ck_wipe(void *p, size_t n)
     uint64_t ck_muladd(uint64_t a, uint64_t b, uint64_t c, uint64_t *hi) nogil
@@ -852,6 +864,7 @@ cdef class OrderHasher:
     cdef object _batch(self, token_ids, maker_amounts, taker_amounts, sides, salts, fee_rate_bps,
                        nonces, expirations, timestamps, metadatas, builders, neg_risk, threads,
                        out, _Signer signer):
+        cdef long long t0 = ck_thread_ns()
         cdef int workers = _p.parse_threads(threads)
         cdef bint arrow = _ids.parse_out(out)
         pa = _ids.pyarrow() if arrow else None
@@ -926,7 +939,10 @@ cdef class OrderHasher:
                 plan.slow.append((c, value))
         plan.slow.sort()
         plan._workers = workers
-        return plan.run(self, n, fast, pa if arrow else None, signer)
+        result = plan.run(self, n, fast, pa if arrow else None, signer)
+        global _held_ns
+        _held_ns = ck_thread_ns() - t0 - plan.free_ns
+        return result
 
 
 # ---------------------------------------------------------------------------
@@ -968,6 +984,7 @@ cdef class _Plan:
     cdef ck_batch jobs[2]
     cdef int ncols
     cdef int _workers
+    cdef long long free_ns  # the calling thread's CPU time with the GIL released
 
     def __cinit__(self):
         self.names = []
@@ -992,6 +1009,7 @@ cdef class _Plan:
         cdef bint arrow = pa is not None
         cdef int64_t block = BLOCK if signer is None else SIGN_BLOCK
         cdef int workers_ = self._workers
+        cdef long long t
         for kind, srcs, off in fast:
             total += len(srcs)
         self.fixed = <ck_src *>malloc((total if total else 1) * sizeof(ck_src))
@@ -1074,9 +1092,11 @@ cdef class _Plan:
             finally:
                 # the helpers read this round's buffers: join them before anything else
                 with nogil:
+                    t = ck_thread_ns()
                     ck_batch_run(&self.jobs[b].task)
                     if helpers:
                         ck_pool_wait()
+                    self.free_ns += ck_thread_ns() - t
         self._finish((nchunks - 1) & 1, hasher, result, pa, signer)
         if arrow:
             view.release()
@@ -1175,6 +1195,17 @@ _KINDS[0], _KINDS[1], _KINDS[2], _KINDS[3], _KINDS[4], _KINDS[5], _KINDS[6], _KI
     C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_FEE, C_NONCE, C_EXPIRATION, C_NEG_RISK
 _KINDS2[0], _KINDS2[1], _KINDS2[2], _KINDS2[3], _KINDS2[4], _KINDS2[5], _KINDS2[6], _KINDS2[7], _KINDS2[8] = \
     C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_TIMESTAMP, C_METADATA, C_BUILDER, C_NEG_RISK
+
+
+cdef long long _held_ns = 0
+
+
+def _gil_held_ns():
+    """CPU time (ns) the last ``order_ids`` / ``sign_many`` batch spent on its calling
+    thread holding the GIL: everything but the workers' share it took with the GIL
+    released. A benchmark hook (benchmarks/native_pool.py): unlike wall time it is
+    not inflated when other processes take the cores."""
+    return _held_ns
 
 
 cdef PyTypeObject *SIGNED = NULL
@@ -1296,6 +1327,8 @@ def parse_ids(ids):
 def sign_digests(handle, key, digests, threads):
     """Signatures (``"0x"`` + 130 hex) of 32-byte digests back to back, over ``threads``
     native threads (see clobkit.signing); ``handle`` and ``key`` as ``_sign_many``'s."""
+    global _held_ns
+    cdef long long t0 = ck_thread_ns(), free_ns
     cdef _Signer signer = _Signer(handle, key)
     cdef _Bytes v = _bytes(digests)
     cdef int workers = _p.parse_threads(threads)
@@ -1314,7 +1347,9 @@ def sign_digests(handle, key, digests, threads):
         job.sigs = sigs
         job.lo, job.hi, job.base, job.block = 0, n, 0, SIGN_BLOCK
         with nogil:
+            free_ns = ck_thread_ns()
             ck_batch_go(&job, workers - 1)
+            free_ns = ck_thread_ns() - free_ns
         if job.failed:
             raise OrderFieldError("private_key", _p.HIDDEN, "could not sign (libsecp256k1 refused)")
         for i in range(n):
@@ -1324,6 +1359,7 @@ def sign_digests(handle, key, digests, threads):
             PyList_SET_ITEM(result, i, s)
     finally:
         free(sigs)
+    _held_ns = ck_thread_ns() - t0 - free_ns
     return result
 
 

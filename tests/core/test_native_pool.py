@@ -360,3 +360,15 @@ def test_clobkit_keccak_forces_a_path() -> None:
     path, err = _keccak_under("sse9")
     assert path == auto
     assert "CLOBKIT_KECCAK='sse9'" in err
+
+
+def test_gil_held_hook_reports_the_last_batch() -> None:
+    """benchmarks/native_pool.py reads the GIL-held CPU time of the last batch here."""
+    hasher = core_c.OrderHasher(WALLETS[1])
+    cols = _big_batch(500, 4)
+    hasher.order_ids(**cols, threads=2)
+    held = core_c._gil_held_ns()
+    assert isinstance(held, int)
+    assert held >= 0
+    OrderSigner(DEV_KEY).sign_many(["0x" + "ab" * 32] * 3, threads=2)
+    assert core_c._gil_held_ns() >= 0
