@@ -7,7 +7,8 @@ Prints, measured in one run (each figure the best of R interleaved rounds):
 F (five Keccak-f[1600] permutations through OpenSSL's hashlib.sha3_256), E
 (one bare libsecp256k1 signature through coincurve), then per thread count
 (1, 2, 4, ... up to the cores) ``order_ids`` from Arrow columns into an Arrow
-array, from Python lists into a list, and ``OrderSigner.sign_many``: time per
+array, from Python lists into a list, ``OrderSigner.sign_many`` (order ids)
+and ``OrderHasher.sign_many`` (Arrow columns hashed and signed): time per
 order, in F or E, and the speed-up over one thread. Last, the time per order
 spent holding the GIL on one thread, two ways: a second Python thread counts
 while the call runs (whatever it could not count is GIL-held time; on a
@@ -105,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     signer = OrderSigner(KEY)
     ids = ["0x" + os.urandom(32).hex() for _ in range(ns)]
     bare = coincurve.PrivateKey(KEY)
+    own = OrderHasher(WALLET | {"maker": signer.address, "signer": signer.address})
+    orders = {k: v[:ns] for k, v in arrow.items()}  # hashed and signed in the workers
     digests = [bytes.fromhex(i[2:]) for i in ids[:5000]]
 
     def one_signature() -> None:
@@ -123,6 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         runs[f"lists {t}"] = (lambda t=t: hasher.order_ids(**lists, threads=t), n)
         runs[f"sign {t}"] = (lambda t=t: signer.sign_many(ids, threads=t), ns)
+        runs[f"hsign {t}"] = (lambda t=t: own.sign_many(signer, **orders, threads=t), ns)
     best: dict[str, float] = {}
     for _ in range(args.rounds):  # interleaved, so a busy moment hurts every figure alike
         for name, (fn, per) in runs.items():
@@ -130,13 +134,18 @@ def main(argv: list[str] | None = None) -> None:
     f, e = 5 * best["F"], best["E"]
     print(f"keccak path {_core_c.implementation()['keccak']}, {cores} cores, {n:,} orders")
     print(f"F = {f * 1e9:.0f} ns (5 x Keccak-f through OpenSSL), E = {e * 1e6:.2f} us")
-    print("threads | arrow ns/order  F     x | lists ns/order  F     x | sign_many us  E     x")
+    print(
+        "threads | arrow ns/order  F     x | lists ns/order  F     x "
+        "| signer.sign_many us  E     x | hasher.sign_many us  E     x"
+    )
     for t in counts:
-        a, li, s = best[f"arrow {t}"], best[f"lists {t}"], best[f"sign {t}"]
+        a, li = best[f"arrow {t}"], best[f"lists {t}"]
+        s, hs = best[f"sign {t}"], best[f"hsign {t}"]
         print(
             f"{t:7} | {a * 1e9:10.0f} {a / f:6.3f} {best['arrow 1'] / a:5.2f} "
             f"| {li * 1e9:10.0f} {li / f:6.3f} {best['lists 1'] / li:5.2f} "
-            f"| {s * 1e6:8.2f} {s / e:6.3f} {best['sign 1'] / s:5.2f}"
+            f"| {s * 1e6:15.2f} {s / e:6.3f} {best['sign 1'] / s:5.2f} "
+            f"| {hs * 1e6:15.2f} {hs / e:6.3f} {best['hsign 1'] / hs:5.2f}"
         )
     print("GIL held on one thread: counted (a second thread counting) | CPU (the core's own clock)")
     for name, cols, out in (
