@@ -510,8 +510,10 @@ def sign_orders(
 ) -> list[SignedOrder]:
     """``OrderHasher.sign_many``: ``SignedOrder`` of each order of a batch, in order.
 
-    The hasher checks and hashes the whole batch first (a bad value is named
-    by its index); the signatures then run over ``threads`` threads.
+    A bad value is named by its index and nothing is returned. With the
+    compiled twin each order is hashed and signed in its native workers
+    (``threads`` of them); POLY_1271 digests are made here, then signed there.
+    The pure twin hashes the batch, then signs over ``threads`` Python threads.
     """
     _check_signer_object(signer)
     if "out" in columns:  # order_ids' choice of result: the signed orders have one shape
@@ -548,10 +550,10 @@ def sign_orders(
         contents = hasher.struct_hash(**row)
         digests.append(wrapper.digest(app_domain, contents))
         tails.append(wrapper.suffix(app_domain, contents))
-    if core is None:
-        signatures = _sign_batch(signer._key, digests, workers)
-    else:
+    if core is not None and isinstance(hasher, core.OrderHasher):
         signatures = core.sign_digests(_HANDLE, signer._key_at(), b"".join(digests), workers)
+    else:  # the pure twin signs through cffi
+        signatures = _sign_batch(signer._key, digests, workers)
     return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
 
 
