@@ -1003,8 +1003,8 @@ cdef class _Plan:
                 free(self.big[b][k])
 
     cdef object run(self, OrderHasher hasher, Py_ssize_t n, list fast, object pa, _Signer signer):
-        cdef Py_ssize_t total = 0, i = 0, j, k, nchunks, lo, m, chunk, nblocks
-        cdef int b, c, helpers, nfast = len(fast)
+        cdef Py_ssize_t total = 0, i = 0, k, nchunks, lo, m, chunk, nblocks
+        cdef int b, c, helpers
         cdef _Src s
         cdef bint arrow = pa is not None
         cdef int64_t block = BLOCK if signer is None else SIGN_BLOCK
