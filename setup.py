@@ -2,7 +2,8 @@
 
 ``CLOBKIT_NO_EXTENSIONS=1`` at install time skips the build; the package then
 runs on its pure-Python twin. ``CLOBKIT_SANITIZE=1`` builds with
-AddressSanitizer and UndefinedBehaviorSanitizer (see docs/development.md).
+AddressSanitizer and UndefinedBehaviorSanitizer, ``CLOBKIT_SANITIZE=thread``
+with ThreadSanitizer (see docs/development.md).
 """
 
 import os
@@ -20,15 +21,25 @@ if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") in ("", "0"):
     else:
         extra_compile_args = ["-O3", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function", "-pthread"]
         extra_link_args = ["-pthread"]
-        if os.environ.get("CLOBKIT_SANITIZE", "") not in ("", "0"):
-            san = ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-O1", "-g"]
+        sanitize = os.environ.get("CLOBKIT_SANITIZE", "")
+        if sanitize not in ("", "0"):
+            # "thread": ThreadSanitizer (the worker pool); anything else: ASan + UBSan
+            kind = "thread" if sanitize == "thread" else "address,undefined"
+            san = [f"-fsanitize={kind}", "-fno-omit-frame-pointer", "-O1", "-g"]
             extra_compile_args += san
             extra_link_args += san
     ext_modules = cythonize(
         [
             Extension(
                 "clobkit._core_c",
-                sources=["ext/_core_c.pyx", "ext/keccak.c", "ext/sha256.c", "ext/sign.c", "ext/workers.c"],
+                sources=[
+                    "ext/_core_c.pyx",
+                    "ext/batch.c",
+                    "ext/keccak.c",
+                    "ext/sha256.c",
+                    "ext/sign.c",
+                    "ext/workers.c",
+                ],
                 include_dirs=["ext"],
                 extra_compile_args=extra_compile_args,
                 extra_link_args=extra_link_args,

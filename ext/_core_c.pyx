@@ -14,7 +14,7 @@ from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.unicode cimport PyUnicode_GET_LENGTH
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memchr, memcmp, memcpy, memset
 
@@ -56,6 +56,17 @@ cdef extern from *:
     static void ck_mark_stale(void) { ck_nonces_stale = 1; }
     static void ck_watch_fork(void) { pthread_atfork(NULL, NULL, ck_mark_stale); }
     #endif
+    /* CPU time of the calling thread (ns): what it spent itself, not counting
+       the time it waited or was preempted; 0 where the clock is missing. */
+    static long long ck_thread_ns(void) {
+    #if defined(CLOCK_THREAD_CPUTIME_ID)
+        struct timespec ts;
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+        return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    #else
+        return 0;
+    #endif
+    }
     static long long ck_now_ms(void) {
         struct timespec ts;
         if (timespec_get(&ts, TIME_UTC) != TIME_UTC) return -1;
@@ -102,6 +113,7 @@ cdef extern from *:
     int ck_nonces_stale
     void ck_watch_fork()
     long long ck_now_ms()
+    long long ck_thread_ns() nogil
     int ck_mul_ok(uint64_t a, uint64_t b, uint64_t *out)
     void ck_wipe(void *p, size_t n)
     uint64_t ck_muladd(uint64_t a, uint64_t b, uint64_t c, uint64_t *hi) nogil
@@ -140,16 +152,117 @@ cdef extern from "keccak.h":
     int ck_keccak_impl()
 
 cdef extern from "workers.h":
-    ctypedef struct ck_job:
-        const ck_order_ctx *ctx
-        const ck_order *orders
-        uint8_t *out
-        size_t n
-        size_t block
-        size_t next
-    void ck_job_run(ck_job *job) nogil
-    int ck_pool_start(ck_job *job, int helpers) nogil
+    ctypedef struct ck_task:
+        void (*run)(ck_task *task) noexcept nogil
+    int ck_pool_start(ck_task *job, int helpers) nogil
     void ck_pool_wait() nogil
+
+cdef extern from "batch.h":
+    enum:
+        C_TOKEN "CK_C_TOKEN"
+        C_MAKER "CK_C_MAKER"
+        C_TAKER "CK_C_TAKER"
+        C_SIDE "CK_C_SIDE"
+        C_SALT "CK_C_SALT"
+        C_FEE "CK_C_FEE"
+        C_NONCE "CK_C_NONCE"
+        C_EXPIRATION "CK_C_EXPIRATION"
+        C_NEG_RISK "CK_C_NEG_RISK"
+        C_TIMESTAMP "CK_C_TIMESTAMP"
+        C_METADATA "CK_C_METADATA"
+        C_BUILDER "CK_C_BUILDER"
+        CK_F_REFS
+        CK_ID_CHARS
+        CK_SIG_CHARS
+    uint64_t CK_REF_RAW
+    uint64_t CK_REF_LIMBS
+    const char *CK_REF_MISS
+    ctypedef struct ck_ref:
+        const char *p
+        uint64_t v
+    ctypedef struct ck_src:
+        int fmt
+        int width
+        int is_signed
+        const uint8_t *valid
+        const uint8_t *data
+        const uint8_t *offs
+        int64_t offset
+        int64_t start, n
+        const uint8_t *table
+        const uint8_t *ok
+        int64_t ndict
+    ctypedef struct ck_column:
+        const ck_src *srcs
+        int nsrcs
+        int kind
+        size_t off
+    ctypedef int (*ck_secp_sign_fn)(const void *ctx, void *sig, const unsigned char *msg32,
+                                    const unsigned char *seckey, const void *noncefp,
+                                    const void *ndata) noexcept nogil
+    ctypedef int (*ck_secp_serialize_fn)(const void *ctx, unsigned char *out64, int *recid,
+                                         const void *sig) noexcept nogil
+    ctypedef struct ck_signer:
+        ck_secp_sign_fn sign
+        ck_secp_serialize_fn serialize
+        const void *ctx
+        const unsigned char *key
+    ctypedef struct ck_batch:
+        ck_task task
+        const ck_order_ctx *ctx
+        const ck_order *tmpl
+        const ck_column *cols
+        int ncols
+        int64_t lo, hi
+        int64_t block
+        char *ids
+        const uint8_t *digests
+        const ck_signer *signer
+        char *sigs
+        int64_t base
+        uint8_t *missed
+        int failed
+        size_t next
+    int64_t ck_fill_run(const ck_src *s, int64_t j0, int64_t m, ck_order *orders, int kind,
+                        size_t off) nogil
+    bint ck_u256_digits(const char *s, size_t n, ck_u256 *out) nogil
+    bint ck_hex_limbs(const char *s, ck_u256 *out) nogil
+    int ck_sign_digest(const ck_signer *s, const uint8_t *digest, char *out) nogil
+    void ck_batch_run(ck_task *task) noexcept nogil
+    void ck_batch_go(ck_batch *b, int helpers) nogil
+
+cdef extern from *:
+    """
+    /* The exact types whose contents the workers may read without the GIL
+       (immutable, and kept alive by the call's tuple). */
+    static inline int ck_is_ascii_str(PyObject *o) {
+        return PyUnicode_CheckExact(o) && PyUnicode_IS_COMPACT_ASCII(o);
+    }
+    static inline int ck_is_int(PyObject *o) { return PyLong_CheckExact(o); }
+    static inline int ck_is_bytes(PyObject *o) { return PyBytes_CheckExact(o); }
+    /* A non-negative int below 2**256 into limbs (0), or -1 (an error is left
+       cleared: the Python path words it). */
+    static int ck_int_limbs(PyObject *o, ck_u256 *x) {
+        unsigned char b[32];
+    #if PY_VERSION_HEX >= 0x030D0000
+        Py_ssize_t need = PyLong_AsNativeBytes(o, b, 32, Py_ASNATIVEBYTES_LITTLE_ENDIAN |
+            Py_ASNATIVEBYTES_UNSIGNED_BUFFER | Py_ASNATIVEBYTES_REJECT_NEGATIVE);
+        if (need < 0 || need > 32) { PyErr_Clear(); return -1; }
+    #else
+        if (_PyLong_AsByteArray((PyLongObject *)o, b, 32, 1, 0) < 0) { PyErr_Clear(); return -1; }
+    #endif
+        for (int i = 0; i < 4; i++) {
+            uint64_t w = 0;
+            for (int j = 7; j >= 0; j--) w = (w << 8) | b[8 * i + j];
+            x->w[i] = w;
+        }
+        return 0;
+    }
+    """
+    bint ck_is_ascii_str(PyObject *o)
+    bint ck_is_int(PyObject *o)
+    bint ck_is_bytes(PyObject *o)
+    int ck_int_limbs(PyObject *o, ck_u256 *x)
 
 
 cdef extern from "sha256.h":
@@ -423,33 +536,6 @@ cdef Py_ssize_t _count_lines(const uint8_t *data, Py_ssize_t n, Py_ssize_t *crs)
 # uint256 fields
 
 
-cdef inline bint _u256_digits(const char *s, Py_ssize_t n, ck_u256 *out) noexcept nogil:
-    """Parse 1..78 ASCII digits into limbs; False on a non-digit or overflow."""
-    cdef Py_ssize_t i = 0, k
-    cdef uint64_t chunk, mul, carry
-    cdef int j
-    if n == 0 or n > 128:  # longer (leading zeros) goes to the pure twin
-        return False
-    out.w[0] = out.w[1] = out.w[2] = out.w[3] = 0
-    while i < n:
-        k = n - i
-        if k > 19:
-            k = 19
-        chunk = 0
-        for j in range(k):
-            if s[i + j] < 48 or s[i + j] > 57:
-                return False
-            chunk = chunk * 10 + <uint64_t>(s[i + j] - 48)
-        mul = POW10[k]
-        carry = chunk
-        for j in range(4):
-            out.w[j] = ck_muladd(out.w[j], mul, carry, &carry)
-        if carry:
-            return False
-        i += k
-    return True
-
-
 cdef inline object _name(object field, Py_ssize_t i):
     """The field named in an error: ``salt``, or ``salts[12]`` inside a batch."""
     return field if i < 0 else f"{field}[{i}]"
@@ -468,7 +554,7 @@ cdef inline int _u256(object value, ck_u256 *out, object field, Py_ssize_t i) ex
             out.w[0] = <uint64_t>v
             out.w[1] = out.w[2] = out.w[3] = 0
             return 0
-    elif _ascii_view(value, &data, &n) and _u256_digits(data, n, out):
+    elif _ascii_view(value, &data, &n) and ck_u256_digits(data, n, out):
         return 0
     # big ints, int subclasses and every error
     raw = _p.parse_uint256(value, _name(field, i)).to_bytes(32, "little")
@@ -516,48 +602,7 @@ cdef inline int _flag(object value, object field, Py_ssize_t i) except -1:
 # ---------------------------------------------------------------------------
 # Order ids
 
-cdef Py_ssize_t CHUNK = 8192  # orders parsed, hashed and emitted per round
-cdef size_t BLOCK = 256  # orders a thread takes at a time (whole SIMD groups)
-
-
-cdef enum:
-    C_TOKEN = 0
-    C_MAKER = 1
-    C_TAKER = 2
-    C_SIDE = 3
-    C_SALT = 4
-    C_FEE = 5
-    C_NONCE = 6
-    C_EXPIRATION = 7
-    C_NEG_RISK = 8
-    C_TIMESTAMP = 9
-    C_METADATA = 10
-    C_BUILDER = 11
-
-
 cdef object UNSET = _p.UNSET  # "not given": a field of the other order version
-
-
-cdef inline bint _hex_limbs(const char *s, ck_u256 *out) noexcept nogil:
-    """64 hex digits (most significant first) into limbs; False on a non-hex digit."""
-    cdef int k, j
-    cdef uint64_t w, d
-    cdef char ch
-    for k in range(4):
-        w = 0
-        for j in range(16):
-            ch = s[16 * k + j]
-            if 48 <= ch <= 57:
-                d = <uint64_t>(ch - 48)
-            elif 97 <= ch <= 102:
-                d = <uint64_t>(ch - 87)
-            elif 65 <= ch <= 70:
-                d = <uint64_t>(ch - 55)
-            else:
-                return False
-            w = (w << 4) | d
-        out.w[3 - k] = w
-    return True
 
 
 cdef inline int _word(object value, ck_u256 *out, object field, Py_ssize_t i) except -1:
@@ -580,7 +625,7 @@ cdef inline int _word(object value, ck_u256 *out, object field, Py_ssize_t i) ex
             out.w[3 - k] = w
         return 0
     if _ascii_view(value, &s, &n) and n == 66 and s[0] == 48 and (s[1] == 120 or s[1] == 88) \
-            and _hex_limbs(s + 2, out):
+            and ck_hex_limbs(s + 2, out):
         return 0
     # every other spelling and every error
     raw = _p.parse_word(value, _name(field, i)).to_bytes(32, "little")
@@ -792,12 +837,36 @@ cdef class OrderHasher:
     ):
         """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar.
 
-        Inputs are parsed straight into C structs (a chunk at a time, so memory
-        stays flat), hashed without the GIL, split over ``threads`` workers
-        (default 1), and returned as a list of ``"0x…"`` strings, or with
-        ``out="arrow"`` written straight into the data buffer of one pyarrow
-        string array (no Python object per id; see ``clobkit._arrow_ids``).
+        Every order is read, hashed and written as ``"0x…"`` text by native
+        worker threads without the GIL (``threads`` of them, default 1):
+        Arrow and numpy columns straight from their buffers, Python sequences
+        from the text or int each object holds (taken in one pass under the
+        GIL). Returns a list of str, or with ``out="arrow"`` one pyarrow
+        string array whose data buffer the workers fill (no Python object per
+        id; see ``clobkit._arrow_ids``).
         """
+        return self._batch(token_ids, maker_amounts, taker_amounts, sides, salts, fee_rate_bps,
+                           nonces, expirations, timestamps, metadatas, builders, neg_risk,
+                           threads, out, None)
+
+    def _sign_many(self, handle, key, threads, kwargs):
+        """``sign_many``'s native path (see clobkit.signing): ``SignedOrder`` of each order,
+        hashed and signed in the worker threads. ``handle``: ``_secp_handle``'s tuple;
+        ``key``: the address of the 32 key bytes, alive for the call."""
+        cdef _Signer signer = _Signer(handle, key)
+        get = kwargs.get
+        if "out" in kwargs:  # order_ids' choice of result: the signed orders have one shape
+            raise OrderFieldError("out", kwargs["out"], "is not an argument of sign_many")
+        return self._batch(kwargs["token_ids"], kwargs["maker_amounts"], kwargs["taker_amounts"],
+                           kwargs["sides"], kwargs["salts"], get("fee_rate_bps", UNSET),
+                           get("nonces", UNSET), get("expirations", UNSET), get("timestamps", UNSET),
+                           get("metadatas", UNSET), get("builders", UNSET), get("neg_risk", False),
+                           threads, "list", signer)
+
+    cdef object _batch(self, token_ids, maker_amounts, taker_amounts, sides, salts, fee_rate_bps,
+                       nonces, expirations, timestamps, metadatas, builders, neg_risk, threads,
+                       out, _Signer signer):
+        cdef long long t0 = ck_thread_ns()
         cdef int workers = _p.parse_threads(threads)
         cdef bint arrow = _ids.parse_out(out)
         pa = _ids.pyarrow() if arrow else None
@@ -836,161 +905,464 @@ cdef class OrderHasher:
                 "neg_risk": neg_risk,
             }
             kinds[5], kinds[6], kinds[7] = C_TIMESTAMP, C_METADATA, C_BUILDER
-        # pyarrow / numpy columns: read from their buffers below (see _columns)
+        # pyarrow / numpy columns: read from their buffers (see _columns)
         for name, value in columns.items():
             if _col.is_columnar(value):
                 columns[name] = _col.Column(value, name, _p.COLUMN_KINDS[name])
         cdef Py_ssize_t n = _p.batch_length(columns)
-        cdef list names = list(columns)
-        cdef list seqs = [None] * 9
-        cdef ck_order tmpl
+        cdef _Plan plan = _Plan.__new__(_Plan)
+        plan.names = list(columns)
+        memset(&plan.tmpl, 0, sizeof(ck_order))
         cdef int c
-        memset(&tmpl, 0, sizeof(ck_order))
-        # Scalars are parsed once into a template order. Sequences become
-        # tuples (lists are copied: the GIL is released while hashing, and a
-        # list mutated meanwhile by another thread must not free our items).
-        cdef int cols[9]
-        cdef PyObject **items[9]
-        cdef int nseq = 0, k
-        cdef list fast = []  # (column kind, its buffers, field offset) of columnar arguments
-        cdef Py_ssize_t off
-        cdef list slow = []  # (index, sequence) of every sequence argument, for errors
+        # Scalars are parsed once into the template order. Sequences become
+        # tuples (lists are copied: the workers read the objects' text without
+        # the GIL, and a list mutated meanwhile must not free our items).
+        fast = []  # (kind, its runs, field offset) of the columnar arguments
         for c in range(9):
-            value = columns[names[c]]
+            value = columns[plan.names[c]]
             if type(value) is _Column:
                 if (<object>value).items is not None:  # numpy objects / strings: the list path
                     value = (<object>value).items
                 else:
-                    off = _offset(&tmpl, kinds[c])
+                    off = _offset(&plan.tmpl, kinds[c])
                     srcs = _sources(value, kinds[c], off)
                     if srcs is not None:
                         fast.append((kinds[c], srcs, off))
-                        slow.append((c, value))
+                        plan.slow.append((c, value))
                         continue
                     value = value.values()  # a big-endian host: through Python objects
             if _p.is_scalar(value):
-                _set(&tmpl, kinds[c], value, names[c], -1)
+                _set(&plan.tmpl, kinds[c], value, plan.names[c], -1)
             else:
                 value = value if type(value) is tuple else tuple(value)
                 if len(<tuple>value) != n:
-                    raise OrderFieldError(names[c], f"<{len(value)} items>", "changed length")
-                seqs[c] = value
-                items[c] = PySequence_Fast_ITEMS(value)
-                cols[nseq] = c
-                nseq += 1
-                slow.append((c, value))
-        slow.sort()
-        cdef list result = None
+                    raise OrderFieldError(plan.names[c], f"<{len(value)} items>", "changed length")
+                plan.seqs.append((c, kinds[c], _offset(&plan.tmpl, kinds[c]), value))
+                plan.slow.append((c, value))
+        plan.slow.sort()
+        plan._workers = workers
+        result = plan.run(self, n, fast, pa if arrow else None, signer)
+        global _held_ns
+        _held_ns = ck_thread_ns() - t0 - plan.free_ns
+        return result
+
+
+# ---------------------------------------------------------------------------
+# The batch: per-call setup here, under the GIL; every order in ext/batch.c
+
+cdef Py_ssize_t CHUNK = 16384  # rows a round when the GIL has per-row work (sequences, list out)
+cdef int64_t BLOCK = 256  # rows a thread takes at a time (whole SIMD groups)
+cdef int64_t SIGN_BLOCK = 8  # rows a thread takes at a time when signing (~0.2 ms)
+
+
+cdef class _Signer:
+    """libsecp256k1's functions, its context and a key, for the workers (see ck_signer)."""
+    cdef ck_signer s
+    cdef object handle  # keeps nothing alive by itself: clobkit.signing owns the context and key
+
+    def __cinit__(self, handle, key):
+        sign, serialize, ctx = handle
+        self.s.sign = <ck_secp_sign_fn><uintptr_t>sign
+        self.s.serialize = <ck_secp_serialize_fn><uintptr_t>serialize
+        self.s.ctx = <const void *><uintptr_t>ctx
+        self.s.key = <const unsigned char *><uintptr_t>key
+        self.handle = handle
+
+
+cdef class _Plan:
+    """One call's columns, template order and buffers (freed when the call ends)."""
+    cdef ck_order tmpl
+    cdef list names
+    cdef list seqs  # (index, kind, field offset, tuple) of the Python sequence arguments
+    cdef list slow  # (index, sequence or Column) of every non-scalar argument, for the Python path
+    cdef ck_src *fixed  # the runs of the columnar arguments
+    cdef ck_column cols[2][9]  # per buffer: the columns, sequences last
+    cdef ck_src seqsrc[2][9]
+    cdef ck_ref *refs[2][9]
+    cdef ck_u256 *big[2][9]  # ints past 63 bits of a sequence, read under the GIL
+    cdef char *ids[2]
+    cdef char *sigs[2]
+    cdef uint8_t *missed[2]
+    cdef ck_batch jobs[2]
+    cdef int ncols
+    cdef int _workers
+    cdef long long free_ns  # the calling thread's CPU time with the GIL released
+
+    def __cinit__(self):
+        self.names = []
+        self.seqs = []
+        self.slow = []
+
+    def __dealloc__(self):
+        cdef int b, k
+        free(self.fixed)
+        for b in range(2):
+            free(self.ids[b])
+            free(self.sigs[b])
+            free(self.missed[b])
+            for k in range(9):
+                free(self.refs[b][k])
+                free(self.big[b][k])
+
+    cdef object run(self, OrderHasher hasher, Py_ssize_t n, list fast, object pa, _Signer signer):
+        cdef Py_ssize_t total = 0, i = 0, k, nchunks, lo, m, chunk, nblocks
+        cdef int b, c, helpers
+        cdef _Src s
+        cdef bint arrow = pa is not None
+        cdef int64_t block = BLOCK if signer is None else SIGN_BLOCK
+        cdef int workers_ = self._workers
+        cdef long long t
+        for kind, srcs, off in fast:
+            total += len(srcs)
+        self.fixed = <ck_src *>malloc((total if total else 1) * sizeof(ck_src))
+        if self.fixed == NULL:
+            raise MemoryError()
+        for b in range(2):
+            i = 0
+            c = 0
+            for kind, srcs, off in fast:
+                self.cols[b][c].srcs = self.fixed + i
+                self.cols[b][c].nsrcs = len(srcs)
+                self.cols[b][c].kind = kind
+                self.cols[b][c].off = off
+                for s in srcs:
+                    self.fixed[i] = s.src
+                    i += 1
+                c += 1
+            for k in range(len(self.seqs)):
+                idx, kind, off, seq = self.seqs[k]
+                self.cols[b][c].srcs = &self.seqsrc[b][k]
+                self.cols[b][c].nsrcs = 1
+                self.cols[b][c].kind = kind
+                self.cols[b][c].off = off
+                c += 1
+        self.ncols = c
         cdef object data = None
         cdef _Out view = None
-        cdef char *text = NULL  # out="arrow": the ids back to back, 66 bytes each
+        cdef char *text = NULL
+        cdef list result = None
         if arrow:
             # from Arrow's memory pool: reused between calls, where a fresh
             # bytearray would be zero-filled and page-faulted in every time
             data = pa.allocate_buffer(n * _ids.ID_CHARS)
             view = _Out(data)
             text = <char *>view.buf.buf
+            if n == 0:
+                view.release()
+                return _ids.id_array(pa, data, _ids.offsets(0), 0)
         else:
             result = PyList_New(n)
-        if n == 0:
-            return result if not arrow else _ids.id_array(pa, data, _ids.offsets(0), 0)
-        cdef Py_ssize_t chunk = CHUNK if n > CHUNK else n
-        cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk, k_, lo, m
-        cdef ck_order *orders[2]
-        cdef uint8_t *outs[2]
-        cdef int b, helpers
-        cdef ck_job job
-        orders[0] = <ck_order *>malloc(chunk * sizeof(ck_order))
-        orders[1] = <ck_order *>malloc(chunk * sizeof(ck_order))
-        outs[0] = <uint8_t *>malloc(chunk * 32)
-        outs[1] = <uint8_t *>malloc(chunk * 32)
-        try:
-            if orders[0] == NULL or orders[1] == NULL or outs[0] == NULL or outs[1] == NULL:
+            if n == 0:
+                return result
+        # One round for the whole batch when the GIL has nothing to do per row
+        # (columnar input, Arrow output); else rounds of CHUNK rows, the GIL's
+        # share of round k + 1 and k - 1 done while the workers run round k.
+        chunk = n if arrow and not self.seqs else (CHUNK if n > CHUNK else n)
+        nchunks = (n + chunk - 1) // chunk
+        nblocks = (chunk + block - 1) // block
+        for b in range(2 if nchunks > 1 else 1):
+            self.missed[b] = <uint8_t *>malloc(nblocks)
+            if self.missed[b] == NULL:
                 raise MemoryError()
-            # A pipeline: while native helper threads hash chunk k, this
-            # thread parses chunk k + 1 and emits the strings of chunk k - 1
-            # (both need the GIL), then joins the hashing of chunk k.
-            _parse(orders[0], &tmpl, 0, chunk, nseq, cols, kinds, items, names, fast, slow)
-            for k_ in range(nchunks):
-                b = k_ & 1
-                lo = k_ * chunk
-                m = chunk if n - lo > chunk else n - lo
-                job.ctx = &self.ctx
-                job.orders = orders[b]
-                job.out = outs[b]
-                job.n = <size_t>m
-                job.block = BLOCK
-                job.next = 0
-                helpers = ck_pool_start(&job, workers - 1) if workers > 1 and <size_t>m > BLOCK else 0
-                try:
-                    if k_ + 1 < nchunks:
-                        _parse(orders[b ^ 1], &tmpl, lo + chunk,
-                               chunk if n - lo - chunk > chunk else n - lo - chunk, nseq, cols,
-                               kinds, items, names, fast, slow)
-                    if k_ > 0:
-                        _emit(result, text, outs[b ^ 1], lo - chunk, chunk)
-                finally:
-                    # helpers read this chunk's buffers: join them before anything else
-                    with nogil:
-                        ck_job_run(&job)
-                        if helpers:
-                            ck_pool_wait()
-            lo = (nchunks - 1) * chunk
-            _emit(result, text, outs[(nchunks - 1) & 1], lo, n - lo)
-        finally:
-            free(orders[0])
-            free(orders[1])
-            free(outs[0])
-            free(outs[1])
+            if not arrow:
+                self.ids[b] = <char *>malloc(chunk * CK_ID_CHARS)
+                if self.ids[b] == NULL:
+                    raise MemoryError()
+            if signer is not None:
+                self.sigs[b] = <char *>malloc(chunk * CK_SIG_CHARS)
+                if self.sigs[b] == NULL:
+                    raise MemoryError()
+            for k in range(len(self.seqs)):
+                self.refs[b][k] = <ck_ref *>malloc(chunk * sizeof(ck_ref))
+                if self.refs[b][k] == NULL:
+                    raise MemoryError()
+        self._prepare(0, 0, chunk if chunk < n else n, hasher, text, signer, block)
+        for k in range(nchunks):
+            b = k & 1
+            lo = k * chunk
+            helpers = 0
+            if workers_ > 1 and n - lo > block:
+                self.jobs[b].task.run = ck_batch_run
+                helpers = ck_pool_start(&self.jobs[b].task, workers_ - 1)
+            try:
+                # round k - 1 is done with buffer b ^ 1 before round k + 1 takes it
+                if k > 0:
+                    self._finish(b ^ 1, hasher, result, pa, signer)
+                if k + 1 < nchunks:
+                    m = chunk if n - lo - chunk > chunk else n - lo - chunk
+                    self._prepare(b ^ 1, lo + chunk, m, hasher, text, signer, block)
+            finally:
+                # the helpers read this round's buffers: join them before anything else
+                with nogil:
+                    t = ck_thread_ns()
+                    ck_batch_run(&self.jobs[b].task)
+                    if helpers:
+                        ck_pool_wait()
+                    self.free_ns += ck_thread_ns() - t
+        self._finish((nchunks - 1) & 1, hasher, result, pa, signer)
         if arrow:
             view.release()
             return _ids.id_array(pa, data, _id_offsets(pa, n), n)
         return result
 
-
-cdef int _parse(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssize_t m, int nseq,
-                const int *cols, const int *kinds, PyObject ***items, list names, list fast,
-                list slow) except -1:
-    """Orders start .. start + m - 1 into ``orders``, row by row (the first bad value is named).
-
-    Columnar arguments (``fast``) are read column by column from their
-    buffers first; a value that path does not take (a null, a negative, an
-    error, an unusual spelling) sends the whole chunk through ``_parse_slow``,
-    row by row as the list path, so the error named is the list path's.
-    """
-    cdef Py_ssize_t i
-    cdef int k, c
-    if not fast:
-        for i in range(m):
-            orders[i] = tmpl[0]
-            for k in range(nseq):
-                c = cols[k]
-                _set(&orders[i], kinds[c], <object>items[c][start + i], names[c], start + i)
+    cdef int _prepare(self, int b, Py_ssize_t lo, Py_ssize_t m, OrderHasher hasher, char *text,
+                      _Signer signer, int64_t block) except -1:
+        """Round buffer ``b`` for rows lo .. lo + m - 1: each sequence's objects taken."""
+        cdef int k
+        cdef ck_batch *job = &self.jobs[b]
+        for k in range(len(self.seqs)):
+            idx, kind, off, seq = self.seqs[k]
+            _refs(<tuple>seq, lo, m, kind, self.refs[b][k], &self.big[b][k])
+            self.seqsrc[b][k].fmt = CK_F_REFS
+            self.seqsrc[b][k].data = <const uint8_t *>self.refs[b][k]
+            self.seqsrc[b][k].start = lo
+            self.seqsrc[b][k].n = m
+            self.seqsrc[b][k].offset = 0
+            self.seqsrc[b][k].valid = NULL
+        memset(job, 0, sizeof(ck_batch))
+        job.task.run = ck_batch_run
+        job.ctx = &hasher.ctx
+        job.tmpl = &self.tmpl
+        job.cols = self.cols[b]
+        job.ncols = self.ncols
+        job.lo = lo
+        job.hi = lo + m
+        job.block = block
+        if text != NULL:
+            job.ids = text
+            job.base = 0
+        else:
+            job.ids = self.ids[b]
+            job.base = lo
+        job.signer = &signer.s if signer is not None else NULL
+        job.sigs = self.sigs[b]
+        job.missed = self.missed[b]
+        memset(self.missed[b], 0, (m + block - 1) // block)
         return 0
-    for i in range(m):
-        orders[i] = tmpl[0]
-    if not _parse_fast(orders, start, m, fast):
-        return _parse_slow(orders, tmpl, start, m, kinds, names, slow)
-    for i in range(m):
-        for k in range(nseq):
-            c = cols[k]
-            _set(&orders[i], kinds[c], <object>items[c][start + i], names[c], start + i)
-    return 0
+
+    cdef int _finish(self, int b, OrderHasher hasher, list result, object pa,
+                     _Signer signer) except -1:
+        """Round ``b`` done: its missed blocks through Python values, then its Python objects."""
+        cdef ck_batch *job = &self.jobs[b]
+        cdef Py_ssize_t nb = (job.hi - job.lo + job.block - 1) // job.block, blk, r, r1
+        cdef ck_order o
+        cdef uint8_t d[32]
+        cdef char *at
+        cdef int ok = 1
+        for blk in range(nb):
+            if not job.missed[blk]:
+                continue
+            r1 = job.lo + (blk + 1) * job.block
+            for r in range(job.lo + blk * job.block, r1 if r1 < job.hi else job.hi):
+                o = self.tmpl
+                for c, seq in self.slow:
+                    value = seq[r]
+                    if value is COL_NULL:
+                        raise _col.null_error(f"{self.names[c]}[{r}]")
+                    _set(&o, _KINDS[c] if hasher.version == 1 else _KINDS2[c], value, self.names[c], r)
+                ck_order_ids_flat(&hasher.ctx, &o, 1, d)
+                at = job.ids + CK_ID_CHARS * (r - job.base)
+                at[0] = 48
+                at[1] = 120
+                ck_hex(d, 32, at + 2)
+                if signer is not None:
+                    with nogil:
+                        ok = ck_sign_digest(&signer.s, d, job.sigs + CK_SIG_CHARS * (r - job.base))
+                    if not ok:
+                        job.failed = 1
+        if job.failed:
+            raise OrderFieldError("private_key", _p.HIDDEN, "could not sign (libsecp256k1 refused)")
+        if result is None:
+            return 0
+        cdef Py_ssize_t i
+        cdef str s
+        cdef object t
+        if signer is None:
+            for i in range(job.hi - job.lo):
+                s = PyUnicode_New(CK_ID_CHARS, 127)
+                memcpy(PyUnicode_DATA(s), job.ids + CK_ID_CHARS * i, CK_ID_CHARS)
+                Py_INCREF(s)
+                PyList_SET_ITEM(result, job.lo + i, s)
+            return 0
+        for i in range(job.hi - job.lo):
+            t = _signed(job.ids + CK_ID_CHARS * i, job.sigs + CK_SIG_CHARS * i)
+            Py_INCREF(t)
+            PyList_SET_ITEM(result, job.lo + i, t)
+        return 0
 
 
-cdef int _parse_slow(ck_order *orders, const ck_order *tmpl, Py_ssize_t start, Py_ssize_t m,
-                     const int *kinds, list names, list slow) except -1:
-    """Row by row through Python values: columnar elements as ``Column[i]`` gives them."""
+cdef int _KINDS[9]
+cdef int _KINDS2[9]
+_KINDS[0], _KINDS[1], _KINDS[2], _KINDS[3], _KINDS[4], _KINDS[5], _KINDS[6], _KINDS[7], _KINDS[8] = \
+    C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_FEE, C_NONCE, C_EXPIRATION, C_NEG_RISK
+_KINDS2[0], _KINDS2[1], _KINDS2[2], _KINDS2[3], _KINDS2[4], _KINDS2[5], _KINDS2[6], _KINDS2[7], _KINDS2[8] = \
+    C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_TIMESTAMP, C_METADATA, C_BUILDER, C_NEG_RISK
+
+
+cdef long long _held_ns = 0
+
+
+def _gil_held_ns():
+    """CPU time (ns) the last ``order_ids`` / ``sign_many`` batch spent on its calling
+    thread holding the GIL: everything but the workers' share it took with the GIL
+    released. A benchmark hook (benchmarks/native_pool.py): unlike wall time it is
+    not inflated when other processes take the cores."""
+    return _held_ns
+
+
+cdef PyTypeObject *SIGNED = NULL
+
+
+cdef inline object _signed(const char *order_id, const char *sig):
+    """A ``SignedOrder`` (clobkit.signing) of two texts, allocated directly."""
+    global SIGNED
+    if SIGNED == NULL:
+        from clobkit.signing import SignedOrder
+        SIGNED = <PyTypeObject *>SignedOrder
+    cdef object t = <object>SIGNED.tp_alloc(SIGNED, 2)
+    Py_DECREF(t)  # tp_alloc's reference now belongs to t
+    cdef str a = PyUnicode_New(CK_ID_CHARS, 127), b = PyUnicode_New(CK_SIG_CHARS, 127)
+    memcpy(PyUnicode_DATA(a), order_id, CK_ID_CHARS)
+    memcpy(PyUnicode_DATA(b), sig, CK_SIG_CHARS)
+    Py_INCREF(a)
+    Py_INCREF(b)
+    PyTuple_SET_ITEM(t, 0, a)
+    PyTuple_SET_ITEM(t, 1, b)
+    return t
+
+
+cdef int _refs(tuple seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
+               ck_u256 **big) except -1:
+    """Rows lo .. lo + m - 1 of a sequence as the workers read them (see ck_ref): the
+    least CPython allows under the GIL, one type check and one pointer or int per object.
+
+    Whatever is not plainly taken here is CK_REF_MISS: its block goes through the
+    Python path, which parses it or words its error as the list path does.
+    """
+    cdef PyObject **items = PySequence_Fast_ITEMS(seq) + lo
+    cdef PyObject *o
+    cdef PyObject *last = NULL
     cdef Py_ssize_t i
-    cdef int c
+    cdef long long v
+    cdef int overflow
+    cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
+    cdef bint word = kind == C_METADATA or kind == C_BUILDER
+    cdef ck_ref r
     for i in range(m):
-        orders[i] = tmpl[0]
-        for c, seq in slow:
-            value = seq[start + i]
-            if value is COL_NULL:
-                raise _col.null_error(f"{names[c]}[{start + i}]")
-            _set(&orders[i], kinds[c], value, names[c], start + i)
+        o = items[i]
+        if o == last:
+            out[i] = out[i - 1]
+            continue
+        last = o
+        r.p = CK_REF_MISS
+        r.v = 0
+        if ck_is_ascii_str(o):
+            r.p = <const char *>PyUnicode_DATA(<object>o)
+            r.v = <uint64_t>PyUnicode_GET_LENGTH(<object>o)
+        elif ck_is_int(o):
+            if kind != C_NEG_RISK and not word:
+                overflow = 0
+                v = PyLong_AsLongLongAndOverflow(<object>o, &overflow)
+                if overflow == 0 and v >= 0:
+                    r.p = NULL
+                    r.v = <uint64_t>v
+                elif overflow > 0 and not flag:
+                    if big[0] == NULL:
+                        big[0] = <ck_u256 *>malloc(CHUNK * sizeof(ck_u256))
+                        if big[0] == NULL:
+                            raise MemoryError()
+                    if ck_int_limbs(o, &big[0][i]) == 0:
+                        r.p = <const char *>&big[0][i]
+                        r.v = CK_REF_LIMBS
+        elif kind == C_NEG_RISK:
+            if o == <PyObject *>True:
+                r.p, r.v = NULL, 1
+            elif o == <PyObject *>False:
+                r.p, r.v = NULL, 0
+        elif word:
+            if o == <PyObject *>None:
+                r.p, r.v = NULL, 0
+            elif ck_is_bytes(o):
+                r.p = PyBytes_AS_STRING(<object>o)
+                r.v = <uint64_t>PyBytes_GET_SIZE(<object>o) | CK_REF_RAW
+        out[i] = r
     return 0
+
+
+def _secp_check(handle, key, digest):
+    """One signature through the native path (a test hook): ``"0x"`` + 130 hex."""
+    cdef _Signer signer = _Signer(handle, key)
+    cdef const uint8_t[::1] d = digest
+    cdef char out[CK_SIG_CHARS]
+    if d.shape[0] != 32 or not ck_sign_digest(&signer.s, &d[0], out):
+        raise ValueError("could not sign")
+    return (<bytes>out[:CK_SIG_CHARS]).decode()
+
+
+def parse_ids(ids):
+    """32 bytes per order id of ``ids`` (``"0x"`` + 64 hex str, or 32 bytes), back to back;
+    None when any is not plainly one (clobkit.signing then words the error)."""
+    if type(ids) is not list and type(ids) is not tuple:
+        return None
+    cdef Py_ssize_t n = len(ids), i, j
+    cdef PyObject **items = PySequence_Fast_ITEMS(ids)
+    cdef PyObject *o
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, 32 * n)
+    cdef uint8_t *d = <uint8_t *>PyBytes_AS_STRING(out)
+    cdef const char *s
+    cdef ck_u256 x
+    for i in range(n):
+        o = items[i]
+        if ck_is_ascii_str(o) and PyUnicode_GET_LENGTH(<object>o) == 66:
+            s = <const char *>PyUnicode_DATA(<object>o)
+            if s[0] != 48 or s[1] != 120 or not ck_hex_limbs(s + 2, &x):
+                return None
+            for j in range(32):
+                d[32 * i + j] = <uint8_t>(x.w[3 - j // 8] >> (56 - 8 * (j % 8)))
+        elif ck_is_bytes(o) and PyBytes_GET_SIZE(<object>o) == 32:
+            memcpy(d + 32 * i, PyBytes_AS_STRING(<object>o), 32)
+        else:
+            return None
+    return out
+
+
+def sign_digests(handle, key, digests, threads):
+    """Signatures (``"0x"`` + 130 hex) of 32-byte digests back to back, over ``threads``
+    native threads (see clobkit.signing); ``handle`` and ``key`` as ``_sign_many``'s."""
+    global _held_ns
+    cdef long long t0 = ck_thread_ns(), free_ns
+    cdef _Signer signer = _Signer(handle, key)
+    cdef _Bytes v = _bytes(digests)
+    cdef int workers = _p.parse_threads(threads)
+    cdef Py_ssize_t n = v.n // 32, i
+    cdef ck_batch job
+    cdef list result = PyList_New(n)
+    cdef str s
+    cdef char *sigs = <char *>malloc(n * CK_SIG_CHARS if n else 1)
+    if sigs == NULL:
+        raise MemoryError()
+    try:
+        memset(&job, 0, sizeof(ck_batch))
+        job.ctx = NULL
+        job.digests = v.data
+        job.signer = &signer.s
+        job.sigs = sigs
+        job.lo, job.hi, job.base, job.block = 0, n, 0, SIGN_BLOCK
+        with nogil:
+            free_ns = ck_thread_ns()
+            ck_batch_go(&job, workers - 1)
+            free_ns = ck_thread_ns() - free_ns
+        if job.failed:
+            raise OrderFieldError("private_key", _p.HIDDEN, "could not sign (libsecp256k1 refused)")
+        for i in range(n):
+            s = PyUnicode_New(CK_SIG_CHARS, 127)
+            memcpy(PyUnicode_DATA(s), sigs + CK_SIG_CHARS * i, CK_SIG_CHARS)
+            Py_INCREF(s)
+            PyList_SET_ITEM(result, i, s)
+    finally:
+        free(sigs)
+    _held_ns = ck_thread_ns() - t0 - free_ns
+    return result
 
 
 # ---------------------------------------------------------------------------
@@ -1005,21 +1377,9 @@ cdef int F_STR = _col.F_STR, F_FSB32 = _col.F_FSB32, F_DICT = _col.F_DICT
 
 
 cdef class _Src:
-    """One contiguous run of a column: raw pointers into buffers held by ``views``."""
-    cdef int fmt
-    cdef Py_ssize_t width  # bytes per element (int, decimal), or per offset (string)
-    cdef bint signed  # two's complement (signed ints, decimals)
-    cdef const uint8_t *valid  # Arrow validity bitmap, or NULL (no nulls)
-    cdef const uint8_t *data
-    cdef const uint8_t *offs  # string offsets
-    cdef Py_ssize_t offset  # Arrow slice offset, in elements
-    cdef Py_ssize_t start  # first row of the batch it holds
-    cdef Py_ssize_t n
+    """One contiguous run of a column (``src``: raw pointers into buffers held by ``views``)."""
+    cdef ck_src src
     cdef list views
-    # F_DICT (``data`` holds the indices): the field parsed from each dictionary value
-    cdef const uint8_t *table  # 32 bytes per value (a flag field: its first byte)
-    cdef const uint8_t *ok  # per value: 1 if parsed, 0 if the slow path must word it
-    cdef Py_ssize_t ndict
 
 
 cdef const uint8_t *_view(_Src s, object buf) except? NULL:
@@ -1033,16 +1393,17 @@ cdef const uint8_t *_view(_Src s, object buf) except? NULL:
 cdef _Src _chunk_src(object chunk, int fmt, Py_ssize_t width, bint signed, Py_ssize_t start):
     """The run of one Arrow array of a plain (not dictionary) storage format."""
     cdef _Src s = _Src.__new__(_Src)
+    memset(&s.src, 0, sizeof(ck_src))
     s.views = []
-    s.fmt, s.width, s.n, s.start, s.offset = fmt, width, len(chunk), start, chunk.offset
-    s.signed = signed
+    s.src.fmt, s.src.width, s.src.n, s.src.start, s.src.offset = fmt, width, len(chunk), start, chunk.offset
+    s.src.is_signed = signed
     bufs = chunk.buffers()
-    s.valid = _view(s, bufs[0]) if chunk.null_count else NULL
+    s.src.valid = _view(s, bufs[0]) if chunk.null_count else NULL
     if fmt == F_STR:
-        s.offs = _view(s, bufs[1])
-        s.data = _view(s, bufs[2])
+        s.src.offs = _view(s, bufs[1])
+        s.src.data = _view(s, bufs[2])
     else:
-        s.data = _view(s, bufs[1])
+        s.src.data = _view(s, bufs[1])
     return s
 
 
@@ -1050,7 +1411,7 @@ cdef _Src _dict_src(object col, object chunk, Py_ssize_t start, int kind, Py_ssi
     """The run of a dictionary array: its indices, and its dictionary parsed once."""
     cdef _Src s = _Src.__new__(_Src)
     cdef _Src d = _chunk_src(chunk.dictionary, col.format, col.width, col.signed, 0)
-    cdef Py_ssize_t nd = d.n, i = 0, j, m, got
+    cdef Py_ssize_t nd = d.src.n, i = 0, j, m, got
     cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
     cdef bytearray table = bytearray(32 * nd if nd else 1)
     cdef bytearray ok = bytearray(nd if nd else 1)
@@ -1062,20 +1423,22 @@ cdef _Src _dict_src(object col, object chunk, Py_ssize_t start, int kind, Py_ssi
     try:
         while i < nd:
             m = FILL_BLOCK if nd - i > FILL_BLOCK else nd - i
-            got = _fill_run(d, i, m, tmp, kind, off)
+            got = ck_fill_run(&d.src, i, m, tmp, kind, off)
             for j in range(got):
                 memcpy(t + 32 * (i + j), <char *>&tmp[j] + off, 1 if flag else 32)
                 k[i + j] = 1
             i += got + (got < m)  # a value not taken stays 0 in ``ok``: its rows go slow
     finally:
         free(tmp)
-    s.views = [table, ok]
-    s.fmt, s.width, s.n, s.start, s.offset = F_DICT, col.index_width, len(chunk), start, chunk.offset
-    s.signed = col.index_signed
+    memset(&s.src, 0, sizeof(ck_src))
+    s.views = [table, ok, d]
+    s.src.fmt, s.src.width, s.src.n, s.src.start, s.src.offset = \
+        F_DICT, col.index_width, len(chunk), start, chunk.offset
+    s.src.is_signed = col.index_signed
     bufs = chunk.buffers()
-    s.valid = _view(s, bufs[0]) if chunk.null_count else NULL
-    s.data = _view(s, bufs[1])
-    s.table, s.ok, s.ndict = t, k, nd
+    s.src.valid = _view(s, bufs[0]) if chunk.null_count else NULL
+    s.src.data = _view(s, bufs[1])
+    s.src.table, s.src.ok, s.src.ndict = t, k, nd
     return s
 
 
@@ -1087,11 +1450,12 @@ cdef list _sources(object col, int kind, Py_ssize_t off):
         return None
     if col.array is not None:
         s = _Src.__new__(_Src)
+        memset(&s.src, 0, sizeof(ck_src))
         s.views = []
-        s.fmt, s.width, s.n, s.start, s.offset = col.format, col.width, col.n, 0, 0
-        s.signed = col.signed
-        s.valid = NULL
-        s.data = _view(s, col.array) if col.n else NULL
+        s.src.fmt, s.src.width, s.src.n, s.src.start, s.src.offset = col.format, col.width, col.n, 0, 0
+        s.src.is_signed = col.signed
+        s.src.valid = NULL
+        s.src.data = _view(s, col.array) if col.n else NULL
         out.append(s)
         return out
     for chunk, start in zip(col.chunks, col.starts):
@@ -1130,135 +1494,7 @@ cdef Py_ssize_t _offset(ck_order *o, int kind):
     return <char *>&o.neg_risk - base
 
 
-cdef bint _parse_fast(ck_order *orders, Py_ssize_t start, Py_ssize_t m, list fast) except -1:
-    """Every columnar field of rows start .. start + m - 1; False at the first value not taken.
-
-    Column by column within blocks of rows whose structs stay in cache.
-    """
-    cdef _Src s
-    cdef Py_ssize_t lo, hi, off, b0, b1
-    cdef int kind
-    for b0 in range(start, start + m, FILL_BLOCK):
-        b1 = b0 + FILL_BLOCK if b0 + FILL_BLOCK < start + m else start + m
-        for kind, srcs, off in fast:
-            for s in srcs:
-                if s.start + s.n <= b0:
-                    continue
-                if s.start >= b1:
-                    break
-                lo = s.start if s.start > b0 else b0
-                hi = s.start + s.n if s.start + s.n < b1 else b1
-                if _fill_run(s, lo - s.start, hi - lo, orders + (lo - start), kind, off) < hi - lo:
-                    return False
-    return True
-
-
-cdef Py_ssize_t FILL_BLOCK = 128  # rows (128 structs: about 40 KiB, within L1/L2)
-
-
-cdef Py_ssize_t _fill_run(_Src s, Py_ssize_t j0, Py_ssize_t m, ck_order *orders, int kind,
-                      Py_ssize_t off) noexcept:
-    """Field ``kind`` of orders[0 .. m - 1] from elements j0 .. of ``s``; the first miss, or m."""
-    cdef Py_ssize_t i, j, a, b
-    cdef uint64_t u, w
-    cdef int k, t
-    cdef const uint8_t *p
-    cdef ck_u256 *x
-    cdef char *base = <char *>orders + off
-    cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
-    cdef int fmt = s.fmt
-    cdef Py_ssize_t width = s.width
-    cdef int64_t d
-    for i in range(m):
-        j = s.offset + j0 + i
-        if s.valid != NULL and not ((s.valid[j >> 3] >> (j & 7)) & 1):
-            return i
-        x = <ck_u256 *>(base + i * <Py_ssize_t>sizeof(ck_order))
-        if fmt == F_DICT:
-            p = s.data + j * width
-            if width == 1:
-                d = (<const int8_t *>p)[0] if s.signed else p[0]
-            elif width == 2:
-                d = (<const int16_t *>p)[0] if s.signed else (<const uint16_t *>p)[0]
-            elif width == 4:
-                d = (<const int32_t *>p)[0] if s.signed else (<const uint32_t *>p)[0]
-            else:
-                d = (<const int64_t *>p)[0]
-                if not s.signed and d < 0:
-                    return i
-            if d < 0 or d >= s.ndict or not s.ok[d]:
-                return i
-            if flag:
-                (<uint8_t *>x)[0] = s.table[32 * d]
-            else:
-                memcpy(x, s.table + 32 * d, 32)
-        elif fmt == F_INT or fmt == F_DEC:
-            p = s.data + j * width
-            if s.signed and p[width - 1] & 0x80:
-                return i  # negative: the pure twin words it
-            if flag:  # an int column (decimals hold amounts only)
-                u = 0
-                memcpy(&u, p, width)
-                if u > 1:
-                    return i
-                (<uint8_t *>x)[0] = <uint8_t>u
-            else:
-                x.w[0] = x.w[1] = x.w[2] = x.w[3] = 0
-                memcpy(x.w, p, width)
-        elif fmt == F_BOOL:
-            (<uint8_t *>x)[0] = (s.data[j >> 3] >> (j & 7)) & 1
-        elif fmt == F_BOOL8:
-            (<uint8_t *>x)[0] = s.data[j] != 0
-        elif fmt == F_STR:
-            if width == 4:
-                a = (<const int32_t *>s.offs)[j]
-                b = (<const int32_t *>s.offs)[j + 1]
-            else:
-                a = (<const int64_t *>s.offs)[j]
-                b = (<const int64_t *>s.offs)[j + 1]
-            p = s.data + a
-            b -= a
-            if kind == C_SIDE:
-                if b == 3 and memcmp(p, b"BUY", 3) == 0:
-                    (<uint8_t *>x)[0] = 0
-                elif b == 4 and memcmp(p, b"SELL", 4) == 0:
-                    (<uint8_t *>x)[0] = 1
-                else:
-                    return i
-            elif kind == C_METADATA or kind == C_BUILDER:
-                if not (b == 66 and p[0] == 48 and (p[1] == 120 or p[1] == 88)
-                        and _hex_limbs(<const char *>p + 2, x)):
-                    return i
-            elif not _u256_digits(<const char *>p, b, x):
-                return i
-        else:  # F_FSB32: the uint256 of 32 big-endian bytes
-            p = s.data + 32 * j
-            for k in range(4):
-                w = 0
-                for t in range(8):
-                    w = (w << 8) | p[8 * k + t]
-                x.w[3 - k] = w
-    return m
-
-
-cdef int _emit(list result, char *text, const uint8_t *out, Py_ssize_t start,
-               Py_ssize_t m) except -1:
-    """Ids start .. start + m - 1: into ``result`` as str, or as bytes into ``text``."""
-    cdef Py_ssize_t i
-    cdef str s
-    cdef char *at
-    if text != NULL:
-        for i in range(m):
-            at = text + (start + i) * 66
-            at[0] = 48  # '0'
-            at[1] = 120  # 'x'
-            ck_hex(out + 32 * i, 32, at + 2)
-        return 0
-    for i in range(m):
-        s = _hex_str(out + 32 * i, 32, True)
-        Py_INCREF(s)
-        PyList_SET_ITEM(result, start + i, s)
-    return 0
+cdef Py_ssize_t FILL_BLOCK = 128  # dictionary values parsed at a time
 
 
 cdef class _Out:
@@ -1287,12 +1523,13 @@ cdef object _id_offsets(object pa, Py_ssize_t n):
     cdef int32_t *o32 = <int32_t *>view.buf.buf
     cdef int64_t *o64 = <int64_t *>view.buf.buf
     cdef Py_ssize_t i
-    if narrow:
-        for i in range(n + 1):
-            o32[i] = <int32_t>(66 * i)
-    else:
-        for i in range(n + 1):
-            o64[i] = 66 * i
+    with nogil:
+        if narrow:
+            for i in range(n + 1):
+                o32[i] = <int32_t>(66 * i)
+        else:
+            for i in range(n + 1):
+                o64[i] = 66 * i
     view.release()
     return buf
 
@@ -1867,3 +2104,20 @@ cdef class RequestSigner:
 
 
 self_check()
+
+
+def _forced_keccak():
+    """``CLOBKIT_KECCAK`` (portable, avx2, avx512 or auto) forces a Keccak path from the
+    start: to measure or test the AVX2 path on a CPU that would take AVX-512
+    (docs/scale.md). A path the CPU or build lacks is refused with a warning."""
+    name = _os.environ.get("CLOBKIT_KECCAK", "")
+    if name in ("", "auto"):
+        return
+    if name not in keccak_impls or not set_implementation(keccak=name):
+        import warnings
+
+        warnings.warn(f"CLOBKIT_KECCAK={name!r}: not a Keccak path this CPU runs; "
+                      f"using {implementation()['keccak']}", RuntimeWarning, stacklevel=2)
+
+
+_forced_keccak()

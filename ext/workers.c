@@ -1,32 +1,9 @@
 /* See workers.h. POSIX threads where available; elsewhere the caller hashes alone. */
 #include "workers.h"
 
-#if defined(_MSC_VER)
-#include <intrin.h>
-/* size_t is 64 bits on Win64 and 32 on Win32: the interlocked add of its width. */
-#if defined(_WIN64)
-#define CK_FETCH_ADD(p, v) ((size_t)_InterlockedExchangeAdd64((volatile __int64 *)(p), (__int64)(v)))
-#else
-#define CK_FETCH_ADD(p, v) ((size_t)_InterlockedExchangeAdd((volatile long *)(p), (long)(v)))
-#endif
-#endif
-
-void ck_job_run(ck_job *job) {
-    for (;;) {
-#if defined(_MSC_VER)
-        size_t lo = CK_FETCH_ADD(&job->next, job->block);
-#else
-        size_t lo = __atomic_fetch_add(&job->next, job->block, __ATOMIC_RELAXED);
-#endif
-        if (lo >= job->n) return;
-        size_t m = job->n - lo < job->block ? job->n - lo : job->block;
-        ck_order_ids(job->ctx, job->orders + lo, m, (uint8_t(*)[32])(job->out + 32 * lo));
-    }
-}
-
 #if defined(_WIN32) || !(defined(__unix__) || defined(__APPLE__))
 
-int ck_pool_start(ck_job *job, int helpers) {
+int ck_pool_start(ck_task *job, int helpers) {
     (void)job;
     (void)helpers;
     return 0;
@@ -50,7 +27,7 @@ static struct {
     pthread_cond_t work;  /* a new generation was posted */
     pthread_cond_t done;  /* active dropped to 0 */
     pthread_mutex_t own;  /* held by the caller between start and wait */
-    ck_job *job;
+    ck_task *job;
     unsigned long gen;
     int wanted;  /* helpers taking the current generation */
     int active;  /* helpers still running it */
@@ -90,9 +67,9 @@ static void *helper(void *arg) {
         }
         seen = pool.gen;
         if (index >= pool.wanted) continue; /* not needed this time */
-        ck_job *job = pool.job;
+        ck_task *job = pool.job;
         pthread_mutex_unlock(&pool.mu);
-        ck_job_run(job);
+        job->run(job);
         pthread_mutex_lock(&pool.mu);
         if (--pool.active == 0) {
             clock_gettime(CLOCK_MONOTONIC, &pool.idle_since);
@@ -111,7 +88,7 @@ static void after_fork_child(void) {
     pool.job = NULL;
 }
 
-int ck_pool_start(ck_job *job, int helpers) {
+int ck_pool_start(ck_task *job, int helpers) {
     static int atfork_done = 0;
     if (helpers <= 0) return 0;
     if (helpers > CK_MAX_HELPERS) helpers = CK_MAX_HELPERS;

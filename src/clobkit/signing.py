@@ -1,9 +1,17 @@
 """Order signing on libsecp256k1 (through coincurve's cffi binding).
 
 ``OrderSigner`` signs order ids (EIP-712 digests): 65 bytes ``r || s || v``
-(v 27/28, low s, RFC 6979 nonces), the bytes eth-account produces. The
-ECDSA calls go straight to libsecp256k1 through cffi, which releases the GIL
-around each call, so ``sign_many(threads=N)`` runs N signatures at once.
+(v 27/28, low s, RFC 6979 nonces), the bytes eth-account produces.
+
+Batches (``sign_many``) run in the compiled core's native worker threads:
+each order is hashed and signed there, libsecp256k1 called from C with no
+Python object per order. The C code reaches libsecp256k1 through the addresses
+of two of its functions, taken once here with cffi's public ``ffi.addressof``
+on the ``lib`` of coincurve's compiled module ``coincurve._libsecp256k1`` (not
+a public coincurve API: pyproject.toml bounds coincurve's version, and
+tests/core/test_signing_native.py fails if that module stops being the one
+used). Single signatures, and every signature under the pure twin, go
+through cffi, which releases the GIL around each call.
 
 ``sign_order`` / ``sign_orders`` back ``OrderHasher.sign`` / ``sign_many``:
 signature types 0-2 sign the order id with the wallet's signer key; type 3
@@ -25,8 +33,16 @@ from itertools import chain
 from typing import Any, NamedTuple, cast
 
 from . import _wallet
+from ._columns import Column, is_columnar
 from ._core import keccak256
-from ._parse import BATCH_KEYWORDS, HIDDEN, batch_length, is_scalar, parse_threads
+from ._parse import (
+    BATCH_KEYWORDS,
+    COLUMN_KINDS,
+    HIDDEN,
+    batch_length,
+    is_scalar,
+    parse_threads,
+)
 from ._wallet import checksum, parse_address
 from .errors import OrderFieldError
 
@@ -66,11 +82,23 @@ _CTX: Any = None  # one context for the process: signing only reads it, so threa
 _NULL: Any = None
 _SIGN: Any = None
 _SERIALIZE: Any = None
+_HANDLE: tuple[int, int, int] | None = None  # for the compiled core: sign, serialize, context
 _LOAD_LOCK = threading.Lock()
 
 
+def _native() -> Any:
+    """The compiled core when it is the live twin (it signs batches), else None."""
+    from . import _core
+
+    if _core.IMPLEMENTATION != "c":
+        return None
+    from . import _core_c
+
+    return _core_c
+
+
 def _load() -> None:
-    global ffi, lib, _CTX, _NULL, _SIGN, _SERIALIZE
+    global ffi, lib, _CTX, _NULL, _SIGN, _SERIALIZE, _HANDLE
     with _LOAD_LOCK:
         if _CTX is not None:
             return
@@ -84,7 +112,18 @@ def _load() -> None:
         ffi, lib, _NULL = _ffi, _lib, _ffi.NULL
         _SIGN = _lib.secp256k1_ecdsa_sign_recoverable
         _SERIALIZE = _lib.secp256k1_ecdsa_recoverable_signature_serialize_compact
+        _HANDLE = (
+            _address(_lib, _ffi, "secp256k1_ecdsa_sign_recoverable"),
+            _address(_lib, _ffi, "secp256k1_ecdsa_recoverable_signature_serialize_compact"),
+            _address(_lib, _ffi, None, ctx),
+        )
         _CTX = ctx
+
+
+def _address(lib_: Any, ffi_: Any, name: str | None, pointer: Any = None) -> int:
+    """The address of ``lib_``'s function ``name`` (cffi's ``ffi.addressof``), or of a pointer."""
+    cdata = ffi_.addressof(lib_, name) if name is not None else pointer
+    return int(ffi_.cast("uintptr_t", cdata))
 
 
 class SignedOrder(NamedTuple):
@@ -299,6 +338,10 @@ class OrderSigner:
             self._address = "0x" + checksum(lower, keccak256)
         return self._address
 
+    def _key_at(self) -> int:
+        """Where the 32 key bytes live, for the compiled core (alive while ``self`` is)."""
+        return _address(lib, ffi, None, self._key)
+
     def sign(self, order_id: str | bytes) -> str:
         """Signature of one order id: ``"0x"`` + 130 hex digits (r || s || v, v 27/28)."""
         return _sign_hex(self._key, parse_order_id(order_id), _workspace())
@@ -315,11 +358,18 @@ class OrderSigner:
         if isinstance(order_ids, (str, bytes, bytearray)):
             raise OrderFieldError("order_ids", order_ids, "must be a sequence of order ids")
         ids = order_ids if isinstance(order_ids, (list, tuple)) else list(order_ids)
-        parsed = list(map(_digest, ids))
-        if None in parsed:
-            i = parsed.index(None)
-            raise OrderFieldError(f"order_ids[{i}]", ids[i], _ID_REASON)
-        return _sign_batch(self._key, cast("list[bytes]", parsed), workers)
+        core = _native()
+        raw = None if core is None else core.parse_ids(ids)  # None: not all plainly ids
+        if raw is None:
+            parsed = list(map(_digest, ids))
+            if None in parsed:
+                i = parsed.index(None)
+                raise OrderFieldError(f"order_ids[{i}]", ids[i], _ID_REASON)
+            if core is None:
+                return _sign_batch(self._key, cast("list[bytes]", parsed), workers)
+            raw = b"".join(cast("list[bytes]", parsed))
+        result: list[str] = core.sign_digests(_HANDLE, self._key_at(), raw, workers)
+        return result
 
 
 # ---------------------------------------------------------------- POLY_1271 (ERC-7739)
@@ -460,19 +510,32 @@ def sign_orders(
 ) -> list[SignedOrder]:
     """``OrderHasher.sign_many``: ``SignedOrder`` of each order of a batch, in order.
 
-    The hasher checks and hashes the whole batch first (a bad value is named
-    by its index); the signatures then run over ``threads`` threads.
+    A bad value is named by its index and nothing is returned. With the
+    compiled twin each order is hashed and signed in its native workers
+    (``threads`` of them); POLY_1271 digests are made here, then signed there.
+    The pure twin hashes the batch, then signs over ``threads`` Python threads.
     """
     _check_signer_object(signer)
     if "out" in columns:  # order_ids' choice of result: the signed orders have one shape
         raise OrderFieldError("out", columns["out"], "is not an argument of sign_many")
     workers = parse_threads(threads)
+    core = _native()
     if not _is_poly_1271(hasher):
         _check_signer(hasher, signer)
+        if core is not None and isinstance(hasher, core.OrderHasher) and _batch_keys(columns):
+            # hashed and signed in the native workers, no Python object per order
+            signed: list[SignedOrder] = hasher._sign_many(
+                _HANDLE, signer._key_at(), threads, columns
+            )
+            return signed
         ids: list[str] = hasher.order_ids(**columns, threads=threads)
         digests = [bytes.fromhex(i[2:]) for i in ids]
         return list(map(SignedOrder, ids, _sign_batch(signer._key, digests, workers)))
-    ids = hasher.order_ids(**columns, threads=threads)
+    ids = hasher.order_ids(**columns, threads=threads)  # checks every row (nulls included)
+    columns = {
+        k: Column(v, k, COLUMN_KINDS[k]).values() if is_columnar(v) else v
+        for k, v in columns.items()
+    }
     n = batch_length(columns)
     scalars = {_ROW_KEYS[k]: v for k, v in columns.items() if is_scalar(v)}
     sequences = [(_ROW_KEYS[k], v) for k, v in columns.items() if not is_scalar(v)]
@@ -487,5 +550,17 @@ def sign_orders(
         contents = hasher.struct_hash(**row)
         digests.append(wrapper.digest(app_domain, contents))
         tails.append(wrapper.suffix(app_domain, contents))
-    signatures = _sign_batch(signer._key, digests, workers)
+    if core is not None and isinstance(hasher, core.OrderHasher):
+        signatures = core.sign_digests(_HANDLE, signer._key_at(), b"".join(digests), workers)
+    else:  # the pure twin signs through cffi
+        signatures = _sign_batch(signer._key, digests, workers)
     return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
+
+
+_KEYWORDS = frozenset(BATCH_KEYWORDS.values())
+_REQUIRED = frozenset(("token_ids", "maker_amounts", "taker_amounts", "sides", "salts"))
+
+
+def _batch_keys(columns: Mapping[str, Any]) -> bool:
+    """``order_ids``' keywords, the required ones given (else ``order_ids`` words the TypeError)."""
+    return _REQUIRED <= columns.keys() <= _KEYWORDS

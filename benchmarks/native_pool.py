@@ -1,0 +1,174 @@
+"""The native pool's figures (#20): order ids and signatures per thread count, GIL share.
+
+    PYTHONPATH=src python benchmarks/native_pool.py [--orders N] [--signatures N] [--rounds R]
+    CLOBKIT_KECCAK=avx2 PYTHONPATH=src python benchmarks/native_pool.py   # the AVX2 path
+
+Prints, measured in one run (each figure the best of R interleaved rounds):
+F (five Keccak-f[1600] permutations through OpenSSL's hashlib.sha3_256), E
+(one bare libsecp256k1 signature through coincurve), then per thread count
+(1, 2, 4, ... up to the cores) ``order_ids`` from Arrow columns into an Arrow
+array, from Python lists into a list, ``OrderSigner.sign_many`` (order ids)
+and ``OrderHasher.sign_many`` (Arrow columns hashed and signed): time per
+order, in F or E, and the speed-up over one thread. Last, the time per order
+spent holding the GIL on one thread, two ways: a second Python thread counts
+while the call runs (whatever it could not count is GIL-held time; on a
+machine whose cores are taken by other jobs this over-counts, as the counter
+then waits for a core, not the GIL), and the calling thread's own CPU time
+outside its GIL-free part (``clobkit._core_c._gil_held_ns``), which other
+jobs do not inflate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+TOKEN = "71321045679252212594626385532706912750332728571942532289631379312455583992563"
+WALLET = {
+    "maker": "0x" + "11" * 20,
+    "signer": "0x" + "22" * 20,
+    "chain_id": 137,
+    "signature_type": 0,
+    "ctf_exchange": "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E",
+    "neg_risk_exchange": "0xC5d563A36AE78145C45a50134d48A1215220f80a",
+}
+KEY = bytes.fromhex("ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80")
+BIG = bytes(16 << 20)
+
+
+def seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def gil_held(fn: Callable[[], object]) -> float:
+    """Seconds of ``fn``'s run during which another Python thread could not run."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # the counter hands the GIL back within 0.1 ms
+    count = [0]
+    stop = threading.Event()
+
+    def counter() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            count[0] = n
+
+    thread = threading.Thread(target=counter)
+    thread.start()
+    time.sleep(0.2)
+    c0, t0 = count[0], time.perf_counter()
+    time.sleep(0.3)  # the counting rate alone
+    rate = (count[0] - c0) / (time.perf_counter() - t0)
+    c0, t0 = count[0], time.perf_counter()
+    fn()
+    wall = time.perf_counter() - t0
+    counted = (count[0] - c0) / rate
+    stop.set()
+    thread.join()
+    sys.setswitchinterval(interval)
+    return max(wall - counted, 0.0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--orders", type=int, default=400_000)
+    ap.add_argument("--signatures", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args(argv)
+    import coincurve
+    import pyarrow as pa
+
+    from clobkit import OrderHasher, OrderSigner, _core
+
+    assert _core.IMPLEMENTATION == "c", "the compiled twin is needed"
+    from clobkit import _core_c
+
+    n, ns = args.orders, args.signatures
+    cores = os.cpu_count() or 1
+    counts = sorted({1, 2, *(2**k for k in range(2, 8) if 2**k <= cores), cores})
+    hasher = OrderHasher(WALLET)
+    lists: dict[str, Any] = {
+        "token_ids": [TOKEN] * n,
+        "maker_amounts": [str(1_000_000 + i) for i in range(n)],
+        "taker_amounts": [2_000_000 + i for i in range(n)],
+        "sides": ["BUY", "SELL"] * (n // 2) + ["BUY"] * (n % 2),
+        "salts": _core_c.new_salts(n),
+    }
+    arrow = {k: pa.array(v) for k, v in lists.items()}
+    signer = OrderSigner(KEY)
+    ids = ["0x" + os.urandom(32).hex() for _ in range(ns)]
+    bare = coincurve.PrivateKey(KEY)
+    own = OrderHasher(WALLET | {"maker": signer.address, "signer": signer.address})
+    orders = {k: v[:ns] for k, v in arrow.items()}  # hashed and signed in the workers
+    digests = [bytes.fromhex(i[2:]) for i in ids[:5000]]
+
+    def one_signature() -> None:
+        sign = bare.sign_recoverable
+        for d in digests:
+            sign(d, hasher=None)
+
+    runs: dict[str, tuple[Callable[[], object], int]] = {
+        "F": (lambda: hashlib.sha3_256(BIG).digest(), len(BIG) // 136),
+        "E": (one_signature, len(digests)),
+    }
+    for t in counts:
+        runs[f"arrow {t}"] = (
+            lambda t=t: hasher.order_ids(**arrow, threads=t, out="arrow"),
+            n,
+        )
+        runs[f"lists {t}"] = (lambda t=t: hasher.order_ids(**lists, threads=t), n)
+        runs[f"sign {t}"] = (lambda t=t: signer.sign_many(ids, threads=t), ns)
+        runs[f"hsign {t}"] = (lambda t=t: own.sign_many(signer, **orders, threads=t), ns)
+    best: dict[str, float] = {}
+    for _ in range(args.rounds):  # interleaved, so a busy moment hurts every figure alike
+        for name, (fn, per) in runs.items():
+            best[name] = min(best.get(name, float("inf")), seconds(fn) / per)
+    f, e = 5 * best["F"], best["E"]
+    print(f"keccak path {_core_c.implementation()['keccak']}, {cores} cores, {n:,} orders")
+    print(f"F = {f * 1e9:.0f} ns (5 x Keccak-f through OpenSSL), E = {e * 1e6:.2f} us")
+    print(
+        "threads | arrow ns/order  F     x | lists ns/order  F     x "
+        "| signer.sign_many us  E     x | hasher.sign_many us  E     x"
+    )
+    for t in counts:
+        a, li = best[f"arrow {t}"], best[f"lists {t}"]
+        s, hs = best[f"sign {t}"], best[f"hsign {t}"]
+        print(
+            f"{t:7} | {a * 1e9:10.0f} {a / f:6.3f} {best['arrow 1'] / a:5.2f} "
+            f"| {li * 1e9:10.0f} {li / f:6.3f} {best['lists 1'] / li:5.2f} "
+            f"| {s * 1e6:15.2f} {s / e:6.3f} {best['sign 1'] / s:5.2f} "
+            f"| {hs * 1e6:15.2f} {hs / e:6.3f} {best['hsign 1'] / hs:5.2f}"
+        )
+    # (a build before #20 has no such hook: its CPU column then reads nan)
+    held_ns = getattr(_core_c, "_gil_held_ns", lambda: float("nan"))
+    print("GIL held on one thread: counted (a second thread counting) | CPU (the core's own clock)")
+    for name, cols, out in (
+        ("arrow -> arrow", arrow, "arrow"),
+        ("arrow -> list", arrow, "list"),
+        ("lists -> list", lists, "list"),
+        ("lists -> arrow", lists, "arrow"),
+    ):
+        one = best[f"{name.split()[0]} 1"]
+        call = lambda c=cols, o=out: hasher.order_ids(**c, threads=1, out=o)  # noqa: E731
+        counted = min(gil_held(call) for _ in range(args.rounds)) / n
+        cpu = min((call(), held_ns())[1] for _ in range(args.rounds)) / n / 1e9
+        print(
+            f"  {name:15} {counted * 1e9:6.1f} ns/order = {counted / one * 100:5.1f}% | "
+            f"{cpu * 1e9:6.1f} ns/order = {cpu / one * 100:5.1f}% of the one-thread time"
+        )
+    sign = lambda: signer.sign_many(ids, threads=1)  # noqa: E731
+    counted = min(gil_held(sign) for _ in range(args.rounds)) / ns
+    cpu = min((sign(), held_ns())[1] for _ in range(args.rounds)) / ns / 1e9
+    print(f"  {'sign_many':15} {counted * 1e9:6.1f} ns/signature | {cpu * 1e9:6.1f} ns/signature")
+
+
+if __name__ == "__main__":
+    main()

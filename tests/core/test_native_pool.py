@@ -1,0 +1,374 @@
+"""The native worker pool (#20): every batch path equals the one-thread list path.
+
+``order_ids`` reads, hashes and writes each order in native threads (ext/batch.c);
+``sign_many`` signs there too. These tests drive them over every input shape
+(Python lists of each spelling, Arrow arrays plain, chunked, sliced, dictionary,
+numpy), thread counts 1 to 32 (more than the cores), batches crossing the
+16,384-row rounds, and bad rows anywhere: ids, errors and signatures must be
+those of the single-threaded list path, of the pure twin and of eth-account.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clobkit import OrderSigner, signing
+from clobkit._enums import Side
+from clobkit.errors import OrderFieldError
+
+from ..conftest import examples
+from . import signing_oracle
+from .test_columns import WALLETS
+from .test_signing import DEPOSIT_WALLET, DEV_ADDRESS, DEV_KEY
+from .test_signing_hasher import wallet
+
+pa = pytest.importorskip("pyarrow")
+np = pytest.importorskip("numpy")
+core_c: Any = pytest.importorskip("clobkit._core_c")
+core_py: Any = pytest.importorskip("clobkit._core_py")
+
+MAX = 2**256 - 1
+ROUND = 16_384  # rows per round of the pipeline (ext/_core_c.pyx CHUNK)
+THREADS = (1, 2, 3, 4, 7, 8, 16, 32)
+
+# Each field's spellings the list path takes: plain ones the workers read,
+# and unusual ones that send their block through the Python path.
+UINTS = st.one_of(
+    st.integers(0, 2**63 - 1),
+    st.integers(0, MAX),
+    st.integers(0, MAX).map(str),
+    st.integers(0, 10**6).map(lambda v: "0" * 130 + str(v)),  # past 128 digits: Python path
+)
+SIDES = st.sampled_from([0, 1, "BUY", "SELL", Side.BUY, Side.SELL])
+FLAGS = st.sampled_from([True, False, 0, 1])
+WORDS = st.one_of(
+    st.none(),
+    st.binary(min_size=32, max_size=32),
+    st.binary(min_size=32, max_size=32).map(lambda b: "0x" + b.hex()),
+    st.binary(min_size=32, max_size=32).map(lambda b: "0X" + b.hex().upper()),
+)
+
+
+@st.composite
+def batches(draw: Any, version: int, max_rows: int = 60) -> dict[str, Any]:
+    n = draw(st.integers(0, max_rows))
+
+    def col(values: Any) -> list[Any]:
+        return list(draw(st.lists(values, min_size=n, max_size=n)))
+
+    cols: dict[str, Any] = {
+        "token_ids": col(UINTS),
+        "maker_amounts": col(UINTS),
+        "taker_amounts": col(UINTS),
+        "sides": col(SIDES),
+        "salts": col(UINTS),
+        "neg_risk": col(FLAGS),
+    }
+    if version == 1:
+        cols |= {"fee_rate_bps": col(UINTS), "nonces": col(UINTS), "expirations": col(UINTS)}
+    else:
+        cols |= {"timestamps": col(UINTS), "metadatas": col(WORDS), "builders": col(WORDS)}
+    return cols
+
+
+def _ids(hasher: Any, cols: dict[str, Any], **kw: Any) -> list[str]:
+    out = hasher.order_ids(**cols, **kw)
+    return out.to_pylist() if kw.get("out") == "arrow" else list(out)
+
+
+@settings(max_examples=examples(150))
+@given(data=st.data(), version=st.sampled_from([1, 2, 3]), threads=st.sampled_from(THREADS))
+def test_lists_every_spelling_equal_the_pure_twin(data: Any, version: int, threads: int) -> None:
+    cols = data.draw(batches(version))
+    want = core_py.OrderHasher(WALLETS[version]).order_ids(**cols)
+    hasher = core_c.OrderHasher(WALLETS[version])
+    assert _ids(hasher, cols, threads=threads) == want
+    assert _ids(hasher, cols, threads=threads, out="arrow") == want
+
+
+def _big_batch(n: int, seed: int) -> dict[str, list[Any]]:
+    """n V1 orders: a few token ids, amounts as ints and digit strings, sides both ways."""
+    tokens = [str(MAX - k) for k in range(3)] + [7, MAX // 3]
+    return {
+        "token_ids": [tokens[(i * 7 + seed) % len(tokens)] for i in range(n)],
+        "maker_amounts": [(i * 977 + seed) % 10**12 for i in range(n)],
+        "taker_amounts": [str((i * 131 + seed) % 10**15) for i in range(n)],
+        "sides": ["BUY" if (i + seed) % 3 else "SELL" for i in range(n)],
+        "salts": [(i * 2654435761 + seed) % 10**12 for i in range(n)],
+        "neg_risk": [(i + seed) % 5 == 0 for i in range(n)],
+    }
+
+
+def _arrow(cols: dict[str, list[Any]], shape: str) -> dict[str, Any]:
+    """The batch as Arrow columns: plain, chunked at odd places, sliced, or dictionaries."""
+    out: dict[str, Any] = {}
+    for name, raw in cols.items():
+        values = [None if v is None else str(v) for v in raw] if name == "token_ids" else raw
+        arr = pa.array(values)
+        if shape == "chunked":
+            cuts = [0, 1, 1, 5000, ROUND - 1, ROUND + 3, len(arr)]
+            cuts = sorted({min(c, len(arr)) for c in cuts})
+            arr = pa.chunked_array([arr.slice(a, b - a) for a, b in pairwise(cuts)], arr.type)
+        elif shape == "sliced":
+            pad = pa.array(values[:3] + values + values[:5], arr.type)
+            arr = pad.slice(3, len(values))
+        elif shape == "dictionary" and name in ("token_ids", "sides"):
+            arr = arr.dictionary_encode()
+        out[name] = arr
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["plain", "chunked", "sliced", "dictionary"])
+def test_arrow_shapes_and_threads_equal_the_list_path(shape: str) -> None:
+    n = 2 * ROUND + 1234  # three rounds when the GIL has per-row work
+    cols = _big_batch(n, 5)
+    hasher = core_c.OrderHasher(WALLETS[1])
+    want = hasher.order_ids(**cols, threads=1)
+    arrow = _arrow(cols, shape)
+    for threads in THREADS:
+        assert _ids(hasher, arrow, threads=threads, out="arrow") == want, threads
+        assert _ids(hasher, arrow, threads=threads) == want, threads
+    mixed = {**arrow, "salts": cols["salts"], "neg_risk": False}  # columns, lists and a scalar
+    want_mixed = hasher.order_ids(**{**cols, "neg_risk": False}, threads=1)
+    for threads in (1, 3, 32):
+        assert _ids(hasher, mixed, threads=threads, out="arrow") == want_mixed
+    assert want[:50] == core_py.OrderHasher(WALLETS[1]).order_ids(
+        **{k: v[:50] for k, v in cols.items()}
+    )
+
+
+@pytest.mark.slow
+def test_numpy_columns_and_threads() -> None:
+    n = ROUND + 77
+    cols = _big_batch(n, 9)
+    hasher = core_c.OrderHasher(WALLETS[2])
+    cols2 = {**cols, "timestamps": [1_777_000_000_000 + i for i in range(n)]}
+    want = hasher.order_ids(**cols2, threads=1)
+    numpy_cols = {
+        **cols2,
+        "maker_amounts": np.array(cols["maker_amounts"], dtype=np.uint64),
+        "salts": np.array(cols["salts"], dtype=np.int64),
+        "timestamps": np.array(cols2["timestamps"], dtype=np.int64),
+        "neg_risk": np.array(cols["neg_risk"]),
+    }
+    for threads in THREADS:
+        assert _ids(hasher, numpy_cols, threads=threads, out="arrow") == want
+
+
+def _error(fn: Any) -> tuple[type, str, Any]:
+    with pytest.raises(OrderFieldError) as info:
+        fn()
+    return type(info.value), str(info.value), info.value.field
+
+
+BAD_VALUES = ["-1", "12a", "", 2**256, -5, 1.5, "BUY"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("row", [0, 255, 256, ROUND - 1, ROUND, 2 * ROUND + 100])
+def test_a_bad_row_anywhere_is_named_as_the_list_path_names_it(row: int) -> None:
+    n = 2 * ROUND + 200
+    hasher = core_c.OrderHasher(WALLETS[1])
+    py = core_py.OrderHasher(WALLETS[1])
+    for bad in BAD_VALUES:
+        cols = _big_batch(n, 1)
+        cols["taker_amounts"][row] = bad
+        cols["salts"][min(row + 1, n - 1)] = "x"  # a later bad row is not the one named
+        small = {k: v[row - 3 : row + 2] if row >= 3 else v[: row + 2] for k, v in cols.items()}
+        want = _error(lambda c=cols: hasher.order_ids(**c, threads=1))
+        assert want[2] == f"taker_amounts[{row}]"
+        # the pure twin words the same value alike (its row numbers are the slice's)
+        assert (
+            _error(lambda s=small: py.order_ids(**s))[1]
+            == _error(lambda s=small: hasher.order_ids(**s))[1]
+        )
+        for threads in (2, 3, 32):
+            assert _error(lambda c=cols, t=threads: hasher.order_ids(**c, threads=t)) == want
+            assert (
+                _error(lambda c=cols, t=threads: hasher.order_ids(**c, threads=t, out="arrow"))
+                == want
+            )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["plain", "chunked", "sliced", "dictionary"])
+def test_arrow_nulls_are_refused_with_the_same_words(shape: str) -> None:
+    n = 2 * ROUND + 10
+    cols = _big_batch(n, 2)
+    hasher = core_c.OrderHasher(WALLETS[1])
+    for row in (0, ROUND + 5, n - 1):
+        with_null: dict[str, list[Any]] = {k: list(v) for k, v in cols.items()}
+        with_null["token_ids"][row] = None
+        arrow = _arrow(with_null, shape)
+        errors = {
+            _error(lambda a=arrow, t=t, o=o: hasher.order_ids(**a, threads=t, out=o))
+            for t in (1, 2, 8, 32)
+            for o in ("list", "arrow")
+        }
+        (only,) = errors  # one error for every thread count and output
+        assert only[0] is OrderFieldError
+        assert only[2] == f"token_ids[{row}]"
+        assert "must not be null" in only[1]
+        small = {k: pa.array([None]) if k == "token_ids" else v[:1] for k, v in cols.items()}
+        assert (
+            _error(lambda s=small: core_py.OrderHasher(WALLETS[1]).order_ids(**s))[1]
+            == (_error(lambda s=small: hasher.order_ids(**s))[1])
+        )
+
+
+@pytest.mark.slow
+def test_many_python_threads_share_the_pool() -> None:
+    """Callers racing for the native pool (it serves one at a time; the others run
+    alone): every batch still comes back whole and right."""
+    hasher = core_c.OrderHasher(WALLETS[1])
+    batches_ = [_big_batch(3000 + 97 * k, k) for k in range(24)]
+    want = [hasher.order_ids(**b) for b in batches_]
+    arrow = [_arrow(b, "chunked") for b in batches_]
+    signer = OrderSigner(DEV_KEY)
+    ids = ["0x" + bytes([k % 256]).hex() * 32 for k in range(300)]
+    sigs = [signer.sign(i) for i in ids]
+
+    def work(k: int) -> bool:
+        t = 1 + k % 6
+        ok = hasher.order_ids(**batches_[k], threads=t) == want[k]
+        ok &= hasher.order_ids(**arrow[k], threads=t, out="arrow").to_pylist() == want[k]
+        return ok and signer.sign_many(ids, threads=t) == sigs
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, range(24)))
+
+
+# ---------------------------------------------------------------- signing
+
+
+def test_native_signing_uses_coincurves_compiled_library() -> None:
+    """Guard: the native path reaches libsecp256k1 through coincurve's private
+    ``coincurve._libsecp256k1`` module (cffi's ``ffi.addressof`` on its ``lib``).
+    If coincurve moves or renames it, this fails: pyproject.toml bounds coincurve
+    for that reason."""
+    from coincurve import _libsecp256k1 as compiled
+
+    OrderSigner(DEV_KEY)  # loads the library
+    assert signing.lib is compiled.lib
+    ffi = compiled.ffi
+    want = (
+        int(ffi.cast("uintptr_t", ffi.addressof(compiled.lib, "secp256k1_ecdsa_sign_recoverable"))),
+        int(
+            ffi.cast(
+                "uintptr_t",
+                ffi.addressof(
+                    compiled.lib, "secp256k1_ecdsa_recoverable_signature_serialize_compact"
+                ),
+            )
+        ),
+    )
+    assert signing._HANDLE is not None
+    assert signing._HANDLE[:2] == want
+    assert signing._native() is core_c  # the compiled twin signs batches
+
+
+@settings(max_examples=examples(200))
+@given(
+    key=st.integers(1, signing_oracle.N - 1),
+    digests=st.lists(st.binary(min_size=32, max_size=32), max_size=40),
+    threads=st.sampled_from(THREADS),
+)
+def test_native_signatures_equal_eth_account(key: int, digests: list[bytes], threads: int) -> None:
+    signer = OrderSigner(key.to_bytes(32, "big"))
+    want = [signing_oracle.eth_account_sign(d, key) for d in digests]
+    assert signer.sign_many(digests, threads=threads) == want
+    assert signer.sign_many(["0x" + d.hex() for d in digests], threads=threads) == want
+    assert signer.sign_many(["0x" + d.hex().upper() for d in digests], threads=threads) == want
+    if digests:
+        assert core_c._secp_check(signing._HANDLE, signer._key_at(), digests[0]) == want[0]
+
+
+def test_native_and_cffi_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    signer = OrderSigner(DEV_KEY)
+    ids = ["0x" + bytes([k]).hex() * 32 for k in range(64)]
+    native = signer.sign_many(ids, threads=3)
+    monkeypatch.setattr(signing, "_native", lambda: None)  # the pure twin's path
+    assert signer.sign_many(ids, threads=3) == native
+
+
+class _Text(str):
+    pass
+
+
+def test_unusual_ids_take_the_python_check() -> None:
+    signer = OrderSigner(DEV_KEY)
+    good = "0x" + "ab" * 32
+    want = signer.sign_many([good], threads=1)
+    assert signer.sign_many([_Text(good), bytearray.fromhex("ab" * 32)], threads=2) == want * 2
+    for bad in ("0X" + "ab" * 32, "0x" + "ag" * 32, good[:-1], b"\x00" * 31, None):
+        with pytest.raises(OrderFieldError) as info:
+            signer.sign_many([good, bad], threads=2)
+        assert info.value.field == "order_ids[1]"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signature_type", [0, 2, 3])
+def test_hasher_sign_many_native_equals_pure_twin_and_eth_account(signature_type: int) -> None:
+    owner = DEV_ADDRESS if signature_type != 3 else DEPOSIT_WALLET
+    w = wallet(signature_type, owner)
+    signer = OrderSigner(DEV_KEY)
+    n = 300
+    cols = {**_big_batch(n, 3), "timestamps": [1_777_000_000_000 + i for i in range(n)]}
+    want = core_py.OrderHasher(w).sign_many(signer, **cols)
+    hasher = core_c.OrderHasher(w)
+    for threads in (1, 2, 5, 32):
+        assert hasher.sign_many(signer, **cols, threads=threads) == want
+        assert hasher.sign_many(signer, **_arrow(cols, "chunked"), threads=threads) == want
+    if signature_type != 3:  # the id is the signed digest: eth-account's signature of it
+        key = int(DEV_KEY, 16)
+        for got in want[:20]:
+            digest = bytes.fromhex(got.order_id[2:])
+            assert got.signature == signing_oracle.eth_account_sign(digest, key)
+
+
+def _keccak_under(value: str) -> tuple[str, str]:
+    code = "import warnings, clobkit._core_c as c; print(c.implementation()['keccak'])"
+    env = {**os.environ, "CLOBKIT_KECCAK": value, "PYTHONWARNINGS": "always"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip(), done.stderr
+
+
+def test_clobkit_keccak_forces_a_path() -> None:
+    """CLOBKIT_KECCAK measures the AVX2 path on a CPU that would take AVX-512 (docs/scale.md)."""
+    for name in ("portable", "avx2", "avx512"):
+        runs_here = core_c.set_implementation(keccak=name)
+        core_c.set_implementation(keccak="auto")
+        path, err = _keccak_under(name)
+        if runs_here:
+            assert (path, err) == (name, "")
+        else:
+            assert "not a Keccak path this CPU runs" in err
+    auto = core_c.implementation()["keccak"]
+    assert _keccak_under("auto") == (auto, "")
+    path, err = _keccak_under("sse9")
+    assert path == auto
+    assert "CLOBKIT_KECCAK='sse9'" in err
+
+
+def test_gil_held_hook_reports_the_last_batch() -> None:
+    """benchmarks/native_pool.py reads the GIL-held CPU time of the last batch here."""
+    hasher = core_c.OrderHasher(WALLETS[1])
+    cols = _big_batch(500, 4)
+    hasher.order_ids(**cols, threads=2)
+    held = core_c._gil_held_ns()
+    assert isinstance(held, int)
+    assert held >= 0
+    OrderSigner(DEV_KEY).sign_many(["0x" + "ab" * 32] * 3, threads=2)
+    assert core_c._gil_held_ns() >= 0
