@@ -4,18 +4,24 @@ connections and stream reconnects (docs/market-making.md).
 
 * ``ladder``: quotes read exactly, limits, the diff against the live orders;
 * ``book``: a local mirror of an outcome's book from the stream;
-* ``quoter``: the loop (``Quoter``, ``RequoteReport``, ``Fill``).
+* ``quoter``: the loop (``Quoter``, ``RequoteReport``, ``Fill``);
+* ``desk``: many quoters on one stream, limits over all of them, a kill switch (``Desk``);
+* ``metrics``: the desk's counters and histograms, and its ``prometheus_client`` collector.
 """
 
 from __future__ import annotations
 
 from ..errors import QuoteRefused
 from .book import BookMirror
+from .desk import Budget, Desk, Exposure
 from .ladder import Level, Limits, Quote
 from .quoter import Fill, Quoter, RequoteReport
 
 __all__ = [
     "BookMirror",
+    "Budget",
+    "Desk",
+    "Exposure",
     "Fill",
     "Level",
     "Limits",
