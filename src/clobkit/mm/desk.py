@@ -279,7 +279,6 @@ class Desk:
         self._by_topic: dict[str, Quoter] = {}  # book topic -> quoter
         self._now = _Sums()  # what may rest on the service now
         self._plan = _Sums()  # what the requotes under way head to
-        self._heading: set[Quoter] = set()
         self._waiting: list[asyncio.Future[None]] = []
         self._outcomes: deque[bool] = deque(maxlen=error_window)  # True: unknown outcome
         self._unknown = 0
@@ -503,7 +502,6 @@ class Desk:
         if refused is not None:
             raise refused
         self._plan.set(q, target)
-        self._heading.add(q)
         both = exposure(union, held)
         if self._now.breach(q, both, self) is None:
             self._now.set(q, both)
@@ -511,11 +509,12 @@ class Desk:
         return True
 
     async def admit_places(self, q: Quoter, place: Sequence[Level]) -> None:
-        """After ``q``'s cancels: wait (``room_timeout`` s at most) until its remaining
-        orders and ``place`` fit beside the other quoters', and reserve them."""
+        """After ``q``'s cancels: wait (``room_timeout`` s at most) until what it tracks
+        (the orders left and ``place``, prepared) fits beside the other quoters', and
+        reserve it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.room_timeout
-        new = exposure([*q.resting(), *place], q._position)
+        new = exposure(q.resting(), q._position)
         while True:
             if self.halted is not None:
                 raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
@@ -531,14 +530,12 @@ class Desk:
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(waiter, left)
 
-    def settle(self, q: Quoter, done: bool = True) -> None:
-        """``q``'s orders changed: what may rest on the service is what it tracks."""
+    def settle(self, q: Quoter) -> None:
+        """``q``'s requote (cancel, reconcile) ended: what may rest on the service is
+        what it tracks, and what it heads to."""
         now = exposure(q.resting(), q._position)
         self._now.set(q, now)
-        if done:
-            self._heading.discard(q)
-        if q not in self._heading:
-            self._plan.set(q, now)
+        self._plan.set(q, now)
         self._wake()
 
     def _wake(self) -> None:
@@ -693,11 +690,9 @@ class Desk:
                 if refused is not None:
                     raise refused
                 self._plan.set(q, target)
-                self._heading.add(q)
         except BaseException:
             for q, old in saved.items():
                 self._plan.set(q, old)
-                self._heading.discard(q)
             raise
         results = await asyncio.gather(
             *(q.requote(w) for q, w in wanted.items()), return_exceptions=True
@@ -723,6 +718,7 @@ class Desk:
         (shares per outcome), open orders and notional at risk (USDC)."""
         c = self.counters
         markets: dict[str, dict[str, Any]] = {}
+        orders = notional = 0
         for q in self._quoters.values():
             if q.market is None:
                 continue
@@ -730,7 +726,9 @@ class Desk:
                 q.market_id,
                 {"fills": 0, "position": {}, "open_orders": 0, "notional": Decimal(0)},
             )
-            e = self._now.each.get(q, _NONE)
+            e = exposure(q.resting(), q._position)
+            orders += e.orders
+            notional += e.notional
             row["fills"] += q.fill_count
             row["position"][q.outcome] = q.position
             row["open_orders"] += e.orders
@@ -750,8 +748,8 @@ class Desk:
             "lag": c.lag.snapshot(),
             "halted": self.halted,
             "halts": self.halts,
-            "open_orders": self._now.orders,
-            "notional": from_units(self._now.notional),
+            "open_orders": orders,
+            "notional": from_units(notional),
             "markets": markets,
         }
 

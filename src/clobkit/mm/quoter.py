@@ -141,7 +141,7 @@ class Host(Protocol):
     async def subscribe_orders(self, user_id: str) -> None: ...
     async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool: ...
     async def admit_places(self, q: Quoter, place: Sequence[Level]) -> None: ...
-    def settle(self, q: Quoter, done: bool = True) -> None: ...
+    def settle(self, q: Quoter) -> None: ...
 
 
 class Quoter:
@@ -920,7 +920,6 @@ class Quoter:
             await asyncio.gather(*(self._send_cancel(t) for t in gone))
             await self._resolve()
             if self._host is not None and new:
-                self._settle(done=False)
                 try:
                     await self._host.admit_places(self, place)
                 except BaseException:
@@ -968,11 +967,10 @@ class Quoter:
             finally:
                 self._settle()
 
-    def _settle(self, done: bool = True) -> None:
-        """Tell the desk (if any) what this quoter may now have on the service (``done``:
-        and that its requote ended)."""
+    def _settle(self) -> None:
+        """Tell the desk (if any) what this quoter may now have on the service."""
         if self._host is not None:
-            self._host.settle(self, done)
+            self._host.settle(self)
 
     def resting(self) -> list[Level]:
         """Every order of the quoter that may rest on the service (open, or with a
