@@ -14,7 +14,7 @@ import pytest
 from clobkit import AsyncClient
 from clobkit.client import orders_topic
 from clobkit.errors import QuoteRefused, ServerError, TransportError, ValidationError
-from clobkit.mm import Budget, Desk, Quote, Quoter
+from clobkit.mm import Budget, Desk, Quote, Quoter, Slots
 from clobkit.mm.desk import exposure
 from clobkit.mm.ladder import Level
 
@@ -296,3 +296,33 @@ async def test_the_budget_is_a_sliding_window() -> None:
     await budget.take(keep=1)  # 2 sent + 1 kept
     await budget.take()  # the kept room is there for a request that keeps none
     assert budget.queued == 0
+
+
+async def test_slots_bound_the_requests_in_flight_and_let_cancels_first() -> None:
+    slots = Slots(1)
+    await slots.acquire(urgent=False)
+    order: list[str] = []
+
+    async def take(name: str, urgent: bool) -> None:
+        await slots.acquire(urgent)
+        order.append(name)
+        slots.release()
+
+    waiting = [asyncio.create_task(take("place", False)), asyncio.create_task(take("cancel", True))]
+    await asyncio.sleep(0)
+    assert order == []  # the one slot is taken
+    slots.release()
+    await asyncio.gather(*waiting)
+    assert order == ["cancel", "place"]
+    assert slots.free == 1
+
+
+def test_the_desk_does_not_import_prometheus() -> None:
+    import subprocess
+    import sys
+
+    probe = "import clobkit.mm, sys; print('prometheus_client' in sys.modules)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"  # the metrics extra is optional

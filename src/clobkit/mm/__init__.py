@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ..errors import QuoteRefused
 from .book import BookMirror
-from .desk import Budget, Desk, Exposure
+from .desk import Budget, Desk, Exposure, Slots
 from .ladder import Level, Limits, Quote
 from .quoter import Fill, Quoter, RequoteReport
 
@@ -29,4 +29,5 @@ __all__ = [
     "QuoteRefused",
     "Quoter",
     "RequoteReport",
+    "Slots",
 ]

@@ -34,7 +34,7 @@ from .ladder import Level, Quote, _text, read_ladder
 from .metrics import Counters, collector
 from .quoter import Quoter, RequoteReport
 
-__all__ = ["Desk", "Exposure"]
+__all__ = ["Budget", "Desk", "Exposure", "Slots", "exposure"]
 
 log = logging.getLogger("clobkit.mm")
 
@@ -183,6 +183,36 @@ class Budget:
         self._sent.extend([now] * n)
 
 
+class Slots:
+    """At most ``n`` requests in flight; cancels (``urgent``) go before the others."""
+
+    def __init__(self, n: int) -> None:
+        self.free = n
+        self._waiting: tuple[deque[asyncio.Future[None]], ...] = (deque(), deque())
+
+    async def acquire(self, urgent: bool) -> None:
+        if self.free > 0 and not (self._waiting[0] or self._waiting[1]):
+            self.free -= 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiting[0 if urgent else 1].append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # handed a slot just as it was cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        for waiting in self._waiting:
+            while waiting:
+                waiter = waiting.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+                    return
+        self.free += 1
+
+
 class Desk:
     """Market making over many markets: ``async with Desk(client, ...) as desk``.
 
@@ -198,7 +228,9 @@ class Desk:
 
     Requests: at most ``rate_limit_per_minute`` in any minute (the sandbox's default
     is 6,000 a minute per key), queued rather than spent on 429s; room to cancel
-    every open order is always kept for cancels.
+    every open order is always kept for cancels. At most ``max_in_flight`` at once
+    (a requote of thousands of orders must not time out in the service's queue, and
+    the HTTP pool's cost per request grows with its connections); cancels go first.
 
     Kill switch: ``halt()`` cancels every open order and refuses new quotes until
     ``resume()``. It fires by itself when the last ``heartbeat()`` is older than
@@ -206,6 +238,9 @@ class Desk:
     longer than ``stream_timeout`` s, or when more than ``max_error_rate`` of the
     last ``error_window`` requests ended with an unknown outcome (timeout, 5xx, 429,
     dropped connection). On exit it cancels every open order (``cancel_on_exit``).
+
+    ``books=False`` leaves the book topics out (a strategy pricing from elsewhere):
+    each quoter's ``book`` then holds the book read over REST when it opened.
     """
 
     def __init__(
@@ -217,6 +252,7 @@ class Desk:
         max_position_per_event: Number | None = None,
         max_open_orders: int | None = None,
         rate_limit_per_minute: int = 6000,
+        max_in_flight: int = 16,
         heartbeat_timeout: float | None = 10.0,
         stream_timeout: float | None = 5.0,
         max_error_rate: float = 0.5,
@@ -224,10 +260,12 @@ class Desk:
         room_timeout: float = 10.0,
         cancel_on_exit: bool = True,
         user_id: str | None = None,
+        books: bool = True,
     ) -> None:
         for name, value in (
             ("max_open_orders", max_open_orders),
             ("rate_limit_per_minute", rate_limit_per_minute),
+            ("max_in_flight", max_in_flight),
             ("error_window", error_window),
         ):
             if value is not None and (
@@ -261,12 +299,14 @@ class Desk:
             else to_units(max_position_per_event, "max_position_per_event")
         )
         self.budget = Budget(rate_limit_per_minute)
+        self.slots = Slots(max_in_flight)
         self.heartbeat_timeout = heartbeat_timeout
         self.stream_timeout = stream_timeout
         self.max_error_rate = max_error_rate
         self.room_timeout = room_timeout
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
+        self.books = books
         #: Why the kill switch holds (``None``: quoting is allowed).
         self.halted: str | None = None
         #: Times the kill switch fired.
@@ -386,7 +426,20 @@ class Desk:
 
     async def request(self, endpoint: str, call: Awaitable[T]) -> T:
         """Await ``call`` (one request to ``endpoint``) within the budget, counted."""
-        keep = 0 if endpoint == CANCEL else self._now.orders  # room to cancel everything
+        urgent = endpoint == CANCEL
+        keep = 0 if urgent else self._now.orders  # room to cancel everything
+        try:
+            await self.slots.acquire(urgent)
+        except BaseException:
+            if inspect.iscoroutine(call):
+                call.close()  # never started
+            raise
+        try:
+            return await self._send(endpoint, call, keep)
+        finally:
+            self.slots.release()
+
+    async def _send(self, endpoint: str, call: Awaitable[T], keep: int) -> T:
         try:
             await self.budget.take(keep)
         except BaseException:
@@ -437,13 +490,16 @@ class Desk:
                 "market_id", q.market_id, f"already has a quoter of {q.outcome!r}"
             )
         self._by_outcome[key] = q
-        self._by_topic[q._book_topic] = q
-        topics = [q._book_topic]
+        topics = []
+        if self.books:
+            self._by_topic[q._book_topic] = q
+            topics.append(q._book_topic)
         if self.user_id is None and q.user_id is not None:
             self.user_id = q.user_id
         if self.user_id is not None:
             topics.append(orders_topic(self.user_id))
-        await self._listen(topics)
+        if topics:
+            await self._listen(topics)
 
     def detach(self, q: Quoter) -> None:
         if self._by_outcome.get((q.market_id, q.outcome)) is q:
