@@ -15,8 +15,8 @@ from clobkit import AsyncClient
 from clobkit.client import orders_topic
 from clobkit.errors import QuoteRefused, ServerError, TransportError, ValidationError
 from clobkit.mm import Budget, Desk, Quote, Quoter, Slots
-from clobkit.mm.desk import exposure
 from clobkit.mm.ladder import Level
+from clobkit.mm.risk import exposure
 
 from .conftest import assert_same, eventually, options, quoter_view, service_view
 

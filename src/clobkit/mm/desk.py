@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from types import TracebackType
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from .._core import from_units, to_units
 from ..client import AsyncClient, orders_topic
@@ -30,187 +30,21 @@ from ..client._core import UNKNOWN_OUTCOME
 from ..client._stream import Stream
 from ..errors import QuoteRefused, RateLimited, ValidationError
 from ..models import Order, Reconnected, StreamMessage
-from .ladder import Level, Quote, _text, read_ladder
+from .budget import Budget, Slots
+from .ladder import Level, Quote, read_ladder
 from .metrics import Counters, collector
 from .quoter import Quoter, RequoteReport
+from .risk import NONE, DeskLimits, Sums, exposure
 
-__all__ = ["Budget", "Desk", "Exposure", "Slots", "exposure"]
+__all__ = ["Desk"]
 
 log = logging.getLogger("clobkit.mm")
 
 T = TypeVar("T")
-UNIT = 1_000_000
 Number = Decimal | str | int | float
 
 CANCEL = "DELETE /orders/:id"
 OPEN_ORDERS = "GET /orders?open"
-
-
-class Exposure(NamedTuple):
-    """What a ladder puts at risk: ``orders`` resting; ``notional`` USDC units (each BUY's
-    price times its shares, each SELL's 1 - price times its shares: what it loses if
-    the outcome wins); ``worst`` share units, the position if the worse side filled."""
-
-    orders: int
-    notional: int
-    worst: int
-
-
-def exposure(levels: Iterable[Level], held: int) -> Exposure:
-    """The ``Exposure`` of ``levels`` (remaining shares) over a holding of ``held`` units."""
-    orders = notional = bought = sold = 0
-    for level in levels:
-        orders += 1
-        if level.side == 0:
-            notional += -(-level.price * level.shares // UNIT)
-            bought += level.shares
-        else:
-            notional += -(-(UNIT - level.price) * level.shares // UNIT)
-            sold += level.shares
-    return Exposure(orders, notional, max(held + bought, sold - held, 0))
-
-
-_NONE = Exposure(0, 0, 0)
-
-
-class _Sums:
-    """Running sums of the quoters' exposures: over the desk, per market, per event."""
-
-    def __init__(self) -> None:
-        self.each: dict[Quoter, Exposure] = {}
-        self.orders = 0
-        self.notional = 0
-        self.market: dict[str, int] = {}
-        self.event: dict[str, int] = {}
-
-    def set(self, q: Quoter, new: Exposure) -> None:
-        old = self.each.get(q, _NONE)
-        self.each[q] = new
-        self.orders += new.orders - old.orders
-        self.notional += new.notional - old.notional
-        self.market[q.market_id] = self.market.get(q.market_id, 0) + new.worst - old.worst
-        if q.event_id is not None:
-            self.event[q.event_id] = self.event.get(q.event_id, 0) + new.worst - old.worst
-
-    def breach(self, q: Quoter, new: Exposure, desk: Desk) -> QuoteRefused | None:
-        """The limit ``new`` in place of ``q``'s exposure would break, or None."""
-        old = self.each.get(q, _NONE)
-        limit = desk.max_open_orders
-        if limit is not None and new.orders > old.orders:
-            total = self.orders - old.orders + new.orders
-            if total > limit:
-                return QuoteRefused(
-                    "max_open_orders",
-                    f"{total} open orders",
-                    f"the desk would have {total} open orders ({new.orders} of "
-                    f"{q.market_id} {q.outcome}), over its max_open_orders {limit}",
-                )
-        limit = desk._max_notional
-        if limit is not None and new.notional > old.notional:
-            total = self.notional - old.notional + new.notional
-            if total > limit:
-                return QuoteRefused(
-                    "max_notional",
-                    f"{_text(total)} USDC",
-                    f"the desk's notional at risk would be {_text(total)} USDC "
-                    f"({_text(new.notional)} of {q.market_id} {q.outcome}), over its "
-                    f"max_notional {_text(limit)} USDC",
-                )
-        if new.worst > old.worst:
-            limit = desk._max_market
-            if limit is not None:
-                total = self.market.get(q.market_id, 0) - old.worst + new.worst
-                if total > limit:
-                    return QuoteRefused(
-                        "max_position_per_market",
-                        f"{_text(total)} shares",
-                        f"market {q.market_id} could hold {_text(total)} shares "
-                        f"({_text(new.worst)} of outcome {q.outcome}), over the desk's "
-                        f"max_position_per_market {_text(limit)} shares",
-                    )
-            limit = desk._max_event
-            if limit is not None and q.event_id is not None:
-                total = self.event.get(q.event_id, 0) - old.worst + new.worst
-                if total > limit:
-                    return QuoteRefused(
-                        "max_position_per_event",
-                        f"{_text(total)} shares",
-                        f"event {q.event_id} could hold {_text(total)} shares "
-                        f"({_text(new.worst)} of {q.market_id} {q.outcome}), over the "
-                        f"desk's max_position_per_event {_text(limit)} shares",
-                    )
-        return None
-
-
-class Budget:
-    """At most ``limit`` requests in any ``window`` seconds (the service's rule, a
-    sliding window); a request waits for room rather than spend a 429."""
-
-    def __init__(self, limit: int, window: float = 60.0) -> None:
-        self.limit = limit
-        self.window = window
-        self._sent: deque[float] = deque()
-        #: Requests that had to wait for room.
-        self.queued = 0
-
-    def used(self, now: float) -> int:
-        """Requests sent in the window ending at ``now`` (loop time, s)."""
-        sent = self._sent
-        cutoff = now - self.window
-        while sent and sent[0] <= cutoff:
-            sent.popleft()
-        return len(sent)
-
-    async def take(self, keep: int = 0) -> None:
-        """Wait until one more request, with ``keep`` more after it, fits; count it sent."""
-        loop = asyncio.get_running_loop()
-        keep = min(keep, self.limit - 1)
-        waited = False
-        while True:
-            now = loop.time()
-            over = self.used(now) + 1 + keep - self.limit
-            if over <= 0:
-                self._sent.append(now)
-                return
-            if not waited:
-                waited = True
-                self.queued += 1
-            await asyncio.sleep(max(0.001, self._sent[over - 1] + self.window - now))
-
-    def spend(self, n: int) -> None:
-        """Count ``n`` more requests sent now (the further pages of a listing)."""
-        now = asyncio.get_running_loop().time()
-        self._sent.extend([now] * n)
-
-
-class Slots:
-    """At most ``n`` requests in flight; cancels (``urgent``) go before the others."""
-
-    def __init__(self, n: int) -> None:
-        self.free = n
-        self._waiting: tuple[deque[asyncio.Future[None]], ...] = (deque(), deque())
-
-    async def acquire(self, urgent: bool) -> None:
-        if self.free > 0 and not (self._waiting[0] or self._waiting[1]):
-            self.free -= 1
-            return
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiting[0 if urgent else 1].append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # handed a slot just as it was cancelled: pass it on
-            raise
-
-    def release(self) -> None:
-        for waiting in self._waiting:
-            while waiting:
-                waiter = waiting.popleft()
-                if not waiter.done():
-                    waiter.set_result(None)
-                    return
-        self.free += 1
 
 
 class Desk:
@@ -284,19 +118,16 @@ class Desk:
         if isinstance(max_error_rate, bool) or not 0 < max_error_rate <= 1:
             raise ValidationError("max_error_rate", max_error_rate, "must be in (0, 1]")
         self._client = client
-        self.max_open_orders = max_open_orders
-        self._max_notional = (
-            None if max_notional is None else to_units(max_notional, "max_notional")
-        )
-        self._max_market = (
-            None
-            if max_position_per_market is None
-            else to_units(max_position_per_market, "max_position_per_market")
-        )
-        self._max_event = (
-            None
-            if max_position_per_event is None
-            else to_units(max_position_per_event, "max_position_per_event")
+
+        def units(value: Number | None, name: str) -> int | None:
+            return None if value is None else to_units(value, name)
+
+        #: The limits over the whole desk, in units (1 USDC or 1 share = 1_000_000).
+        self.limits = DeskLimits(
+            max_open_orders,
+            units(max_notional, "max_notional"),
+            units(max_position_per_market, "max_position_per_market"),
+            units(max_position_per_event, "max_position_per_event"),
         )
         self.budget = Budget(rate_limit_per_minute)
         self.slots = Slots(max_in_flight)
@@ -317,8 +148,8 @@ class Desk:
         self._quoters: dict[tuple[str, str], Quoter] = {}  # (market id as given, outcome)
         self._by_outcome: dict[tuple[str, str], Quoter] = {}  # (market id, outcome)
         self._by_topic: dict[str, Quoter] = {}  # book topic -> quoter
-        self._now = _Sums()  # what may rest on the service now
-        self._plan = _Sums()  # what the requotes under way head to
+        self._now = Sums()  # what may rest on the service now
+        self._plan = Sums()  # what the requotes under way head to
         self._waiting: list[asyncio.Future[None]] = []
         self._outcomes: deque[bool] = deque(maxlen=error_window)  # True: unknown outcome
         self._unknown = 0
@@ -506,8 +337,8 @@ class Desk:
             del self._by_outcome[(q.market_id, q.outcome)]
         if self._by_topic.get(q._book_topic) is q:
             del self._by_topic[q._book_topic]
-        self._now.set(q, _NONE)
-        self._plan.set(q, _NONE)
+        self._now.set(q, NONE)
+        self._plan.set(q, NONE)
         self._wake()
 
     async def held(self, q: Quoter) -> int:
@@ -554,12 +385,12 @@ class Desk:
             raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
         held = q._position
         target = exposure(levels, held)
-        refused = self._plan.breach(q, target, self)
+        refused = self._plan.breach(q, target, self.limits)
         if refused is not None:
             raise refused
         self._plan.set(q, target)
         both = exposure(union, held)
-        if self._now.breach(q, both, self) is None:
+        if self._now.breach(q, both, self.limits) is None:
             self._now.set(q, both)
             return False
         return True
@@ -574,7 +405,7 @@ class Desk:
         while True:
             if self.halted is not None:
                 raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
-            refused = self._now.breach(q, new, self)
+            refused = self._now.breach(q, new, self.limits)
             if refused is None:
                 self._now.set(q, new)
                 return
@@ -738,11 +569,11 @@ class Desk:
             raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
         await self.open(*wanted)
         levels = {q: read_ladder(w, q._limits(), q._position) for q, w in wanted.items()}
-        saved = {q: self._plan.each.get(q, _NONE) for q in levels}
+        saved = {q: self._plan.each.get(q, NONE) for q in levels}
         try:  # the desk after every requote: checked as a whole, then the targets held
             for q, lv in levels.items():
                 target = exposure(lv, q._position)
-                refused = self._plan.breach(q, target, self)
+                refused = self._plan.breach(q, target, self.limits)
                 if refused is not None:
                     raise refused
                 self._plan.set(q, target)
