@@ -326,3 +326,24 @@ def test_the_desk_does_not_import_prometheus() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == "False"  # the metrics extra is optional
+
+
+async def test_a_fresh_account_is_learnt_once_for_the_whole_desk(
+    sb: Any, user: Any, client: AsyncClient
+) -> None:
+    """No order yet names the user: the desk looks once, subscribes to the order topic
+    with the first order, and re-reads what it missed in one read for every quoter."""
+    markets = two_sided(sb, 4)
+    async with Desk(client) as desk:
+        assert desk.user_id is None
+        quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]
+        await desk.requote({q: ladder(5) for q in quoters})
+        assert desk.user_id == user.user_id
+        await eventually(lambda: all_same(sb, user, desk))
+        counts = {(r["endpoint"]): r["count"] for r in desk.metrics()["requests"]}
+        assert counts["GET /orders"] <= 2  # the desk's enter and open, never per quoter
+        assert counts["GET /orders?open"] <= 4  # open, the late subscription, its quoter
+        await desk.requote({q: ladder(6) for q in quoters})
+        await eventually(lambda: all_same(sb, user, desk))
+        for q in quoters:
+            assert_same(sb, user, q)

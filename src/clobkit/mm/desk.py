@@ -162,6 +162,7 @@ class Desk:
         self._watch: asyncio.Task[None] | None = None
         self._resync: asyncio.Task[None] | None = None
         self._resync_again = False
+        self._resync_everyone = False
         self._halting: asyncio.Task[list[Order]] | None = None
         self._opening: dict[Quoter, asyncio.Task[None]] = {}
         self._held: asyncio.Task[dict[Any, int]] | None = None
@@ -230,12 +231,19 @@ class Desk:
         """Open ``quoters`` (default: all) not yet open, concurrently: one read of the
         positions and of the live orders serves them all."""
         chosen = quoters or tuple(self._quoters.values())
-        tasks = []
         for q in chosen:
             if q._host is not self:
                 raise ValidationError("quoter", q, "is not a quoter of this desk")
+        if self.user_id is None and any(q.market is None for q in chosen):
+            page = await self.request("GET /orders", self._client.list_orders(page_size=1))
+            if page.orders and page.orders[0].user_id is not None:  # else its first order
+                await self.subscribe_orders(page.orders[0].user_id)
+        tasks = []
+        for q in chosen:
             if q.market is not None:
                 continue
+            if q.user_id is None:
+                q.user_id = self.user_id
             task = self._opening.get(q)
             if task is None:
                 task = self._opening[q] = asyncio.ensure_future(self._open_one(q))
@@ -371,11 +379,13 @@ class Desk:
                 if q.user_id is None:
                     q.user_id = user_id
                     q._orders_topic = orders_topic(user_id)
-                    q._stale = True
             self._acked.clear()
             await self._listen([orders_topic(user_id)])
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(self._acked.wait(), 1.0)
+            # what happened before the subscription: one read for every open quoter (the
+            # quoter that learnt the user re-reads its own at the end of its requote)
+            self._schedule_resync(everyone=True)
 
     async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool:
         """Check ``q``'s new ladder ``levels`` against the desk's limits (``QuoteRefused``)
@@ -472,20 +482,26 @@ class Desk:
             for q in self._quoters.values():
                 q.reconnects += 1
                 q._stale = True
-            self._resync_again = True
-            if self._resync is None or self._resync.done():
-                self._resync = asyncio.ensure_future(self._resync_all())
+            self._schedule_resync()
+
+    def _schedule_resync(self, everyone: bool = False) -> None:
+        self._resync_again = True
+        self._resync_everyone = self._resync_everyone or everyone
+        if self._resync is None or self._resync.done():
+            self._resync = asyncio.ensure_future(self._resync_all())
 
     async def _resync_all(self) -> None:
-        """After a reconnect: one read of the live orders brings every quoter up to date."""
+        """After a reconnect (or the order topic's late subscription): one read of the
+        live orders brings every quoter up to date."""
         while self._resync_again:
             self._resync_again = False
+            everyone, self._resync_everyone = self._resync_everyone, False
             quoters = [q for q in self._quoters.values() if q.market is not None]
             try:
                 async with contextlib.AsyncExitStack() as stack:
                     for q in quoters:  # one at a time, in one order: no lock cycle
                         await stack.enter_async_context(q._lock)
-                    stale = [q for q in quoters if q._stale]
+                    stale = [q for q in quoters if q._stale or everyone]
                     if not stale:
                         continue
                     listed = await self.request(OPEN_ORDERS, self._client.open_orders())

@@ -313,7 +313,7 @@ class Quoter:
                     "min_order_size": book.min_order_size,
                 }
             )
-        if self.user_id is None:
+        if self.user_id is None and host is None:  # a desk learns it once for all
             page = await self._req("GET /orders", client.list_orders(page_size=1))
             if page.orders:
                 self.user_id = page.orders[0].user_id
