@@ -50,6 +50,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -441,9 +442,288 @@ def test_quoter_costs(services: dict[int, tuple[str, int]]) -> None:
         assert figures["all"] / figures["raw"] <= TARGET_ALL
 
 
+# -- the Desk (issue #24) --------------------------------------------------------------
+# 200 markets x 2 outcomes x 5 levels on a sandbox with the default rate limit (6,000
+# requests a minute per key): the whole ladder (2,000 orders) in one desk.requote, no
+# 429 and no duplicate; each stream frame decoded once; the desk's bookkeeping per
+# message; client CPU per order placed against one standalone Quoter placing its ladder
+# on the same sandbox (another key); and the kill switch: trigger to the last cancel
+# confirmed, in cancel round trips.
+
+DESK_MARKETS = 200
+DESK_LEVELS = 5
+DESK_QUOTER_ROUNDS = 20
+TARGET_DESK_MESSAGE_US = 20.0
+SOLO = {
+    **USER,
+    "user_id": "30000000-0000-4000-8000-000000000024",
+    "api_key": "bench-desk-solo-key",
+    "api_secret": "bench-desk-solo-secret",
+}
+
+
+def start_desk_sandbox(version: int) -> tuple[subprocess.Popen[str], str, str]:
+    """A sandbox with at least ``DESK_MARKETS`` active markets (the fixtures' ``extra_games``)
+    and the default rate limit: (process, base URL, config path)."""
+    config = {
+        "users": [USER, SOLO],
+        "risk": None,
+        "exchange_version": version,
+        "extra_games": 40,  # 4 leagues x 40 more games: 200 and more quoted markets
+        "limits": {"ws_max_queue_bytes": 256 * 1024 * 1024},
+    }
+    fd, path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(config, fh)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "clobkit.sandbox", "--port", "0", "--config", path],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("listening on "):
+            return proc, line.split()[-1], path
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    raise RuntimeError("the sandbox did not start")
+
+
+async def _quoted_markets(client: AsyncClient, n: int) -> list[tuple[str, int]]:
+    """``n`` active markets the house quotes: (id, the middle of outcome a's book in cents)."""
+    found: list[tuple[str, int]] = []
+    async for event in client.iter_events(limit=100):
+        if event.ended:
+            continue
+        for market in await client.get_event_markets(event.id):
+            try:
+                book = await client.get_orderbook(market.token_id_a or "")
+            except OrderBookNotFound:
+                continue
+            if book.best_bid is not None and book.best_ask is not None:
+                mid = int((book.best_bid + book.best_ask) * 50)
+                found.append((market.id, mid))
+            if len(found) == n:
+                return found
+    raise RuntimeError(f"{len(found)} quoted markets, {n} wanted")
+
+
+def desk_ladder(mid: int) -> list[Quote]:
+    """``DESK_LEVELS`` BUYs well under ``mid`` cents (none trades), each of 20 shares and
+    5 USDC (any market's minimum) at least."""
+    top = max(6, mid - 15)
+    return [
+        Quote("BUY", Decimal(top - k) / 100, max(20, -(-500 // (top - k))))
+        for k in range(DESK_LEVELS)
+    ]
+
+
+async def desk_figures(base_url: str) -> dict[str, float]:
+    """The desk's figures on one sandbox (see the section's text)."""
+    from clobkit.mm import Desk
+
+    clock, cpu, thread_cpu = time.perf_counter, time.process_time, time.thread_time
+    figures: dict[str, float] = {}
+    # one standalone Quoter placing 10 levels from nothing: client CPU per order placed
+    async with AsyncClient(base_url, SOLO["api_key"], SOLO["api_secret"]) as solo:
+        market_id = await pick_market(solo)
+        async with Quoter(solo, market_id, "a", user_id=SOLO["user_id"]) as q:
+            spent = 0.0
+            for i in range(DESK_QUOTER_ROUNDS + 3):
+                await asyncio.sleep(0.2)  # the last round's stream traffic is read first
+                at = cpu()
+                report = await q.requote(ladder(5))
+                await asyncio.sleep(0.2)  # and this round's, as the desk's below
+                if i >= 3:
+                    spent += cpu() - at
+                assert len(report.placed) == 10
+                await q.requote([])
+            figures["quoter_cpu_per_order"] = spent / (DESK_QUOTER_ROUNDS * 10)
+    async with AsyncClient(base_url, USER["api_key"], USER["api_secret"], max_retries=0) as client:
+        markets = await _quoted_markets(client, DESK_MARKETS)
+        # a cancel round trip, for the kill switch's figure
+        trips = []
+        for _ in range(10):
+            placed = await client.place_raw_order(markets[0][0], "b", "BUY", "0.02", 50)
+            t = clock()
+            await client.cancel_order(placed.order_id)
+            trips.append(clock() - t)
+        figures["cancel_round_trip"] = statistics.median(trips)
+        desk = Desk(client, user_id=USER["user_id"], heartbeat_timeout=None)
+        routed = [0.0]
+        route = desk.route
+
+        def timed(item: Any) -> None:
+            t = thread_cpu()
+            route(item)
+            routed[0] += thread_cpu() - t
+
+        desk.route = timed  # type: ignore[method-assign]  # the desk's bookkeeping, timed
+        async with desk:
+            ladders = {}
+            for market_id, mid in markets:
+                ladders[desk.quoter(market_id, "a")] = desk_ladder(mid)
+                ladders[desk.quoter(market_id, "b")] = desk_ladder(100 - mid)
+            t = clock()
+            await desk.open()
+            figures["open_s"] = clock() - t
+            await asyncio.sleep(0.5)  # the subscriptions' snapshots are read
+            t, at = clock(), cpu()
+            reports = await desk.requote(ladders)
+            figures["requote_s"] = clock() - t
+            placed = sum(len(r.placed) for r in reports.values())
+            assert placed == DESK_MARKETS * 2 * DESK_LEVELS, placed
+            await asyncio.sleep(0.5)  # the stream's records of the last orders are read
+            figures["desk_cpu_per_order"] = (cpu() - at) / placed
+            figures["orders"] = placed
+            records = [o async for o in client.iter_orders(status="live")]
+            keys = [o.order_source_id for o in records]
+            figures["live_on_service"] = len(records)
+            figures["duplicates"] = len(keys) - len(set(keys))
+            snap = desk.metrics()
+            figures["rate_limited"] = snap["rate_limited"]
+            figures["queued"] = snap["queued"]
+            figures["requests"] = sum(row["count"] for row in snap["requests"])
+            figures["frames"] = snap["frames"]
+            figures["messages"] = snap["messages"]
+            figures["route_us"] = routed[0] / max(1, snap["messages"]) * 1e6
+            t = clock()
+            cancelled = await desk.halt()
+            figures["halt_s"] = clock() - t
+            figures["halted_orders"] = len(cancelled)
+            left = [o async for o in client.iter_orders(status="live")]
+            figures["live_after_halt"] = len(left)
+    return figures
+
+
+def desk_bookkeeping() -> float:
+    """Microseconds of the desk's routing and the quoter's handler per stream message,
+    with 400 quoters of 5 orders each (orders of every quoter, books, in turn)."""
+    from clobkit.mm import Desk
+
+    async def build() -> Desk:
+        client = AsyncClient("http://127.0.0.1:9", "k", "s")
+        desk = Desk(client, user_id="u-1")
+        for m in range(DESK_MARKETS):
+            for outcome in ("a", "b"):
+                q = desk.quoter(f"m-{m}", outcome)
+                q._book_topic = f"market:t-{m}-{outcome}:book"
+                q.token_id = f"t-{m}-{outcome}"
+                desk._by_outcome[(q.market_id, outcome)] = q
+                desk._by_topic[q._book_topic] = q
+        return desk
+
+    desk = asyncio.run(build())
+    quoters = desk.quoters
+    orders: list[Order] = []
+    for i, q in enumerate(quoters):
+        for k in range(DESK_LEVELS):
+            order = Order(
+                id=f"o-{i}-{k}",
+                user_id="u-1",
+                market_id=q.market_id,
+                outcome=q.outcome,
+                side="BUY",
+                status="live",
+                clob_order_id=f"0x{i * 8 + k:064x}",
+                original_size=Decimal(20),
+                size_matched=Decimal(0),
+                limit_price=Decimal(5 + k) / 100,
+            )
+            q._adopt(order)
+            orders.append(order)
+    book = {
+        "bids": [{"price": f"0.{p:02d}", "size": "100"} for p in range(30, 20, -1)],
+        "asks": [{"price": f"0.{p:02d}", "size": "100"} for p in range(32, 42)],
+        "hash": "h",
+        "min_order_size": 1,
+    }
+    messages: list[StreamMessage] = []
+    for n in range(MESSAGES):
+        if n % 2:
+            q = quoters[n * 7 % len(quoters)]
+            messages.append(StreamMessage(type="data", topic=q._book_topic, data=book))
+        else:
+            base = orders[n * 13 % len(orders)]
+            update = Order(
+                id=base.id,
+                user_id="u-1",
+                market_id=base.market_id,
+                outcome=base.outcome,
+                side="BUY",
+                status="live",
+                clob_order_id=base.clob_order_id,
+                original_size=Decimal(20),
+                size_matched=Decimal(n // 40 % 20) / 10,
+                limit_price=base.limit_price,
+            )
+            messages.append(
+                StreamMessage(type="data", topic="user:u-1:orders", data={}, order=update)
+            )
+    route = desk.route
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for message in messages:
+            route(message)
+        best = min(best, time.perf_counter() - t)
+    return best / MESSAGES * 1e6
+
+
+def show_desk(version: int, f: dict[str, float], per_message: float) -> str:
+    markets = DESK_MARKETS
+    return (
+        f"V{version} desk, {markets} markets x 2 outcomes x {DESK_LEVELS} levels: open "
+        f"{f['open_s']:.2f} s; requote of {f['orders']:.0f} orders {f['requote_s']:.2f} s "
+        f"({f['requests']:.0f} requests in all, {f['queued']:.0f} queued for the budget, "
+        f"{f['rate_limited']:.0f} answered 429); live on the service {f['live_on_service']:.0f}, "
+        f"duplicates {f['duplicates']:.0f}\n"
+        f"  stream: {f['frames']:.0f} frames decoded, {f['messages']:.0f} routed (one "
+        f"connection); bookkeeping {f['route_us']:.2f} us CPU per message live, "
+        f"{per_message:.2f} us in the lab (target < {TARGET_DESK_MESSAGE_US:g})\n"
+        f"  client CPU per order placed: desk {f['desk_cpu_per_order'] * 1e6:.0f} us, one "
+        f"Quoter {f['quoter_cpu_per_order'] * 1e6:.0f} us = "
+        f"{f['desk_cpu_per_order'] / f['quoter_cpu_per_order']:.2f} x (target <= 1)\n"
+        f"  kill switch: {f['halted_orders']:.0f} orders cancelled in {f['halt_s'] * 1e3:.0f} ms "
+        f"= {f['halt_s'] / f['cancel_round_trip']:.1f} cancel round trips "
+        f"({f['cancel_round_trip'] * 1e3:.2f} ms each; {f['halted_orders'] / 16:.0f} at "
+        f"least, 16 in flight); live after: {f['live_after_halt']:.0f}"
+    )
+
+
+def measure_desk() -> str:
+    lines = []
+    per_message = desk_bookkeeping()
+    for version in VERSIONS:
+        proc, url, path = start_desk_sandbox(version)
+        try:
+            figures = asyncio.run(desk_figures(url))
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            os.unlink(path)
+        lines.append(show_desk(version, figures, per_message))
+        assert figures["rate_limited"] == 0
+        assert figures["duplicates"] == 0
+        assert figures["frames"] == figures["messages"]
+        assert figures["live_on_service"] == figures["orders"]
+        assert figures["live_after_halt"] == 0
+    assert per_message < TARGET_DESK_MESSAGE_US
+    return "\n".join(lines)
+
+
+def test_desk_costs() -> None:
+    print("\n" + measure_desk())
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--proxy"]:
         asyncio.run(_proxy(int(sys.argv[2]), float(sys.argv[3])))
+    elif sys.argv[1:2] == ["--desk"]:
+        print(measure_desk())
     else:
         processes = {v: start_sandbox(v) for v in VERSIONS}
         try:

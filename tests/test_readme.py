@@ -83,6 +83,10 @@ def environ(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dict[
     shim.chmod(0o755)
     trader = sandbox.users[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CLOBKIT_")}
+    # blocks run in their own directory: a relative PYTHONPATH entry (PYTHONPATH=src
+    # from a checkout) is made absolute, so they import the code this test imports
+    paths = env.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) if p else p for p in paths)
     env.update(
         CLOBKIT_BASE_URL=sandbox.base_url,
         CLOBKIT_API_KEY=trader.api_key,

@@ -65,3 +65,34 @@ def test_market_maker_example_on_a_running_service() -> None:
         ]
         assert open_left == []  # the quoter cancelled its orders on exit
         assert sb.engine.check_invariants() == []
+
+
+DESK = EXAMPLE.parent / "desk.py"
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param(1, id="V1"),
+        *(pytest.param(v, id=f"V{v}", marks=pytest.mark.slow) for v in (2, 3)),
+    ],
+)
+def test_desk_example_runs(version: int) -> None:
+    src = str(DESK.parents[1] / "src")
+    path = os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, str(DESK), "--exchange-version", str(version), "--duration", "2.5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"exchange V{version}" in out
+    assert "markets, 92 quoters" in out  # every market with a book, both outcomes
+    assert out.count("] 46 markets,") >= 2  # the summaries
+    assert "(0 answered 429" in out
+    assert "halted: " in out
+    assert " orders cancelled, 0 open" in out
+    assert "sandbox invariants: hold" in out

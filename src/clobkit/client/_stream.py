@@ -154,6 +154,10 @@ class Stream:
         self.reconnects = 0
         #: Frames skipped because they were not JSON (binary, not UTF-8, too deep).
         self.bad_frames = 0
+        #: Frames received, each decoded once (``parse_message``).
+        self.frames = 0
+        #: Event-loop time (s) the connection was lost at; ``None`` while connected.
+        self.down_since: float | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("open" if self._ws is not None else "idle")
@@ -286,6 +290,7 @@ class Stream:
 
     def _frame(self, raw: str | bytes) -> StreamMessage | None:
         """The message of a frame, or None (counted, logged) for one that is not JSON."""
+        self.frames += 1
         message = parse_message(raw)
         if message.type != "invalid":
             return message
@@ -347,6 +352,7 @@ class Stream:
                 log.info("stream reconnect failed: %s: %s", type(exc).__name__, exc)
             else:
                 self._ws = ws
+                self.down_since = None
                 try:
                     await ws.send(
                         msgspec.json.encode(
@@ -376,6 +382,7 @@ class Stream:
                     log.info("stream connection lost: %s: %s", type(exc).__name__, exc)
                 finally:
                     self._ws = None
+                    self.down_since = asyncio.get_running_loop().time()
                     with contextlib.suppress(Exception):
                         await within(ws.close(), 1.0)
             if self._closed:

@@ -4,18 +4,29 @@ connections and stream reconnects (docs/market-making.md).
 
 * ``ladder``: quotes read exactly, limits, the diff against the live orders;
 * ``book``: a local mirror of an outcome's book from the stream;
-* ``quoter``: the loop (``Quoter``, ``RequoteReport``, ``Fill``).
+* ``quoter``: the loop (``Quoter``, ``RequoteReport``, ``Fill``);
+* ``desk``: many quoters on one stream, limits over all of them, a kill switch (``Desk``);
+* ``risk``: what a ladder puts at risk and its sums over a desk (``Exposure``, ``DeskLimits``);
+* ``budget``: the desk's request budget and requests in flight (``Budget``, ``Slots``);
+* ``metrics``: the desk's counters and histograms, and its ``prometheus_client`` collector.
 """
 
 from __future__ import annotations
 
 from ..errors import QuoteRefused
 from .book import BookMirror
+from .budget import Budget, Slots
+from .desk import Desk
 from .ladder import Level, Limits, Quote
 from .quoter import Fill, Quoter, RequoteReport
+from .risk import DeskLimits, Exposure
 
 __all__ = [
     "BookMirror",
+    "Budget",
+    "Desk",
+    "DeskLimits",
+    "Exposure",
     "Fill",
     "Level",
     "Limits",
@@ -23,4 +34,5 @@ __all__ = [
     "QuoteRefused",
     "Quoter",
     "RequoteReport",
+    "Slots",
 ]

@@ -19,10 +19,10 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable, Sequence
 from decimal import Decimal
 from types import TracebackType
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
 from .._spec import SIDES
@@ -42,6 +42,8 @@ from .book import BookMirror
 from .ladder import Level, Limits, Live, Quote, crosses, diff, read_ladder
 
 __all__ = ["Fill", "Quoter", "RequoteReport"]
+
+T = TypeVar("T")
 
 log = logging.getLogger("clobkit.mm")
 
@@ -126,6 +128,22 @@ class _Tracked:
         )
 
 
+class Host(Protocol):
+    """What a ``Desk`` does for the quoters it hosts (``quoter._host``): the stream,
+    the shared reads, the request budget and the limits over all of them."""
+
+    async def request(self, endpoint: str, call: Awaitable[T]) -> T: ...
+    async def open(self, q: Quoter) -> None: ...
+    async def attach(self, q: Quoter) -> None: ...
+    def detach(self, q: Quoter) -> None: ...
+    async def held(self, q: Quoter) -> int: ...
+    async def listed(self) -> list[Order]: ...
+    async def subscribe_orders(self, user_id: str) -> None: ...
+    async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool: ...
+    async def admit_places(self, q: Quoter, place: Sequence[Level]) -> None: ...
+    def settle(self, q: Quoter) -> None: ...
+
+
 class Quoter:
     """Keeps the wanted ladder of ``outcome`` (``a``/``b``) of ``market_id`` on the service.
 
@@ -193,6 +211,8 @@ class Quoter:
         self.fills: deque[Fill] = deque(maxlen=10_000)
         #: Reconnects of the stream seen so far.
         self.reconnects = 0
+        #: Fills seen so far (all of them; ``fills`` keeps the last 10,000).
+        self.fill_count = 0
         self._position = 0
         self._live: dict[str, _Tracked] = {}  # key -> order not done
         self._by_clob: dict[str, _Tracked] = {}
@@ -220,6 +240,11 @@ class Quoter:
         self.id_wait = 0.25
         #: The wallet's exchange version (1, 2 or 3), known after enter.
         self.exchange_version = 0
+        #: Places and cancels sent again after REST showed they had not happened.
+        self.retries = 0
+        #: The desk this quoter runs on (``Desk.quoter``), else ``None``: own stream.
+        self._host: Host | None = None
+        self.event_id: str | None = None
 
     def __repr__(self) -> str:
         return (
@@ -254,22 +279,31 @@ class Quoter:
 
     # -- lifecycle -----------------------------------------------------------------
 
+    async def _req(self, endpoint: str, call: Awaitable[T]) -> T:
+        """A request to the service: on a desk, within its budget and counted."""
+        host = self._host
+        if host is None:
+            return await call
+        return await host.request(endpoint, call)
+
     async def __aenter__(self) -> Quoter:
         client = self._client
-        market = await client.get_market(self.market_id)  # caches tokens and neg_risk
-        self.market = market
+        host = self._host
+        market = await self._req("GET /markets/:id", client.get_market(self.market_id))
+        self.market = market  # (the call above caches tokens and neg_risk)
         self.market_id = market.id
-        await client.prepare([market.id])  # wallet (order hasher) and fee rates
+        self.event_id = market.event_id
+        await self._req("prepare", client.prepare([market.id]))  # wallet (hasher), fee rates
         assert self._core.hasher is not None  # prepared above
         # V1: ids precomputed; V2/V3: learnt from the service (tracked by client_order_id)
         self.exchange_version = self._core.hasher.version
         info = self._core.markets[market.id]
         self.token_id = info.token(self.outcome)
         self.neg_risk = info.neg_risk
-        self.fee_rate_bps = await client.get_fee_rate(self.token_id)
+        self.fee_rate_bps = await self._req("GET /fee-rate", client.get_fee_rate(self.token_id))
         self.book = BookMirror(self.token_id)
         with contextlib.suppress(OrderBookNotFound):
-            book = await client.get_orderbook(self.token_id)
+            book = await self._req("GET /orderbook", client.get_orderbook(self.token_id))
             self.min_order_size = book.min_order_size
             self.book.apply(
                 {
@@ -279,22 +313,32 @@ class Quoter:
                     "min_order_size": book.min_order_size,
                 }
             )
-        if self.user_id is None:
-            page = await client.list_orders(page_size=1)
+        if self.user_id is None and host is None:  # a desk learns it once for all
+            page = await self._req("GET /orders", client.list_orders(page_size=1))
             if page.orders:
                 self.user_id = page.orders[0].user_id
         self._book_topic = book_topic(self.token_id)
-        topics = [self._book_topic]
         if self.user_id is not None:
             self._orders_topic = orders_topic(self.user_id)
-            topics.append(self._orders_topic)
-        self._stream = client.stream(topics, backoff=0.05, backoff_cap=1.0)
-        await self._stream.start()
-        self._pump = asyncio.create_task(self._consume(), name="clobkit-quoter")
+        if host is not None:  # the desk's stream hands this quoter its messages
+            await host.attach(self)
+        else:
+            topics = [self._book_topic]
+            if self._orders_topic is not None:
+                topics.append(self._orders_topic)
+            self._stream = client.stream(topics, backoff=0.05, backoff_cap=1.0)
+            await self._stream.start()
+            self._pump = asyncio.create_task(self._consume(), name="clobkit-quoter")
         try:
-            self._position = await self._held()
+            if host is not None:
+                self._position = await host.held(self)
+                listed = await host.listed()
+            else:
+                self._position = await self._held()
+                listed = None
             async with self._lock:
-                await self._reconcile()  # adopt what is live, now that updates are heard
+                await self._reconcile(listed)  # adopt what is live, now that updates are heard
+                self._settle()
         except BaseException:
             await self._close()
             raise
@@ -313,6 +357,8 @@ class Quoter:
             await self._close()
 
     async def _close(self) -> None:
+        if self._host is not None:
+            self._host.detach(self)
         for task in (self._resync, self._pump):
             if task is not None and not task.done():
                 task.cancel()
@@ -441,6 +487,7 @@ class Quoter:
                 self.fills.append(
                     Fill(order.id, SIDES[t.side], from_units(t.price), from_units(delta))
                 )
+                self.fill_count += 1
             elif units < t.matched:
                 newer = False  # an older record than one already seen
         status = order.status
@@ -524,7 +571,7 @@ class Quoter:
         op = self._core.prepare_raw_order_amounts(
             self.market_id, self.outcome, level.side, level.maker, level.taker, order_type="GTC"
         )
-        prepared: PreparedRawOrder = await self._client._run(op)
+        prepared: PreparedRawOrder = await self._client._run(op)  # local: no request
         result = prepared.result
         t = _Tracked(
             result.client_order_id,
@@ -547,7 +594,9 @@ class Quoter:
         assert t.prepared is not None
         t.sent_at = time.time()
         try:
-            result = await self._client._run(self._core.post_raw_order(t.prepared))
+            result = await self._req(
+                "POST /orders", self._client._run(self._core.post_raw_order(t.prepared))
+            )
         except UNKNOWN as exc:
             log.info("place %s: outcome unknown (%s)", t.key, exc)
             if t.state == PLACING:
@@ -577,7 +626,7 @@ class Quoter:
             return
         t.state = CANCELLING
         try:
-            await self._client.cancel_order(t.order_id)
+            await self._req("DELETE /orders/:id", self._client.cancel_order(t.order_id))
         except (TransportError, ApiError) as exc:
             # unknown outcome, or not cancellable now (filled, not live yet): read it
             log.info("cancel %s: %s", t.order_id, exc)
@@ -591,16 +640,23 @@ class Quoter:
 
     async def _learn_user(self, t: _Tracked, order_id: str) -> None:
         """Subscribe to the user's order topic once the first order names the user."""
-        order = await self._client.get_order(order_id)
+        order = await self._req("GET /orders/:id", self._client.get_order(order_id))
         self._apply(t, order)
-        if self.user_id is not None or order.user_id is None or self._stream is None:
+        if self.user_id is not None or order.user_id is None:
             return
-        self.user_id = order.user_id
-        self._orders_topic = orders_topic(order.user_id)
-        self._acked = asyncio.Event()
-        await self._stream.subscribe(self._orders_topic)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await within(self._acked.wait(), 1.0)
+        if self._host is not None:
+            self.user_id = order.user_id
+            self._orders_topic = orders_topic(order.user_id)
+            await self._host.subscribe_orders(order.user_id)
+        elif self._stream is not None:
+            self.user_id = order.user_id
+            self._orders_topic = orders_topic(order.user_id)
+            self._acked = asyncio.Event()
+            await self._stream.subscribe(self._orders_topic)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await within(self._acked.wait(), 1.0)
+        else:
+            return
         self._stale = True  # what happened before the subscription is read from REST
 
     # -- resolution ------------------------------------------------------------------------
@@ -648,7 +704,11 @@ class Quoter:
             if not todo:
                 return
             records = await asyncio.gather(
-                *(self._client.get_order(t.order_id) for t in todo if t.order_id is not None),
+                *(
+                    self._req("GET /orders/:id", self._client.get_order(t.order_id))
+                    for t in todo
+                    if t.order_id is not None
+                ),
                 return_exceptions=True,
             )
             failed: BaseException | None = None
@@ -681,6 +741,7 @@ class Quoter:
                 # send landed after all, so this cannot make a second one
                 resend.append(t)
         if resend:
+            self.retries += len(resend)
             await asyncio.gather(*(self._send_place(t) for t in resend))
 
     async def _find(self, places: list[_Tracked]) -> dict[str, Order]:
@@ -694,7 +755,9 @@ class Quoter:
         found: dict[str, Order] = {}
         page_no = 1
         while True:
-            page = await self._client.list_orders(page=page_no, page_size=100)
+            page = await self._req(
+                "GET /orders", self._client.list_orders(page=page_no, page_size=100)
+            )
             oldest = None
             for order in page.orders:
                 source = order.order_source_id
@@ -721,7 +784,11 @@ class Quoter:
     async def _resolve_cancels(self, cancels: list[_Tracked]) -> None:
         cancels = [t for t in cancels if t.order_id is not None]
         records = await asyncio.gather(
-            *(self._client.get_order(t.order_id) for t in cancels if t.order_id is not None),
+            *(
+                self._req("GET /orders/:id", self._client.get_order(t.order_id))
+                for t in cancels
+                if t.order_id is not None
+            ),
             return_exceptions=True,
         )
         again = []
@@ -737,17 +804,20 @@ class Quoter:
                 if t.state != DONE and record.status == "live":
                     again.append(t)  # still live: the cancel did not happen
         if again:
+            self.retries += len(again)
             await asyncio.gather(*(self._send_cancel(t) for t in again))
         if failure is not None:
             raise failure
 
-    async def _reconcile(self) -> None:
+    async def _reconcile(self, listed: list[Order] | None = None) -> None:
         """Make the view equal the service's: resolve unknowns, read the live orders of
-        this market and outcome, adopt new ones, read the final record of those gone."""
+        this market and outcome (``listed``: the user's, read after the view went stale),
+        adopt new ones, read the final record of those gone."""
         self._stale = False
         try:
             await self._resolve()
-            listed = await self._client.open_orders()
+            if listed is None:
+                listed = await self._req("GET /orders?open", self._client.open_orders())
             seen: set[str] = set()
             for order in listed:
                 if order.market_id != self.market_id or order.outcome != self.outcome:
@@ -762,7 +832,11 @@ class Quoter:
             if gone:
                 known = [t for t in gone if t.order_id is not None]
                 records = await asyncio.gather(
-                    *(self._client.get_order(t.order_id) for t in known if t.order_id is not None)
+                    *(
+                        self._req("GET /orders/:id", self._client.get_order(t.order_id))
+                        for t in known
+                        if t.order_id is not None
+                    )
                 )
                 for t, record in zip(known, records, strict=True):
                     self._apply(t, record)
@@ -782,6 +856,8 @@ class Quoter:
         consistent. Returns after every request's outcome is known.
         """
         wanted = list(quotes)
+        if self._host is not None and self.market is None:
+            await self._host.open(self)  # reads only: the market, positions, live orders
         position = self._position
         levels = read_ladder(wanted, self._limits(), position)  # refused before anything is sent
         async with self._lock:
@@ -797,17 +873,23 @@ class Quoter:
                 if t.state == OPEN
             ]
             kept, cancel, place = diff(levels, live)
+            first = False
+            if self._host is not None:  # the desk's limits, before anything is sent
+                union = [*levels, *(_as_level(o) for o in cancel)]
+                first = await self._host.admit(self, levels, union)
             self._errors = []
             new: list[_Tracked] = []
             try:
                 new.extend([await self._prepare(level) for level in place])
-                await self._send(place, cancel, live, new)
+                await self._send(place, cancel, live, new, first)
             finally:
                 self._orphans()
+                self._settle()
             await self._resolve()
             await self._learn_ids()
             if self._stale:
                 await self._reconcile()
+            self._settle()
             errors, self._errors = self._errors, []
             gone = [o.handle for o in cancel]
             report = RequoteReport(
@@ -820,17 +902,30 @@ class Quoter:
         return report
 
     async def _send(
-        self, place: list[Level], cancel: list[Live], live: list[Live], new: list[_Tracked]
+        self,
+        place: list[Level],
+        cancel: list[Live],
+        live: list[Live],
+        new: list[_Tracked],
+        first: bool = False,
     ) -> None:
         """Send the cancels and the places: concurrently, or cancels first when a new
-        order could trade with one being cancelled or needs the shares that a
-        cancelled SELL still reserves."""
+        order could trade with one being cancelled, needs the shares that a
+        cancelled SELL still reserves, or (``first``) fits the desk's limits only
+        once the cancels are done."""
         gone = [o.handle for o in cancel]
         selling = sum(level.shares for level in place if level.side == 1)
         reserved = sum(o.remaining for o in live if o.side == 1)
-        if crosses(place, cancel) or (selling and selling > self._position - reserved):
+        if first or crosses(place, cancel) or (selling and selling > self._position - reserved):
             await asyncio.gather(*(self._send_cancel(t) for t in gone))
             await self._resolve()
+            if self._host is not None and new:
+                try:
+                    await self._host.admit_places(self, place)
+                except BaseException:
+                    for t in new:  # never sent
+                        self._forget(t)
+                    raise
             await asyncio.gather(*(self._send_place(t) for t in new))
         else:
             await asyncio.gather(
@@ -858,13 +953,37 @@ class Quoter:
                 await asyncio.gather(*(self._send_cancel(t) for t in orders))
             finally:
                 self._orphans()
-            await self._resolve()
+            try:
+                await self._resolve()
+            finally:
+                self._settle()
             return [t.order for t in orders if t.order is not None]
 
     async def reconcile(self) -> None:
         """Re-read the service (live orders, fills) so that the view equals it."""
         async with self._lock:
-            await self._reconcile()
+            try:
+                await self._reconcile()
+            finally:
+                self._settle()
+
+    def _settle(self) -> None:
+        """Tell the desk (if any) what this quoter may now have on the service."""
+        if self._host is not None:
+            self._host.settle(self)
+
+    def resting(self) -> list[Level]:
+        """Every order of the quoter that may rest on the service (open, or with a
+        place or cancel in flight) as a ``Level`` of its remaining shares."""
+        return [
+            Level(t.side, t.price, t.shares - t.matched, 0, 0)
+            for t in self._live.values()
+            if t.shares > t.matched
+        ]
+
+
+def _as_level(o: Live) -> Level:
+    return Level(o.side, o.price, o.remaining, 0, 0)
 
 
 def _with_status(order: Order, status: str) -> Order:

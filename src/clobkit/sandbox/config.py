@@ -276,6 +276,8 @@ class SandboxConfig:
     ``clob_order_id`` can be precomputed; on 2 and 3 the service stamps each
     order with its own timestamp, so only the service knows the id.
     ``faults`` (``None``: none) makes requests fail on purpose (``faults.py``).
+    ``extra_games`` adds that many upcoming games per league to the fixtures, each
+    with a moneyline market the house quotes (0: the default set of 72 markets).
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
@@ -290,8 +292,11 @@ class SandboxConfig:
     seed: int = 0
     exchange_version: int = 1
     faults: FaultConfig | None = None
+    extra_games: int = 0
 
     def __post_init__(self) -> None:
+        if _optional_count(self.extra_games, "extra_games") is None:
+            raise ConfigError("extra_games must be a non-negative integer")
         if isinstance(self.faults, Mapping):
             object.__setattr__(self, "faults", FaultConfig.from_dict(self.faults))
         elif self.faults is not None and not isinstance(self.faults, FaultConfig):

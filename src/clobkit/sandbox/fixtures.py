@@ -234,8 +234,10 @@ def _condition(market_id: str) -> str:
     return "0x" + keccak256(f"clobkit-sandbox:condition:{market_id}".encode()).hex()
 
 
-def build_fixtures(seed: int, anchor_ms: int) -> Fixtures:
-    """The deterministic fixture set for ``seed``, laid out around ``anchor_ms``."""
+def build_fixtures(seed: int, anchor_ms: int, extra_games: int = 0) -> Fixtures:
+    """The deterministic fixture set for ``seed``, laid out around ``anchor_ms``;
+    ``extra_games`` more upcoming games per league, each with one moneyline market
+    quoted by the house (for tests and benchmarks over many markets)."""
     rng = random.Random(seed)
     anchor = anchor_ms - anchor_ms % HOUR_MS
     events: list[EventFixture] = []
@@ -452,4 +454,54 @@ def build_fixtures(seed: int, anchor_ms: int) -> Fixtures:
         ev.home_win, ev.away_win = (ids[0], "a"), (ids[1], "a")
         ev.volume_units = sum(mk.volume_units for mk in markets if mk.event_id == ev.id)
         events.append(ev)
+    # a separate generator: the default fixtures stay the same whatever extra_games is
+    extra = random.Random(f"{seed}-extra")
+    for league in LEAGUES:
+        teams = league.teams
+        for i in range(extra_games):
+            home, away = teams[i % 6], teams[(i + 1 + i // 6) % 6]
+            if away == home:
+                away = teams[(i + 2) % 6]
+            start = anchor + (1 + i // 4) * DAY_MS + (12 + i % 4 * 2) * HOUR_MS
+            game_id += 1
+            ev = EventFixture(
+                id=_uuid("event", seed, league.id, "extra", i),
+                external_id=f"{league.id}-{game_id}",
+                slug=f"{league.id}-{home.abbreviation.lower()}-{away.abbreviation.lower()}-{game_id}",
+                title=f"{home.name} vs. {away.name}",
+                description=f"{league.name} regular season: {home.name} host {away.name}.",
+                league=league,
+                start_date_ms=start - 7 * DAY_MS,
+                start_time_ms=start,
+                end_date_ms=start + 3 * HOUR_MS,
+                volume_units=0,
+                trader_count=extra.randrange(20, 5_000),
+                live=False,
+                ended=False,
+                is_featured=False,
+                is_future=False,
+                team_match_status="auto_matched",
+                home_team=home,
+                away_team=away,
+                game_id=game_id,
+                created_ms=start - 7 * DAY_MS,
+                updated_ms=anchor,
+            )
+            m = add_market(
+                ev,
+                "moneyline",
+                f"{home.name} vs. {away.name}",
+                f"Resolves to the winner of {home.name} vs. {away.name} (game {game_id}).",
+                home.name,
+                away.name,
+                extra.randrange(25, 76),
+                "Moneyline",
+                False,
+                True,
+                1,
+                200 if league.category == "esports" else 0,
+            )
+            ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
+            ev.volume_units = m.volume_units
+            events.append(ev)
     return Fixtures(LEAGUES, events, markets)

@@ -306,7 +306,7 @@ class EngineState:
         self.instance_id = uuid.uuid4().hex
         now = self._now_ms()
         self.started_ms = now
-        fx = build_fixtures(self.config.seed, now)
+        fx = build_fixtures(self.config.seed, now, self.config.extra_games)
         self.leagues = fx.leagues
         self.events: dict[str, EventFixture] = {e.id: e for e in fx.events}
         self.events_by_slug: dict[str, EventFixture] = {e.slug: e for e in fx.events}
