@@ -35,7 +35,7 @@ from ._order_ids_csv import CsvOrders
 from ._order_ids_csvfast import available, engine, read_header, run_blocks
 from ._order_ids_parquet import _run_parquet
 from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
-from ._order_ids_stages import depth_for, staged
+from ._order_ids_stages import depth_for, item_threads, staged
 from .errors import ValidationError
 from .order_id import OrderHasher
 from .signing import OrderSigner
@@ -248,7 +248,7 @@ def run(
             if blocks:  # raw bytes in blocks (the text wrapper is never read)
                 header, rest = read_header(raw)
                 fmt = CsvOrders(header.decode("utf-8-sig"), layout, signed)
-                fast = engine(hasher, layout, fmt, threads)
+                fast = engine(hasher, layout, fmt, item_threads(threads))
                 out.write(fmt.header + "\n")
                 line = 2
             elif kind == "csv":
@@ -275,6 +275,7 @@ def run(
                 bar.update(raw.tell() if at is None else at, written)
 
             depth = depth_for(threads)
+            per_item = item_threads(threads)
             if blocks:
                 assert isinstance(fmt, CsvOrders)
                 exact_csv = fmt
@@ -286,7 +287,7 @@ def run(
                     while batch := list(islice(lines, batch_size)):
                         parsed = exact_csv.parse(first + count, batch)
                         count += len(batch)
-                        emit(parsed, hash_batch(hasher, parsed, threads, layout, signer), at)
+                        emit(parsed, hash_batch(hasher, parsed, per_item, layout, signer), at)
                     return count
 
                 def done(at: int, rows: int) -> None:
@@ -312,7 +313,7 @@ def run(
 
                 def work(entry: tuple[int, list[str]]) -> tuple[Parsed, Batch]:
                     parsed = rows.parse(*entry)
-                    return parsed, hash_batch(hasher, parsed, threads, layout, signer)
+                    return parsed, hash_batch(hasher, parsed, per_item, layout, signer)
 
                 def finish(entry: tuple[int, list[str]], result: tuple[Parsed, Batch]) -> None:
                     emit(*result)  # the bar: the share of the input read by now

@@ -29,7 +29,7 @@ from ._order_ids_rows import (
     check_columns,
     hash_batch,
 )
-from ._order_ids_stages import depth_for, staged
+from ._order_ids_stages import depth_for, item_threads, staged
 from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
 from ._pyarrow import import_pyarrow
 from ._spec import SALT_MAX
@@ -302,12 +302,13 @@ def _run_parquet(
     for name in added:
         schema = schema.append(pa.field(name, pa.string()))
     total = max(source.metadata.num_rows, 1)
+    per_item = item_threads(threads)
     written = rejected = done = 0
 
     def work(entry: tuple[int, Any]) -> tuple[Any, int, list[tuple[int, str]]]:
         """One record batch hashed and made the output's (in a pool thread)."""
         first, batch = entry
-        result = _arrow_batch(pa, ac, hasher, batch, first, layout, threads, signer)
+        result = _arrow_batch(pa, ac, hasher, batch, first, layout, per_item, signer)
         return _output(pa, ac, batch, result, added, read, schema)
 
     # ids are random hex: dictionaries, compression and min/max statistics (which

@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from typing import Any, TypeVar
 
-__all__ = ["depth_for", "staged"]
+__all__ = ["depth_for", "item_threads", "staged"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,6 +48,18 @@ def depth_for(threads: int | None) -> int:
     thread beyond the cores would only hold one more item in memory.
     """
     return max(2, min(threads or 1, os.cpu_count() or 1))
+
+
+def item_threads(threads: int | None) -> int:
+    """The core's threads for one item's hashing: ``--threads`` shared by the items
+    in flight, at least 1.
+
+    The native pool serves one call at a time (a concurrent call runs on its
+    caller's thread), so giving every item all of ``--threads`` put up to
+    2 x threads - 1 hashing threads on the cores: on 16 cores CSV -> CSV fell
+    from 7.25 M orders/s at ``--threads 8`` to 6.35 M/s at 16.
+    """
+    return max(1, (threads or 1) // depth_for(threads))
 
 
 def staged(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import clobkit._order_ids_csvfast as csvfast
-from clobkit._order_ids_stages import depth_for, staged
+from clobkit._order_ids_stages import depth_for, item_threads, staged
 
 from .conftest import WALLET, Result
 from .test_cli_order_ids import orders, write_csv, write_jsonl
@@ -147,6 +147,15 @@ def test_signed_parquet_and_csv_equal_across_threads(
 def _slow_work(item: int) -> int:
     time.sleep(0.001 * (item % 3))  # later items often done first
     return item * item
+
+
+def test_the_items_in_flight_share_the_threads() -> None:
+    """Every item hashes on at least one thread, and the items in flight together never
+    ask the core for more threads than --threads (or the depth, for --threads 1)."""
+    for threads in (None, *THREADS):
+        depth, per_item = depth_for(threads), item_threads(threads)
+        assert per_item >= 1
+        assert depth * per_item <= max(threads or 1, depth), threads
 
 
 def test_items_are_finished_in_order_whatever_the_depth() -> None:
