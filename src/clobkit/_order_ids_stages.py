@@ -51,15 +51,19 @@ def depth_for(threads: int | None) -> int:
 
 
 def item_threads(threads: int | None) -> int:
-    """The core's threads for one item's hashing: ``--threads`` shared by the items
-    in flight, at least 1.
+    """The core's threads for one item's hashing: ``--threads``, less what the other
+    items in flight already take of the cores, and at least 1.
 
     The native pool serves one call at a time (a concurrent call runs on its
-    caller's thread), so giving every item all of ``--threads`` put up to
-    2 x threads - 1 hashing threads on the cores: on 16 cores CSV -> CSV fell
-    from 7.25 M orders/s at ``--threads 8`` to 6.35 M/s at 16.
+    caller's thread alone), so ``depth`` items in flight use up to
+    ``depth - 1 + item_threads`` threads. Giving each item all of ``--threads``
+    put 31 on 16 cores at ``--threads 16``, where CSV -> CSV fell from 7.1 M
+    orders/s (8 threads) to 6.4 M/s; giving each item an equal share
+    (``threads // depth``) kept 16 rising but lost up to 40% at 2 to 8 threads
+    (docs/scale.md).
     """
-    return max(1, (threads or 1) // depth_for(threads))
+    cores = os.cpu_count() or 1
+    return max(1, min(threads or 1, cores - depth_for(threads) + 1))
 
 
 def staged(

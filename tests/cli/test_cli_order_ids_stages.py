@@ -149,13 +149,16 @@ def _slow_work(item: int) -> int:
     return item * item
 
 
-def test_the_items_in_flight_share_the_threads() -> None:
-    """Every item hashes on at least one thread, and the items in flight together never
-    ask the core for more threads than --threads (or the depth, for --threads 1)."""
+def test_the_items_in_flight_stay_within_the_cores() -> None:
+    """Every item hashes on at least one thread; the items in flight (one on the core's
+    pool, the others on their own threads) never take more threads than the cores
+    (16 here) or the depth; up to half the cores, an item gets all of --threads."""
     for threads in (None, *THREADS):
         depth, per_item = depth_for(threads), item_threads(threads)
         assert per_item >= 1
-        assert depth * per_item <= max(threads or 1, depth), threads
+        assert depth - 1 + per_item <= max(16, depth), threads
+        if (threads or 1) <= 8:
+            assert per_item == (threads or 1), threads
 
 
 def test_items_are_finished_in_order_whatever_the_depth() -> None:
