@@ -13,9 +13,13 @@ test guarding it; the list is checked both ways, so it cannot go stale.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "clobkit"
+EXT = SRC.parent.parent / "ext"
+#: a def / cpdef / cdef (any return type) of a private name in Cython source
+_PYX_DEF = re.compile(r"^\s*(?:c?p?def)\b[^(=\n]*?\b(_\w+)\s*\(", re.MULTILINE)
 
 #: (file under src/clobkit, the private name used) -> why, and what guards it.
 ALLOWED = {
@@ -77,6 +81,9 @@ def _defined(trees: dict[str, ast.Module]) -> set[str]:
                     for e in node.value.elts
                     if isinstance(e, ast.Constant) and isinstance(e.value, str)
                 )
+    # the compiled twin's own functions and methods (ext/*.pyx, *.pxi), read through it
+    for path in sorted(EXT.glob("*.px[di]")) + sorted(EXT.glob("*.pyx")):
+        names.update(_PYX_DEF.findall(path.read_text()))
     return {name for name in names if _private(name)}
 
 
