@@ -224,6 +224,42 @@ def _uuid(*parts: object) -> str:
     return str(uuid.uuid5(_NAMESPACE, ":".join(str(p) for p in parts)))
 
 
+def _game(
+    event_id: str,
+    league: League,
+    home: Team,
+    away: Team,
+    game_id: int,
+    start: int,
+    anchor: int,
+    trader_count: int,
+) -> EventFixture:
+    """An upcoming regular-season game of ``league`` starting at ``start`` (ms)."""
+    return EventFixture(
+        id=event_id,
+        external_id=f"{league.id}-{game_id}",
+        slug=f"{league.id}-{home.abbreviation.lower()}-{away.abbreviation.lower()}-{game_id}",
+        title=f"{home.name} vs. {away.name}",
+        description=f"{league.name} regular season: {home.name} host {away.name}.",
+        league=league,
+        start_date_ms=start - 7 * DAY_MS,
+        start_time_ms=start,
+        end_date_ms=start + 3 * HOUR_MS,
+        volume_units=0,
+        trader_count=trader_count,
+        live=False,
+        ended=False,
+        is_featured=False,
+        is_future=False,
+        team_match_status="auto_matched",
+        home_team=home,
+        away_team=away,
+        game_id=game_id,
+        created_ms=start - 7 * DAY_MS,
+        updated_ms=anchor,
+    )
+
+
 def _token(market_id: str, outcome: str) -> str:
     return str(
         int.from_bytes(keccak256(f"clobkit-sandbox:token:{market_id}:{outcome}".encode()), "big")
@@ -315,29 +351,10 @@ def build_fixtures(seed: int, anchor_ms: int, extra_games: int = 0) -> Fixtures:
                 start = anchor + (i - 3) * DAY_MS + (19 - i) * HOUR_MS
             game_id += 1
             event_id = _uuid("event", seed, league.id, i)
-            ev = EventFixture(
-                id=event_id,
-                external_id=f"{league.id}-{game_id}",
-                slug=f"{league.id}-{home.abbreviation.lower()}-{away.abbreviation.lower()}-{game_id}",
-                title=f"{home.name} vs. {away.name}",
-                description=f"{league.name} regular season: {home.name} host {away.name}.",
-                league=league,
-                start_date_ms=start - 7 * DAY_MS,
-                start_time_ms=start,
-                end_date_ms=start + 3 * HOUR_MS,
-                volume_units=0,
-                trader_count=rng.randrange(20, 5_000),
-                live=live,
-                ended=ended,
-                is_featured=i in (2, 4),
-                is_future=False,
-                team_match_status="auto_matched",
-                home_team=home,
-                away_team=away,
-                game_id=game_id,
-                created_ms=start - 7 * DAY_MS,
-                updated_ms=anchor,
+            ev = _game(
+                event_id, league, home, away, game_id, start, anchor, rng.randrange(20, 5_000)
             )
+            ev.live, ev.ended, ev.is_featured = live, ended, i in (2, 4)
             house = not (league.id == "lol" and i == 7) and not (league.id == "nfl" and i == 6)
             if league.three_way:
                 h = rng.randrange(30, 56)
@@ -464,28 +481,9 @@ def build_fixtures(seed: int, anchor_ms: int, extra_games: int = 0) -> Fixtures:
                 away = teams[(i + 2) % 6]
             start = anchor + (1 + i // 4) * DAY_MS + (12 + i % 4 * 2) * HOUR_MS
             game_id += 1
-            ev = EventFixture(
-                id=_uuid("event", seed, league.id, "extra", i),
-                external_id=f"{league.id}-{game_id}",
-                slug=f"{league.id}-{home.abbreviation.lower()}-{away.abbreviation.lower()}-{game_id}",
-                title=f"{home.name} vs. {away.name}",
-                description=f"{league.name} regular season: {home.name} host {away.name}.",
-                league=league,
-                start_date_ms=start - 7 * DAY_MS,
-                start_time_ms=start,
-                end_date_ms=start + 3 * HOUR_MS,
-                volume_units=0,
-                trader_count=extra.randrange(20, 5_000),
-                live=False,
-                ended=False,
-                is_featured=False,
-                is_future=False,
-                team_match_status="auto_matched",
-                home_team=home,
-                away_team=away,
-                game_id=game_id,
-                created_ms=start - 7 * DAY_MS,
-                updated_ms=anchor,
+            event_id = _uuid("event", seed, league.id, "extra", i)
+            ev = _game(
+                event_id, league, home, away, game_id, start, anchor, extra.randrange(20, 5_000)
             )
             m = add_market(
                 ev,
