@@ -25,6 +25,7 @@ import pytest
 from clobkit import AsyncClient, errors
 from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
+from clobkit.client._http11 import Connections
 from clobkit.client._ops import SAFE, Call
 
 from .conftest import KEY, SECRET, RawServer, client_options, full_scope_users
@@ -39,7 +40,7 @@ def _clients(url: str, **overrides: Any) -> tuple[AsyncClient, AsyncClient]:
     direct = AsyncClient(**options)
     # the test must fail should the direct path ever be left unused
     assert direct._direct is not None
-    assert direct._direct.cores is not None
+    assert isinstance(direct._direct, Connections)
     through_httpx = AsyncClient(**options, transport=httpx.AsyncHTTPTransport())
     assert through_httpx._direct is None
     return direct, through_httpx

@@ -316,11 +316,6 @@ class Connections:
         self._open: set[_Connection] = set()
         self._ssl: ssl.SSLContext | None = None
 
-    @property
-    def cores(self) -> dict[tuple[bytes, bytes, int | None], list[_Connection]]:
-        """The idle connections per origin (what tests look at to see this path is used)."""
-        return self._idle
-
     async def exchange(
         self, outgoing: Outgoing, limit: int | None, timeout: float | None
     ) -> Answer | Exception | None:
