@@ -24,12 +24,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
@@ -60,21 +57,11 @@ RAW = API_PREFIX + "/orders/raw"
 
 def start_sandbox() -> tuple[subprocess.Popen[str], str, str]:
     """``python -m clobkit.sandbox`` on a free port: (process, base URL, config path)."""
+    from bench_mm import sandbox_process  # this script's own folder is on sys.path
+
     config = {"users": [USER], "rate_limit_per_minute": None, "risk": None}
-    fd, path = tempfile.mkstemp(suffix=".json")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(config, fh)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "clobkit.sandbox", "--port", "0", "--config", path],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    while line := proc.stdout.readline():
-        if line.startswith("listening on "):
-            return proc, line.split()[-1].rstrip("/"), path
-    proc.kill()
-    raise RuntimeError("the sandbox did not start")
+    proc, url, path = sandbox_process(config, 30)
+    return proc, url.rstrip("/"), path
 
 
 async def pick_market(client: AsyncClient) -> str:

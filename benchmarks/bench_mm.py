@@ -86,6 +86,14 @@ def start_sandbox(version: int = 1) -> tuple[subprocess.Popen[str], str, str]:
         "risk": None,
         "exchange_version": version,
     }
+    return sandbox_process(config, 30)
+
+
+def sandbox_process(
+    config: dict[str, Any], timeout: float
+) -> tuple[subprocess.Popen[str], str, str]:
+    """``python -m clobkit.sandbox --config`` with ``config`` on a free port, up within
+    ``timeout`` s: (process, base URL, config path)."""
     fd, path = tempfile.mkstemp(suffix=".json")
     with os.fdopen(fd, "w") as fh:
         json.dump(config, fh)
@@ -95,7 +103,7 @@ def start_sandbox(version: int = 1) -> tuple[subprocess.Popen[str], str, str]:
         text=True,
     )
     assert proc.stdout is not None
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if line.startswith("listening on "):
@@ -472,24 +480,7 @@ def start_desk_sandbox(version: int) -> tuple[subprocess.Popen[str], str, str]:
         "extra_games": 40,  # 4 leagues x 40 more games: 200 and more quoted markets
         "limits": {"ws_max_queue_bytes": 256 * 1024 * 1024},
     }
-    fd, path = tempfile.mkstemp(suffix=".json")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(config, fh)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "clobkit.sandbox", "--port", "0", "--config", path],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if line.startswith("listening on "):
-            return proc, line.split()[-1], path
-        if not line and proc.poll() is not None:
-            break
-    proc.kill()
-    raise RuntimeError("the sandbox did not start")
+    return sandbox_process(config, 60)
 
 
 async def _quoted_markets(client: AsyncClient, n: int) -> list[tuple[str, int]]:
