@@ -40,10 +40,12 @@ __all__ = [
     "ORDER_STATUSES",
     "ORDER_TYPES",
     "PAGE_SIZE_MAX",
+    "RATE_LIMIT_PER_MINUTE",
     "RISK_CODE",
     "SALT_MAX",
     "SIDES",
     "SINGLE_ORDER_MAX",
+    "UNIT",
     "OrderStatus",
     "OrderTypeName",
     "SideName",
@@ -64,6 +66,11 @@ SINGLE_ORDER_MAX: Final = Decimal(50_000)
 CLIENT_ORDER_ID_MAX: Final = 64
 #: ``page_size`` / ``per_page`` / ``limit`` are at most this.
 PAGE_SIZE_MAX: Final = 100
+#: Requests a minute per API key. The API text answers 429 past a threshold it does
+#: not name; this is the sandbox's default and the budget ``mm.Desk`` assumes.
+RATE_LIMIT_PER_MINUTE: Final = 6000
+#: Amounts on the wire are integers of 6 decimals: 1 USDC or 1 share is this many units.
+UNIT: Final = 1_000_000
 
 # -- names (sections 2 and 3) ---------------------------------------------------------
 #: Order sides; the index is the exchange's ``uint8 side``.

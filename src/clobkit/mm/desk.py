@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .._core import from_units, to_units
+from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME
@@ -85,7 +86,7 @@ class Desk:
         max_position_per_market: Number | None = None,
         max_position_per_event: Number | None = None,
         max_open_orders: int | None = None,
-        rate_limit_per_minute: int = 6000,
+        rate_limit_per_minute: int = RATE_LIMIT_PER_MINUTE,
         max_in_flight: int = 16,
         heartbeat_timeout: float | None = 10.0,
         stream_timeout: float | None = 5.0,

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
-from .._spec import SIDES
+from .._spec import SIDES, UNIT
 from ..client import AsyncClient, book_topic, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
@@ -47,7 +47,6 @@ T = TypeVar("T")
 
 log = logging.getLogger("clobkit.mm")
 
-UNIT = 1_000_000
 Number = Decimal | str | int | float
 #: Failures after which a request may or may not have taken effect.
 UNKNOWN = UNKNOWN_OUTCOME

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+from .._spec import UNIT
 from ..errors import QuoteRefused
 from .ladder import Level, _text
 
@@ -14,8 +15,6 @@ if TYPE_CHECKING:
     from .quoter import Quoter
 
 __all__ = ["NONE", "DeskLimits", "Exposure", "Sums", "exposure"]
-
-UNIT = 1_000_000
 
 
 class DeskLimits(NamedTuple):

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from clobkit._spec import SINGLE_ORDER_MAX
+from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX
 
 from .faults import FaultConfig
 
@@ -281,7 +281,7 @@ class SandboxConfig:
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
-    rate_limit_per_minute: int | None = 6000
+    rate_limit_per_minute: int | None = RATE_LIMIT_PER_MINUTE
     risk: RiskConfig = field(default_factory=RiskConfig)
     skew_seconds: float = 30.0
     processing_delay_ms: int = 0
