@@ -28,7 +28,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from clobkit._spec import ERROR_BOOK_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
@@ -43,7 +43,7 @@ from .errors import Rejected, bad_body, bad_params
 from .faults import Faults, quiet_server_log
 from .guard import Guard, crashed, not_found, not_routed
 from .queries import SORT_FIELDS
-from .store import CommitBeforeAnswer, StateStore
+from .store import StateStore
 from .wire import (
     PREFIX,
     client_ip,
@@ -338,6 +338,35 @@ class SandboxApp(Starlette):
             return
         response = await endpoint(Request(scope, self._guard.bounded(receive)))
         await response(scope, receive, send)
+
+
+class CommitBeforeAnswer:
+    """ASGI middleware: commit buffered nonces before a response or WebSocket accept starts."""
+
+    _STARTS = frozenset(
+        ("http.response.start", "websocket.accept", "websocket.http.response.start")
+    )
+
+    def __init__(self, app: ASGIApp, store: StateStore) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        await self.app(scope, receive, self.committed(send, self.store))
+
+    @classmethod
+    def committed(cls, send: Send, store: StateStore) -> Send:
+        """``send`` that commits the store's buffered nonces before a response starts."""
+
+        async def committed_send(message: Message) -> None:
+            if message["type"] in cls._STARTS:
+                store.flush()
+            await send(message)
+
+        return committed_send
 
 
 def create_app(

@@ -12,7 +12,7 @@ before; nothing here runs. With one (``--state FILE``, ``Sandbox(state=...)``):
   ``persisted.py`` (an ``Order``'s row is the dataclass field by field, so a
   field added to it is persisted without touching either module).
 * Used nonces are buffered by the authenticator's hook and committed with the
-  next transaction; the app's :class:`CommitBeforeAnswer` middleware commits
+  next transaction; the app's ``CommitBeforeAnswer`` middleware commits
   any still buffered before a response (or WebSocket accept) starts, so a
   request's nonce is on disk before its answer. Nonces older than the
   authenticator's timestamp window are pruned (a replay of them fails the
@@ -39,7 +39,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
@@ -51,7 +51,7 @@ from .persisted import ACCOUNT, ENGINE, EVENT, MARKET, ORDER, POSITION, Damaged
 from .state import FOK, Order, Position
 from .state import EngineState as Engine
 
-__all__ = ["SCHEMA_VERSION", "CommitBeforeAnswer", "StateFileError", "StateStore"]
+__all__ = ["SCHEMA_VERSION", "StateFileError", "StateStore"]
 
 SCHEMA_VERSION = "1"
 _APP = "clobkit-sandbox-state"
@@ -528,42 +528,3 @@ def _index(engine: Engine, order: Order) -> None:
     account.orders.append(order)
     if order.client_order_id is not None:
         account.client_ids[order.client_order_id] = order
-
-
-class CommitBeforeAnswer:
-    """ASGI middleware: commit buffered nonces before a response or WebSocket accept starts."""
-
-    _STARTS = frozenset(
-        ("http.response.start", "websocket.accept", "websocket.http.response.start")
-    )
-
-    def __init__(self, app: Any, store: StateStore) -> None:
-        self.app = app
-        self.store = store
-
-    async def __call__(
-        self,
-        scope: MutableMapping[str, Any],
-        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
-    ) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-
-        await self.app(scope, receive, self.committed(send, self.store))
-
-    @classmethod
-    def committed(
-        cls,
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
-        store: StateStore,
-    ) -> Callable[[MutableMapping[str, Any]], Awaitable[None]]:
-        """``send`` that commits the store's buffered nonces before a response starts."""
-
-        async def committed_send(message: MutableMapping[str, Any]) -> None:
-            if message["type"] in cls._STARTS:
-                store.flush()
-            await send(message)
-
-        return committed_send
