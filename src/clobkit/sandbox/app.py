@@ -20,6 +20,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -369,6 +370,25 @@ class CommitBeforeAnswer:
         return committed_send
 
 
+# The API's signed endpoints: (method, path under PREFIX, endpoint); "{id}" is the last segment.
+_ENDPOINTS: tuple[tuple[str, str, Endpoint], ...] = (
+    ("GET", "/events", api("markets:read", _events)),
+    ("GET", "/events/{id}", api("markets:read", _event)),
+    ("GET", "/events/{id}/markets", api("markets:read", _event_markets)),
+    ("GET", "/markets", api("markets:read", _markets)),
+    ("GET", "/markets/{id}", api("markets:read", _market)),
+    ("GET", "/orderbooks/{id}", api("markets:read", _orderbook)),
+    ("POST", "/orders/raw", api("orders:write", _place_raw, status=201)),
+    ("POST", "/orders", api("orders:write", _place, status=201)),
+    ("GET", "/orders", api("orders:read", _orders)),
+    ("GET", "/orders/{id}", api("orders:read", _order)),
+    ("DELETE", "/orders/{id}", api("orders:write", _cancel)),
+    ("GET", "/wallet", api("orders:read", _wallet)),
+    ("GET", "/portfolio/positions", api("portfolio:read", _positions)),
+    ("GET", "/portfolio/orders", api("portfolio:read", _portfolio_orders)),
+)
+
+
 def create_app(
     config: SandboxConfig | Mapping[str, Any] | None = None,
     *,
@@ -406,20 +426,20 @@ def create_app(
         store=store,
     )
     quiet_server_log()  # faults may be switched on while running (Faults.configure)
+    app = _app(cfg, _lifespan(engine, hub), store)
+    app.state.sandbox = sandbox
+    if store is not None:
+        app.add_middleware(CommitBeforeAnswer, store=store)
+    return app
+
+
+def _lifespan(engine: Engine, hub: Hub) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """While serving: the hub's publisher runs, and the engine ticks every 0.1 s."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub.start(asyncio.get_running_loop())
-
-        async def ticker() -> None:
-            while True:
-                await asyncio.sleep(0.1)
-                try:
-                    engine.tick()
-                except Exception:  # pragma: no cover - keep ticking
-                    log.exception("engine tick failed")
-
-        task = asyncio.create_task(ticker())
+        task = asyncio.create_task(_ticker(engine))
         try:
             yield
         finally:
@@ -428,27 +448,29 @@ def create_app(
                 await task
             hub.stop()
 
-    p = PREFIX
-    # The API's signed endpoints: (method, path, endpoint); "{id}" is the last segment.
-    endpoints: list[tuple[str, str, Endpoint]] = [
-        ("GET", f"{p}/events", api("markets:read", _events)),
-        ("GET", f"{p}/events/{{id}}", api("markets:read", _event)),
-        ("GET", f"{p}/events/{{id}}/markets", api("markets:read", _event_markets)),
-        ("GET", f"{p}/markets", api("markets:read", _markets)),
-        ("GET", f"{p}/markets/{{id}}", api("markets:read", _market)),
-        ("GET", f"{p}/orderbooks/{{id}}", api("markets:read", _orderbook)),
-        ("POST", f"{p}/orders/raw", api("orders:write", _place_raw, status=201)),
-        ("POST", f"{p}/orders", api("orders:write", _place, status=201)),
-        ("GET", f"{p}/orders", api("orders:read", _orders)),
-        ("GET", f"{p}/orders/{{id}}", api("orders:read", _order)),
-        ("DELETE", f"{p}/orders/{{id}}", api("orders:write", _cancel)),
-        ("GET", f"{p}/wallet", api("orders:read", _wallet)),
-        ("GET", f"{p}/portfolio/positions", api("portfolio:read", _positions)),
-        ("GET", f"{p}/portfolio/orders", api("portfolio:read", _portfolio_orders)),
-    ]
+    return lifespan
+
+
+async def _ticker(engine: Engine) -> None:
+    """Run the engine's due steps and expiries when no request does (every 0.1 s)."""
+    while True:
+        await asyncio.sleep(0.1)
+        try:
+            engine.tick()
+        except Exception:  # pragma: no cover - keep ticking
+            log.exception("engine tick failed")
+
+
+def _app(
+    cfg: SandboxConfig,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]],
+    store: StateStore | None,
+) -> SandboxApp:
+    """The routes (the API's, the WebSocket, /fee-rate, the admin's) in a SandboxApp."""
+    endpoints = [(method, PREFIX + path, e) for method, path, e in _ENDPOINTS]
     routes = [
         *(Route(path, endpoint, methods=[method]) for method, path, endpoint in endpoints),
-        WebSocketRoute(f"{p}/ws", websocket_endpoint),
+        WebSocketRoute(f"{PREFIX}/ws", websocket_endpoint),
         Route("/fee-rate", fee_rate, methods=["GET"]),
         *admin_routes(),
     ]
@@ -466,9 +488,6 @@ def create_app(
     )
     # "/events/" is not "/events": answer 404 in the envelope, not a bare 307 redirect.
     app.router.redirect_slashes = False
-    app.state.sandbox = sandbox
-    if store is not None:
-        app.add_middleware(CommitBeforeAnswer, store=store)
     return app
 
 
