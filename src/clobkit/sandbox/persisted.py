@@ -57,6 +57,7 @@ class Field:
     dump: Dump
     load: Load
     default: Any = msgspec.NODEFAULT  # a row written without the key reads this
+    attr: str | None = None  # the one attribute it holds as it is (plain): read in bulk
 
 
 def plain(attr: str, typ: Any, key: str | None = None, default: Any = msgspec.NODEFAULT) -> Field:
@@ -69,6 +70,7 @@ def plain(attr: str, typ: Any, key: str | None = None, default: Any = msgspec.NO
         lambda obj, _engine: get(obj),
         lambda value, _obj, _engine: {attr: value},
         default,
+        attr,
     )
 
 
@@ -82,6 +84,10 @@ class Record:
     transient: Mapping[str, str]  # attribute -> why it is not in the row
     array_like: bool = False  # the row is a JSON array of the fields' values, in order
     row_type: Any = field(init=False, repr=False, compare=False)
+    # writing: the plain fields read from the object's __dict__, then the others
+    _plain: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    _coded: tuple[Field, ...] = field(init=False, repr=False, compare=False)
+    _reorder: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         spec = [
@@ -96,6 +102,13 @@ class Record:
             array_like=self.array_like,
         )
         object.__setattr__(self, "row_type", row_type)
+        plain = [(f.key, f.attr) for f in self.fields if f.attr and "." not in f.attr]
+        coded = tuple(f for f in self.fields if (f.key, f.attr) not in plain)
+        object.__setattr__(self, "_plain", tuple(plain))
+        object.__setattr__(self, "_coded", coded)
+        # the keys in the declared order (the file's) unless the coded fields come last
+        keys = [key for key, _ in plain] + [f.key for f in coded]
+        object.__setattr__(self, "_reorder", keys != [f.key for f in self.fields])
 
     @property
     def persisted(self) -> frozenset[str]:
@@ -103,10 +116,16 @@ class Record:
         return frozenset(a for f in self.fields for a in f.attrs)
 
     def dump(self, obj: Any, engine: EngineState) -> dict[str, Any] | list[Any]:
-        """The row of ``obj``, ready for JSON."""
+        """The row of ``obj``, ready for JSON (its keys in the declared order)."""
         if self.array_like:
             return [f.dump(obj, engine) for f in self.fields]
-        return {f.key: f.dump(obj, engine) for f in self.fields}
+        held = vars(obj)
+        row = {key: held[attr] for key, attr in self._plain}
+        for f in self._coded:
+            row[f.key] = f.dump(obj, engine)
+        if self._reorder:
+            return {f.key: row[f.key] for f in self.fields}
+        return row
 
     def decode(self, text: str | bytes, where: str) -> Any:
         """A row's JSON checked against the record (each field and its type), or Damaged."""
