@@ -136,27 +136,7 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StateFileError(f"state file {self.path}: cannot open it ({exc})") from None
         try:
-            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode != "wal":
-                raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
-            found = _master(self._db)
-            tables = {name for kind, name in found if kind == "table"}
-            if tables and "meta" not in tables:
-                raise StateFileError(
-                    f"state file {self.path} is an SQLite file of another program (no meta table)"
-                )
-            if found:
-                # never CREATE ... IF NOT EXISTS over a file: a dropped nonces table
-                # would come back empty, and every nonce used before would replay
-                self._check_schema(found)
-            else:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-            self._db.execute("COMMIT")  # the exclusive lock stays until close
+            self._prepare(self._db)
         except sqlite3.OperationalError as exc:
             self.close()
             if "locked" in str(exc):
@@ -172,6 +152,30 @@ class StateStore:
         except StateFileError:
             self.close()
             raise
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Lock the file for this process (WAL), then check its schema or write it (new)."""
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
+            raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
+        found = _master(db)
+        tables = {name for kind, name in found if kind == "table"}
+        if tables and "meta" not in tables:
+            raise StateFileError(
+                f"state file {self.path} is an SQLite file of another program (no meta table)"
+            )
+        if found:
+            # never CREATE ... IF NOT EXISTS over a file: a dropped nonces table
+            # would come back empty, and every nonce used before would replay
+            self._check_schema(found)
+        else:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("COMMIT")  # the exclusive lock stays until close
 
     # -- lifecycle -------------------------------------------------------------
 
