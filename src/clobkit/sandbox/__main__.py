@@ -15,10 +15,14 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from .config import ConfigError, SandboxConfig, describe_users, load_config
 from .server import Sandbox
 from .store import StateFileError
+
+if TYPE_CHECKING:
+    from .replay import Replay
 
 
 def build_config(path: str | None, proxies: Sequence[str] | None) -> SandboxConfig:
@@ -29,7 +33,15 @@ def build_config(path: str | None, proxies: Sequence[str] | None) -> SandboxConf
     return config
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+class _Refused(Exception):
+    """A start refused: ``error: <message>`` on stderr and exit status ``code``."""
+
+    def __init__(self, message: object, code: int = 2) -> None:
+        super().__init__(str(message))
+        self.code = code
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m clobkit.sandbox",
         description="Run the clobkit sandbox: a local External Trading API on loopback.",
@@ -66,49 +78,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--step", action="store_true", help="replay clock moved only by POST /admin/replay/step"
     )
-    args = parser.parse_args(argv)
-    if args.replay is not None and args.state is not None:
-        print("error: --replay and --state cannot be combined", file=sys.stderr)
-        return 2
-    if args.replay is not None and not args.speed > 0:
-        print(f"error: --speed must be positive (got {args.speed})", file=sys.stderr)
-        return 2
-    proxies = None
-    if args.forwarded_allow_ips is not None:
-        proxies = [p.strip() for p in args.forwarded_allow_ips.split(",") if p.strip()]
-    try:
-        config = build_config(args.config, proxies)
-    except (ConfigError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        sandbox = Sandbox(
-            config,
-            host=args.host,
-            port=args.port,
-            strict_query_signing=args.strict_query_signing,
-            state=args.state,
-        )
-    except StateFileError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    replay = None
-    if args.replay is not None:
-        from clobkit.errors import ClobkitError
+    return parser
 
-        from .replay import Replay
 
-        try:
-            replay = Replay(sandbox.engine, args.replay, start=args.start, end=args.end)
-        except ClobkitError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
-        sandbox.start()
-    except (OSError, RuntimeError) as exc:
-        sandbox.close_state()
-        print(f"error: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+        _check(args)
+        sandbox = _sandbox(args)
+        replay = _replay(args, sandbox)
+        _start(args, sandbox)
+    except _Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
     done = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -116,6 +98,68 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    _announce(args, sandbox, replay)
+    try:
+        while not done.wait(0.5):
+            pass
+    finally:
+        sandbox.stop()
+    return 0
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The options that cannot go together."""
+    if args.replay is not None and args.state is not None:
+        raise _Refused("--replay and --state cannot be combined")
+    if args.replay is not None and not args.speed > 0:
+        raise _Refused(f"--speed must be positive (got {args.speed})")
+
+
+def _sandbox(args: argparse.Namespace) -> Sandbox:
+    """The sandbox of the options (not yet serving); its state file opened and restored."""
+    proxies = None
+    if args.forwarded_allow_ips is not None:
+        proxies = [p.strip() for p in args.forwarded_allow_ips.split(",") if p.strip()]
+    try:
+        config = build_config(args.config, proxies)
+    except (ConfigError, OSError) as exc:
+        raise _Refused(exc) from None
+    try:
+        return Sandbox(
+            config,
+            host=args.host,
+            port=args.port,
+            strict_query_signing=args.strict_query_signing,
+            state=args.state,
+        )
+    except StateFileError as exc:
+        raise _Refused(exc) from None
+
+
+def _replay(args: argparse.Namespace, sandbox: Sandbox) -> Replay | None:
+    """The recording of ``--replay``, read and checked (None without the option)."""
+    if args.replay is None:
+        return None
+    from clobkit.errors import ClobkitError
+
+    from .replay import Replay
+
+    try:
+        return Replay(sandbox.engine, args.replay, start=args.start, end=args.end)
+    except ClobkitError as exc:
+        raise _Refused(exc) from None
+
+
+def _start(args: argparse.Namespace, sandbox: Sandbox) -> None:
+    try:
+        sandbox.start()
+    except (OSError, RuntimeError) as exc:
+        sandbox.close_state()
+        raise _Refused(f"cannot serve on {args.host}:{args.port}: {exc}", 1) from None
+
+
+def _announce(args: argparse.Namespace, sandbox: Sandbox, replay: Replay | None) -> None:
+    """Print where the sandbox serves (and the replay and default users); attach the replay."""
     print(f"listening on {sandbox.base_url}", flush=True)
     print(f"  API       {sandbox.base_url}/api/ext/v1", flush=True)
     print(f"  WebSocket {sandbox.ws_url}", flush=True)
@@ -134,12 +178,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.config is None:
         print("default users (see docs/sandbox.md):", flush=True)
         print(describe_users(sandbox.users), flush=True)
-    try:
-        while not done.wait(0.5):
-            pass
-    finally:
-        sandbox.stop()
-    return 0
 
 
 if __name__ == "__main__":

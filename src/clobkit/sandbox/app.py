@@ -20,6 +20,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from starlette.applications import Starlette
@@ -28,7 +29,7 @@ from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route, WebSocketRoute
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from clobkit._spec import ERROR_BOOK_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
@@ -43,7 +44,7 @@ from .errors import Rejected, bad_body, bad_params
 from .faults import Faults, quiet_server_log
 from .guard import Guard, crashed, not_found, not_routed
 from .queries import SORT_FIELDS
-from .store import CommitBeforeAnswer, StateStore
+from .store import StateStore
 from .wire import (
     PREFIX,
     client_ip,
@@ -340,6 +341,54 @@ class SandboxApp(Starlette):
         await response(scope, receive, send)
 
 
+class CommitBeforeAnswer:
+    """ASGI middleware: commit buffered nonces before a response or WebSocket accept starts."""
+
+    _STARTS = frozenset(
+        ("http.response.start", "websocket.accept", "websocket.http.response.start")
+    )
+
+    def __init__(self, app: ASGIApp, store: StateStore) -> None:
+        self.app = app
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        await self.app(scope, receive, self.committed(send, self.store))
+
+    @classmethod
+    def committed(cls, send: Send, store: StateStore) -> Send:
+        """``send`` that commits the store's buffered nonces before a response starts."""
+
+        async def committed_send(message: Message) -> None:
+            if message["type"] in cls._STARTS:
+                store.flush()
+            await send(message)
+
+        return committed_send
+
+
+# The API's signed endpoints: (method, path under PREFIX, endpoint); "{id}" is the last segment.
+_ENDPOINTS: tuple[tuple[str, str, Endpoint], ...] = (
+    ("GET", "/events", api("markets:read", _events)),
+    ("GET", "/events/{id}", api("markets:read", _event)),
+    ("GET", "/events/{id}/markets", api("markets:read", _event_markets)),
+    ("GET", "/markets", api("markets:read", _markets)),
+    ("GET", "/markets/{id}", api("markets:read", _market)),
+    ("GET", "/orderbooks/{id}", api("markets:read", _orderbook)),
+    ("POST", "/orders/raw", api("orders:write", _place_raw, status=201)),
+    ("POST", "/orders", api("orders:write", _place, status=201)),
+    ("GET", "/orders", api("orders:read", _orders)),
+    ("GET", "/orders/{id}", api("orders:read", _order)),
+    ("DELETE", "/orders/{id}", api("orders:write", _cancel)),
+    ("GET", "/wallet", api("orders:read", _wallet)),
+    ("GET", "/portfolio/positions", api("portfolio:read", _positions)),
+    ("GET", "/portfolio/orders", api("portfolio:read", _portfolio_orders)),
+)
+
+
 def create_app(
     config: SandboxConfig | Mapping[str, Any] | None = None,
     *,
@@ -377,20 +426,20 @@ def create_app(
         store=store,
     )
     quiet_server_log()  # faults may be switched on while running (Faults.configure)
+    app = _app(cfg, _lifespan(engine, hub), store)
+    app.state.sandbox = sandbox
+    if store is not None:
+        app.add_middleware(CommitBeforeAnswer, store=store)
+    return app
+
+
+def _lifespan(engine: Engine, hub: Hub) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """While serving: the hub's publisher runs, and the engine ticks every 0.1 s."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub.start(asyncio.get_running_loop())
-
-        async def ticker() -> None:
-            while True:
-                await asyncio.sleep(0.1)
-                try:
-                    engine.tick()
-                except Exception:  # pragma: no cover - keep ticking
-                    log.exception("engine tick failed")
-
-        task = asyncio.create_task(ticker())
+        task = asyncio.create_task(_ticker(engine))
         try:
             yield
         finally:
@@ -399,27 +448,29 @@ def create_app(
                 await task
             hub.stop()
 
-    p = PREFIX
-    # The API's signed endpoints: (method, path, endpoint); "{id}" is the last segment.
-    endpoints: list[tuple[str, str, Endpoint]] = [
-        ("GET", f"{p}/events", api("markets:read", _events)),
-        ("GET", f"{p}/events/{{id}}", api("markets:read", _event)),
-        ("GET", f"{p}/events/{{id}}/markets", api("markets:read", _event_markets)),
-        ("GET", f"{p}/markets", api("markets:read", _markets)),
-        ("GET", f"{p}/markets/{{id}}", api("markets:read", _market)),
-        ("GET", f"{p}/orderbooks/{{id}}", api("markets:read", _orderbook)),
-        ("POST", f"{p}/orders/raw", api("orders:write", _place_raw, status=201)),
-        ("POST", f"{p}/orders", api("orders:write", _place, status=201)),
-        ("GET", f"{p}/orders", api("orders:read", _orders)),
-        ("GET", f"{p}/orders/{{id}}", api("orders:read", _order)),
-        ("DELETE", f"{p}/orders/{{id}}", api("orders:write", _cancel)),
-        ("GET", f"{p}/wallet", api("orders:read", _wallet)),
-        ("GET", f"{p}/portfolio/positions", api("portfolio:read", _positions)),
-        ("GET", f"{p}/portfolio/orders", api("portfolio:read", _portfolio_orders)),
-    ]
+    return lifespan
+
+
+async def _ticker(engine: Engine) -> None:
+    """Run the engine's due steps and expiries when no request does (every 0.1 s)."""
+    while True:
+        await asyncio.sleep(0.1)
+        try:
+            engine.tick()
+        except Exception:  # pragma: no cover - keep ticking
+            log.exception("engine tick failed")
+
+
+def _app(
+    cfg: SandboxConfig,
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[None]],
+    store: StateStore | None,
+) -> SandboxApp:
+    """The routes (the API's, the WebSocket, /fee-rate, the admin's) in a SandboxApp."""
+    endpoints = [(method, PREFIX + path, e) for method, path, e in _ENDPOINTS]
     routes = [
         *(Route(path, endpoint, methods=[method]) for method, path, endpoint in endpoints),
-        WebSocketRoute(f"{p}/ws", websocket_endpoint),
+        WebSocketRoute(f"{PREFIX}/ws", websocket_endpoint),
         Route("/fee-rate", fee_rate, methods=["GET"]),
         *admin_routes(),
     ]
@@ -437,9 +488,6 @@ def create_app(
     )
     # "/events/" is not "/events": answer 404 in the envelope, not a bare 307 redirect.
     app.router.redirect_slashes = False
-    app.state.sandbox = sandbox
-    if store is not None:
-        app.add_middleware(CommitBeforeAnswer, store=store)
     return app
 
 

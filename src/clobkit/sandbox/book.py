@@ -52,33 +52,18 @@ class Book(Ledger):
         return hasher.order_id(**order)
 
     def _admit(self, account: Account, spec: OrderSpec, now: int, *, system: bool = False) -> Order:
-        """Limits, balance and risk; then reserve, record and process the order."""
-        market = spec.market
-        if not system and spec.value < market.fx.min_order_size_units:
-            raise bad_body(
-                f"order value {units_text(spec.value)} USDC is below the market's min_order_size "
-                f"{units_text(market.fx.min_order_size_units)}"
-            )
-        if not system and spec.value > int(SINGLE_ORDER_MAX) * UNIT:
-            raise risk(f"order value exceeds the single-order maximum of {SINGLE_ORDER_MAX} USDC")
-        funding = ""
-        if spec.side == BUY:
-            if account.bonus >= spec.maker_amount:
-                funding = "bonus"
-            elif account.cash >= spec.maker_amount:
-                funding = "cash"
+        """Limits, balance and risk; then reserve, record and process the order.
+
+        ``system``: an order of the sandbox itself (a take-profit or stop-loss exit),
+        free of the size limits and the risk checks.
+        """
+        if not system:
+            self._check_size(spec)
+        funding = self._funding(account, spec)
         is_bonus = funding == "bonus"
         if not system and not is_bonus:
             self._check_risk(account, spec.value, now)
-        if spec.side == BUY:
-            if not funding:
-                raise Rejected(
-                    400, ERROR_BALANCE, detail="the USDC balance does not cover the order"
-                )
-        else:
-            pos = account.positions.get(market.token(spec.outcome))
-            if pos is None or pos.shares - pos.reserved < spec.maker_amount:
-                raise Rejected(400, ERROR_BALANCE, detail="not enough available shares to sell")
+        self._check_cover(account, spec, funding)
         clob_order_id = self._clob_order_id(account, spec, now)
         if clob_order_id in self.clob_ids:
             raise bad_body(
@@ -87,6 +72,51 @@ class Book(Ledger):
         # accepted: reserve and record
         if not system and not is_bonus:
             self._record_risk(account, spec.value, now)
+        reserved = self._reserve(account, spec, is_bonus)
+        order = self._new_order(account, spec, now, funding, reserved)
+        order.clob_order_id = clob_order_id
+        self._record(account, order)
+        self._start(order, now)
+        return order
+
+    @staticmethod
+    def _check_size(spec: OrderSpec) -> None:
+        """The market's minimum order value and the single-order maximum (USDC units)."""
+        minimum = spec.market.fx.min_order_size_units
+        if spec.value < minimum:
+            raise bad_body(
+                f"order value {units_text(spec.value)} USDC is below the market's min_order_size "
+                f"{units_text(minimum)}"
+            )
+        if spec.value > int(SINGLE_ORDER_MAX) * UNIT:
+            raise risk(f"order value exceeds the single-order maximum of {SINGLE_ORDER_MAX} USDC")
+
+    @staticmethod
+    def _funding(account: Account, spec: OrderSpec) -> str:
+        """What pays for a BUY: "bonus" when the bonus covers it, else "cash", else ""."""
+        if spec.side != BUY:
+            return ""
+        if account.bonus >= spec.maker_amount:
+            return "bonus"
+        if account.cash >= spec.maker_amount:
+            return "cash"
+        return ""
+
+    @staticmethod
+    def _check_cover(account: Account, spec: OrderSpec, funding: str) -> None:
+        """A BUY is funded; a SELL has the shares available."""
+        if spec.side == BUY:
+            if not funding:
+                raise Rejected(
+                    400, ERROR_BALANCE, detail="the USDC balance does not cover the order"
+                )
+            return
+        pos = account.positions.get(spec.market.token(spec.outcome))
+        if pos is None or pos.shares - pos.reserved < spec.maker_amount:
+            raise Rejected(400, ERROR_BALANCE, detail="not enough available shares to sell")
+
+    def _reserve(self, account: Account, spec: OrderSpec, is_bonus: bool) -> int:
+        """Reserve what the order may spend (a BUY's USDC, a SELL's shares); the amount."""
         if spec.side == BUY:
             if is_bonus:
                 account.bonus -= spec.maker_amount
@@ -94,15 +124,19 @@ class Book(Ledger):
             else:
                 account.cash -= spec.maker_amount
                 account.cash_reserved += spec.maker_amount
-            reserved = spec.maker_amount
         else:
-            pos = self._position(account, market, spec.outcome)
+            pos = self._position(account, spec.market, spec.outcome)
             pos.reserved += spec.maker_amount
-            reserved = spec.maker_amount
-        order = Order(
+        return spec.maker_amount
+
+    def _new_order(
+        self, account: Account, spec: OrderSpec, now: int, funding: str, reserved: int
+    ) -> Order:
+        """The order of an accepted spec, with the next sequence number."""
+        return Order(
             id=str(uuid.uuid4()),
             user_id=account.user_id,
-            market=market,
+            market=spec.market,
             outcome=spec.outcome,
             side=spec.side,
             order_type=spec.order_type,
@@ -123,25 +157,30 @@ class Book(Ledger):
             expiration=spec.expiration,
             notification_id=spec.notification_id,
             client_order_id=spec.client_order_id,
-            is_bonus=is_bonus,
+            is_bonus=funding == "bonus",
             take_profit=spec.take_profit,
             stop_loss=spec.stop_loss,
             created_ms=now,
             updated_ms=now,
         )
-        order.clob_order_id = clob_order_id
+
+    def _record(self, account: Account, order: Order) -> None:
+        """Index a new order: by id, clob id, client id, exits and expiry."""
         self.clob_ids.add(order.clob_order_id)
         self.orders[order.id] = order
         self.open_orders[order.id] = order
         account.orders.append(order)
-        if spec.client_order_id is not None:
-            account.client_ids[spec.client_order_id] = order
+        if order.client_order_id is not None:
+            account.client_ids[order.client_order_id] = order
         if order.side == BUY and (order.take_profit is not None or order.stop_loss is not None):
             self._armed[order.id] = order
         if order.expiration:
             heapq.heappush(self._expiries, (order.expiration * 1000, order.seq, order))
         self.stats["orders"] += 1
         self._emit_order(order)
+
+    def _start(self, order: Order, now: int) -> None:
+        """Process a new order to live now, or schedule its first step after the delay."""
         delay = self.config.processing_delay_ms
         if delay == 0:
             while order.is_open and order.status != "live":
@@ -149,7 +188,6 @@ class Book(Ledger):
         else:
             order.next_step_ms = now + delay
             heapq.heappush(self._due, (order.next_step_ms, order.seq, order))
-        return order
 
     def _tick(self, now: int) -> None:
         """Run the processing steps and GTD expirations that fell due by ``now`` (ms)."""

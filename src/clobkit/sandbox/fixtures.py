@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import uuid
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from clobkit.order_id import keccak256
 
@@ -270,236 +271,278 @@ def _condition(market_id: str) -> str:
     return "0x" + keccak256(f"clobkit-sandbox:condition:{market_id}".encode()).hex()
 
 
-def build_fixtures(seed: int, anchor_ms: int, extra_games: int = 0) -> Fixtures:
-    """The deterministic fixture set for ``seed``, laid out around ``anchor_ms``;
-    ``extra_games`` more upcoming games per league, each with one moneyline market
-    quoted by the house (for tests and benchmarks over many markets)."""
-    rng = random.Random(seed)
-    anchor = anchor_ms - anchor_ms % HOUR_MS
-    events: list[EventFixture] = []
-    markets: list[MarketFixture] = []
-    game_id = 90_000 + seed % 1000 * 100
+class _Market(NamedTuple):
+    """What differs between the markets of one event (the rest comes from the event)."""
 
-    def add_market(
-        event: EventFixture,
-        kind: str,
-        question: str,
-        description: str,
-        outcome_a: str,
-        outcome_b: str,
-        price: int,
-        group: str,
-        neg_risk: bool,
-        house: bool,
-        min_size: int,
-        fee: int,
-    ) -> MarketFixture:
-        n = len(event.market_ids)
-        market_id = _uuid("market", seed, event.id, n)
+    kind: str
+    question: str
+    description: str
+    outcome_a: str
+    outcome_b: str
+    price: int  # cents of outcome a
+    group: str
+    neg_risk: bool
+    house: bool
+    min_size: int  # shares
+    fee: int  # bps
+
+
+def _moneyline(home: Team, away: Team, game_id: int, price: int, house: bool, fee: int) -> _Market:
+    """The one market of a two-outcome game: outcome a is the home team."""
+    return _Market(
+        "moneyline",
+        f"{home.name} vs. {away.name}",
+        f"Resolves to the winner of {home.name} vs. {away.name} (game {game_id}).",
+        home.name,
+        away.name,
+        price,
+        "Moneyline",
+        False,
+        house,
+        1,
+        fee,
+    )
+
+
+def _three_way(
+    home: Team, away: Team, prices: tuple[int, int, int], house: bool, fee: int
+) -> tuple[_Market, _Market, _Market]:
+    """The home / draw / away Yes/No markets of a soccer match (``neg_risk``)."""
+    h, d, a = prices
+    return (
+        _Market(
+            "home_win",
+            f"Will {home.name} beat {away.name}?",
+            f"Resolves Yes if {home.name} beat {away.name} in regulation time.",
+            "Yes",
+            "No",
+            h,
+            home.name,
+            True,
+            house,
+            1,
+            fee,
+        ),
+        _Market(
+            "draw",
+            f"Will {home.name} vs. {away.name} end in a draw?",
+            "Resolves Yes if the match is drawn after regulation time.",
+            "Yes",
+            "No",
+            d,
+            "Draw",
+            True,
+            house,
+            1,
+            fee,
+        ),
+        _Market(
+            "away_win",
+            f"Will {away.name} beat {home.name}?",
+            f"Resolves Yes if {away.name} beat {home.name} in regulation time.",
+            "Yes",
+            "No",
+            a,
+            away.name,
+            True,
+            house,
+            1,
+            fee,
+        ),
+    )
+
+
+def _future(league: League, team: Team, weight: int, house: bool) -> _Market:
+    """One team's Yes/No market of a league's championship event."""
+    return _Market(
+        "future",
+        f"Will {team.name} win the {league.name} title in 2026?",
+        f"Resolves Yes if {team.name} are {league.name} champions in 2026.",
+        "Yes",
+        "No",
+        weight,
+        team.name,
+        True,
+        house,
+        5,
+        0,
+    )
+
+
+def _future_event(
+    event_id: str, league: League, game_id: int, anchor: int, trader_count: int
+) -> EventFixture:
+    """A league's championship event, settled two months after ``anchor`` (ms)."""
+    start = anchor + 60 * DAY_MS
+    return EventFixture(
+        id=event_id,
+        external_id=f"{league.id}-{game_id}",
+        slug=f"{league.id}-champion-2026",
+        title=f"{league.name} Champion 2026",
+        description=f"Which team wins the {league.name} title in 2026?",
+        league=league,
+        start_date_ms=anchor - 90 * DAY_MS,
+        start_time_ms=start,
+        end_date_ms=start + 30 * DAY_MS,
+        volume_units=0,
+        trader_count=trader_count,
+        live=False,
+        ended=False,
+        is_featured=league.id == "nba",
+        is_future=True,
+        team_match_status="auto_matched",
+        home_team=league.teams[0],
+        away_team=league.teams[1],
+        game_id=game_id,
+        created_ms=anchor - 90 * DAY_MS,
+        updated_ms=anchor,
+    )
+
+
+def _default_start(i: int, anchor: int) -> int:
+    """When game ``i`` of a league starts (ms): 0-1 ended, 2-3 live, 4-7 upcoming."""
+    if i < 2:
+        return anchor - (3 + i) * DAY_MS - 5 * HOUR_MS
+    if i < 4:
+        return anchor - (1 + i % 2) * HOUR_MS
+    return anchor + (i - 3) * DAY_MS + (19 - i) * HOUR_MS
+
+
+class _Builder:
+    """The fixture set under construction: one seeded generator drawn in a fixed order."""
+
+    def __init__(self, seed: int, anchor_ms: int) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.anchor = anchor_ms - anchor_ms % HOUR_MS
+        self.events: list[EventFixture] = []
+        self.markets: list[MarketFixture] = []
+        self.game_id = 90_000 + seed % 1000 * 100
+
+    def next_game_id(self) -> int:
+        self.game_id += 1
+        return self.game_id
+
+    def add_market(self, event: EventFixture, spec: _Market) -> MarketFixture:
+        """A market of ``event``; a market of an ended event is resolved at random."""
+        rng = self.rng
+        market_id = _uuid("market", self.seed, event.id, len(event.market_ids))
         resolved = event.ended
         winner = None
         if resolved:
-            winner = "a" if rng.random() < price / 100 else "b"
+            winner = "a" if rng.random() < spec.price / 100 else "b"
         m = MarketFixture(
             id=market_id,
-            external_id=f"{event.external_id}-{kind}",
+            external_id=f"{event.external_id}-{spec.kind}",
             condition_id=_condition(market_id),
             token_id_a=_token(market_id, "a"),
             token_id_b=_token(market_id, "b"),
             event_id=event.id,
-            question=question,
-            description=description,
+            question=spec.question,
+            description=spec.description,
             category=event.league.category,
             subcategory=event.league.subcategory,
-            outcome_a=outcome_a,
-            outcome_b=outcome_b,
-            price_a_cents=price,
+            outcome_a=spec.outcome_a,
+            outcome_b=spec.outcome_b,
+            price_a_cents=spec.price,
             volume_units=rng.randrange(5_000, 400_000) * UNIT,
             end_date_ms=event.end_date_ms,
             game_start_ms=event.start_time_ms,
             status="resolved" if resolved else "active",
             winner=winner,
             market_type="moneyline",
-            group_item_title=group,
-            neg_risk=neg_risk,
+            group_item_title=spec.group,
+            neg_risk=spec.neg_risk,
             is_featured=event.is_featured,
             created_ms=event.created_ms,
             updated_ms=event.updated_ms,
-            house_liquidity=house and not resolved,
+            house_liquidity=spec.house and not resolved,
             house_level_units=rng.choice((250, 500, 1000, 2000)) * UNIT,
-            min_order_size_units=min_size * UNIT,
-            fee_rate_bps=fee,
-            kind=kind,
+            min_order_size_units=spec.min_size * UNIT,
+            fee_rate_bps=spec.fee,
+            kind=spec.kind,
         )
-        markets.append(m)
+        self.markets.append(m)
         event.market_ids.append(market_id)
         return m
 
-    for league in LEAGUES:
-        teams = league.teams
-        fee = 200 if league.category == "esports" else 0
-        for i in range(8):
-            home, away = teams[(2 * i) % 6], teams[(2 * i + 1 + i // 3) % 6]
-            if away == home:
-                away = teams[(teams.index(home) + 1) % 6]
-            ended, live = i < 2, 2 <= i < 4
-            if ended:
-                start = anchor - (3 + i) * DAY_MS - 5 * HOUR_MS
-            elif live:
-                start = anchor - (1 + i % 2) * HOUR_MS
-            else:
-                start = anchor + (i - 3) * DAY_MS + (19 - i) * HOUR_MS
-            game_id += 1
-            event_id = _uuid("event", seed, league.id, i)
-            ev = _game(
-                event_id, league, home, away, game_id, start, anchor, rng.randrange(20, 5_000)
-            )
-            ev.live, ev.ended, ev.is_featured = live, ended, i in (2, 4)
-            house = not (league.id == "lol" and i == 7) and not (league.id == "nfl" and i == 6)
-            if league.three_way:
-                h = rng.randrange(30, 56)
-                d = rng.randrange(18, 30)
-                a = 100 - h - d
-                hm = add_market(
-                    ev,
-                    "home_win",
-                    f"Will {home.name} beat {away.name}?",
-                    f"Resolves Yes if {home.name} beat {away.name} in regulation time.",
-                    "Yes",
-                    "No",
-                    h,
-                    home.name,
-                    True,
-                    house,
-                    1,
-                    fee,
-                )
-                add_market(
-                    ev,
-                    "draw",
-                    f"Will {home.name} vs. {away.name} end in a draw?",
-                    "Resolves Yes if the match is drawn after regulation time.",
-                    "Yes",
-                    "No",
-                    d,
-                    "Draw",
-                    True,
-                    house,
-                    1,
-                    fee,
-                )
-                am = add_market(
-                    ev,
-                    "away_win",
-                    f"Will {away.name} beat {home.name}?",
-                    f"Resolves Yes if {away.name} beat {home.name} in regulation time.",
-                    "Yes",
-                    "No",
-                    a,
-                    away.name,
-                    True,
-                    house,
-                    1,
-                    fee,
-                )
-                ev.home_win, ev.away_win = (hm.id, "a"), (am.id, "a")
-            else:
-                p = rng.randrange(25, 76)
-                m = add_market(
-                    ev,
-                    "moneyline",
-                    f"{home.name} vs. {away.name}",
-                    f"Resolves to the winner of {home.name} vs. {away.name} (game {game_id}).",
-                    home.name,
-                    away.name,
-                    p,
-                    "Moneyline",
-                    False,
-                    house,
-                    1,
-                    fee,
-                )
-                ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
-            ev.volume_units = sum(mk.volume_units for mk in markets if mk.event_id == ev.id)
-            events.append(ev)
+    def add_event(self, event: EventFixture) -> None:
+        """Close an event: its volume is its markets' volume."""
+        event.volume_units = sum(m.volume_units for m in self.markets if m.event_id == event.id)
+        self.events.append(event)
 
-        # futures / championship event: one Yes/No market per team, mutually exclusive
-        game_id += 1
-        event_id = _uuid("event", seed, league.id, "future")
-        start = anchor + 60 * DAY_MS
-        ev = EventFixture(
-            id=event_id,
-            external_id=f"{league.id}-{game_id}",
-            slug=f"{league.id}-champion-2026",
-            title=f"{league.name} Champion 2026",
-            description=f"Which team wins the {league.name} title in 2026?",
-            league=league,
-            start_date_ms=anchor - 90 * DAY_MS,
-            start_time_ms=start,
-            end_date_ms=start + 30 * DAY_MS,
-            volume_units=0,
-            trader_count=rng.randrange(500, 20_000),
-            live=False,
-            ended=False,
-            is_featured=league.id == "nba",
-            is_future=True,
-            team_match_status="auto_matched",
-            home_team=teams[0],
-            away_team=teams[1],
-            game_id=game_id,
-            created_ms=anchor - 90 * DAY_MS,
-            updated_ms=anchor,
-        )
-        weights = [30, 22, 16, 13, 10, 9]
-        ids = []
-        for k, team in enumerate(teams):
-            m = add_market(
-                ev,
-                "future",
-                f"Will {team.name} win the {league.name} title in 2026?",
-                f"Resolves Yes if {team.name} are {league.name} champions in 2026.",
-                "Yes",
-                "No",
-                weights[k],
-                team.name,
-                True,
-                k < 3,
-                5,
-                0,
+    def default_game(self, league: League, i: int) -> None:
+        """Game ``i`` (0-7) of a league: its event and its moneyline or three-way markets."""
+        teams = league.teams
+        home, away = teams[(2 * i) % 6], teams[(2 * i + 1 + i // 3) % 6]
+        if away == home:
+            away = teams[(teams.index(home) + 1) % 6]
+        game_id = self.next_game_id()
+        event_id = _uuid("event", self.seed, league.id, i)
+        start = _default_start(i, self.anchor)
+        trader_count = self.rng.randrange(20, 5_000)
+        ev = _game(event_id, league, home, away, game_id, start, self.anchor, trader_count)
+        ev.live, ev.ended, ev.is_featured = 2 <= i < 4, i < 2, i in (2, 4)
+        house = not (league.id == "lol" and i == 7) and not (league.id == "nfl" and i == 6)
+        fee = 200 if league.category == "esports" else 0
+        if league.three_way:
+            h = self.rng.randrange(30, 56)
+            d = self.rng.randrange(18, 30)
+            hm, _, am = (
+                self.add_market(ev, spec)
+                for spec in _three_way(home, away, (h, d, 100 - h - d), house, fee)
             )
-            ids.append(m.id)
+            ev.home_win, ev.away_win = (hm.id, "a"), (am.id, "a")
+        else:
+            price = self.rng.randrange(25, 76)
+            m = self.add_market(ev, _moneyline(home, away, game_id, price, house, fee))
+            ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
+        self.add_event(ev)
+
+    def future(self, league: League) -> None:
+        """A league's championship event: one Yes/No market per team, mutually exclusive."""
+        event_id = _uuid("event", self.seed, league.id, "future")
+        game_id = self.next_game_id()
+        trader_count = self.rng.randrange(500, 20_000)
+        ev = _future_event(event_id, league, game_id, self.anchor, trader_count)
+        weights = [30, 22, 16, 13, 10, 9]
+        ids = [
+            self.add_market(ev, _future(league, team, weights[k], k < 3)).id
+            for k, team in enumerate(league.teams)
+        ]
         ev.home_win, ev.away_win = (ids[0], "a"), (ids[1], "a")
-        ev.volume_units = sum(mk.volume_units for mk in markets if mk.event_id == ev.id)
-        events.append(ev)
+        self.add_event(ev)
+
+    def extra_game(self, league: League, i: int, extra: random.Random) -> None:
+        """Extra upcoming game ``i`` of a league, one house-quoted moneyline market."""
+        teams = league.teams
+        home, away = teams[i % 6], teams[(i + 1 + i // 6) % 6]
+        if away == home:
+            away = teams[(i + 2) % 6]
+        start = self.anchor + (1 + i // 4) * DAY_MS + (12 + i % 4 * 2) * HOUR_MS
+        game_id = self.next_game_id()
+        event_id = _uuid("event", self.seed, league.id, "extra", i)
+        trader_count = extra.randrange(20, 5_000)
+        ev = _game(event_id, league, home, away, game_id, start, self.anchor, trader_count)
+        fee = 200 if league.category == "esports" else 0
+        spec = _moneyline(home, away, game_id, extra.randrange(25, 76), True, fee)
+        m = self.add_market(ev, spec)
+        ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
+        self.add_event(ev)
+
+
+def build_fixtures(seed: int, anchor_ms: int, extra_games: int = 0) -> Fixtures:
+    """The deterministic fixture set for ``seed``, laid out around ``anchor_ms``;
+    ``extra_games`` more upcoming games per league, each with one moneyline market
+    quoted by the house (for tests and benchmarks over many markets)."""
+    build = _Builder(seed, anchor_ms)
+    for league in LEAGUES:
+        for i in range(8):
+            build.default_game(league, i)
+        build.future(league)
     # a separate generator: the default fixtures stay the same whatever extra_games is
     extra = random.Random(f"{seed}-extra")
     for league in LEAGUES:
-        teams = league.teams
         for i in range(extra_games):
-            home, away = teams[i % 6], teams[(i + 1 + i // 6) % 6]
-            if away == home:
-                away = teams[(i + 2) % 6]
-            start = anchor + (1 + i // 4) * DAY_MS + (12 + i % 4 * 2) * HOUR_MS
-            game_id += 1
-            event_id = _uuid("event", seed, league.id, "extra", i)
-            ev = _game(
-                event_id, league, home, away, game_id, start, anchor, extra.randrange(20, 5_000)
-            )
-            m = add_market(
-                ev,
-                "moneyline",
-                f"{home.name} vs. {away.name}",
-                f"Resolves to the winner of {home.name} vs. {away.name} (game {game_id}).",
-                home.name,
-                away.name,
-                extra.randrange(25, 76),
-                "Moneyline",
-                False,
-                True,
-                1,
-                200 if league.category == "esports" else 0,
-            )
-            ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
-            ev.volume_units = m.volume_units
-            events.append(ev)
-    return Fixtures(LEAGUES, events, markets)
+            build.extra_game(league, i, extra)
+    return Fixtures(LEAGUES, build.events, build.markets)

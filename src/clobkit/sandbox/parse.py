@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any
 
-from clobkit import limit_amounts, market_amounts, market_price, new_salt
+from clobkit import Amounts, limit_amounts, market_amounts, market_price, new_salt
 from clobkit._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES
 from clobkit.errors import InsufficientLiquidity, ValidationError
 
@@ -149,10 +149,41 @@ def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderS
     if not isinstance(body, Mapping):
         raise bad_body("the body must be a JSON object")
     market = state._market(body.get("market_id"))
-    side_name = _choice(body, "side", SIDES, "BUY")
-    side = BUY if side_name == "BUY" else SELL
+    side = BUY if _choice(body, "side", SIDES, "BUY") == "BUY" else SELL
     order_type = _choice(body, "order_type", ORDER_TYPES, FOK)
     assert order_type is not None
+    outcome = _order_outcome(body, order_type, side)
+    limit = _price(body, "limit_price")
+    if order_type != FOK and limit is None:
+        raise bad_body("limit_price is required for GTC and GTD orders")
+    take_profit, stop_loss = _exits(body)
+    expiration = _order_expiration(body, order_type, now)
+    quantity = _positive(body, "amount" if side == BUY else "shares")
+    _check_active(market)
+    limit_cents, price, amounts = _order_amounts(market, outcome, side, order_type, quantity, limit)
+    return OrderSpec(
+        market=market,
+        outcome=outcome,
+        side=side,
+        order_type=order_type,
+        limit_cents=limit_cents,
+        price_text=str(price),
+        size=amounts.taker_amount if side == BUY else amounts.maker_amount,
+        maker_amount=amounts.maker_amount,
+        taker_amount=amounts.taker_amount,
+        amount_based=order_type == FOK and side == BUY,
+        value=amounts.maker_amount if side == BUY else amounts.taker_amount,
+        expiration=expiration,
+        salt=new_salt(),
+        fee_rate_bps=market.fx.fee_rate_bps,
+        take_profit=take_profit,
+        stop_loss=stop_loss,
+        notification_id=str(uuid.uuid4()),
+    )
+
+
+def _order_outcome(body: Mapping[str, Any], order_type: str, side: int) -> str:
+    """The outcome of a POST /orders body: ``outcome``, or ``token_option`` (yes: a, no: b)."""
     outcome = _choice(body, "outcome", ("a", "b"), None)
     option = _choice(body, "token_option", ("yes", "no"), None)
     option_outcome = None if option is None else ("a" if option == "yes" else "b")
@@ -167,74 +198,63 @@ def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderS
         outcome = outcome or option_outcome
     if option_outcome is not None and outcome != option_outcome:
         raise bad_body("outcome and token_option disagree")
-    limit = _price(body, "limit_price")
-    if order_type != FOK and limit is None:
-        raise bad_body("limit_price is required for GTC and GTD orders")
+    return outcome
+
+
+def _exits(body: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """The take-profit and stop-loss prices (cents), the first above the second."""
     take_profit = _price(body, "take_profit_price")
     stop_loss = _price(body, "stop_loss_price")
     if take_profit is not None and stop_loss is not None and take_profit <= stop_loss:
         raise bad_body("take_profit_price must be above stop_loss_price")
-    expiration = 0
-    if order_type == GTD:
-        raw = body.get("expiration")
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise bad_body("expiration (integer Unix seconds) is required for a GTD order")
-        if raw <= now // 1000:
-            raise bad_body("expiration must be in the future")
-        expiration = raw
-    if side == BUY:
-        amount = _positive(body, "amount")
-        quantity = amount
-    else:
-        quantity = _positive(body, "shares")
+    return take_profit, stop_loss
+
+
+def _order_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
+    """A GTD order's expiration (Unix seconds, after ``now`` in ms); 0 for the others."""
+    if order_type != GTD:
+        return 0
+    raw = body.get("expiration")
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise bad_body("expiration (integer Unix seconds) is required for a GTD order")
+    if raw <= now // 1000:
+        raise bad_body("expiration must be in the future")
+    return raw
+
+
+def _check_active(market: MarketState) -> None:
     if not market.active:
         raise bad_body(
             f"market {market.id} is not active (status {market.fx.status})", "MARKET_NOT_ACTIVE"
         )
+
+
+def _order_amounts(
+    market: MarketState,
+    outcome: str,
+    side: int,
+    order_type: str,
+    quantity: Decimal,
+    limit: int | None,
+) -> tuple[int, Decimal, Amounts]:
+    """(limit in cents, price, signed amounts) of a FOK (at its book walk's worst price) or
+    a limit order (a BUY's USDC amount floored to whole cents of 0.01 shares)."""
     try:
         if order_type == FOK:
             worst = fok_price(market, outcome, side, quantity, limit)
             price = Decimal(worst) / 100
-            amounts = market_amounts(side, price, quantity)
-            limit_cents = worst
-            amount_based = side == BUY
-            size = amounts.taker_amount if side == BUY else amounts.maker_amount
-        else:
-            assert limit is not None
-            price = Decimal(limit) / 100
-            if side == BUY:
-                cents = int((quantity * 100).to_integral_value(ROUND_DOWN))
-                shares = Decimal(cents * 100 // limit) / 100
-                if shares <= 0:
-                    raise bad_body("amount is too small to buy 0.01 shares at limit_price")
-                amounts = limit_amounts(BUY, price, shares)
-            else:
-                amounts = limit_amounts(SELL, price, quantity)
-            limit_cents = limit
-            amount_based = False
-            size = amounts.taker_amount if side == BUY else amounts.maker_amount
+            return worst, price, market_amounts(side, price, quantity)
+        assert limit is not None
+        price = Decimal(limit) / 100
+        if side == SELL:
+            return limit, price, limit_amounts(SELL, price, quantity)
+        cents = int((quantity * 100).to_integral_value(ROUND_DOWN))
+        shares = Decimal(cents * 100 // limit) / 100
+        if shares <= 0:
+            raise bad_body("amount is too small to buy 0.01 shares at limit_price")
+        return limit, price, limit_amounts(BUY, price, shares)
     except ValidationError as exc:
         raise bad_body(str(exc)) from None
-    value = amounts.maker_amount if side == BUY else amounts.taker_amount
-    return OrderSpec(
-        market=market,
-        outcome=outcome,
-        side=side,
-        order_type=order_type,
-        limit_cents=limit_cents,
-        price_text=str(price),
-        size=size,
-        maker_amount=amounts.maker_amount,
-        taker_amount=amounts.taker_amount,
-        amount_based=amount_based,
-        value=value,
-        expiration=expiration,
-        salt=new_salt(),
-        fee_rate_bps=market.fx.fee_rate_bps,
-        take_profit=take_profit,
-        stop_loss=stop_loss,
-        notification_id=str(uuid.uuid4()),
-    )
 
 
 def fok_price(
@@ -263,80 +283,19 @@ def _own_levels(market: MarketState, outcome: str, own_side: int) -> list[tuple[
 def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpec:
     """A POST /orders/raw body at ``now`` (ms) into an order spec."""
     market = state._market(body.get("market_id"))
-    outcome = _choice(body, "outcome", ("a", "b"), None)
-    if outcome is None:
-        raise bad_body("outcome (a or b) is required")
-    token = body.get("token_id")
-    if isinstance(token, int) and not isinstance(token, bool):
-        token = str(token)
-    if not isinstance(token, str):
-        raise bad_body("token_id is required (a decimal string)")
-    if token != market.token(outcome):
-        raise bad_body(
-            f"token_id is not the token of outcome {outcome} of market {market.id}",
-            "ORDER_INVALID_TOKEN",
-        )
-    maker = _uint(
-        body.get("maker_amount"),
-        "maker_amount",
-        "ORDER_INVALID_MAKER_AMOUNT",
-        strings_only=True,
-    )
-    taker = _uint(
-        body.get("taker_amount"),
-        "taker_amount",
-        "ORDER_INVALID_TAKER_AMOUNT",
-        strings_only=True,
-    )
-    if maker == 0:
-        raise bad_body("maker_amount must be positive", "ORDER_INVALID_MAKER_AMOUNT")
-    if taker == 0:
-        raise bad_body("taker_amount must be positive", "ORDER_INVALID_TAKER_AMOUNT")
+    outcome = _raw_outcome(body, market)
+    maker, taker = _raw_amounts(body)
     side = body.get("side")
     if type(side) is not int or side not in (0, 1):  # not True, 0.0 or Decimal("1.0")
         raise bad_body("side must be 0 (BUY) or 1 (SELL)")
-    fee = body.get("fee_rate_bps")
-    if isinstance(fee, bool) or not isinstance(fee, int):
-        raise bad_body("fee_rate_bps (integer) is required")
-    if fee != market.fx.fee_rate_bps:
-        raise bad_body(
-            f"fee_rate_bps must equal the token's fee ({market.fx.fee_rate_bps})",
-            "ORDER_INVALID_FEE_RATE",
-        )
+    fee = _raw_fee(body, market)
     order_type = _choice(body, "order_type", ORDER_TYPES, FOK)
     assert order_type is not None
-    salt_raw = body.get("salt")
-    if salt_raw is None:
-        salt = new_salt()
-    else:
-        salt = _uint(salt_raw, "salt", "ORDER_INVALID_SALT")
-        if salt > SALT_MAX:
-            raise bad_body(f"salt must lie in [0, {SALT_MAX}]", "ORDER_INVALID_SALT")
+    salt = _raw_salt(body)
     nonce = 0 if body.get("nonce") is None else _uint(body.get("nonce"), "nonce")
-    expiration = (
-        0 if body.get("expiration") is None else _uint(body.get("expiration"), "expiration")
-    )
-    if order_type == GTD:
-        if expiration <= now // 1000:
-            raise bad_body("a GTD order needs an expiration in the future")
-    elif expiration != 0:
-        raise bad_body("expiration is only supported for GTD orders (use 0)")
-    # implied price: USDC / shares, strictly between 0 and 1
-    usdc, shares = (maker, taker) if side == BUY else (taker, maker)
-    if not usdc < shares:
-        raise bad_body(
-            "maker_amount / taker_amount must lie between 0 and 1", "ORDER_INVALID_PRICE"
-        )
-    # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
-    limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
-    if not 1 <= limit <= 99:
-        raise bad_body(
-            "the implied price rounds outside 0.01-0.99 on the tick grid", "ORDER_INVALID_PRICE"
-        )
-    if not market.active:
-        raise bad_body(
-            f"market {market.id} is not active (status {market.fx.status})", "MARKET_NOT_ACTIVE"
-        )
+    expiration = _raw_expiration(body, order_type, now)
+    usdc, shares, limit = _implied(maker, taker, side)
+    _check_active(market)
     return OrderSpec(
         market=market,
         outcome=outcome,
@@ -357,3 +316,96 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
         source_id=body.get("client_order_id"),
         client_order_id=body.get("client_order_id"),
     )
+
+
+def _raw_outcome(body: Mapping[str, Any], market: MarketState) -> str:
+    """A raw order's outcome, its ``token_id`` that outcome's token of ``market``."""
+    outcome = _choice(body, "outcome", ("a", "b"), None)
+    if outcome is None:
+        raise bad_body("outcome (a or b) is required")
+    token = body.get("token_id")
+    if isinstance(token, int) and not isinstance(token, bool):
+        token = str(token)
+    if not isinstance(token, str):
+        raise bad_body("token_id is required (a decimal string)")
+    if token != market.token(outcome):
+        raise bad_body(
+            f"token_id is not the token of outcome {outcome} of market {market.id}",
+            "ORDER_INVALID_TOKEN",
+        )
+    return outcome
+
+
+def _raw_amounts(body: Mapping[str, Any]) -> tuple[int, int]:
+    """A raw order's maker and taker amounts (units): positive uint256 digit strings."""
+    maker = _uint(
+        body.get("maker_amount"),
+        "maker_amount",
+        "ORDER_INVALID_MAKER_AMOUNT",
+        strings_only=True,
+    )
+    taker = _uint(
+        body.get("taker_amount"),
+        "taker_amount",
+        "ORDER_INVALID_TAKER_AMOUNT",
+        strings_only=True,
+    )
+    if maker == 0:
+        raise bad_body("maker_amount must be positive", "ORDER_INVALID_MAKER_AMOUNT")
+    if taker == 0:
+        raise bad_body("taker_amount must be positive", "ORDER_INVALID_TAKER_AMOUNT")
+    return maker, taker
+
+
+def _raw_fee(body: Mapping[str, Any], market: MarketState) -> int:
+    """A raw order's ``fee_rate_bps``: an integer, the market's own."""
+    fee = body.get("fee_rate_bps")
+    if isinstance(fee, bool) or not isinstance(fee, int):
+        raise bad_body("fee_rate_bps (integer) is required")
+    if fee != market.fx.fee_rate_bps:
+        raise bad_body(
+            f"fee_rate_bps must equal the token's fee ({market.fx.fee_rate_bps})",
+            "ORDER_INVALID_FEE_RATE",
+        )
+    return fee
+
+
+def _raw_salt(body: Mapping[str, Any]) -> int:
+    """A raw order's salt, in [0, SALT_MAX]; a new one when absent."""
+    salt_raw = body.get("salt")
+    if salt_raw is None:
+        return new_salt()
+    salt = _uint(salt_raw, "salt", "ORDER_INVALID_SALT")
+    if salt > SALT_MAX:
+        raise bad_body(f"salt must lie in [0, {SALT_MAX}]", "ORDER_INVALID_SALT")
+    return salt
+
+
+def _raw_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
+    """A raw order's expiration (Unix seconds): after ``now`` (ms) for GTD, else 0."""
+    expiration = (
+        0 if body.get("expiration") is None else _uint(body.get("expiration"), "expiration")
+    )
+    if order_type == GTD:
+        if expiration <= now // 1000:
+            raise bad_body("a GTD order needs an expiration in the future")
+    elif expiration != 0:
+        raise bad_body("expiration is only supported for GTD orders (use 0)")
+    return expiration
+
+
+def _implied(maker: int, taker: int, side: int) -> tuple[int, int, int]:
+    """(USDC, shares, limit in cents) of a raw order's amounts."""
+    # implied price: USDC / shares, strictly between 0 and 1
+    usdc, shares = (maker, taker) if side == BUY else (taker, maker)
+    if not usdc < shares:
+        raise bad_body(
+            "maker_amount / taker_amount must lie between 0 and 1", "ORDER_INVALID_PRICE"
+        )
+    # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
+    limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
+    if not 1 <= limit <= 99:
+        raise bad_body(
+            "the implied price rounds outside 0.01-0.99 on the tick grid", "ORDER_INVALID_PRICE"
+        )
+    return usdc, shares, limit

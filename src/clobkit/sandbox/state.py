@@ -305,7 +305,6 @@ class EngineState:
         self._clock = clock
         self.instance_id = uuid.uuid4().hex
         now = self._now_ms()
-        self.started_ms = now
         fx = build_fixtures(self.config.seed, now, self.config.extra_games)
         self.leagues = fx.leagues
         self.events: dict[str, EventFixture] = {e.id: e for e in fx.events}

@@ -7,11 +7,12 @@ before; nothing here runs. With one (``--state FILE``, ``Sandbox(state=...)``):
   three sets; when the outermost operation ends, still under the engine lock
   and before any answer or WebSocket event leaves, :meth:`StateStore.save`
   writes the changed rows, the engine's counters and ledger and the nonces
-  used since the last commit in **one** transaction. Rows are the engine's
-  own dataclasses field by field, so a field added to ``Order`` is persisted
-  without touching this module.
+  used since the last commit in **one** transaction. What each row holds,
+  and how it is read back, is declared once per kind of object in
+  ``persisted.py`` (an ``Order``'s row is the dataclass field by field, so a
+  field added to it is persisted without touching either module).
 * Used nonces are buffered by the authenticator's hook and committed with the
-  next transaction; the app's :class:`CommitBeforeAnswer` middleware commits
+  next transaction; the app's ``CommitBeforeAnswer`` middleware commits
   any still buffered before a response (or WebSocket accept) starts, so a
   request's nonce is on disk before its answer. Nonces older than the
   authenticator's timestamp window are pruned (a replay of them fails the
@@ -36,24 +37,21 @@ import hashlib
 import heapq
 import os
 import sqlite3
-import sys
 import threading
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import MISSING, fields
-from typing import Annotated, Any, get_args, get_origin
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import msgspec
 
 from clobkit.errors import ClobkitError
 
 from .invariants import violations as state_violations
-from .ledger import RISK_MINUTE_MS
-from .state import FOK, Account, Order, Position
+from .persisted import ACCOUNT, ENGINE, EVENT, MARKET, ORDER, POSITION, Damaged
+from .state import FOK, Order, Position
 from .state import EngineState as Engine
 
-__all__ = ["SCHEMA_VERSION", "CommitBeforeAnswer", "StateFileError", "StateStore"]
+__all__ = ["SCHEMA_VERSION", "StateFileError", "StateStore"]
 
 SCHEMA_VERSION = "1"
 _APP = "clobkit-sandbox-state"
@@ -110,126 +108,8 @@ _COLUMNS = {
 }
 
 
-def _fields(cls: type, derived: frozenset[str] = frozenset(("market",))) -> tuple[str, ...]:
-    """The dataclass fields a row holds: all but those rebuilt from the config or fixtures."""
-    return tuple(f.name for f in fields(cls) if f.name not in derived)
-
-
-_ORDER_FIELDS = _fields(Order)
-_POSITION_FIELDS = _fields(Position)
-_ACCOUNT_FIELDS = _fields(
-    Account,
-    frozenset(("config", "wallet", "hasher", "positions", "orders", "client_ids")),
-)
-
-
 _ENCODE = msgspec.json.Encoder().encode
 _loads = msgspec.json.decode
-_Count = Annotated[int, msgspec.Meta(ge=0)]
-_Cents = Annotated[int, msgspec.Meta(ge=0, le=100)]  # a price on the 0.01 grid (a book level)
-# the int fields that never go below zero (counts, amounts, ids, times); the
-# others (a position's cost and realized profit, the day and month keys) may
-_NON_NEGATIVE = frozenset(
-    (
-        "id",
-        "limit_cents",
-        "size",
-        "maker_amount",
-        "taker_amount",
-        "reserved",
-        "matched",
-        "usdc",
-        "seq",
-        "salt",
-        "nonce",
-        "fee_rate_bps",
-        "expiration",
-        "created_ms",
-        "updated_ms",
-        "next_step_ms",
-        "settlement_units",
-        "shares",
-        "cash",
-        "bonus",
-        "deposits",
-        "cash_reserved",
-        "bonus_reserved",
-        "payouts",
-        "day_units",
-        "month_units",
-    )
-)
-
-
-def _row_type(cls: type, names: tuple[str, ...], **extra: Any) -> type[msgspec.Struct]:
-    """A msgspec type of the JSON row of dataclass ``cls``: each field of ``names`` with
-    its annotated type (a deque as a list), non-negative where it must be, no other key."""
-    space = vars(sys.modules[cls.__module__])
-    spec: list[Any] = []
-    for f in fields(cls):
-        if f.name not in names:
-            continue
-        typ = eval(f.type, space) if isinstance(f.type, str) else f.type  # our own annotations
-        if get_origin(typ) is deque:  # written as a JSON array
-            typ = list[get_args(typ)]  # type: ignore[misc]
-        if typ is int and f.name in _NON_NEGATIVE:
-            typ = _Count
-        if f.default is not MISSING:
-            spec.append((f.name, typ, f.default))
-        elif f.default_factory is not MISSING:
-            spec.append((f.name, typ, msgspec.field(default_factory=f.default_factory)))
-        else:
-            spec.append((f.name, typ))
-    spec.extend(extra.items())
-    # fields with a default last (the order of a struct's fields), as in a dataclass
-    spec.sort(key=lambda item: len(item) == 3)
-    return msgspec.defstruct(f"{cls.__name__}Row", spec, forbid_unknown_fields=True)
-
-
-_ORDER_ROW = _row_type(Order, _ORDER_FIELDS, market_id=str)
-_POSITION_ROW = _row_type(Position, _POSITION_FIELDS, market_id=str)
-_ACCOUNT_ROW = _row_type(Account, _ACCOUNT_FIELDS)
-
-
-class _EngineRow(msgspec.Struct, forbid_unknown_fields=True):
-    instance_id: str
-    seq: _Count
-    fill_seq: _Count
-    position_seq: _Count
-    house_usdc: int
-    deposits: _Count
-    stats: dict[str, _Count]
-    house_shares: dict[str, _Count]
-    armed: list[str]
-
-
-class _MarketRow(msgspec.Struct, forbid_unknown_fields=True):
-    status: str
-    winner: str | None
-    mid: _Cents | None
-    collateral: _Count
-    last_trade: _Cents | None
-    traded_units: _Count
-    traders: list[str]
-    book_ms: _Count
-    updated_ms: _Count
-    book: list[tuple[Annotated[int, msgspec.Meta(ge=0, le=1)], _Cents, list[str]]]
-
-
-_EVENT_ROW = tuple[bool, bool, _Count]
-
-
-class _Damaged(Exception):
-    """A row the sandbox never writes (its message names the table, row and field)."""
-
-
-def _row(text: str, typ: Any, where: str) -> Any:
-    """One row's JSON decoded as ``typ`` (every field and its type checked), as a dict."""
-    try:
-        value = msgspec.json.decode(text, type=typ)
-    except msgspec.ValidationError as exc:
-        raise _Damaged(f"{where}: {exc}") from None
-    return msgspec.structs.asdict(value) if isinstance(value, msgspec.Struct) else value
 
 
 def _dumps(data: object) -> str:
@@ -256,27 +136,7 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StateFileError(f"state file {self.path}: cannot open it ({exc})") from None
         try:
-            self._db.execute("PRAGMA locking_mode=EXCLUSIVE")
-            mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode != "wal":
-                raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
-            found = _master(self._db)
-            tables = {name for kind, name in found if kind == "table"}
-            if tables and "meta" not in tables:
-                raise StateFileError(
-                    f"state file {self.path} is an SQLite file of another program (no meta table)"
-                )
-            if found:
-                # never CREATE ... IF NOT EXISTS over a file: a dropped nonces table
-                # would come back empty, and every nonce used before would replay
-                self._check_schema(found)
-            else:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-            self._db.execute("COMMIT")  # the exclusive lock stays until close
+            self._prepare(self._db)
         except sqlite3.OperationalError as exc:
             self.close()
             if "locked" in str(exc):
@@ -292,6 +152,30 @@ class StateStore:
         except StateFileError:
             self.close()
             raise
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        """Lock the file for this process (WAL), then check its schema or write it (new)."""
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
+            raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
+        found = _master(db)
+        tables = {name for kind, name in found if kind == "table"}
+        if tables and "meta" not in tables:
+            raise StateFileError(
+                f"state file {self.path} is an SQLite file of another program (no meta table)"
+            )
+        if found:
+            # never CREATE ... IF NOT EXISTS over a file: a dropped nonces table
+            # would come back empty, and every nonce used before would replay
+            self._check_schema(found)
+        else:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+        db.execute("COMMIT")  # the exclusive lock stays until close
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -489,83 +373,11 @@ class StateStore:
         markets: list[str],
         users: list[str],
     ) -> None:
-        upsert: list[tuple[str, str, int, str]] = []
-        gone: list[tuple[str]] = []
-        for order in orders:
-            if order.house and order.id not in engine.open_orders:
-                gone.append((order.id,))  # a finished house quote (or a one-off counter)
-                continue
-            row = {name: getattr(order, name) for name in _ORDER_FIELDS}
-            row["market_id"] = order.market.id
-            upsert.append((order.id, order.user_id, order.seq, _dumps(row)))
-        if gone:
-            db.executemany("DELETE FROM orders WHERE order_id = ?", gone)
-        if upsert:
-            db.executemany("INSERT OR REPLACE INTO orders VALUES (?, ?, ?, ?)", upsert)
-        market_rows, event_rows = [], {}
-        for market_id in markets:
-            m = engine.markets[market_id]
-            book = [
-                [side, price, [o.id for o in level]]
-                for side, levels in enumerate((m.bids, m.asks))
-                for price, level in enumerate(levels)
-                if level
-            ]
-            row = {
-                "status": m.fx.status,
-                "winner": m.fx.winner,
-                "mid": m.mid,
-                "collateral": m.collateral,
-                "last_trade": m.last_trade,
-                "traded_units": m.traded_units,
-                "traders": sorted(m.traders),
-                "book_ms": m.book_ms,
-                "updated_ms": m.updated_ms,
-                "book": book,
-            }
-            market_rows.append((market_id, _dumps(row)))
-            # settlement ends the event once all its markets are resolved
-            event_rows[m.event.id] = _dumps([m.event.live, m.event.ended, m.event.updated_ms])
-        if market_rows:
-            db.executemany("INSERT OR REPLACE INTO markets VALUES (?, ?)", market_rows)
-            db.executemany("INSERT OR REPLACE INTO events VALUES (?, ?)", event_rows.items())
-        account_rows, position_rows = [], []
-        minute_ago = engine._now_ms() - RISK_MINUTE_MS
-        for user_id in users:
-            account = engine.accounts[user_id]
-            data = {name: getattr(account, name) for name in _ACCOUNT_FIELDS}
-            # only what the per-minute risk check can still count (the deque itself is
-            # trimmed only while that limit is on)
-            recent = []
-            for t in reversed(account.minute):  # ascending times: stop at the first old one
-                if t <= minute_ago:
-                    break
-                recent.append(t)
-            data["minute"] = recent[::-1]
-            account_rows.append((user_id, _dumps(data)))
-            for token, pos in account.positions.items():
-                row = {name: getattr(pos, name) for name in _POSITION_FIELDS}
-                row["market_id"] = pos.market.id
-                text = _dumps(row)
-                if self._cache.get((user_id, token)) != text:
-                    position_rows.append((user_id, token, text))
-        if account_rows:
-            db.executemany("INSERT OR REPLACE INTO accounts VALUES (?, ?)", account_rows)
-        if position_rows:
-            db.executemany("INSERT OR REPLACE INTO positions VALUES (?, ?, ?)", position_rows)
-        engine_row = _dumps(
-            {
-                "instance_id": engine.instance_id,
-                "seq": engine._seq,
-                "fill_seq": engine._fill_seq,
-                "position_seq": engine._position_seq,
-                "house_usdc": engine.house_usdc,
-                "deposits": engine.deposits,
-                "stats": engine.stats,
-                "house_shares": engine.house_shares,
-                "armed": sorted(engine._armed),
-            }
-        )
+        """Write the rows of what changed, each from its record (``persisted.py``)."""
+        self._write_orders(db, engine, orders)
+        self._write_markets(db, engine, markets)
+        position_rows = self._write_accounts(db, engine, users)
+        engine_row = _dumps(ENGINE.dump(engine, engine))
         if engine_row != self._engine_row:
             db.execute("INSERT OR REPLACE INTO engine VALUES (1, ?)", (engine_row,))
         # only once the transaction is written: the cache mirrors what is on disk
@@ -573,6 +385,50 @@ class StateStore:
         self._engine_row = engine_row
         for user_id, token, text in position_rows:
             self._cache[(user_id, token)] = text
+
+    @staticmethod
+    def _write_orders(db: sqlite3.Connection, engine: Engine, orders: list[Order]) -> None:
+        upsert: list[tuple[str, str, int, str]] = []
+        gone: list[tuple[str]] = []
+        for order in orders:
+            if order.house and order.id not in engine.open_orders:
+                gone.append((order.id,))  # a finished house quote (or a one-off counter)
+                continue
+            upsert.append((order.id, order.user_id, order.seq, _dumps(ORDER.dump(order, engine))))
+        if gone:
+            db.executemany("DELETE FROM orders WHERE order_id = ?", gone)
+        if upsert:
+            db.executemany("INSERT OR REPLACE INTO orders VALUES (?, ?, ?, ?)", upsert)
+
+    @staticmethod
+    def _write_markets(db: sqlite3.Connection, engine: Engine, markets: list[str]) -> None:
+        market_rows, event_rows = [], {}
+        for market_id in markets:
+            m = engine.markets[market_id]
+            market_rows.append((market_id, _dumps(MARKET.dump(m, engine))))
+            # settlement ends the event once all its markets are resolved
+            event_rows[m.event.id] = _dumps(EVENT.dump(m.event, engine))
+        if market_rows:
+            db.executemany("INSERT OR REPLACE INTO markets VALUES (?, ?)", market_rows)
+            db.executemany("INSERT OR REPLACE INTO events VALUES (?, ?)", event_rows.items())
+
+    def _write_accounts(
+        self, db: sqlite3.Connection, engine: Engine, users: list[str]
+    ) -> list[tuple[str, str, str]]:
+        """Write the users' accounts and changed positions; the position rows written."""
+        account_rows, position_rows = [], []
+        for user_id in users:
+            account = engine.accounts[user_id]
+            account_rows.append((user_id, _dumps(ACCOUNT.dump(account, engine))))
+            for token, pos in account.positions.items():
+                text = _dumps(POSITION.dump(pos, engine))
+                if self._cache.get((user_id, token)) != text:
+                    position_rows.append((user_id, token, text))
+        if account_rows:
+            db.executemany("INSERT OR REPLACE INTO accounts VALUES (?, ?)", account_rows)
+        if position_rows:
+            db.executemany("INSERT OR REPLACE INTO positions VALUES (?, ?, ?)", position_rows)
+        return position_rows
 
     # -- reading -----------------------------------------------------------------------
 
@@ -586,7 +442,7 @@ class StateStore:
                 self._load(db, engine)
             except StateFileError:
                 raise
-            except _Damaged as exc:
+            except Damaged as exc:
                 raise StateFileError(f"state file {self.path} is damaged: {exc}") from None
             except (
                 sqlite3.Error,
@@ -608,70 +464,30 @@ class StateStore:
         return True
 
     def _load(self, db: sqlite3.Connection, engine: Engine) -> None:
-        g = _row(
-            db.execute("SELECT data FROM engine WHERE id = 1").fetchone()[0], _EngineRow, "engine"
-        )
-        self._engine_row = _dumps(g)
-        engine.instance_id = g["instance_id"]
-        engine._seq = g["seq"]
-        engine._fill_seq = g["fill_seq"]
-        engine._position_seq = g["position_seq"]
-        engine.house_usdc = g["house_usdc"]
-        engine.deposits = g["deposits"]
-        engine.stats.update(g["stats"])
-        engine.house_shares = dict(g["house_shares"])
+        """Read every row into the engine, each through its record (``persisted.py``)."""
+        (text,) = db.execute("SELECT data FROM engine WHERE id = 1").fetchone()
+        g = ENGINE.decode(text, "engine")
+        self._engine_row = _dumps(msgspec.structs.asdict(g))
         for user_id, text in db.execute("SELECT user_id, data FROM accounts"):
-            account = engine.accounts[user_id]
-            for name, value in _row(text, _ACCOUNT_ROW, f"accounts {user_id}").items():
-                setattr(account, name, deque(value) if name == "minute" else value)
+            ACCOUNT.apply(
+                engine.accounts[user_id], ACCOUNT.decode(text, f"accounts {user_id}"), engine
+            )
         for user_id, token, text in db.execute("SELECT user_id, token_id, data FROM positions"):
-            row = _row(text, _POSITION_ROW, f"positions {user_id} {token}")
-            market = engine.markets[row.pop("market_id")]
-            engine.accounts[user_id].positions[token] = Position(market=market, **row)
+            row = POSITION.decode(text, f"positions {user_id} {token}")
+            position = Position(**POSITION.attributes(row, None, engine))
+            engine.accounts[user_id].positions[token] = position
             self._cache[(user_id, token)] = text
         for order_id, user_id, seq, text in db.execute("SELECT * FROM orders ORDER BY seq"):
-            row = _row(text, _ORDER_ROW, f"orders {order_id}")
-            if (row["id"], row["user_id"], row["seq"]) != (order_id, user_id, seq):
-                raise _Damaged(f"orders {order_id}: its columns and its data disagree")
-            order = Order(market=engine.markets[row.pop("market_id")], **row)
-            if order.is_open:
-                engine.open_orders[order.id] = order
-                if order.status != "live":
-                    heapq.heappush(engine._due, (order.next_step_ms, order.seq, order))
-                if order.expiration:
-                    heapq.heappush(engine._expiries, (order.expiration * 1000, order.seq, order))
-            if order.house:
-                if not order.is_open or order.order_type == FOK:
-                    raise ValueError(f"house order {order.id} is not a resting quote")
-                order.market.house_quotes[(order.a_side, order.a_price)] = order
-                continue
-            account = engine.accounts[order.user_id]
-            engine.orders[order.id] = order
-            engine.clob_ids.add(order.clob_order_id)
-            account.orders.append(order)
-            if order.client_order_id is not None:
-                account.client_ids[order.client_order_id] = order
-        engine._armed = {oid: engine.orders[oid] for oid in g["armed"]}
+            row = ORDER.decode(text, f"orders {order_id}")
+            if (row.id, row.user_id, row.seq) != (order_id, user_id, seq):
+                raise Damaged(f"orders {order_id}: its columns and its data disagree")
+            _index(engine, Order(**ORDER.attributes(row, None, engine)))
         for market_id, text in db.execute("SELECT market_id, data FROM markets"):
-            row = _row(text, _MarketRow, f"markets {market_id}")
-            m = engine.markets[market_id]
-            m.fx.status, m.fx.winner = row["status"], row["winner"]
-            m.mid, m.collateral = row["mid"], row["collateral"]
-            m.last_trade, m.traded_units = row["last_trade"], row["traded_units"]
-            m.traders = set(row["traders"])
-            m.book_ms, m.updated_ms = row["book_ms"], row["updated_ms"]
-            for level in m.bids + m.asks:
-                level.clear()
-            for side, price, ids in row["book"]:
-                book = m.bids if side == 0 else m.asks
-                for oid in ids:
-                    order = engine.open_orders[oid]
-                    if not order.resting or order.market is not m:
-                        raise ValueError(f"order {oid} on the book of {market_id} is not resting")
-                    book[price].append(order)
+            market = engine.markets[market_id]
+            MARKET.apply(market, MARKET.decode(text, f"markets {market_id}"), engine)
         for event_id, text in db.execute("SELECT event_id, data FROM events"):
-            event = engine.events[event_id]
-            event.live, event.ended, event.updated_ms = _row(text, _EVENT_ROW, f"events {event_id}")
+            EVENT.apply(engine.events[event_id], EVENT.decode(text, f"events {event_id}"), engine)
+        ENGINE.apply(engine, g, engine)  # last: its armed orders are loaded
         self._check_counters(engine)
 
     def _check_counters(self, engine: Engine) -> None:
@@ -680,10 +496,10 @@ class StateStore:
             o.seq for o in engine.orders.values()
         ]
         if seqs and engine._seq < max(seqs):
-            raise _Damaged(f"engine: seq {engine._seq} is below an order's seq {max(seqs)}")
+            raise Damaged(f"engine: seq {engine._seq} is below an order's seq {max(seqs)}")
         ids = [p.id for a in engine.accounts.values() for p in a.positions.values()]
         if ids and engine._position_seq < max(ids):
-            raise _Damaged(
+            raise Damaged(
                 f"engine: position_seq {engine._position_seq} is below a position's id {max(ids)}"
             )
 
@@ -697,40 +513,22 @@ class StateStore:
             ).fetchall()
 
 
-class CommitBeforeAnswer:
-    """ASGI middleware: commit buffered nonces before a response or WebSocket accept starts."""
-
-    _STARTS = frozenset(
-        ("http.response.start", "websocket.accept", "websocket.http.response.start")
-    )
-
-    def __init__(self, app: Any, store: StateStore) -> None:
-        self.app = app
-        self.store = store
-
-    async def __call__(
-        self,
-        scope: MutableMapping[str, Any],
-        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
-    ) -> None:
-        if scope["type"] not in ("http", "websocket"):
-            await self.app(scope, receive, send)
-            return
-
-        await self.app(scope, receive, self.committed(send, self.store))
-
-    @classmethod
-    def committed(
-        cls,
-        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
-        store: StateStore,
-    ) -> Callable[[MutableMapping[str, Any]], Awaitable[None]]:
-        """``send`` that commits the store's buffered nonces before a response starts."""
-
-        async def committed_send(message: MutableMapping[str, Any]) -> None:
-            if message["type"] in cls._STARTS:
-                store.flush()
-            await send(message)
-
-        return committed_send
+def _index(engine: Engine, order: Order) -> None:
+    """Put an order read from the file where the engine finds it (the transient indexes)."""
+    if order.is_open:
+        engine.open_orders[order.id] = order
+        if order.status != "live":
+            heapq.heappush(engine._due, (order.next_step_ms, order.seq, order))
+        if order.expiration:
+            heapq.heappush(engine._expiries, (order.expiration * 1000, order.seq, order))
+    if order.house:
+        if not order.is_open or order.order_type == FOK:
+            raise ValueError(f"house order {order.id} is not a resting quote")
+        order.market.house_quotes[(order.a_side, order.a_price)] = order
+        return
+    account = engine.accounts[order.user_id]
+    engine.orders[order.id] = order
+    engine.clob_ids.add(order.clob_order_id)
+    account.orders.append(order)
+    if order.client_order_id is not None:
+        account.client_ids[order.client_order_id] = order
