@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -13,12 +14,14 @@ from .files import file_operation
 from .machine import machine
 from .memory import measure_memory
 from .order_ids import order_id_operation
-from .orders_v2 import v2_operations, v2_ratios
+from .orders_v2 import v2_operations
 from .request_headers import signing_operation
+from .verdicts import verdicts
 
 
 def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Build, check and time every operation; returns the report (JSON-ready)."""
+    t0, load0 = time.monotonic(), _load()
     notes: list[str] = []
     f, sh = floors(s.floor_bytes)
     ops = [order_id_operation(s, notes, say), *v2_operations(s, notes, say)]
@@ -67,8 +70,18 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
         "floors_ns": {"F": round(fl, 3), "S": round(sl, 3)},
         "operations": operations,
         "amounts_grid": grid,
-        "v2_ratios": v2_ratios(operations, fl),
+        "verdicts": verdicts(operations),
         "memory": memory,
+        "seconds": round(time.monotonic() - t0, 1),
+        "load_average": [load0, _load()],
         "notes": notes,
         "ok": ok,
     }
+
+
+def _load() -> float | None:
+    """The 1-minute load average (other work sharing the machine), where the OS reports one."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # Windows has none
+        return None
