@@ -2,8 +2,10 @@
 
 Each package's ``__all__`` is the list of its public names; every one of them
 has an entry on its reference page (a ``::: package.name`` block rendered from
-the docstrings, or a hand-written heading with the anchor ``#package.name`` for
-a value griffe cannot read statically), and the page names nothing else. The
+the docstrings, or, for a value griffe cannot read statically, a hand-written
+heading with the anchor ``package.name``: ``{ #package.name }``, or an
+``<a id="package.name"></a>`` line where Markdown would read ``__`` as
+emphasis), and the page names nothing else. The
 slow test builds the whole site as CI does, warnings as errors, offline.
 """
 
@@ -29,13 +31,13 @@ PAGES = {  # package -> its reference page
     "clobkit.sandbox": "sandbox.md",
     "clobkit.dask": "dask.md",
 }
-ENTRY = re.compile(r"^::: ([\w.]+)\s*$|\{ #([\w.]+) \}\s*$", re.MULTILINE)
+ENTRY = re.compile(r'^::: ([\w.]+)\s*$|\{ #([\w.]+) \}\s*$|^<a id="([\w.]+)"></a>$', re.MULTILINE)
 
 
 def entries(page: str) -> list[str]:
     """The dotted names a reference page documents, in page order."""
     text = (REFERENCE / page).read_text()
-    return [m.group(1) or m.group(2) for m in ENTRY.finditer(text)]
+    return [m.group(1) or m.group(2) or m.group(3) for m in ENTRY.finditer(text)]
 
 
 @pytest.mark.parametrize("package", PAGES)

@@ -24,9 +24,10 @@ from .report import (
 )
 from .run import run
 
-# Measured with `time clobkit bench` on the project's 2-core machine (docs/benchmarks.md):
-# a full run took 1:39 to 2:22 (other work sharing the machine), --quick about 20 s.
-DURATION = {False: "about 2 minutes (1:40 to 2:20 on 2 cores)", True: "about 20 seconds"}
+# Measured with `time clobkit bench` on the project's 2-core machine, shared with other
+# work (docs/benchmarks.md): full runs took 1:39 and 2:27 (and 2:22 in issue #25's run),
+# --quick 9 s.
+DURATION = {False: "about 2 to 2.5 minutes on 2 cores", True: "about 10 seconds"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

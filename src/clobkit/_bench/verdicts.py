@@ -46,8 +46,9 @@ def verdict_text(v: dict[str, Any]) -> str:
     r, head = v["ratio"], f"{v['title']}: "
     if v["kind"] == "floor":
         return head + f"{v['clobkit']} costs {_x(1 / r)} the floor {v['other']}"
-    if v["kind"] == "format":
-        return head + f"{v['other']} takes {_x(r)} the time of {v['clobkit']}"
+    if v["kind"] == "format":  # the operation's title already says clobkit order-ids
+        other, ref = (n.removeprefix("clobkit order-ids ") for n in (v["other"], v["clobkit"]))
+        return head + f"{other} takes {_x(r)} the time of {ref}"
     if r >= 1:
         return head + f"{v['clobkit']} is {_x(r)} faster than {v['other']}"
     return head + f"{v['clobkit']} is {_x(1 / r)} slower than {v['other']}"
