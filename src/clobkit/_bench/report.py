@@ -1,4 +1,4 @@
-"""``clobkit bench`` output: the report as a text table, Markdown (README) and a PNG bar chart."""
+"""``clobkit bench`` output: a text table, Markdown (docs/benchmarks.md) and a PNG bar chart."""
 
 from __future__ import annotations
 
