@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ._timing import Contender, Settings, floors, time_operations
+from ._timing import Contender, Operation, Settings, floors, time_operations
 from .amounts import amounts_operations
 from .files import file_operation
 from .machine import machine
@@ -36,6 +36,27 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
     if s.memory_orders:
         say(f"memory: order_ids of {s.memory_orders:,} orders, threads 1 and 2 (subprocesses)")
         memory = measure_memory(s.memory_orders)
+    operations = _operations(ops, f, sh)
+    ok = all(r["mismatches"] == 0 for op in operations for r in op["rows"] if r["expect_equal"])
+    return {
+        "tool": "clobkit bench",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "settings": dataclasses.asdict(s),
+        "floors_ns": {"F": round(f.best_ns, 3), "S": round(sh.best_ns, 3)},
+        "operations": operations,
+        "amounts_grid": grid,
+        "verdicts": verdicts(operations),
+        "memory": memory,
+        "seconds": round(time.monotonic() - t0, 1),
+        "load_average": [load0, _load()],
+        "notes": notes,
+        "ok": ok,
+    }
+
+
+def _operations(ops: list[Operation], f: Contender, sh: Contender) -> list[dict[str, Any]]:
+    """Each operation's rows as JSON, ratios to its first row and to the floors; floors last."""
     fl, sl = f.best_ns, sh.best_ns
 
     def row(c: Contender, ref: float | None) -> dict[str, Any]:
@@ -52,7 +73,7 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
             "expect_equal": c.expect_equal,
         }
 
-    operations: list[dict[str, Any]] = [
+    out = [
         {
             "key": op.key,
             "title": op.title,
@@ -60,23 +81,8 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
         }
         for op in ops
     ]
-    operations.append({"key": "floors", "title": "floors", "rows": [row(f, None), row(sh, None)]})
-    ok = all(r["mismatches"] == 0 for op in operations for r in op["rows"] if r["expect_equal"])
-    return {
-        "tool": "clobkit bench",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": machine(),
-        "settings": dataclasses.asdict(s),
-        "floors_ns": {"F": round(fl, 3), "S": round(sl, 3)},
-        "operations": operations,
-        "amounts_grid": grid,
-        "verdicts": verdicts(operations),
-        "memory": memory,
-        "seconds": round(time.monotonic() - t0, 1),
-        "load_average": [load0, _load()],
-        "notes": notes,
-        "ok": ok,
-    }
+    out.append({"key": "floors", "title": "floors", "rows": [row(f, None), row(sh, None)]})
+    return out
 
 
 def _load() -> float | None:
