@@ -85,6 +85,7 @@ EXTRAS = {
     "sandbox": ("starlette", "uvicorn"),
     "data": ("pyarrow",),
     "dask": ("dask", "distributed", "pyarrow"),
+    "docs": ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers", "griffe"),
 }
 
 

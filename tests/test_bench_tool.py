@@ -9,6 +9,7 @@ import contextlib
 import importlib.util
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from clobkit import IMPLEMENTATION, _bench
-from clobkit._bench import amounts, machine, order_ids, orders_v2, report
+from clobkit._bench import _timing, amounts, files, machine, order_ids, orders_v2, report, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATIONS = [
@@ -94,6 +95,8 @@ def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
 def test_json_structure(quick: dict[str, Any]) -> None:
     report = quick["report"]
     assert {"date", "machine", "settings", "floors_ns", "operations", "amounts_grid"} <= set(report)
+    assert report["seconds"] > 0
+    assert len(report["load_average"]) == 2
     assert report["ok"] is True
     assert report["settings"]["batch"] == _bench.QUICK.batch
     assert [op["key"] for op in report["operations"]] == OPERATIONS
@@ -195,11 +198,68 @@ def test_v2_signatures_agree_with_every_installed_peer_and_the_floor(
     for r in [*peers, floor]:
         assert (r["compared"], r["mismatches"]) == (_bench.QUICK.checks, 0)
         assert r["correctness"].startswith("signatures equal: ")
-    ratios = quick["report"]["v2_ratios"]
-    assert {key for key, _, _ in report.V2_TARGETS} == set(ratios)
-    assert ratios["sign_x_E"] is not None
-    assert ratios["sign_x_E"] > 0
-    assert "V2 ratios (issue #10 targets" in quick["stdout"]
+    (e,) = [v for v in quick["report"]["verdicts"] if v["other"].startswith("E: ")]
+    assert e["ratio"] == round(floor["per_op_ns"] / sig_rows[0]["per_op_ns"], 3)
+    assert "issue" not in quick["stdout"].lower()
+
+
+@pytest.mark.slow
+def test_verdicts_name_every_peer_and_floor_with_its_ratio(quick: dict[str, Any]) -> None:
+    """A verdict per peer and floor row, its ratio from the table's rows, printed in words."""
+    rep = quick["report"]
+    want = {
+        (op["key"], r["implementation"])
+        for op in rep["operations"]
+        if op["key"] != "floors"
+        for r in op["rows"][1:]
+        if r["kind"] != "clobkit" or op["key"] == "order_ids_files"
+    }
+    assert {(v["operation"], v["other"]) for v in rep["verdicts"]} == want
+    lines = quick["stdout"].splitlines()
+    start = lines.index("Verdicts (one call each; batches are in the table):")
+    for v in rep["verdicts"]:
+        (op,) = [op for op in rep["operations"] if op["key"] == v["operation"]]
+        (r,) = [r for r in op["rows"] if r["implementation"] == v["other"]]
+        assert v["ratio"] == round(r["per_op_ns"] / op["rows"][0]["per_op_ns"], 3)
+        assert f"- {verdicts.verdict_text(v)}" in lines[start:]
+    assert re.search(r"the run took \d+:\d\d", quick["stdout"])
+
+
+def test_verdict_words() -> None:
+    base = {"title": "order id", "clobkit": "clobkit order_id", "other": "peer x", "kind": "peer"}
+    assert verdicts.verdict_text(base | {"ratio": 52.6}) == (
+        "order id: clobkit order_id is 52.6× faster than peer x"
+    )
+    assert verdicts.verdict_text(base | {"ratio": 0.5}).endswith("is 2× slower than peer x")
+    assert verdicts.verdict_text(base | {"ratio": 125.4}).endswith("is 125× faster than peer x")
+    floor = base | {"kind": "floor", "other": "E", "ratio": 0.917}
+    assert verdicts.verdict_text(floor) == "order id: clobkit order_id costs 1.09× the floor E"
+    fmt = base | {"kind": "format", "other": "Parquet", "ratio": 1.12}
+    assert (
+        verdicts.verdict_text(fmt) == "order id: Parquet takes 1.12× the time of clobkit order_id"
+    )
+
+
+def test_install_hints_fit_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a checkout (this one) the hint is ``pip install '.[extra]'`` there, else by name."""
+    assert _timing.install_hint("data") == f"pip install '.[data]' in {ROOT}"
+    monkeypatch.setattr(_timing, "checkout", lambda: None)
+    assert _timing.install_hint("data") == "pip install 'clobkit[data]'"
+
+
+def test_the_parquet_skip_names_the_data_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow comes with the data extra (the bench extra does not bring it)."""
+    monkeypatch.setattr(files, "_write_inputs", lambda root, n: ["csv", "jsonl"])
+    monkeypatch.setattr(files, "_clobkit_contenders", lambda root, formats, n: [])
+    monkeypatch.setattr(files, "py_order_utils_order_id", _missing)
+    notes: list[str] = []
+    files.file_operation(_bench.QUICK, notes, lambda _: None)
+    assert notes[0].startswith("pyarrow not installed: Parquet -> Parquet skipped; ")
+    assert notes[0].endswith(_timing.install_hint("data"))
+
+
+def _missing() -> Any:
+    raise ModuleNotFoundError("No module named 'nope'", name="nope")
 
 
 def test_a_wrong_v2_peer_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,7 +351,7 @@ def test_missing_peers_are_skipped_with_a_line(monkeypatch: pytest.MonkeyPatch) 
         "Decimal rules, hand-written",
     ]
     assert len(notes) == 3
-    assert all("not installed (nope)" in n and "clobkit[bench]" in n for n in notes)
+    assert all("not installed (nope)" in n and _timing.install_hint("bench") in n for n in notes)
 
 
 def test_compare_wrapper_runs_from_the_repository() -> None:

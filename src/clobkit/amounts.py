@@ -35,6 +35,7 @@ __all__ = [
 
 #: Single-order maximum of the service, in USDC (section 8), as an int.
 MAX_ORDER_USDC = int(SINGLE_ORDER_MAX)
+"""The service's single-order maximum, in USDC (an ``int``): a larger order is refused."""
 _MAX_ORDER_UNITS = MAX_ORDER_USDC * 1_000_000
 
 

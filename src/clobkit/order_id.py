@@ -23,7 +23,8 @@ def sign_order_id(order_id: str, private_key: str | bytes) -> str:
 
     Signs the precomputed EIP-712 digest once on libsecp256k1 (see
     ``OrderSigner`` to sign many with one key); for signature types 0-2 the
-    key must belong to the wallet's ``signer``.
+    key must belong to the wallet's ``signer``. For the exchange's own order
+    flow: the service's raw orders carry no signature.
     """
     from .signing import OrderSigner, parse_order_id
 

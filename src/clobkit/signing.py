@@ -308,6 +308,11 @@ class OrderSigner:
     ``address`` is the key's EIP-55 address. ``sign`` takes about one
     libsecp256k1 signature (tens of µs); ``sign_many(threads=N)`` spreads a
     batch over N threads. The key is never shown: not in ``repr``, not in errors.
+
+    What a signature is for: the exchange's own order flow, where each order
+    carries its signer's EIP-712 signature. The service's raw orders
+    (``POST /orders/raw``) carry none (the service signs), so trading through
+    ``Client`` needs no private key (docs/going-live.md).
     """
 
     __slots__ = ("_address", "_key")

@@ -8,8 +8,9 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from ._timing import DEFAULT, QUICK
+from ._timing import DEFAULT, INSTALL_HINT, QUICK, Settings
 from .memory import measure_memory
 from .report import (
     MEMORY_HEADERS,
@@ -23,13 +24,38 @@ from .report import (
 )
 from .run import run
 
+# Measured with `time clobkit bench` on the project's 2-core machine, shared with other
+# work (docs/benchmarks.md): full runs took 1:39 and 2:27 (and 2:22 in issue #25's run),
+# --quick 9 s.
+DURATION = {False: "about 2 to 2.5 minutes on 2 cores", True: "about 10 seconds"}
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``clobkit bench``: returns 0, or 1 when clobkit disagrees with an exact reference."""
+    args = _parser().parse_args(argv)
+    error = _check(args)
+    if error:
+        print(f"clobkit bench: error: {error}", file=sys.stderr)
+        return 2
+    s = _settings(args)
+    if args.memory_only:
+        _print_memory(measure_memory(s.memory_orders or DEFAULT.memory_orders), args.markdown)
+        return 0
+    _say(f"a {'quick' if args.quick else 'full'} run takes {DURATION[args.quick]}")
+    report = run(s, _say)
+    print(format_markdown(report) if args.markdown else format_text(report))
+    _write_files(report, args)
+    if not report["ok"]:
+        _say("clobkit disagreed with an exact reference: see the correctness column")
+    return 0 if report["ok"] else 1
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="clobkit bench",
         description="clobkit against the installed peers, in one process: per-operation "
-        "time, ratio to clobkit and to the floors F and S, and correctness.",
+        "time, ratio to clobkit and to the floors F and S, correctness, and verdicts. "
+        f"The peers: {INSTALL_HINT}.",
     )
     p.add_argument("--quick", action="store_true", help="a short run (tests, CI)")
     p.add_argument("--json", metavar="PATH", help="also write the report as JSON")
@@ -40,7 +66,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--batch-v2", type=int, help="orders per V2 order_ids call")
     p.add_argument("--memory-orders", type=int, help="orders in the memory check (0 skips it)")
     p.add_argument("--memory-only", action="store_true", help="only the memory check")
-    args = p.parse_args(argv)
+    return p
+
+
+def _check(args: argparse.Namespace) -> str:
+    """The first problem with the options, or ``""``; checked before the run, not after it."""
     for flag, value, low in (
         ("--rounds", args.rounds, 1),
         ("--batch", args.batch, 1),
@@ -48,47 +78,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("--memory-orders", args.memory_orders, 0),
     ):
         if value is not None and value < low:
-            print(
-                f"clobkit bench: error: {flag} must be at least {low} (got {value})",
-                file=sys.stderr,
-            )
-            return 2
+            return f"{flag} must be at least {low} (got {value})"
     if args.png:
         try:
-            import matplotlib  # noqa: F401  (fail before the run, not after it)
+            import matplotlib  # noqa: F401
         except ImportError:
-            print(
-                "clobkit bench: error: --png needs matplotlib (pip install matplotlib)",
-                file=sys.stderr,
-            )
-            return 2
-    s = QUICK if args.quick else DEFAULT
+            return f"--png needs matplotlib ({INSTALL_HINT})"
+    return ""
+
+
+def _settings(args: argparse.Namespace) -> Settings:
     overrides = {
         "rounds": args.rounds,
         "batch": args.batch,
         "batch_v2": args.batch_v2,
         "memory_orders": args.memory_orders,
     }
-    s = dataclasses.replace(s, **{k: v for k, v in overrides.items() if v is not None})
+    base = QUICK if args.quick else DEFAULT
+    return dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
 
-    def say(msg: str) -> None:
-        print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
-    if args.memory_only:
-        report = {"memory": measure_memory(s.memory_orders or DEFAULT.memory_orders)}
-        print(_memory_note(report))
-        table = _md_table if args.markdown else _text_table
-        cols = set(range(len(MEMORY_HEADERS)))
-        print("\n".join(table(MEMORY_HEADERS, memory_rows(report), cols)))
-        return 0
-    report = run(s, say)
-    print(format_markdown(report) if args.markdown else format_text(report))
+def _say(msg: str) -> None:
+    print(f"[bench] {msg}", file=sys.stderr, flush=True)
+
+
+def _print_memory(memory: list[dict[str, Any]], markdown: bool) -> None:
+    report = {"memory": memory}
+    print(_memory_note(report))
+    table = _md_table if markdown else _text_table
+    print("\n".join(table(MEMORY_HEADERS, memory_rows(report), set(range(len(MEMORY_HEADERS))))))
+
+
+def _write_files(report: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-        say(f"wrote {args.json}")
+        _say(f"wrote {args.json}")
     if args.png:
         write_png(report, args.png)
-        say(f"wrote {args.png}")
-    if not report["ok"]:
-        say("clobkit disagreed with an exact reference: see the correctness column")
-    return 0 if report["ok"] else 1
+        _say(f"wrote {args.png}")

@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._order_ids import run as order_ids_run
-from ._timing import INSTALL_HINT, Contender, Operation, Settings, tally
-from .order_ids import WALLET, make_orders, py_order_utils_order_id
+from ._timing import INSTALL_HINT, Contender, Operation, Settings, install_hint, tally
+from .order_ids import WALLET, OrderIdFn, make_orders, py_order_utils_order_id
 
 __all__ = ["file_operation"]
 
@@ -87,26 +87,8 @@ def file_operation(s: Settings, notes: list[str], say: Callable[[str], None]) ->
     say(f"order-ids files: writing {n:,} orders as CSV, Parquet and JSONL")
     formats = _write_inputs(root, n)
     if "parquet" not in formats:
-        notes.append(f"pyarrow not installed: Parquet -> Parquet skipped; {INSTALL_HINT}")
-    wallet = str(root / "wallet.json")
-    first: list[str] | None = None
-    for fmt in formats:
-        src, dst = str(root / f"in.{fmt}"), str(root / f"out.{fmt}")
-
-        def whole(reps: int, src: str = src, dst: str = dst) -> None:
-            for _ in range(reps):
-                order_ids_run(wallet, src, dst, threads=2, progress=False)
-
-        name = {"csv": "CSV (quoted)", "parquet": "Parquet", "jsonl": "JSONL"}[fmt]
-        c = Contender(f"clobkit order-ids {name} -> {name}, threads=2", "clobkit", whole, n)
-        whole(1)
-        ids = _ids(root, fmt)
-        if first is None:
-            first = ids
-            c.correctness = "reference"
-        else:
-            tally(c, n, sum(a != b for a, b in zip(ids, first, strict=True)), "ids = CSV's")
-        op.contenders.append(c)
+        notes.append(f"pyarrow not installed: Parquet -> Parquet skipped; {install_hint('data')}")
+    op.contenders += _clobkit_contenders(root, formats, n)
     try:
         peer_fn = py_order_utils_order_id()
     except ImportError as e:
@@ -114,7 +96,40 @@ def file_operation(s: Settings, notes: list[str], say: Callable[[str], None]) ->
             f"py-order-utils not installed ({e.name}): the CSV peer skipped; {INSTALL_HINT}"
         )
         return op
-    m = min(PEER_ROWS, n)
+    op.contenders.append(_peer_contender(root, peer_fn, min(PEER_ROWS, n), _ids(root, "csv")))
+    return op
+
+
+FORMAT_NAMES = {"csv": "CSV (quoted)", "parquet": "Parquet", "jsonl": "JSONL"}
+
+
+def _clobkit_contenders(root: Path, formats: list[str], n: int) -> list[Contender]:
+    """``clobkit order-ids`` on each format, run once; every output's ids against the CSV's."""
+    wallet = str(root / "wallet.json")
+    out: list[Contender] = []
+    first: list[str] = []
+    for fmt in formats:
+        src, dst = str(root / f"in.{fmt}"), str(root / f"out.{fmt}")
+
+        def whole(reps: int, src: str = src, dst: str = dst) -> None:
+            for _ in range(reps):
+                order_ids_run(wallet, src, dst, threads=2, progress=False)
+
+        name = FORMAT_NAMES[fmt]
+        c = Contender(f"clobkit order-ids {name} -> {name}, threads=2", "clobkit", whole, n)
+        whole(1)
+        ids = _ids(root, fmt)
+        if not first:
+            first = ids
+            c.correctness = "reference"
+        else:
+            tally(c, n, sum(a != b for a, b in zip(ids, first, strict=True)), "ids = CSV's")
+        out.append(c)
+    return out
+
+
+def _peer_contender(root: Path, peer_fn: OrderIdFn, m: int, expected: list[str]) -> Contender:
+    """What a script does today: Python's csv module and py-order-utils on the first m rows."""
     with open(root / "in.csv", newline="") as f:
         sample = "".join(line for _, line in zip(range(m + 1), f, strict=False))
     (root / "peer-in.csv").write_text(sample)
@@ -137,7 +152,5 @@ def file_operation(s: Settings, notes: list[str], say: Callable[[str], None]) ->
     peer(1)
     with open(root / "peer-out.csv", newline="") as f:
         got = [row["order_id"] for row in csv.DictReader(f)]
-    assert first is not None
-    tally(c, m, sum(a != b for a, b in zip(got, first[:m], strict=True)), "ids equal")
-    op.contenders.append(c)
-    return op
+    tally(c, m, sum(a != b for a, b in zip(got, expected[:m], strict=True)), "ids equal")
+    return c

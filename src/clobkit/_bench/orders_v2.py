@@ -39,7 +39,6 @@ PUBLISHED = {
     "order_id_v2": ("nautilus_trader order_hash", 2_600.0),
     "sign_v2": ("nautilus_trader sign_order", 44_300.0),
 }
-NAUTILUS_SIGN_ORDER_NS = PUBLISHED["sign_v2"][1]
 
 # (token_id, maker_amount, taker_amount, side, salt, timestamp, neg_risk)
 Order = tuple[str, int, int, int, int, int, bool]
@@ -76,61 +75,65 @@ def _contract(neg_risk: bool) -> str:
     return V2_NEG_RISK_EXCHANGE if neg_risk else V2_CTF_EXCHANGE
 
 
+V2_ORDER_FIELDS = [  # the exchange's V2 Order struct, in order (docs/exchange-versions.md)
+    ("salt", "uint256"),
+    ("maker", "address"),
+    ("signer", "address"),
+    ("tokenId", "uint256"),
+    ("makerAmount", "uint256"),
+    ("takerAmount", "uint256"),
+    ("side", "uint8"),
+    ("signatureType", "uint8"),
+    ("timestamp", "uint256"),
+    ("metadata", "bytes32"),
+    ("builder", "bytes32"),
+]
+V2_TYPES = {
+    "EIP712Domain": [
+        {"name": "name", "type": "string"},
+        {"name": "version", "type": "string"},
+        {"name": "chainId", "type": "uint256"},
+        {"name": "verifyingContract", "type": "address"},
+    ],
+    "Order": [{"name": n, "type": t} for n, t in V2_ORDER_FIELDS],
+}
+
+
+def v2_typed_data(
+    w: dict[str, Any], t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool
+) -> dict[str, Any]:
+    """One V2 order as EIP-712 typed data (eth-account's ``full_message``), for wallet ``w``."""
+    zero = bytes(32)
+    domain = {
+        "name": "Polymarket CTF Exchange",
+        "version": "2",
+        "chainId": CHAIN_ID,
+        "verifyingContract": _contract(neg),
+    }
+    message = {
+        "salt": sl,
+        "maker": w["maker"],
+        "signer": w["signer"],
+        "tokenId": int(t),
+        "makerAmount": m,
+        "takerAmount": k,
+        "side": sd,
+        "signatureType": w["signature_type"],
+        "timestamp": ts,
+        "metadata": zero,
+        "builder": zero,
+    }
+    return {"types": V2_TYPES, "primaryType": "Order", "domain": domain, "message": message}
+
+
 def eth_account_v2() -> tuple[OrderFn, OrderFn]:
     """eth-account: (id by ``encode_typed_data`` + its hash, signature by ``sign_message``)."""
     messages = importlib.import_module("eth_account.messages")
     account = importlib.import_module("eth_account").Account
     w = wallet()
-    fields = [
-        ("salt", "uint256"),
-        ("maker", "address"),
-        ("signer", "address"),
-        ("tokenId", "uint256"),
-        ("makerAmount", "uint256"),
-        ("takerAmount", "uint256"),
-        ("side", "uint8"),
-        ("signatureType", "uint8"),
-        ("timestamp", "uint256"),
-        ("metadata", "bytes32"),
-        ("builder", "bytes32"),
-    ]
-    types = {
-        "EIP712Domain": [
-            {"name": "name", "type": "string"},
-            {"name": "version", "type": "string"},
-            {"name": "chainId", "type": "uint256"},
-            {"name": "verifyingContract", "type": "address"},
-        ],
-        "Order": [{"name": n, "type": t} for n, t in fields],
-    }
-    zero = bytes(32)
 
-    def signable(t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool) -> Any:
-        return messages.encode_typed_data(
-            full_message={
-                "types": types,
-                "primaryType": "Order",
-                "domain": {
-                    "name": "Polymarket CTF Exchange",
-                    "version": "2",
-                    "chainId": CHAIN_ID,
-                    "verifyingContract": _contract(neg),
-                },
-                "message": {
-                    "salt": sl,
-                    "maker": w["maker"],
-                    "signer": w["signer"],
-                    "tokenId": int(t),
-                    "makerAmount": m,
-                    "takerAmount": k,
-                    "side": sd,
-                    "signatureType": w["signature_type"],
-                    "timestamp": ts,
-                    "metadata": zero,
-                    "builder": zero,
-                },
-            }
-        )
+    def signable(*row: Any) -> Any:
+        return messages.encode_typed_data(full_message=v2_typed_data(w, *row))
 
     def order_id(t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool) -> str:
         return "0x" + bytes(messages._hash_eip191_message(signable(t, m, k, sd, sl, ts, neg))).hex()
@@ -244,18 +247,21 @@ def _looped(fn: OrderFn, rows: list[Order]) -> Callable[[int], None]:
     return run
 
 
-def v2_operations(s: Settings, notes: list[str], say: Callable[[str], None]) -> list[Operation]:
-    """The V2 order-id and signed-order operations, checked against every installed peer."""
-    say(f"V2 orders: building {s.batch_v2:,} orders")
-    hasher = OrderHasher(wallet())
-    signer = OrderSigner(KEY)
-    batch = v2_orders(s.batch_v2, seed=17)
-    timing = rows_v2(batch, 100)
-    checks = [r for neg in (False, True) for r in rows_v2(batch, s.checks, neg)]
-    peers = _load_peers(notes)
+class _Clobkit:
+    """clobkit's V2 calls on one row tuple: the reference every other row is checked against."""
 
-    def clobkit_id(t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool) -> str:
-        return hasher.order_id(
+    def __init__(self) -> None:
+        self.hasher = OrderHasher(wallet())
+        self.signer = OrderSigner(KEY)
+
+    def order_id(self, t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool) -> str:
+        return self.hasher.order_id(
+            token_id=t, maker_amount=m, taker_amount=k, side=sd, salt=sl, timestamp=ts, neg_risk=neg
+        )
+
+    def sign(self, t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool) -> str:
+        signed = self.hasher.sign(
+            self.signer,
             token_id=t,
             maker_amount=m,
             taker_amount=k,
@@ -264,59 +270,84 @@ def v2_operations(s: Settings, notes: list[str], say: Callable[[str], None]) -> 
             timestamp=ts,
             neg_risk=neg,
         )
+        return str(signed.signature)
 
-    def clobkit_sign(t: str, m: int, k: int, sd: int, sl: int, ts: int, neg: bool) -> str:
-        signed: str = hasher.sign(
-            signer,
-            token_id=t,
-            maker_amount=m,
-            taker_amount=k,
-            side=sd,
-            salt=sl,
-            timestamp=ts,
-            neg_risk=neg,
-        ).signature
-        return signed
 
+def v2_operations(s: Settings, notes: list[str], say: Callable[[str], None]) -> list[Operation]:
+    """The V2 order-id and signed-order operations, checked against every installed peer."""
+    say(f"V2 orders: building {s.batch_v2:,} orders")
+    ck = _Clobkit()
+    batch = v2_orders(s.batch_v2, seed=17)
+    timing = rows_v2(batch, 100)
+    checks = [r for neg in (False, True) for r in rows_v2(batch, s.checks, neg)]
+    sign_checks = checks[: s.checks // 2] + checks[s.checks : s.checks + s.checks // 2]
+    peers = _load_peers(notes)
     ids = Operation("order_id_v2", "order id V2")
+    ids.contenders += [_single_id(ck, timing), *_batch_ids(ck, batch, s.batch_v2)]
+    expected = [ck.order_id(*row) for row in checks]
+    for name, peer_id, _ in peers:
+        ids.contenders.append(_peer(f"{name} {PEER_CALLS[name][0]}", peer_id, timing))
+        _check(ids.contenders[-1], peer_id, checks, expected, "ids equal")
+    sig = Operation("sign_v2", "signed order V2 (hash + sign)")
+    sig.contenders += [_single_sign(ck, timing), *_batch_signs(ck, batch, s.batch_v2)]
+    expected = [ck.sign(*row) for row in sign_checks]
+    for name, _, peer_sign in peers:
+        sig.contenders.append(_peer(f"{name} {PEER_CALLS[name][1]}", peer_sign, timing))
+        _check(sig.contenders[-1], peer_sign, sign_checks, expected, "signatures equal")
+    try:
+        sig.contenders.append(_ecdsa_contender(ck, timing, sign_checks, expected))
+    except ImportError as exc:  # coincurve is a runtime dependency; say so if it is gone
+        notes.append(f"coincurve not installed ({exc.name}): the ECDSA floor E skipped")
+    return [ids, sig]
 
-    def single(reps: int) -> None:  # keywords spelled out, as a caller writes them
-        oid = hasher.order_id
+
+def _peer(name: str, fn: OrderFn, timing: list[Order]) -> Contender:
+    return Contender(name, "peer", _looped(fn, timing), len(timing))
+
+
+def _check(c: Contender, fn: OrderFn, rows: list[Order], expected: list[str], label: str) -> None:
+    """Compare ``fn`` with clobkit's results on ``rows``; the tally goes to ``c``."""
+    bad = sum(fn(*r) != want for r, want in zip(rows, expected, strict=True))
+    tally(c, len(rows), bad, label)
+
+
+def _single_id(ck: _Clobkit, timing: list[Order]) -> Contender:
+    """``order_id`` one order at a time, keywords spelled out as a caller writes them."""
+
+    def single(reps: int) -> None:
+        oid = ck.hasher.order_id
         for _ in range(reps):
             for t, m, k, sd, sl, ts, _neg in timing:
                 oid(token_id=t, maker_amount=m, taker_amount=k, side=sd, salt=sl, timestamp=ts)
 
     c = Contender("clobkit order_id (V2)", "clobkit", single, len(timing))
     c.correctness = "reference"
-    ids.contenders.append(c)
-    step = max(1, s.batch_v2 // 20_000)
-    sample = list(range(0, s.batch_v2, step))
-    every = rows_v2(batch, s.batch_v2)
+    return c
+
+
+def _batch_ids(ck: _Clobkit, batch: dict[str, list[Any]], n: int) -> list[Contender]:
+    """``order_ids`` of the whole batch on 1 and 2 threads; 20,000 of its ids checked."""
+    sample = range(0, n, max(1, n // 20_000))
+    every = rows_v2(batch, n)
+    out = []
     for threads in (1, 2):
 
         def many(reps: int, threads: int = threads) -> None:
             for _ in range(reps):
-                hasher.order_ids(**batch, threads=threads)
+                ck.hasher.order_ids(**batch, threads=threads)
 
-        name = f"clobkit order_ids (V2) ×{s.batch_v2:,}, threads={threads}"
-        c = Contender(name, "clobkit", many, s.batch_v2)
-        out = hasher.order_ids(**batch, threads=threads)
-        tally(c, len(sample), sum(out[i] != clobkit_id(*every[i]) for i in sample), "= order_id")
-        del out
-        ids.contenders.append(c)
-    expected_ids = [clobkit_id(*row) for row in checks]
-    for name, peer_id, _ in peers:
-        c = Contender(
-            f"{name} {PEER_CALLS[name][0]}", "peer", _looped(peer_id, timing), len(timing)
-        )
-        bad = sum(peer_id(*r) != want for r, want in zip(checks, expected_ids, strict=True))
-        tally(c, len(checks), bad, "ids equal")
-        ids.contenders.append(c)
+        c = Contender(f"clobkit order_ids (V2) ×{n:,}, threads={threads}", "clobkit", many, n)
+        got = ck.hasher.order_ids(**batch, threads=threads)
+        tally(c, len(sample), sum(got[i] != ck.order_id(*every[i]) for i in sample), "= order_id")
+        out.append(c)
+    return out
 
-    sig = Operation("sign_v2", "signed order V2 (hash + sign)")
+
+def _single_sign(ck: _Clobkit, timing: list[Order]) -> Contender:
+    """``hasher.sign`` one order at a time."""
 
     def sign_one(reps: int) -> None:
-        sign = hasher.sign
+        sign, signer = ck.hasher.sign, ck.signer
         for _ in range(reps):
             for t, m, k, sd, sl, ts, _neg in timing:
                 sign(
@@ -331,80 +362,43 @@ def v2_operations(s: Settings, notes: list[str], say: Callable[[str], None]) -> 
 
     c = Contender("clobkit hasher.sign", "clobkit", sign_one, len(timing))
     c.correctness = "reference"
-    sig.contenders.append(c)
-    n = min(SIGN_BATCH, s.batch_v2)
+    return c
+
+
+def _batch_signs(ck: _Clobkit, batch: dict[str, list[Any]], n_batch: int) -> list[Contender]:
+    """``sign_many`` of SIGN_BATCH orders on 1 and 2 threads, each signature checked."""
+    n = min(SIGN_BATCH, n_batch)
     columns = {k: v[:n] for k, v in batch.items()}
     signing = rows_v2(batch, n)
+    out = []
     for threads in (1, 2):
 
         def sign_many(reps: int, threads: int = threads) -> None:
             for _ in range(reps):
-                hasher.sign_many(signer, **columns, threads=threads)
+                ck.hasher.sign_many(ck.signer, **columns, threads=threads)
 
         c = Contender(f"clobkit sign_many ×{n:,}, threads={threads}", "clobkit", sign_many, n)
-        out = hasher.sign_many(signer, **columns, threads=threads)
-        bad = sum(o.signature != clobkit_sign(*r) for o, r in zip(out, signing, strict=True))
+        got = ck.hasher.sign_many(ck.signer, **columns, threads=threads)
+        bad = sum(o.signature != ck.sign(*r) for o, r in zip(got, signing, strict=True))
         tally(c, n, bad, "= sign")
-        sig.contenders.append(c)
-    sign_checks = checks[: s.checks // 2] + checks[s.checks : s.checks + s.checks // 2]
-    expected_sigs = [clobkit_sign(*row) for row in sign_checks]
-    for name, _, peer_sign in peers:
-        c = Contender(
-            f"{name} {PEER_CALLS[name][1]}", "peer", _looped(peer_sign, timing), len(timing)
-        )
-        bad = sum(peer_sign(*r) != want for r, want in zip(sign_checks, expected_sigs, strict=True))
-        tally(c, len(sign_checks), bad, "signatures equal")
-        sig.contenders.append(c)
-    try:
-        bare, e = ecdsa_floor()
-    except ImportError as exc:  # coincurve is a runtime dependency; say so if it is gone
-        notes.append(f"coincurve not installed ({exc.name}): the ECDSA floor E skipped")
-    else:
-        digests = [bytes.fromhex(clobkit_id(*r)[2:]) for r in timing]
-
-        def floor(reps: int) -> None:
-            for _ in range(reps):
-                for d in digests:
-                    bare(d)  # the wrapper call alone: E is the floor, no formatting
-
-        c = Contender("E: bare ECDSA, coincurve sign_recoverable", "floor", floor, len(digests))
-        bad = sum(
-            e(bytes.fromhex(clobkit_id(*r)[2:])) != want
-            for r, want in zip(sign_checks, expected_sigs, strict=True)
-        )
-        tally(c, len(sign_checks), bad, "signatures equal")
-        sig.contenders.append(c)
-    return [ids, sig]
+        out.append(c)
+    return out
 
 
-def v2_ratios(operations: list[dict[str, Any]], f_ns: float) -> dict[str, float | None]:
-    """Issue #10's targets as ratios from this run's rows (None where a row is missing)."""
-    by_name = {
-        r["implementation"]: r["per_op_ns"]
-        for op in operations
-        if op["key"] in ("order_id_v2", "sign_v2")
-        for r in op["rows"]
-    }
+def _ecdsa_contender(
+    ck: _Clobkit, timing: list[Order], checks: list[Order], expected: list[str]
+) -> Contender:
+    """E: the bare libsecp256k1 signature of each order's digest (no formatting in the timing)."""
+    bare, e = ecdsa_floor()
+    digests = [bytes.fromhex(ck.order_id(*r)[2:]) for r in timing]
 
-    def find(prefix: str, suffix: str = "") -> float | None:
-        hits = [
-            ns for name, ns in by_name.items() if name.startswith(prefix) and name.endswith(suffix)
-        ]
-        return hits[0] if hits else None
+    def floor(reps: int) -> None:
+        for _ in range(reps):
+            for d in digests:
+                bare(d)
 
-    def ratio(a: float | None, b: float | None) -> float | None:
-        return None if a is None or b is None else round(a / b, 3)
-
-    single, sign = find("clobkit order_id (V2)"), find("clobkit hasher.sign")
-    batch1 = find("clobkit order_ids (V2)", "threads=1")
-    many1, many2 = find("clobkit sign_many", "threads=1"), find("clobkit sign_many", "threads=2")
-    e, peer = find("E: "), find("py-clob-client-v2 build_signed_order")
-    return {
-        "order_ids_batch_1_thread_x_F": ratio(batch1, f_ns),
-        "order_id_single_x_F": ratio(single, f_ns),
-        "sign_x_E": ratio(sign, e),
-        "sign_many_1_thread_x_E": ratio(many1, e),
-        "sign_many_threads_2_speedup": ratio(many1, many2),
-        "build_signed_order_over_sign": ratio(peer, sign),
-        "nautilus_44_3_us_over_sign": ratio(NAUTILUS_SIGN_ORDER_NS, sign),
-    }
+    c = Contender("E: bare ECDSA, coincurve sign_recoverable", "floor", floor, len(digests))
+    _check(
+        c, lambda *r: e(bytes.fromhex(ck.order_id(*r)[2:])), checks, expected, "signatures equal"
+    )
+    return c

@@ -1,12 +1,14 @@
-"""``clobkit bench`` output: the report as a text table, Markdown (README) and a PNG bar chart."""
+"""``clobkit bench`` output: a text table, Markdown (docs/benchmarks.md) and a PNG bar chart."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .machine import machine_line
 from .orders_v2 import PUBLISHED, PUBLISHED_SOURCE
+from .verdicts import verdict_text
 
 
 def fmt_ns(ns: float) -> str:
@@ -48,13 +50,29 @@ def table_rows(report: dict[str, Any]) -> list[list[str]]:
 def _preamble(report: dict[str, Any]) -> list[str]:
     s, fl = report["settings"], report["floors_ns"]
     return [
-        f"clobkit bench, {report['date']}, on {machine_line(report['machine'])}",
+        f"clobkit bench, {report['date']}, on {machine_line(report['machine'])}; "
+        + _run_line(report),
         f"Per-operation time, best of {s['rounds']} interleaved rounds (clobkit and peers "
         "alternate). × clobkit: time ÷ the operation's first clobkit row. "
         f"F = {fmt_ns(fl['F'])}: 5 Keccak-f[1600] permutations (one order id's work), "
         f"OpenSSL via hashlib.sha3_256. S = {fmt_ns(fl['S'])}: one SHA-256 compression, "
         "hashlib.sha256.",
     ]
+
+
+def _run_line(report: dict[str, Any]) -> str:
+    """How long the run took and how busy the machine was (other work skews the figures)."""
+    secs = report.get("seconds")
+    took = f"the run took {int(secs // 60)}:{int(secs % 60):02d}" if secs is not None else ""
+    loads = report.get("load_average") or []
+    if len(loads) == 2 and None not in loads:
+        return f"{took}, load average {loads[0]:.1f} at the start, {loads[1]:.1f} at the end"
+    return took
+
+
+def verdict_lines(report: dict[str, Any]) -> list[str]:
+    """The verdicts, one line each (``- `` prefixed): clobkit against each peer and floor."""
+    return [f"- {verdict_text(v)}" for v in report.get("verdicts", [])]
 
 
 def _epilogue(report: dict[str, Any]) -> list[str]:
@@ -71,38 +89,12 @@ def _epilogue(report: dict[str, Any]) -> list[str]:
                 f"py-clob-client {kind} mismatches, e.g. (side price × size: its maker/taker "
                 "units, then clobkit's): " + "; ".join(ex[:3])
             )
-    v2 = _v2_line(report.get("v2_ratios") or {})
-    return [*lines, v2, _published_line()] if v2 else lines
+    return [*lines, _published_line()]
 
 
 def _published_line() -> str:
     figures = ", ".join(f"{name} {fmt_ns(ns)}" for name, ns in PUBLISHED.values())
     return f"Published elsewhere, not measured here ({PUBLISHED_SOURCE}): {figures}."
-
-
-V2_TARGETS = [  # (key, label, issue #10's target)
-    ("order_ids_batch_1_thread_x_F", "V2 order_ids, 1 thread, per order ÷ F", "≤ 0.64"),
-    ("order_id_single_x_F", "V2 order_id ÷ F", "≤ 1.2"),
-    ("sign_x_E", "hasher.sign ÷ E", "≤ 1.25"),
-    ("sign_many_1_thread_x_E", "sign_many 1 thread, per order ÷ E", "≤ 1.15"),
-    ("sign_many_threads_2_speedup", "sign_many threads=2 speed-up", "≥ 1.7"),
-    ("build_signed_order_over_sign", "py-clob-client-v2 build_signed_order ÷ hasher.sign", "≥ 12"),
-    ("nautilus_44_3_us_over_sign", "44.3 µs (nautilus_trader, published) ÷ hasher.sign", "> 1"),
-]
-
-
-def _v2_line(ratios: dict[str, float | None]) -> str:
-    """Issue #10's V2 targets as measured in this run: ``label r (target t)``, ``; ``-joined."""
-    parts = [
-        f"{label} {ratios[key]:.2f} (target {target})"
-        for key, label, target in V2_TARGETS
-        if ratios.get(key) is not None
-    ]
-    if not parts:
-        return ""
-    return (
-        "V2 ratios (issue #10 targets; E = the bare coincurve ECDSA row): " + "; ".join(parts) + "."
-    )
 
 
 MEMORY_HEADERS = [
@@ -137,7 +129,7 @@ def _memory_note(report: dict[str, Any]) -> str:
     return (
         "Memory: one order_ids call on Python lists (distinct 77-digit token id strings, int "
         "amounts and salts), each thread count in a fresh process; inputs and outputs as "
-        f"sys.getsizeof counts them; peak RSS from {method}. Issue #5 target: ≤ 2."
+        f"sys.getsizeof counts them; peak RSS from {method}."
     )
 
 
@@ -160,9 +152,10 @@ def _md_table(headers: list[str], rows: list[list[str]], right: set[int]) -> lis
 
 
 def format_text(report: dict[str, Any]) -> str:
-    """The report as a plain-text table for a terminal."""
+    """The report as a plain-text table for a terminal, then the verdicts."""
     lines = [*_preamble(report), ""]
     lines += _text_table(HEADERS, table_rows(report), {2, 3, 4, 5})
+    lines += ["", "Verdicts (one call each; batches are in the table):", *verdict_lines(report)]
     lines += ["", *_epilogue(report)]
     if report["memory"]:
         lines += ["", _memory_note(report)]
@@ -172,11 +165,12 @@ def format_text(report: dict[str, Any]) -> str:
 
 
 def format_markdown(report: dict[str, Any]) -> str:
-    """The report as Markdown (for README)."""
+    """The report as Markdown (docs/benchmarks.md)."""
     lines = []
     for p in _preamble(report):
         lines += [p, ""]
     lines += _md_table(HEADERS, table_rows(report), {2, 3, 4, 5})
+    lines += ["", "Verdicts (one call each; batches are in the table):", "", *verdict_lines(report)]
     lines += [""]
     for e in _epilogue(report):
         lines += [e, ""]
@@ -198,54 +192,75 @@ def write_png(report: dict[str, Any], path: str | Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
-    labels: list[str] = []
-    headers: list[int] = []  # label indexes that name an operation
-    bars: list[tuple[float, float, str]] = []  # (y, ns, color)
-    published: list[tuple[float, float, float]] = []  # (first y, last y, ns)
+    chart = _chart(report)
+    fig, ax = plt.subplots(figsize=(10, 0.3 * len(chart.labels) + 1.6))
+    _draw_bars(ax, chart)
+    floors = report["floors_ns"]
+    for name, style in (("F", "--"), ("S", ":")):
+        ax.axvline(floors[name], color="#444444", linestyle=style, linewidth=1)
+    for y0, y1, ns in chart.published:
+        ax.vlines(ns, y0, y1, color=PUBLISHED_COLOR, linestyle="-.", linewidth=1.2)
+    ns_all = [b[1] for b in chart.bars]
+    ax.set_xlim(min(floors["S"], *ns_all) / 2, max(ns_all) * 4)
+    ax.set_xlabel("time per operation, ns (log scale; shorter is faster)", fontsize=8)
+    _legend(ax, floors)
+    ax.set_title(f"clobkit bench, {report['date']}\n{machine_line(report['machine'])}", fontsize=8)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+@dataclass
+class _Chart:
+    labels: list[str] = field(default_factory=list)
+    headers: list[int] = field(default_factory=list)  # label indexes that name an operation
+    bars: list[tuple[float, float, str]] = field(default_factory=list)  # (y, ns, color)
+    published: list[tuple[float, float, float]] = field(default_factory=list)  # (y0, y1, ns)
+
+
+def _chart(report: dict[str, Any]) -> _Chart:
+    """The chart's rows: an operation's title, then one bar per implementation."""
+    c = _Chart()
     for op in report["operations"]:
         if op["key"] == "floors":
             continue
         if op["key"] in PUBLISHED:
-            ns = PUBLISHED[op["key"]][1]
-            published.append((len(labels) + 0.5, len(labels) + len(op["rows"]) + 0.5, ns))
-        headers.append(len(labels))
-        labels.append(op["title"])
+            y = len(c.labels)
+            c.published.append((y + 0.5, y + len(op["rows"]) + 0.5, PUBLISHED[op["key"]][1]))
+        c.headers.append(len(c.labels))
+        c.labels.append(op["title"])
         for r in op["rows"]:
-            bars.append((len(labels), r["per_op_ns"], COLORS.get(r["kind"], "#888888")))
-            labels.append(r["implementation"])
-    fig, ax = plt.subplots(figsize=(10, 0.3 * len(labels) + 1.6))
-    ax.barh([b[0] for b in bars], [b[1] for b in bars], color=[b[2] for b in bars], height=0.75)
+            c.bars.append((len(c.labels), r["per_op_ns"], COLORS.get(r["kind"], "#888888")))
+            c.labels.append(r["implementation"])
+    return c
+
+
+def _draw_bars(ax: Any, c: _Chart) -> None:
+    ax.barh(
+        [b[0] for b in c.bars], [b[1] for b in c.bars], color=[b[2] for b in c.bars], height=0.75
+    )
     ax.set_xscale("log")
-    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_yticks(range(len(c.labels)), c.labels, fontsize=8)
     for i, tick in enumerate(ax.get_yticklabels()):
-        if i in headers:
+        if i in c.headers:
             tick.set_fontweight("bold")
     ax.tick_params(axis="y", length=0)
-    ax.set_ylim(len(labels) - 0.4, -0.6)
-    for y, ns, _ in bars:
+    ax.set_ylim(len(c.labels) - 0.4, -0.6)
+    for y, ns, _ in c.bars:
         ax.text(ns * 1.08, y, fmt_ns(ns), va="center", fontsize=7)
-    floors = report["floors_ns"]
-    for name, style in (("F", "--"), ("S", ":")):
-        ax.axvline(floors[name], color="#444444", linestyle=style, linewidth=1)
-    for y0, y1, ns in published:
-        ax.vlines(ns, y0, y1, color=PUBLISHED_COLOR, linestyle="-.", linewidth=1.2)
-    ax.set_xlim(min(floors["S"], *(b[1] for b in bars)) / 2, max(b[1] for b in bars) * 4)
-    ax.set_xlabel("time per operation, ns (log scale; shorter is faster)", fontsize=8)
+
+
+def _legend(ax: Any, floors: dict[str, float]) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    published = "nautilus_trader (Rust), published elsewhere, not measured here"
     ax.legend(
         handles=[
             Patch(color=COLORS["clobkit"], label="clobkit"),
             Patch(color=COLORS["peer"], label="peers"),
             Patch(color=COLORS["floor"], label="E: bare ECDSA (coincurve)"),
-            Line2D(
-                [],
-                [],
-                color=PUBLISHED_COLOR,
-                linestyle="-.",
-                label="nautilus_trader (Rust), published elsewhere, not measured here",
-            ),
+            Line2D([], [], color=PUBLISHED_COLOR, linestyle="-.", label=published),
             Line2D([], [], color="#444444", linestyle="--", label=f"F = {fmt_ns(floors['F'])}"),
             Line2D([], [], color="#444444", linestyle=":", label=f"S = {fmt_ns(floors['S'])}"),
         ],
@@ -254,6 +269,3 @@ def write_png(report: dict[str, Any], path: str | Path) -> None:
         ncol=3,
         fontsize=7,
     )
-    ax.set_title(f"clobkit bench, {report['date']}\n{machine_line(report['machine'])}", fontsize=8)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)

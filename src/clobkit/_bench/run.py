@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ._timing import Contender, Settings, floors, time_operations
+from ._timing import Contender, Operation, Settings, floors, time_operations
 from .amounts import amounts_operations
 from .files import file_operation
 from .machine import machine
 from .memory import measure_memory
 from .order_ids import order_id_operation
-from .orders_v2 import v2_operations, v2_ratios
+from .orders_v2 import v2_operations
 from .request_headers import signing_operation
+from .verdicts import verdicts
 
 
 def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Build, check and time every operation; returns the report (JSON-ready)."""
+    t0, load0 = time.monotonic(), _load()
     notes: list[str] = []
     f, sh = floors(s.floor_bytes)
     ops = [order_id_operation(s, notes, say), *v2_operations(s, notes, say)]
@@ -33,6 +36,27 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
     if s.memory_orders:
         say(f"memory: order_ids of {s.memory_orders:,} orders, threads 1 and 2 (subprocesses)")
         memory = measure_memory(s.memory_orders)
+    operations = _operations(ops, f, sh)
+    ok = all(r["mismatches"] == 0 for op in operations for r in op["rows"] if r["expect_equal"])
+    return {
+        "tool": "clobkit bench",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "settings": dataclasses.asdict(s),
+        "floors_ns": {"F": round(f.best_ns, 3), "S": round(sh.best_ns, 3)},
+        "operations": operations,
+        "amounts_grid": grid,
+        "verdicts": verdicts(operations),
+        "memory": memory,
+        "seconds": round(time.monotonic() - t0, 1),
+        "load_average": [load0, _load()],
+        "notes": notes,
+        "ok": ok,
+    }
+
+
+def _operations(ops: list[Operation], f: Contender, sh: Contender) -> list[dict[str, Any]]:
+    """Each operation's rows as JSON, ratios to its first row and to the floors; floors last."""
     fl, sl = f.best_ns, sh.best_ns
 
     def row(c: Contender, ref: float | None) -> dict[str, Any]:
@@ -49,7 +73,7 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
             "expect_equal": c.expect_equal,
         }
 
-    operations: list[dict[str, Any]] = [
+    out = [
         {
             "key": op.key,
             "title": op.title,
@@ -57,18 +81,13 @@ def run(s: Settings, say: Callable[[str], None] = lambda _: None) -> dict[str, A
         }
         for op in ops
     ]
-    operations.append({"key": "floors", "title": "floors", "rows": [row(f, None), row(sh, None)]})
-    ok = all(r["mismatches"] == 0 for op in operations for r in op["rows"] if r["expect_equal"])
-    return {
-        "tool": "clobkit bench",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": machine(),
-        "settings": dataclasses.asdict(s),
-        "floors_ns": {"F": round(fl, 3), "S": round(sl, 3)},
-        "operations": operations,
-        "amounts_grid": grid,
-        "v2_ratios": v2_ratios(operations, fl),
-        "memory": memory,
-        "notes": notes,
-        "ok": ok,
-    }
+    out.append({"key": "floors", "title": "floors", "rows": [row(f, None), row(sh, None)]})
+    return out
+
+
+def _load() -> float | None:
+    """The 1-minute load average (other work sharing the machine), where the OS reports one."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # Windows has none
+        return None

@@ -56,6 +56,8 @@ _encoder = msgspec.json.Encoder(decimal_format="number")
 
 
 StreamItem = StreamMessage | Reconnected
+"""What a stream yields: a ``StreamMessage``, or a ``Reconnected`` marker after a reconnect
+(messages sent while it was down are lost: read the open orders over REST then)."""
 
 
 class _Listenable(Protocol):

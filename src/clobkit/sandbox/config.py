@@ -258,6 +258,9 @@ DEFAULT_USERS: tuple[UserConfig, ...] = (
     _user(2, "maker", ALL_SCOPES, 10_000),
     _user(3, "reader", READ_SCOPES, 0),
 )
+"""The sandbox's users when its configuration names none: ``trader`` and ``maker`` (every
+scope, 10,000 USDC each) and ``reader`` (read scopes, no balance); their keys are
+``sandbox-<name>-key`` / ``sandbox-<name>-secret`` (docs/sandbox.md, "Default users")."""
 
 
 @dataclass(frozen=True)
