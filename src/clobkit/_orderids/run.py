@@ -2,12 +2,12 @@
 
 Offline ``clob_order_id`` of every order in a CSV, JSONL or Parquet file. The
 file is read in batches (memory stays flat whatever its size); each batch is
-parsed column-wise (``_order_ids_csv``, ``_order_ids_jsonl``,
-``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``).
+parsed column-wise (``_orderids.csv_exact``, ``_orderids.jsonl``,
+``_orderids.parquet``) and hashed by ``hash_batch`` (``_orderids.rows``).
 Reading, parsing and hashing, and writing run in overlapping stages
-(``_order_ids_stages``): a reader thread, ``--threads`` batches worked on at
+(``_orderids.stages``): a reader thread, ``--threads`` batches worked on at
 once (at least 2), and this thread writing them in order. With pyarrow
-installed a CSV is read in byte blocks instead (``_order_ids_csvfast``),
+installed a CSV is read in byte blocks instead (``_orderids.csv_fast``),
 each block through pyarrow or, when in doubt, through the exact reader.
 Output rows are the input rows, unchanged, plus ``order_id`` (and
 ``signature`` when signing). A row that cannot be hashed is reported as
@@ -29,19 +29,19 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from ._core import IMPLEMENTATION
-from ._jsondepth import json_too_deep
-from ._order_ids_csv import CsvOrders
-from ._order_ids_csvfast import available, engine, read_header, run_blocks
-from ._order_ids_parquet import _run_parquet
-from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
-from ._order_ids_stages import depth_for, item_threads, staged
-from .errors import ValidationError
-from .order_id import OrderHasher
-from .signing import OrderSigner
+from .._core import IMPLEMENTATION
+from .._jsondepth import json_too_deep
+from ..errors import ValidationError
+from ..order_id import OrderHasher
+from ..signing import OrderSigner
+from .csv_exact import CsvOrders
+from .csv_fast import available, engine, read_header, run_blocks
+from .parquet import _run_parquet
+from .rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
+from .stages import depth_for, item_threads, staged
 
 if TYPE_CHECKING:
-    from ._order_ids_jsonl import JsonlOrders
+    from .jsonl import JsonlOrders
 
 __all__ = ["DEFAULT_BATCH", "PARQUET_BATCH", "InputError", "describe", "run"]
 
@@ -256,7 +256,7 @@ def run(
                 out.write(fmt.header + "\n")
                 line = 2
             else:
-                from ._order_ids_jsonl import JsonlOrders  # msgspec: only for JSONL
+                from .jsonl import JsonlOrders  # msgspec: only for JSONL
 
                 fmt = JsonlOrders(layout, signed)
                 line = 1

@@ -12,10 +12,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._arrow_values import scalar
-from ._arrow_values import values as arrow_values
-from ._columns import NULL, Column
-from ._order_ids_rows import (
+from .._arrow_values import scalar
+from .._arrow_values import values as arrow_values
+from .._columns import NULL, Column
+from .._parse import BATCH_KEYWORDS, COLUMN_KINDS
+from .._spec import SALT_MAX
+from ..amounts import raw_amounts_flagged
+from ..errors import ValidationError
+from ..order_id import OrderHasher
+from ..signing import OrderSigner
+from .process import import_pyarrow
+from .rows import (
     DEFAULTS,
     FLAGS,
     SIDE_KEYS,
@@ -29,17 +36,10 @@ from ._order_ids_rows import (
     check_columns,
     hash_batch,
 )
-from ._order_ids_stages import depth_for, item_threads, staged
-from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
-from ._pyarrow import import_pyarrow
-from ._spec import SALT_MAX
-from .amounts import raw_amounts_flagged
-from .errors import ValidationError
-from .order_id import OrderHasher
-from .signing import OrderSigner
+from .stages import depth_for, item_threads, staged
 
 if TYPE_CHECKING:
-    from ._order_ids import Progress
+    from .run import Progress
 
 
 def _pyarrow() -> tuple[Any, Any, Any]:
@@ -48,7 +48,7 @@ def _pyarrow() -> tuple[Any, Any, Any]:
         pa = import_pyarrow()  # without numpy in the command's process
         import pyarrow.parquet as pq
 
-        from . import _arrow_compute as ac
+        from .. import _arrow_compute as ac
     except ImportError:
         raise InputError("Parquet needs pyarrow: pip install 'clobkit[data]'") from None
     return pa, pq, ac
@@ -281,7 +281,7 @@ def _run_parquet(
     Row groups are read (their columns decoded in pyarrow's threads) while
     earlier record batches are hashed and made output batches in the stage
     pool and the batches before them are encoded, compressed and written by
-    this thread, in the file's order (``_order_ids_stages.staged``).
+    this thread, in the file's order (``_orderids.stages.staged``).
     """
     pa, pq, ac = _pyarrow()
     try:
