@@ -54,14 +54,80 @@ cdef class _Plan:
                 free(self.refs[b][k])
                 free(self.big[b][k])
 
+    cdef list take(self, dict columns, const int *kinds, Py_ssize_t n):
+        """Each argument into the plan: scalars parsed once into the template order,
+        sequences as tuples (lists are copied: the workers read the objects' text
+        without the GIL, and a list mutated meanwhile must not free our items).
+        Returns the (kind, its runs, field offset) of the columnar arguments."""
+        cdef int c
+        self.names = list(columns)
+        memset(&self.tmpl, 0, sizeof(ck_order))
+        fast = []
+        for c in range(9):
+            value = columns[self.names[c]]
+            if type(value) is _Column:
+                if (<object>value).items is not None:  # numpy objects / strings: the list path
+                    value = (<object>value).items
+                else:
+                    off = _offset(&self.tmpl, kinds[c])
+                    srcs = _sources(value, kinds[c], off)
+                    if srcs is not None:
+                        fast.append((kinds[c], srcs, off))
+                        self.slow.append((c, value))
+                        continue
+                    value = value.values()  # a big-endian host: through Python objects
+            if _p.is_scalar(value):
+                _set(&self.tmpl, kinds[c], value, self.names[c], -1)
+            else:
+                value = value if type(value) is tuple else tuple(value)
+                if len(<tuple>value) != n:
+                    raise OrderFieldError(self.names[c], f"<{len(value)} items>", "changed length")
+                self.seqs.append((c, kinds[c], _offset(&self.tmpl, kinds[c]), value))
+                self.slow.append((c, value))
+        self.slow.sort()
+        return fast
+
     cdef object run(self, OrderHasher hasher, Py_ssize_t n, list fast, object pa, _Signer signer):
-        cdef Py_ssize_t total = 0, i = 0, k, nchunks, lo, m, chunk, nblocks
-        cdef int b, c, helpers
-        cdef _Src s
+        """The batch's ids (a list, or with ``pa`` an Arrow array): the columns laid out,
+        each round's buffers taken, then the rounds."""
         cdef bint arrow = pa is not None
         cdef int64_t block = BLOCK if signer is None else SIGN_BLOCK
-        cdef int workers_ = self._workers
-        cdef long long t
+        cdef object data = None
+        cdef _Out view = None
+        cdef char *text = NULL
+        cdef list result = None
+        self._lay_out(fast)
+        if arrow:
+            # from Arrow's memory pool: reused between calls, where a fresh
+            # bytearray would be zero-filled and page-faulted in every time
+            data = pa.allocate_buffer(n * _ids.ID_CHARS)
+            view = _Out(data)
+            text = <char *>view.buf.buf
+            if n == 0:
+                view.release()
+                return _ids.id_array(pa, data, _ids.offsets(0), 0)
+        else:
+            result = PyList_New(n)
+            if n == 0:
+                return result
+        # One round for the whole batch when the GIL has nothing to do per row
+        # (columnar input, Arrow output); else rounds of CHUNK rows, the GIL's
+        # share of round k + 1 and k - 1 done while the workers run round k.
+        cdef Py_ssize_t chunk = n if arrow and not self.seqs else (CHUNK if n > CHUNK else n)
+        cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk
+        self._allocate(2 if nchunks > 1 else 1, chunk, (chunk + block - 1) // block, arrow, signer)
+        self._rounds(hasher, n, chunk, nchunks, text, result, pa, signer, block)
+        if arrow:
+            view.release()
+            return _ids.id_array(pa, data, _id_offsets(pa, n), n)
+        return result
+
+    cdef int _lay_out(self, list fast) except -1:
+        """Both round buffers' columns: the columnar runs (shared), then one source per
+        sequence (refilled each round by _prepare)."""
+        cdef Py_ssize_t total = 0, i, k
+        cdef int b, c
+        cdef _Src s
         for kind, srcs, off in fast:
             total += len(srcs)
         self.fixed = <ck_src *>malloc((total if total else 1) * sizeof(ck_src))
@@ -87,30 +153,15 @@ cdef class _Plan:
                 self.cols[b][c].off = off
                 c += 1
         self.ncols = c
-        cdef object data = None
-        cdef _Out view = None
-        cdef char *text = NULL
-        cdef list result = None
-        if arrow:
-            # from Arrow's memory pool: reused between calls, where a fresh
-            # bytearray would be zero-filled and page-faulted in every time
-            data = pa.allocate_buffer(n * _ids.ID_CHARS)
-            view = _Out(data)
-            text = <char *>view.buf.buf
-            if n == 0:
-                view.release()
-                return _ids.id_array(pa, data, _ids.offsets(0), 0)
-        else:
-            result = PyList_New(n)
-            if n == 0:
-                return result
-        # One round for the whole batch when the GIL has nothing to do per row
-        # (columnar input, Arrow output); else rounds of CHUNK rows, the GIL's
-        # share of round k + 1 and k - 1 done while the workers run round k.
-        chunk = n if arrow and not self.seqs else (CHUNK if n > CHUNK else n)
-        nchunks = (n + chunk - 1) // chunk
-        nblocks = (chunk + block - 1) // block
-        for b in range(2 if nchunks > 1 else 1):
+        return 0
+
+    cdef int _allocate(self, int nbuf, Py_ssize_t chunk, Py_ssize_t nblocks, bint arrow,
+                       _Signer signer) except -1:
+        """``nbuf`` round buffers of ``chunk`` rows: missed-block flags, ids (unless Arrow
+        takes them), signatures (when signing), each sequence's object references."""
+        cdef int b
+        cdef Py_ssize_t k
+        for b in range(nbuf):
             self.missed[b] = <uint8_t *>malloc(nblocks)
             if self.missed[b] == NULL:
                 raise MemoryError()
@@ -126,6 +177,16 @@ cdef class _Plan:
                 self.refs[b][k] = <ck_ref *>malloc(chunk * sizeof(ck_ref))
                 if self.refs[b][k] == NULL:
                     raise MemoryError()
+        return 0
+
+    cdef int _rounds(self, OrderHasher hasher, Py_ssize_t n, Py_ssize_t chunk, Py_ssize_t nchunks,
+                     char *text, list result, object pa, _Signer signer, int64_t block) except -1:
+        """Round k on the workers (this thread one of them) while this thread finishes
+        round k - 1 and prepares round k + 1 in the other buffer."""
+        cdef Py_ssize_t k, lo, m
+        cdef int b, helpers
+        cdef int workers_ = self._workers
+        cdef long long t
         self._prepare(0, 0, chunk if chunk < n else n, hasher, text, signer, block)
         for k in range(nchunks):
             b = k & 1
@@ -150,10 +211,7 @@ cdef class _Plan:
                         ck_pool_wait()
                     self.free_ns += ck_thread_ns() - t
         self._finish((nchunks - 1) & 1, hasher, result, pa, signer)
-        if arrow:
-            view.release()
-            return _ids.id_array(pa, data, _id_offsets(pa, n), n)
-        return result
+        return 0
 
     cdef int _prepare(self, int b, Py_ssize_t lo, Py_ssize_t m, OrderHasher hasher, char *text,
                       _Signer signer, int64_t block) except -1:

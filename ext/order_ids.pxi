@@ -330,82 +330,60 @@ cdef class OrderHasher:
     cdef object _batch(self, token_ids, maker_amounts, taker_amounts, sides, salts, fee_rate_bps,
                        nonces, expirations, timestamps, metadatas, builders, neg_risk, threads,
                        out, _Signer signer):
+        """A batch in four steps: the call's choices, its nine arguments by name, the
+        plan (template order, sequences, columnar runs), the plan run."""
         cdef long long t0 = ck_thread_ns()
         cdef int workers = _p.parse_threads(threads)
-        cdef bint arrow = _ids.parse_out(out)
-        pa = _ids.pyarrow() if arrow else None
-        cdef int kinds[9]
-        kinds[0], kinds[1], kinds[2], kinds[3], kinds[4], kinds[8] = \
-            C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_NEG_RISK
-        given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
-        if self.version == 1:
-            if timestamps is not UNSET or metadatas is not UNSET or builders is not UNSET:
-                _p.check_version_fields(1, given, True)
-            columns = {
-                "token_ids": token_ids,
-                "maker_amounts": maker_amounts,
-                "taker_amounts": taker_amounts,
-                "sides": sides,
-                "salts": salts,
-                "fee_rate_bps": 0 if fee_rate_bps is UNSET else fee_rate_bps,
-                "nonces": 0 if nonces is UNSET else nonces,
-                "expirations": 0 if expirations is UNSET else expirations,
-                "neg_risk": neg_risk,
-            }
-            kinds[5], kinds[6], kinds[7] = C_FEE, C_NONCE, C_EXPIRATION
-        else:
-            if fee_rate_bps is not UNSET or nonces is not UNSET or expirations is not UNSET \
-                    or timestamps is UNSET:
-                _p.check_version_fields(self.version, given, True)
-            columns = {
-                "token_ids": token_ids,
-                "maker_amounts": maker_amounts,
-                "taker_amounts": taker_amounts,
-                "sides": sides,
-                "salts": salts,
-                "timestamps": timestamps,
-                "metadatas": None if metadatas is UNSET else metadatas,
-                "builders": None if builders is UNSET else builders,
-                "neg_risk": neg_risk,
-            }
-            kinds[5], kinds[6], kinds[7] = C_TIMESTAMP, C_METADATA, C_BUILDER
-        # pyarrow / numpy columns: read from their buffers (see _columns)
-        for name, value in columns.items():
-            if _col.is_columnar(value):
-                columns[name] = _col.Column(value, name, _p.COLUMN_KINDS[name])
+        pa = _ids.pyarrow() if _ids.parse_out(out) else None
+        columns = _arguments(self.version, token_ids, maker_amounts, taker_amounts, sides, salts,
+                             fee_rate_bps, nonces, expirations, timestamps, metadatas, builders,
+                             neg_risk)
         cdef Py_ssize_t n = _p.batch_length(columns)
         cdef _Plan plan = _Plan.__new__(_Plan)
-        plan.names = list(columns)
-        memset(&plan.tmpl, 0, sizeof(ck_order))
-        cdef int c
-        # Scalars are parsed once into the template order. Sequences become
-        # tuples (lists are copied: the workers read the objects' text without
-        # the GIL, and a list mutated meanwhile must not free our items).
-        fast = []  # (kind, its runs, field offset) of the columnar arguments
-        for c in range(9):
-            value = columns[plan.names[c]]
-            if type(value) is _Column:
-                if (<object>value).items is not None:  # numpy objects / strings: the list path
-                    value = (<object>value).items
-                else:
-                    off = _offset(&plan.tmpl, kinds[c])
-                    srcs = _sources(value, kinds[c], off)
-                    if srcs is not None:
-                        fast.append((kinds[c], srcs, off))
-                        plan.slow.append((c, value))
-                        continue
-                    value = value.values()  # a big-endian host: through Python objects
-            if _p.is_scalar(value):
-                _set(&plan.tmpl, kinds[c], value, plan.names[c], -1)
-            else:
-                value = value if type(value) is tuple else tuple(value)
-                if len(<tuple>value) != n:
-                    raise OrderFieldError(plan.names[c], f"<{len(value)} items>", "changed length")
-                plan.seqs.append((c, kinds[c], _offset(&plan.tmpl, kinds[c]), value))
-                plan.slow.append((c, value))
-        plan.slow.sort()
+        fast = plan.take(columns, &_KINDS[0] if self.version == 1 else &_KINDS2[0], n)
         plan._workers = workers
-        result = plan.run(self, n, fast, pa if arrow else None, signer)
+        result = plan.run(self, n, fast, pa, signer)
         global _held_ns
         _held_ns = ck_thread_ns() - t0 - plan.free_ns
         return result
+
+
+cdef dict _arguments(int version, token_ids, maker_amounts, taker_amounts, sides, salts,
+                     fee_rate_bps, nonces, expirations, timestamps, metadatas, builders, neg_risk):
+    """The batch's nine arguments by name, in _KINDS (V1) or _KINDS2 (V2/V3) order: the
+    other version's fields refused, defaults filled, pyarrow / numpy columns wrapped to be
+    read from their buffers (see _columns)."""
+    given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
+    if version == 1:
+        if timestamps is not UNSET or metadatas is not UNSET or builders is not UNSET:
+            _p.check_version_fields(1, given, True)
+        columns = {
+            "token_ids": token_ids,
+            "maker_amounts": maker_amounts,
+            "taker_amounts": taker_amounts,
+            "sides": sides,
+            "salts": salts,
+            "fee_rate_bps": 0 if fee_rate_bps is UNSET else fee_rate_bps,
+            "nonces": 0 if nonces is UNSET else nonces,
+            "expirations": 0 if expirations is UNSET else expirations,
+            "neg_risk": neg_risk,
+        }
+    else:
+        if fee_rate_bps is not UNSET or nonces is not UNSET or expirations is not UNSET \
+                or timestamps is UNSET:
+            _p.check_version_fields(version, given, True)
+        columns = {
+            "token_ids": token_ids,
+            "maker_amounts": maker_amounts,
+            "taker_amounts": taker_amounts,
+            "sides": sides,
+            "salts": salts,
+            "timestamps": timestamps,
+            "metadatas": None if metadatas is UNSET else metadatas,
+            "builders": None if builders is UNSET else builders,
+            "neg_risk": neg_risk,
+        }
+    for name, value in columns.items():
+        if _col.is_columnar(value):
+            columns[name] = _col.Column(value, name, _p.COLUMN_KINDS[name])
+    return columns
