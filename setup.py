@@ -6,6 +6,7 @@ AddressSanitizer and UndefinedBehaviorSanitizer, ``CLOBKIT_SANITIZE=thread``
 with ThreadSanitizer (see docs/development.md).
 """
 
+import glob
 import os
 import sys
 
@@ -41,6 +42,8 @@ if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") in ("", "0"):
                     "ext/workers.c",
                 ],
                 include_dirs=["ext"],
+                # the .pyx's included parts and the C headers: an edit to any rebuilds
+                depends=sorted(glob.glob("ext/*.pxi") + glob.glob("ext/*.h")),
                 extra_compile_args=extra_compile_args,
                 extra_link_args=extra_link_args,
             )

@@ -13,7 +13,7 @@ through OpenSSL, as benchmarks/bench_core.py measures it) is measured right
 before and after each run, and each run is printed as seconds per order
 over the mean of the two. The targets: CSV -> CSV at most 0.8 F, Parquet ->
 Parquet at most 0.4 F. ``--in-process`` also times the same run through
-``clobkit._order_ids.run`` in this process (the pipeline without Python's
+``clobkit._orderids.run.run`` in this process (the pipeline without Python's
 and pyarrow's start-up). The children run with bytecode, as an installed
 package does (one untimed run on a one-row file writes it), and each run's
 output file is removed before it is timed. ``--idle S`` waits S seconds
@@ -168,8 +168,8 @@ def against(root: Path, other: str, formats: list[str], threads: list[int], runs
 
 
 def in_process(root: Path, fmt: str) -> float:
-    """The same work through ``clobkit._order_ids.run`` in this process (no start-up), in s."""
-    from clobkit._order_ids import run
+    """The same work through ``clobkit._orderids.run.run`` in this process (no start-up), in s."""
+    from clobkit._orderids.run import run
 
     wallet, src, dst = (str(root / name) for name in ("wallet.json", f"in.{fmt}", f"out.{fmt}"))
     Path(dst).unlink(missing_ok=True)

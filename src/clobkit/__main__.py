@@ -14,7 +14,7 @@ import sys
 def command() -> int:
     """The ``clobkit`` command's process: ``python -m clobkit`` and the console script."""
     if sys.argv[1:2] == ["order-ids"]:
-        from ._pyarrow import for_command
+        from ._orderids.process import for_command
 
         for_command()  # this process runs the command and exits
         # Where numpy loads (a pyarrow that needs it), its OpenBLAS starts a thread

@@ -259,7 +259,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_order_ids(args: argparse.Namespace) -> int:
-    from ._order_ids import InputError, describe, format_of, run
+    from ._orderids.run import InputError, describe, format_of, run
 
     # --batch-size is checked by run(), its one home: an InputError, a usage error here
     if args.threads is not None and args.threads < 1:

@@ -24,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._order_ids_rows import LAYOUTS
+from ._orderids.rows import LAYOUTS
 from ._parse import BATCH_KEYWORDS
 from ._wallet import _WALLET_FIELDS, _field
 from .errors import MissingExtra, OrderFieldError, ValidationError

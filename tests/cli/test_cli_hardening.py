@@ -355,10 +355,11 @@ def test_zero_padded_numbers_are_their_value(
     fmt: str,
 ) -> None:
     """The CSV fast path and the exact readers read them alike: as their value."""
-    from clobkit import OrderHasher, _order_ids_csvfast
+    from clobkit import OrderHasher
+    from clobkit._orderids import csv_fast
 
     if fmt == "csv-exact":
-        monkeypatch.setattr(_order_ids_csvfast, "ENABLED", False)
+        monkeypatch.setattr(csv_fast, "ENABLED", False)
         fmt = "csv"
     src, dst = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
     rows = [{**GOOD, "side": "BUY", "salt": PADDED, "maker_amount": "0" * 4999 + "9295000"}]
@@ -383,9 +384,9 @@ def test_csv_values_with_spaces_around_are_refused(
     fast: bool,
 ) -> None:
     """As the service refuses " 5": no value is stripped, on either CSV reader."""
-    from clobkit import _order_ids_csvfast
+    from clobkit._orderids import csv_fast
 
-    monkeypatch.setattr(_order_ids_csvfast, "ENABLED", fast)
+    monkeypatch.setattr(csv_fast, "ENABLED", fast)
     src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
     src.write_text(
         "token_id,maker_amount,taker_amount,side,salt\n"

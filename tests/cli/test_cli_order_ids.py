@@ -284,8 +284,8 @@ def test_default_batch_is_smaller_than_a_big_file(
     wallet_files: dict[str, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import clobkit._order_ids as order_ids
-    import clobkit._order_ids_csvfast as csvfast
+    import clobkit._orderids.csv_fast as csvfast
+    import clobkit._orderids.run as order_ids
 
     # the exact reader's batches; the pyarrow path's blocks are bounded in bytes
     # (test_cli_order_ids_csvfast.py::test_blocks_are_bounded)

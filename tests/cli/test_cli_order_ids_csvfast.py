@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import clobkit._order_ids_csvfast as csvfast
-from clobkit._order_ids import InputError, run
+import clobkit._orderids.csv_fast as csvfast
+from clobkit._orderids.run import InputError, run
 
 from ..conftest import examples
 from ..core.oracle import eth_account_order_id

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clobkit._order_ids import DEFAULT_BATCH, PARQUET_BATCH
+from clobkit._orderids.run import DEFAULT_BATCH, PARQUET_BATCH
 from clobkit.amounts import check_raw_amounts, raw_amounts_flagged
 from clobkit.errors import AmountError
 
@@ -331,7 +331,7 @@ def test_batch_size_help_gives_both_defaults(cli: Callable[..., Result]) -> None
 def test_dictionaries_are_kept_only_where_the_input_repeats_its_values(
     cli: Callable[..., Result], tmp_path: Path, tokens: str
 ) -> None:
-    from clobkit._order_ids_parquet import _dictionary_columns
+    from clobkit._orderids.parquet import _dictionary_columns
 
     n = 40_000  # distinct 77-digit ids outgrow pyarrow's 1 MiB dictionary: plain pages follow
     first = 10**76 + 12_345

@@ -129,7 +129,7 @@ def test_import_pyarrow_lifts_the_block_only_for_a_pyarrow_that_needs_numpy(
         """
         import sys
         sys.path.insert(0, sys.argv[1])
-        from clobkit._pyarrow import block_numpy, import_pyarrow
+        from clobkit._orderids.process import block_numpy, import_pyarrow
         block_numpy()
         pa = import_pyarrow()
         print(pa.loaded_with_numpy, sys.modules.get("numpy", "absent") is None)
@@ -147,7 +147,10 @@ def test_import_pyarrow_lifts_the_block_only_for_a_pyarrow_that_needs_numpy(
 
 
 def test_block_numpy_leaves_a_process_that_already_has_numpy_or_pyarrow() -> None:
-    code = "import pyarrow\nfrom clobkit._pyarrow import block_numpy\nblock_numpy()\nimport numpy"
+    code = (
+        "import pyarrow\nfrom clobkit._orderids.process import block_numpy\nblock_numpy()\n"
+        "import numpy"
+    )
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)  # numpy still imports
 
 
@@ -193,7 +196,7 @@ def test_the_commands_process_takes_the_c_allocator_unless_the_user_chose(
 def test_for_command_leaves_a_process_that_already_has_pyarrow() -> None:
     code = (
         "import os, pyarrow\nos.environ.pop('ARROW_DEFAULT_MEMORY_POOL', None)\n"
-        "from clobkit._pyarrow import for_command\nfor_command()\n"
+        "from clobkit._orderids.process import for_command\nfor_command()\n"
         "print('ARROW_DEFAULT_MEMORY_POOL' in os.environ)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,7 +1,7 @@
 """``clobkit order-ids`` in stages (#20): the same bytes and messages for every ``--threads``.
 
 The command reads, hashes and writes in overlapping stages
-(``_order_ids_stages.staged``); however many items are in flight, each
+(``_orderids.stages.staged``); however many items are in flight, each
 output file, each ``line N`` / ``row N`` message and the exit code equal
 those of one thread, bad rows and mixed fast and exact CSV blocks included.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-import clobkit._order_ids_csvfast as csvfast
-from clobkit._order_ids_stages import depth_for, item_threads, staged
+import clobkit._orderids.csv_fast as csvfast
+from clobkit._orderids.stages import depth_for, item_threads, staged
 
 from .conftest import WALLET, Result
 from .test_cli_order_ids import orders, write_csv, write_jsonl

@@ -37,7 +37,7 @@ core_c: Any = pytest.importorskip("clobkit._core_c")
 core_py: Any = pytest.importorskip("clobkit._core_py")
 
 MAX = 2**256 - 1
-ROUND = 16_384  # rows per round of the pipeline (ext/_core_c.pyx CHUNK)
+ROUND = 16_384  # rows per round of the pipeline (ext/batch.pxi CHUNK)
 THREADS = (1, 2, 3, 4, 7, 8, 16, 32)
 
 # Each field's spellings the list path takes: plain ones the workers read,

@@ -266,7 +266,7 @@ def test_order_ids_files(
     data: st.DataObject, fmt: str, version: int, spec: tuple[Any, ...]
 ) -> None:
     value = make(spec)
-    from clobkit import _order_ids_csvfast
+    from clobkit._orderids import csv_fast
 
     names = V1_FIELDS if version == 1 else V2_FIELDS
     field = data.draw(st.sampled_from(names), label="field")
@@ -278,12 +278,12 @@ def test_order_ids_files(
         wallet.write_text(json.dumps(WALLET if version == 1 else WALLET_V2))
         said = []
         for fast in (True, False) if ext == "csv" else (True,):
-            _order_ids_csvfast.ENABLED = fast and fmt != "csv-exact"
+            csv_fast.ENABLED = fast and fmt != "csv-exact"
             dst = Path(tmp, f"out{fast}.{ext}")
             try:
                 code, err = _run("order-ids", "--wallet", str(wallet), str(src), str(dst))
             finally:
-                _order_ids_csvfast.ENABLED = True
+                csv_fast.ENABLED = True
             assert code in (0, 1, 2), err
             assert "Traceback" not in err
             word = "row" if ext == "parquet" else "line"

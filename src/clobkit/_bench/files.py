@@ -2,7 +2,7 @@
 
 The same ``file_orders`` V1 orders are written to a temporary directory as a
 fully quoted CSV (as pandas and pyarrow write it), Parquet (with pyarrow)
-and JSONL, and each is run through ``clobkit._order_ids.run`` (the command's
+and JSONL, and each is run through ``clobkit._orderids.run.run`` (the command's
 work: read, hash, write; ``--threads 2``) in this process. The peer is what
 a script does today: Python's ``csv`` module and py-order-utils, row by row
 (timed on the first ``PEER_ROWS`` rows). Every output's ids are compared
@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
-from .._order_ids import run as order_ids_run
+from .._orderids.run import run as order_ids_run
 from ._timing import INSTALL_HINT, Contender, Operation, Settings, install_hint, tally
 from .order_ids import WALLET, OrderIdFn, make_orders, py_order_utils_order_id
 

@@ -2,12 +2,12 @@
 
 Offline ``clob_order_id`` of every order in a CSV, JSONL or Parquet file. The
 file is read in batches (memory stays flat whatever its size); each batch is
-parsed column-wise (``_order_ids_csv``, ``_order_ids_jsonl``,
-``_order_ids_parquet``) and hashed by ``hash_batch`` (``_order_ids_rows``).
+parsed column-wise (``_orderids.csv_exact``, ``_orderids.jsonl``,
+``_orderids.parquet``) and hashed by ``hash_batch`` (``_orderids.rows``).
 Reading, parsing and hashing, and writing run in overlapping stages
-(``_order_ids_stages``): a reader thread, ``--threads`` batches worked on at
+(``_orderids.stages``): a reader thread, ``--threads`` batches worked on at
 once (at least 2), and this thread writing them in order. With pyarrow
-installed a CSV is read in byte blocks instead (``_order_ids_csvfast``),
+installed a CSV is read in byte blocks instead (``_orderids.csv_fast``),
 each block through pyarrow or, when in doubt, through the exact reader.
 Output rows are the input rows, unchanged, plus ``order_id`` (and
 ``signature`` when signing). A row that cannot be hashed is reported as
@@ -29,19 +29,19 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
-from ._core import IMPLEMENTATION
-from ._jsondepth import json_too_deep
-from ._order_ids_csv import CsvOrders
-from ._order_ids_csvfast import available, engine, read_header, run_blocks
-from ._order_ids_parquet import _run_parquet
-from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
-from ._order_ids_stages import depth_for, item_threads, staged
-from .errors import ValidationError
-from .order_id import OrderHasher
-from .signing import OrderSigner
+from .._core import IMPLEMENTATION
+from .._jsondepth import json_too_deep
+from ..errors import ValidationError
+from ..order_id import OrderHasher
+from ..signing import OrderSigner
+from .csv_exact import CsvOrders
+from .csv_fast import available, engine, read_header, run_blocks
+from .parquet import _run_parquet
+from .rows import LAYOUTS, Batch, InputError, Layout, Parsed, check_signer, hash_batch
+from .stages import depth_for, item_threads, staged
 
 if TYPE_CHECKING:
-    from ._order_ids_jsonl import JsonlOrders
+    from .jsonl import JsonlOrders
 
 __all__ = ["DEFAULT_BATCH", "PARQUET_BATCH", "InputError", "describe", "run"]
 
@@ -166,6 +166,18 @@ class Summary(NamedTuple):  # not a dataclass: dataclasses costs the command 9 m
         return self.written / self.seconds if self.seconds > 0 else 0.0
 
 
+class _Job(NamedTuple):
+    """One run's checked settings: ``run``'s arguments with the wallet loaded."""
+
+    hasher: OrderHasher
+    layout: Layout
+    signer: OrderSigner | None
+    threads: int | None
+    batch_size: int
+    progress: bool
+    say: Callable[[str], None]
+
+
 def run(
     wallet: str,
     input_path: str,
@@ -186,14 +198,45 @@ def run(
     Parquet. Raises ``InputError`` when the input as a whole cannot be used.
     """
     kind = format_of(input_path)
+    job = _job(
+        wallet,
+        kind,
+        input_path,
+        output_path,
+        threads,
+        batch_size,
+        progress,
+        report,
+        version,
+        signer,
+    )
+    target = Path(output_path)
+    part = target.with_name(f".{target.name}.part")
+    if kind == "parquet":
+        return _parquet_file(job, input_path, output_path, part)
+    return _text_file(job, kind, input_path, output_path, part)
+
+
+def _job(
+    wallet: str,
+    kind: str,
+    input_path: str,
+    output_path: str,
+    threads: int | None,
+    batch_size: int | None,
+    progress: bool | None,
+    report: Callable[[str], None] | None,
+    version: int | None,
+    signer: OrderSigner | None,
+) -> _Job:
+    """The paths and the batch size checked, the wallet loaded, the signer matched to it."""
     if batch_size is None:
         batch_size = PARQUET_BATCH if kind == "parquet" else DEFAULT_BATCH
     if format_of(output_path) != kind:
         raise InputError(f"OUTPUT must have the format of INPUT ({kind})")
-    source_path, target = Path(input_path), Path(output_path)
     if not 1 <= batch_size <= MAX_BATCH:
         raise InputError(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {batch_size})")
-    _check_output(target, source_path, Path(wallet))
+    _check_output(Path(output_path), Path(input_path), Path(wallet))
     try:
         hasher = OrderHasher(load_wallet(wallet), version=version)
     except ValidationError as exc:
@@ -201,132 +244,162 @@ def run(
     layout = LAYOUTS[1 if hasher.version == 1 else 2]
     if signer is not None:
         check_signer(hasher, signer, layout)
-    signed = signer is not None
+    shown = sys.stderr.isatty() if progress is None else progress
     say = report or (lambda text: print(text, file=sys.stderr))
-    part = target.with_name(f".{target.name}.part")
-    if kind == "parquet":
-        try:
-            size = os.stat(source_path).st_size
-        except OSError as exc:
-            raise InputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
-        bar = Progress(size, sys.stderr.isatty() if progress is None else progress, sys.stderr)
-        started = time.perf_counter()
-        try:
-            written, rejected = _run_parquet(
-                hasher, layout, signer, input_path, part, threads, batch_size, bar, say
-            )
-            os.replace(part, target)
-        except OSError as exc:
-            raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
-        finally:
-            bar.clear()
-            if part.exists():
-                part.unlink()
-        return Summary(written, rejected, time.perf_counter() - started)
+    return _Job(hasher, layout, signer, threads, batch_size, shown, say)
+
+
+def _parquet_file(job: _Job, input_path: str, output_path: str, part: Path) -> Summary:
+    """A Parquet file by record batch (``_orderids.parquet``), written to ``part`` first."""
     try:
-        raw = open(source_path, "rb")  # noqa: SIM115 - closed through source
+        size = os.stat(input_path).st_size
+    except OSError as exc:
+        raise InputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
+    bar = Progress(size, job.progress, sys.stderr)
+    started = time.perf_counter()
+    try:
+        written, rejected = _run_parquet(
+            job.hasher,
+            job.layout,
+            job.signer,
+            input_path,
+            part,
+            job.threads,
+            job.batch_size,
+            bar,
+            job.say,
+        )
+        os.replace(part, output_path)
+    except OSError as exc:
+        raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
+    finally:
+        bar.clear()
+        if part.exists():
+            part.unlink()
+    return Summary(written, rejected, time.perf_counter() - started)
+
+
+def _text_file(job: _Job, kind: str, input_path: str, output_path: str, part: Path) -> Summary:
+    """A CSV or JSONL file: in byte blocks (CSV with pyarrow, not signing) or in batches
+    of lines, written to ``part`` first."""
+    try:
+        raw = open(input_path, "rb")  # noqa: SIM115 - closed through source
         source = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
     except OSError as exc:
         raise InputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
-    bar = Progress(
-        os.fstat(raw.fileno()).st_size,
-        sys.stderr.isatty() if progress is None else progress,
-        sys.stderr,
-    )
+    bar = Progress(os.fstat(raw.fileno()).st_size, job.progress, sys.stderr)
     try:
         out = open(part, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed below
     except OSError as exc:
         source.close()
         raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
     started = time.perf_counter()
-    written = rejected = 0
+    sink = _Sink(out, bar, job.say, raw)
     try:
         with source, out:
-            fmt: CsvOrders | JsonlOrders
-            blocks = kind == "csv" and signer is None and available()
-            fast = None
-            if blocks:  # raw bytes in blocks (the text wrapper is never read)
-                header, rest = read_header(raw)
-                fmt = CsvOrders(header.decode("utf-8-sig"), layout, signed)
-                fast = engine(hasher, layout, fmt, item_threads(threads))
-                out.write(fmt.header + "\n")
-                line = 2
-            elif kind == "csv":
-                fmt = CsvOrders(source.readline(), layout, signed)
-                out.write(fmt.header + "\n")
-                line = 2
+            if kind == "csv" and job.signer is None and available():
+                _csv_blocks(job, raw, sink)  # the text wrapper is never read
             else:
-                from ._order_ids_jsonl import JsonlOrders  # msgspec: only for JSONL
-
-                fmt = JsonlOrders(layout, signed)
-                line = 1
-
-            def emit(parsed: Parsed, result: Batch, at: int | None = None) -> None:
-                nonlocal written, rejected
-                ids, sigs, late = result
-                out.write(fmt.render(parsed, ids, sigs))
-                rejects = sorted(parsed.rejects + late)
-                if rejects:
-                    bar.clear()
-                    for number, reason in rejects:
-                        say(f"line {number}: {reason}")
-                written += len(ids) - len(late)
-                rejected += len(rejects)
-                bar.update(raw.tell() if at is None else at, written)
-
-            depth = depth_for(threads)
-            per_item = item_threads(threads)
-            if blocks:
-                assert isinstance(fmt, CsvOrders)
-                exact_csv = fmt
-
-                def exact(first: int, block: bytes, at: int) -> int:
-                    """A block of lines through the exact reader, a batch at a time."""
-                    lines = io.StringIO(block.decode("utf-8"), newline="")
-                    count = 0
-                    while batch := list(islice(lines, batch_size)):
-                        parsed = exact_csv.parse(first + count, batch)
-                        count += len(batch)
-                        emit(parsed, hash_batch(hasher, parsed, per_item, layout, signer), at)
-                    return count
-
-                def done(at: int, rows: int) -> None:
-                    nonlocal written
-                    written += rows
-                    bar.update(at, written)
-
-                def write(data: Any) -> None:
-                    out.flush()
-                    out.buffer.write(data)
-
-                start = len(header) + len(rest)
-                run_blocks(fast, raw, rest, start, line, write, exact, done, depth)
-            else:
-                rows = fmt
-
-                def batches() -> Iterator[tuple[int, list[str]]]:
-                    """(first line number, lines) of each batch (the reader thread)."""
-                    first = line
-                    while lines := list(islice(source, batch_size)):
-                        yield first, lines
-                        first += len(lines)
-
-                def work(entry: tuple[int, list[str]]) -> tuple[Parsed, Batch]:
-                    parsed = rows.parse(*entry)
-                    return parsed, hash_batch(hasher, parsed, per_item, layout, signer)
-
-                def finish(entry: tuple[int, list[str]], result: tuple[Parsed, Batch]) -> None:
-                    emit(*result)  # the bar: the share of the input read by now
-
-                staged(batches(), work, finish, depth)
-        os.replace(part, target)
+                _line_batches(job, kind, source, sink)
+        os.replace(part, output_path)
     except UnicodeDecodeError as exc:
         raise InputError(f"{input_path} is not UTF-8 text ({exc.reason})") from None
     finally:
         bar.clear()
         if part.exists():
             part.unlink()
-    return Summary(written, rejected, time.perf_counter() - started)
+    return Summary(sink.written, sink.rejected, time.perf_counter() - started)
+
+
+class _Sink:
+    """Where the hashed batches of a text file go: the output, the counts, the bar and
+    the rejections (reported in line order within a batch)."""
+
+    __slots__ = ("bar", "out", "raw", "rejected", "say", "written")
+
+    def __init__(self, out: TextIO, bar: Progress, say: Callable[[str], None], raw: Any) -> None:
+        self.out, self.bar, self.say, self.raw = out, bar, say, raw
+        self.written = self.rejected = 0
+
+    def emit(
+        self, fmt: CsvOrders | JsonlOrders, parsed: Parsed, result: Batch, at: int | None = None
+    ) -> None:
+        """A batch's rows written; ``at``: the input's bytes read by now (default: the file's
+        position)."""
+        ids, sigs, late = result
+        self.out.write(fmt.render(parsed, ids, sigs))
+        rejects = sorted(parsed.rejects + late)
+        if rejects:
+            self.bar.clear()
+            for number, reason in rejects:
+                self.say(f"line {number}: {reason}")
+        self.written += len(ids) - len(late)
+        self.rejected += len(rejects)
+        self.bar.update(self.raw.tell() if at is None else at, self.written)
+
+    def done(self, at: int, rows: int) -> None:
+        """``rows`` written by the fast path itself."""
+        self.written += rows
+        self.bar.update(at, self.written)
+
+
+def _csv_blocks(job: _Job, raw: Any, sink: _Sink) -> None:
+    """A CSV in byte blocks through pyarrow (``_orderids.csv_fast``); a block in doubt
+    through the exact reader, a batch at a time."""
+    header, rest = read_header(raw)
+    fmt = CsvOrders(header.decode("utf-8-sig"), job.layout, False)
+    per_item = item_threads(job.threads)
+    fast = engine(job.hasher, job.layout, fmt, per_item)
+    sink.out.write(fmt.header + "\n")
+
+    def exact(first: int, block: bytes, at: int) -> int:
+        lines = io.StringIO(block.decode("utf-8"), newline="")
+        count = 0
+        while batch := list(islice(lines, job.batch_size)):
+            parsed = fmt.parse(first + count, batch)
+            count += len(batch)
+            sink.emit(fmt, parsed, hash_batch(job.hasher, parsed, per_item, job.layout), at)
+        return count
+
+    def write(data: Any) -> None:
+        sink.out.flush()
+        sink.out.buffer.write(data)
+
+    start = len(header) + len(rest)
+    run_blocks(fast, raw, rest, start, 2, write, exact, sink.done, depth_for(job.threads))
+
+
+def _line_batches(job: _Job, kind: str, source: TextIO, sink: _Sink) -> None:
+    """A CSV (exact reader) or JSONL in batches of lines: read on a thread, parsed and
+    hashed in a pool, written here in order (``_orderids.stages``)."""
+    fmt: CsvOrders | JsonlOrders
+    signed = job.signer is not None
+    if kind == "csv":
+        fmt = CsvOrders(source.readline(), job.layout, signed)
+        sink.out.write(fmt.header + "\n")
+        line = 2
+    else:
+        from .jsonl import JsonlOrders  # msgspec: only for JSONL
+
+        fmt = JsonlOrders(job.layout, signed)
+        line = 1
+    per_item = item_threads(job.threads)
+
+    def batches() -> Iterator[tuple[int, list[str]]]:
+        """(first line number, lines) of each batch (the reader thread)."""
+        first = line
+        while lines := list(islice(source, job.batch_size)):
+            yield first, lines
+            first += len(lines)
+
+    def work(entry: tuple[int, list[str]]) -> tuple[Parsed, Batch]:
+        parsed = fmt.parse(*entry)
+        return parsed, hash_batch(job.hasher, parsed, per_item, job.layout, job.signer)
+
+    def finish(entry: tuple[int, list[str]], result: tuple[Parsed, Batch]) -> None:
+        sink.emit(fmt, *result)  # the bar: the share of the input read by now
+
+    staged(batches(), work, finish, depth_for(job.threads))
 
 
 def describe(summary: Summary, output_path: str) -> str:

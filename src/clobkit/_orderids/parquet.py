@@ -12,10 +12,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._arrow_values import scalar
-from ._arrow_values import values as arrow_values
-from ._columns import NULL, Column
-from ._order_ids_rows import (
+from .._arrow_values import scalar
+from .._arrow_values import values as arrow_values
+from .._columns import NULL, Column
+from .._parse import BATCH_KEYWORDS, COLUMN_KINDS
+from .._spec import SALT_MAX
+from ..amounts import raw_amounts_flagged
+from ..errors import ValidationError
+from ..order_id import OrderHasher
+from ..signing import OrderSigner
+from .process import import_pyarrow
+from .rows import (
     DEFAULTS,
     FLAGS,
     SIDE_KEYS,
@@ -29,17 +36,10 @@ from ._order_ids_rows import (
     check_columns,
     hash_batch,
 )
-from ._order_ids_stages import depth_for, item_threads, staged
-from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
-from ._pyarrow import import_pyarrow
-from ._spec import SALT_MAX
-from .amounts import raw_amounts_flagged
-from .errors import ValidationError
-from .order_id import OrderHasher
-from .signing import OrderSigner
+from .stages import depth_for, item_threads, staged
 
 if TYPE_CHECKING:
-    from ._order_ids import Progress
+    from .run import Progress
 
 
 def _pyarrow() -> tuple[Any, Any, Any]:
@@ -48,7 +48,7 @@ def _pyarrow() -> tuple[Any, Any, Any]:
         pa = import_pyarrow()  # without numpy in the command's process
         import pyarrow.parquet as pq
 
-        from . import _arrow_compute as ac
+        from .. import _arrow_compute as ac
     except ImportError:
         raise InputError("Parquet needs pyarrow: pip install 'clobkit[data]'") from None
     return pa, pq, ac
@@ -134,6 +134,25 @@ def _arrow_batch(
     The ids are one Arrow string array when no row is refused, else a list
     with None for each refused row.
     """
+    args = _arguments(pa, ac, batch, layout)
+    lines = range(first, first + batch.num_rows)  # no Python int per row unless one is wanted
+    try:
+        if signer is None:
+            # an Arrow string array, no Python object per id: a list only if a row is refused
+            found: Any = hasher.order_ids(**args, threads=threads, out="arrow")
+            sigs = None
+        else:
+            signed = hasher.sign_many(signer, **args, threads=threads)
+            found = [s.order_id for s in signed]
+            sigs = [s.signature for s in signed]
+    except ValidationError:
+        return _row_by_row(hasher, batch, lines, layout, threads, signer)
+    return _service_rules(pa, ac, batch, args["sides"], layout, lines, found, sigs)
+
+
+def _arguments(pa: Any, ac: Any, batch: Any, layout: Layout) -> dict[str, Any]:
+    """``order_ids``' keyword arguments: the batch's columns, nulls of an optional field
+    its default, ``side`` and ``neg_risk`` mapped to their numbers."""
     names = set(batch.schema.names)
     args: dict[str, Any] = {}
     for name in layout.fields:
@@ -147,53 +166,66 @@ def _arrow_batch(
         elif name == "neg_risk":
             col = _mapped(pa, ac, col, FLAGS, pa.bool_())
         args[BATCH_KEYWORDS[name]] = col
-    n = batch.num_rows
-    lines = range(first, first + n)  # row numbers: no Python int per row unless one is wanted
-    try:
-        if signer is None:
-            # an Arrow string array, no Python object per id: a list only if a row is refused
-            column = hasher.order_ids(**args, threads=threads, out="arrow")
-            sigs = None
-        else:
-            signed = hasher.sign_many(signer, **args, threads=threads)
-            ids = [s.order_id for s in signed]
-            sigs = [s.signature for s in signed]
-    except ValidationError:
-        # row by row through Python values: the core names each bad row
-        columns: dict[str, object] = {}
-        for name in layout.fields:
-            if name in names:
-                kw = BATCH_KEYWORDS[name]
-                try:  # the values the core's columnar path reads (decimals as ints...)
-                    values = Column(batch.column(name), kw, COLUMN_KINDS[kw]).values()
-                except ValidationError:
-                    values = batch.column(name).to_pylist()
-                values = [None if v is NULL else v for v in values]
-                if name in DEFAULTS:
-                    values = [DEFAULTS[name] if v is None else v for v in values]
-                columns[name] = values
-        for name in layout.optional:
-            columns.setdefault(name, DEFAULTS[name])
-        for name in ("side", "neg_risk"):
-            given = columns[name]
-            if isinstance(given, list):
-                columns[name] = _lookup(given, SIDE_KEYS if name == "side" else FLAGS)
-        return hash_batch(hasher, Parsed(lines, [], columns), threads, layout, signer)
-    # the service's own rules, on the rows the core took (column-wise first when it can)
-    rows = _flagged(pa, ac, batch, args["sides"], layout)
-    idx = range(n) if rows is None else rows
+    return args
+
+
+def _row_by_row(
+    hasher: OrderHasher,
+    batch: Any,
+    lines: range,
+    layout: Layout,
+    threads: int | None,
+    signer: OrderSigner | None,
+) -> Batch:
+    """A batch the core refused as a whole, through Python values: it names each bad row."""
+    names = set(batch.schema.names)
+    columns: dict[str, object] = {}
+    for name in layout.fields:
+        if name in names:
+            kw = BATCH_KEYWORDS[name]
+            try:  # the values the core's columnar path reads (decimals as ints...)
+                values = Column(batch.column(name), kw, COLUMN_KINDS[kw]).values()
+            except ValidationError:
+                values = batch.column(name).to_pylist()
+            values = [None if v is NULL else v for v in values]
+            if name in DEFAULTS:
+                values = [DEFAULTS[name] if v is None else v for v in values]
+            columns[name] = values
+    for name in layout.optional:
+        columns.setdefault(name, DEFAULTS[name])
+    for name in ("side", "neg_risk"):
+        given = columns[name]
+        if isinstance(given, list):
+            columns[name] = _lookup(given, SIDE_KEYS if name == "side" else FLAGS)
+    return hash_batch(hasher, Parsed(lines, [], columns), threads, layout, signer)
+
+
+def _service_rules(
+    pa: Any,
+    ac: Any,
+    batch: Any,
+    sides: Any,
+    layout: Layout,
+    lines: range,
+    found: Any,
+    sigs: list[str] | None,
+) -> Batch:
+    """The service's own rules on the rows the core took (column-wise first when it can):
+    ``found`` (an Arrow array or a list of ids) as it is when none is refused, else a list
+    with None for each refused row."""
+    rows = _flagged(pa, ac, batch, sides, layout)
+    idx = range(batch.num_rows) if rows is None else rows
     if not idx:
-        return column if signer is None else ids, sigs, []
-    if signer is None:
-        ids = column.to_pylist()
+        return found, sigs, []
+    ids = found if isinstance(found, list) else found.to_pylist()
     take = arrow_values(pa, idx, pa.int64())
     cols: dict[str, list[Any]] = {
         name: ac.take(batch.column(name), take).to_pylist()
         for name in ("salt", "maker_amount", "taker_amount")
     }
-    sides = ac.take(args["sides"], take)
-    sides = ac.decode(sides) if pa.types.is_dictionary(sides.type) else sides
-    cols["side"] = sides.to_pylist()
+    taken = ac.take(sides, take)
+    taken = ac.decode(taken) if pa.types.is_dictionary(taken.type) else taken
+    cols["side"] = taken.to_pylist()
     final: dict[str, object] = {
         k: [int(v) if isinstance(v, Decimal) else v for v in vs] for k, vs in cols.items()
     }
@@ -281,26 +313,14 @@ def _run_parquet(
     Row groups are read (their columns decoded in pyarrow's threads) while
     earlier record batches are hashed and made output batches in the stage
     pool and the batches before them are encoded, compressed and written by
-    this thread, in the file's order (``_order_ids_stages.staged``).
+    this thread, in the file's order (``_orderids.stages.staged``).
     """
     pa, pq, ac = _pyarrow()
-    try:
-        source = pq.ParquetFile(input_path)
-        schema = source.schema_arrow  # the file's own types: the output keeps them
-        read, dictionaries = _dictionary_columns(source.metadata)
-        if read:
-            source = pq.ParquetFile(input_path, read_dictionary=read)
-    except (OSError, pa.ArrowException) as exc:
-        raise InputError(f"{input_path} is not a readable Parquet file ({exc})") from None
-    names = list(schema.names)
-    check_columns(names, layout, input_path, "no column(s)", input_path)
+    source, schema, read, dictionaries = _open(pa, pq, input_path)
+    check_columns(list(schema.names), layout, input_path, "no column(s)", input_path)
     check_types(pa, schema, layout, input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
-    for name in added:
-        if name in names:
-            schema = schema.remove(schema.get_field_index(name))
-    for name in added:
-        schema = schema.append(pa.field(name, pa.string()))
+    schema = _output_schema(pa, schema, added)
     total = max(source.metadata.num_rows, 1)
     per_item = item_threads(threads)
     written = rejected = done = 0
@@ -311,16 +331,7 @@ def _run_parquet(
         result = _arrow_batch(pa, ac, hasher, batch, first, layout, per_item, signer)
         return _output(pa, ac, batch, result, added, read, schema)
 
-    # ids are random hex: dictionaries, compression and min/max statistics (which
-    # would span nearly every id in each row group) only cost time on them
-    plain = dict.fromkeys(added, "none")
-    with pq.ParquetWriter(
-        part,
-        schema,
-        use_dictionary=[name for name in dictionaries if name not in added],
-        compression={**dict.fromkeys(schema.names, "snappy"), **plain},
-        write_statistics=[name for name in schema.names if name not in added],
-    ) as writer:
+    with _writer(pq, part, schema, added, dictionaries) as writer:
 
         def finish(entry: tuple[int, Any], result: tuple[Any, int, list[tuple[int, str]]]) -> None:
             """Refusals reported and the batch written, in the file's order (this thread)."""
@@ -340,6 +351,44 @@ def _run_parquet(
         except pa.ArrowException as exc:
             raise InputError(f"{input_path}: {exc}") from None
     return written, rejected
+
+
+def _open(pa: Any, pq: Any, input_path: str) -> tuple[Any, Any, list[str], list[str]]:
+    """(the file, its own Arrow schema, string columns read as dictionaries, columns to
+    write with dictionaries)."""
+    try:
+        source = pq.ParquetFile(input_path)
+        schema = source.schema_arrow  # the file's own types: the output keeps them
+        read, dictionaries = _dictionary_columns(source.metadata)
+        if read:
+            source = pq.ParquetFile(input_path, read_dictionary=read)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(f"{input_path} is not a readable Parquet file ({exc})") from None
+    return source, schema, read, dictionaries
+
+
+def _output_schema(pa: Any, schema: Any, added: list[str]) -> Any:
+    """The input's schema with the ``added`` string columns last (replacing any of them)."""
+    for name in added:
+        if name in schema.names:
+            schema = schema.remove(schema.get_field_index(name))
+    for name in added:
+        schema = schema.append(pa.field(name, pa.string()))
+    return schema
+
+
+def _writer(pq: Any, part: Path, schema: Any, added: list[str], dictionaries: list[str]) -> Any:
+    """The output file's writer: the input's encodings, the ``added`` columns plain."""
+    # ids are random hex: dictionaries, compression and min/max statistics (which
+    # would span nearly every id in each row group) only cost time on them
+    plain = dict.fromkeys(added, "none")
+    return pq.ParquetWriter(
+        part,
+        schema,
+        use_dictionary=[name for name in dictionaries if name not in added],
+        compression={**dict.fromkeys(schema.names, "snappy"), **plain},
+        write_statistics=[name for name in schema.names if name not in added],
+    )
 
 
 def _numbered(batches: Iterator[Any]) -> Iterator[tuple[int, Any]]:

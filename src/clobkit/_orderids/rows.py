@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
-from ._parse import BATCH_KEYWORDS, parse_side
-from ._spec import SALT_MAX
-from .amounts import check_raw_amounts
-from .errors import AmountError, ValidationError, _short_repr
-from .order_id import OrderHasher
-from .signing import OrderSigner
+from .._parse import BATCH_KEYWORDS, parse_side
+from .._spec import SALT_MAX
+from ..amounts import check_raw_amounts
+from ..errors import AmountError, ValidationError, _short_repr
+from ..order_id import OrderHasher
+from ..signing import OrderSigner
 
 #: The value of an optional column that is absent or empty.
 DEFAULTS: dict[str, object] = {

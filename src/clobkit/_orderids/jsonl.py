@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from ._jsondepth import json_too_deep
-from ._order_ids_rows import (
+from .._jsondepth import json_too_deep
+from .rows import (
     DEFAULTS,
     FLAGS,
     SIDE_KEYS,

@@ -12,7 +12,7 @@ import io
 from itertools import repeat
 from typing import Any
 
-from ._order_ids_rows import (
+from .rows import (
     DEFAULTS,
     FLAGS,
     SIDE_KEYS,

@@ -12,7 +12,7 @@ the same fields, so the block's columns go from pyarrow straight into
 plus ``,`` and its id (the core's ``append_column``, one pass of copies). A
 block that fails the check, has a value the core refuses or a row
 ``POST /orders/raw`` would refuse is
-handed back whole to the exact reader (``_order_ids_csv``), which words the
+handed back whole to the exact reader (``_orderids.csv_exact``), which words the
 errors with their line numbers: the output bytes and messages are the exact
 reader's for every input. Memory is bounded by the block, not the file.
 """
@@ -22,18 +22,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from ._arrow_ids import ID_CHARS
-from ._arrow_values import scalar, values
-from ._core import append_column
-from ._order_ids_csv import CsvOrders
-from ._order_ids_rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
-from ._order_ids_stages import staged
-from ._parse import BATCH_KEYWORDS
-from ._pyarrow import import_pyarrow
-from ._spec import SALT_MAX
-from .amounts import raw_amounts_flagged
-from .errors import OrderFieldError, ValidationError
-from .order_id import OrderHasher
+from .._arrow_ids import ID_CHARS
+from .._arrow_values import scalar, values
+from .._core import append_column
+from .._parse import BATCH_KEYWORDS
+from .._spec import SALT_MAX
+from ..amounts import raw_amounts_flagged
+from ..errors import OrderFieldError, ValidationError
+from ..order_id import OrderHasher
+from .csv_exact import CsvOrders
+from .process import import_pyarrow
+from .rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
+from .stages import staged
 
 __all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
 
@@ -98,7 +98,7 @@ class FastCsv:
         import pyarrow as pa
         import pyarrow.csv as pacsv
 
-        from . import _arrow_compute as ac
+        from .. import _arrow_compute as ac
 
         self.pa, self.ac, self.pacsv = pa, ac, pacsv
         self.hasher, self.layout, self.threads = hasher, layout, threads
@@ -217,7 +217,7 @@ def run_blocks(
 ) -> None:
     """Every line after the header: blocks read, hashed and written in overlapping stages.
 
-    ``depth`` blocks are in flight (``_order_ids_stages.staged``): a reader
+    ``depth`` blocks are in flight (``_orderids.stages.staged``): a reader
     thread cuts them, pool threads run ``fast.block`` on them (the RE2 check,
     pyarrow's reader and kernels, the core's hashing and ``append_column``,
     all without the GIL), and this thread writes them in order. With ``fast``
