@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
-from .._spec import SIDES, UNIT
+from .._spec import PAGE_SIZE_MAX, SIDES, UNIT
 from ..client import AsyncClient, book_topic, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
@@ -755,7 +755,7 @@ class Quoter:
         page_no = 1
         while True:
             page = await self._req(
-                "GET /orders", self._client.list_orders(page=page_no, page_size=100)
+                "GET /orders", self._client.list_orders(page=page_no, page_size=PAGE_SIZE_MAX)
             )
             oldest = None
             for order in page.orders:
@@ -773,8 +773,8 @@ class Quoter:
             total = page.total_count or 0
             if (
                 len(found) == len(wanted)
-                or len(page.orders) < 100
-                or page_no * 100 >= total
+                or len(page.orders) < PAGE_SIZE_MAX
+                or page_no * PAGE_SIZE_MAX >= total
                 or (oldest is not None and oldest < since - 60)
             ):
                 return found
