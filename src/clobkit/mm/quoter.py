@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
-from .._spec import PAGE_SIZE_MAX, SIDES, UNIT
+from .._spec import CODE_DUPLICATE, PAGE_SIZE_MAX, SIDES, UNIT
 from ..client import AsyncClient, book_topic, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
@@ -602,7 +602,7 @@ class Quoter:
                 t.state = PLACE_UNKNOWN
             return
         except ApiError as exc:
-            if exc.code == "ORDER_DUPLICATE":  # it exists: find it
+            if exc.code == CODE_DUPLICATE:  # it exists: find it
                 if t.state == PLACING:
                     t.state = PLACE_UNKNOWN
                 return

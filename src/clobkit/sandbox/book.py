@@ -12,7 +12,13 @@ from __future__ import annotations
 import heapq
 import uuid
 
-from clobkit._spec import ERROR_BALANCE, ERROR_ORDER_NOT_FOUND, SINGLE_ORDER_MAX
+from clobkit._spec import (
+    CODE_DUPLICATE,
+    CODE_NOT_CANCELLABLE,
+    ERROR_BALANCE,
+    ERROR_ORDER_NOT_FOUND,
+    SINGLE_ORDER_MAX,
+)
 from clobkit.order_id import keccak256
 
 from .errors import Rejected, bad_body, risk
@@ -82,7 +88,7 @@ class Book(Ledger):
         clob_order_id = self._clob_order_id(account, spec, now)
         if clob_order_id in self.clob_ids:
             raise bad_body(
-                f"an order with clob_order_id {clob_order_id} already exists", "ORDER_DUPLICATE"
+                f"an order with clob_order_id {clob_order_id} already exists", CODE_DUPLICATE
             )
         # accepted: reserve and record
         if not system and not is_bonus:
@@ -350,14 +356,14 @@ class Book(Ledger):
             raise Rejected(
                 400,
                 "order cannot be cancelled",
-                code="ORDER_NOT_CANCELLABLE",
+                code=CODE_NOT_CANCELLABLE,
                 detail="FOK orders cannot be cancelled",
             )
         if order.status != "live":
             raise Rejected(
                 400,
                 "order cannot be cancelled",
-                code="ORDER_NOT_CANCELLABLE",
+                code=CODE_NOT_CANCELLABLE,
                 detail=f"only live orders can be cancelled (status {order.status})",
             )
         self._finish(order, "cancelled", now, reason="user")

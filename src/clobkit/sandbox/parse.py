@@ -15,7 +15,18 @@ from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any
 
 from clobkit import limit_amounts, market_amounts, market_price, new_salt
-from clobkit._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES
+from clobkit._spec import (
+    CLIENT_ORDER_ID_MAX,
+    CODE_INVALID_FEE_RATE,
+    CODE_INVALID_MAKER_AMOUNT,
+    CODE_INVALID_PRICE,
+    CODE_INVALID_SALT,
+    CODE_INVALID_TAKER_AMOUNT,
+    CODE_INVALID_TOKEN,
+    ORDER_TYPES,
+    SALT_MAX,
+    SIDES,
+)
 from clobkit.errors import InsufficientLiquidity, ValidationError
 
 from .errors import bad_body
@@ -274,24 +285,24 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
     if token != market.token(outcome):
         raise bad_body(
             f"token_id is not the token of outcome {outcome} of market {market.id}",
-            "ORDER_INVALID_TOKEN",
+            CODE_INVALID_TOKEN,
         )
     maker = _uint(
         body.get("maker_amount"),
         "maker_amount",
-        "ORDER_INVALID_MAKER_AMOUNT",
+        CODE_INVALID_MAKER_AMOUNT,
         strings_only=True,
     )
     taker = _uint(
         body.get("taker_amount"),
         "taker_amount",
-        "ORDER_INVALID_TAKER_AMOUNT",
+        CODE_INVALID_TAKER_AMOUNT,
         strings_only=True,
     )
     if maker == 0:
-        raise bad_body("maker_amount must be positive", "ORDER_INVALID_MAKER_AMOUNT")
+        raise bad_body("maker_amount must be positive", CODE_INVALID_MAKER_AMOUNT)
     if taker == 0:
-        raise bad_body("taker_amount must be positive", "ORDER_INVALID_TAKER_AMOUNT")
+        raise bad_body("taker_amount must be positive", CODE_INVALID_TAKER_AMOUNT)
     side = body.get("side")
     if type(side) is not int or side not in (0, 1):  # not True, 0.0 or Decimal("1.0")
         raise bad_body("side must be 0 (BUY) or 1 (SELL)")
@@ -301,7 +312,7 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
     if fee != market.fx.fee_rate_bps:
         raise bad_body(
             f"fee_rate_bps must equal the token's fee ({market.fx.fee_rate_bps})",
-            "ORDER_INVALID_FEE_RATE",
+            CODE_INVALID_FEE_RATE,
         )
     order_type = _choice(body, "order_type", ORDER_TYPES, FOK)
     assert order_type is not None
@@ -309,9 +320,9 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
     if salt_raw is None:
         salt = new_salt()
     else:
-        salt = _uint(salt_raw, "salt", "ORDER_INVALID_SALT")
+        salt = _uint(salt_raw, "salt", CODE_INVALID_SALT)
         if salt > SALT_MAX:
-            raise bad_body(f"salt must lie in [0, {SALT_MAX}]", "ORDER_INVALID_SALT")
+            raise bad_body(f"salt must lie in [0, {SALT_MAX}]", CODE_INVALID_SALT)
     nonce = 0 if body.get("nonce") is None else _uint(body.get("nonce"), "nonce")
     expiration = (
         0 if body.get("expiration") is None else _uint(body.get("expiration"), "expiration")
@@ -324,14 +335,12 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
     # implied price: USDC / shares, strictly between 0 and 1
     usdc, shares = (maker, taker) if side == BUY else (taker, maker)
     if not usdc < shares:
-        raise bad_body(
-            "maker_amount / taker_amount must lie between 0 and 1", "ORDER_INVALID_PRICE"
-        )
+        raise bad_body("maker_amount / taker_amount must lie between 0 and 1", CODE_INVALID_PRICE)
     # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
     limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
     if not 1 <= limit <= 99:
         raise bad_body(
-            "the implied price rounds outside 0.01-0.99 on the tick grid", "ORDER_INVALID_PRICE"
+            "the implied price rounds outside 0.01-0.99 on the tick grid", CODE_INVALID_PRICE
         )
     if not market.active:
         raise bad_body(
