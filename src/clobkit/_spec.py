@@ -104,7 +104,7 @@ RATE_LIMIT_PER_MINUTE: Final = 6000
 DECIMALS: Final = 6
 UNIT: Final = 10**DECIMALS
 #: One unit as a Decimal (0.000001): the quantum of every USDC or share amount.
-UNIT_QUANTUM: Final = Decimal(1).scaleb(-DECIMALS)
+UNIT_QUANTUM: Final = Decimal((0, (1,), -DECIMALS))
 
 # -- names (sections 2 and 3) ---------------------------------------------------------
 #: Order sides; the index is the exchange's ``uint8 side``.

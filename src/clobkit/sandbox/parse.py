@@ -26,6 +26,7 @@ from clobkit._spec import (
     ORDER_TYPES,
     SALT_MAX,
     SIDES,
+    UNIT_QUANTUM,
 )
 from clobkit.errors import InsufficientLiquidity, ValidationError
 
@@ -352,7 +353,7 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
         side=side,
         order_type=order_type,
         limit_cents=limit,
-        price_text=str((Decimal(usdc) / Decimal(shares)).quantize(Decimal("0.000001")).normalize()),
+        price_text=str((Decimal(usdc) / Decimal(shares)).quantize(UNIT_QUANTUM).normalize()),
         size=shares,
         maker_amount=maker,
         taker_amount=taker,

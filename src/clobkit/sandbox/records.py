@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from clobkit._spec import SIDES
+from clobkit._spec import SIDES, UNIT_QUANTUM
 
 from .state import ASK, BID, BUY, MarketState, Order, dec, own_levels
 
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_MICRO = Decimal("0.000001")
 
 
 def plain(d: Decimal) -> Decimal:
@@ -54,7 +53,7 @@ def ratio(num: int, den: int) -> Decimal:
     """num / den to 6 decimals (half even), plain; 0 when ``den`` is 0."""
     if den == 0:
         return Decimal(0)
-    return plain((Decimal(num) / Decimal(den)).quantize(_MICRO, rounding=ROUND_HALF_EVEN))
+    return plain((Decimal(num) / Decimal(den)).quantize(UNIT_QUANTUM, rounding=ROUND_HALF_EVEN))
 
 
 class Placed(msgspec.Struct, frozen=True):

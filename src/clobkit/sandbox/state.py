@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from clobkit import OrderHasher, WalletInfo
-from clobkit._spec import ERROR_MARKET_NOT_FOUND, OPEN_STATUSES, ORDER_TYPES
+from clobkit._spec import ERROR_MARKET_NOT_FOUND, OPEN_STATUSES, ORDER_TYPES, UNIT
 from clobkit._wallet import EXCHANGES_OF_VERSION
 from clobkit.order_id import checksum_address, keccak256
 
@@ -46,7 +46,6 @@ __all__ = [
     "own_levels",
 ]
 
-UNIT = 1_000_000  # 6-decimal units per USDC (and per share)
 HOUSE = "house"
 BID, ASK = 0, 1  # sides of a market's book, in the price space of outcome a
 BUY, SELL = 0, 1  # the exchange's uint8 side

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clobkit import WalletInfo
+from clobkit._spec import UNIT_QUANTUM
 
 from .fixtures import EventFixture, Team
 from .queries import event_traders, event_volume
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from .state import MarketState, Position
 
 _CENT = Decimal("0.01")
-_MICRO = Decimal("0.000001")
 
 
 def odds(p: Decimal) -> Decimal:
@@ -393,7 +393,7 @@ def position_record(engine: Engine, pos: Position, now: int) -> dict[str, Any]:
     mark = price(bid) if bid is not None else market_price
     shares = dec(pos.shares)
     cost = dec(pos.cost)
-    value = (shares * mark).quantize(_MICRO)
+    value = (shares * mark).quantize(UNIT_QUANTUM)
     pnl = value - cost
     confirming = any(
         o.market is market
