@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from ._cli_base import Connection, Failed, Usage
-from ._spec import API_PREFIX
+from ._spec import API_PREFIX, SALT_RANGE
 from .errors import ApiError, ClobkitError, TransportError, ValidationError
 
 if TYPE_CHECKING:
@@ -533,7 +533,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "salts",
         help="print N order salts",
-        description="Print N salts, uniform on [0, 10**12] from the OS CSPRNG, one per line.",
+        description=f"Print N salts, uniform on {SALT_RANGE} from the OS CSPRNG, one per line.",
     )
     p.add_argument("n", type=_positive, metavar="N", help="how many")
     p.set_defaults(handler=_cmd_salts)
