@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from .._core import OrderHasher, RequestSigner
-from .._spec import API_PREFIX, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
+from .._spec import API_PREFIX, CANCELLED, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from ..errors import (
     OrderFieldError,
     ValidationError,
@@ -150,7 +150,7 @@ class EndpointCore(CallRunner):
 
     def cancel_order(self, order_id: str) -> Operation[CancelResult]:
         path = API_PREFIX + "/orders/" + _segment(order_id, "order_id", OrderFieldError)
-        default = CancelResult(order_id=order_id, status="cancelled")
+        default = CancelResult(order_id=order_id, status=CANCELLED)
         return self.run(Call("DELETE", path, None, b"", shapes.CANCEL, NEVER, default=default))
 
     # -- pagers ---------------------------------------------------------------

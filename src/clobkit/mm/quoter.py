@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
-from .._spec import CODE_DUPLICATE, PAGE_SIZE_MAX, SIDES, UNIT
+from .._spec import CANCELLED, CODE_DUPLICATE, LIVE, PAGE_SIZE_MAX, SIDES, UNIT
 from ..client import AsyncClient, book_topic, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
@@ -553,7 +553,7 @@ class Quoter:
             user_id=self.user_id,
             market_id=self.market_id,
             outcome=self.outcome,
-            status="live",
+            status=LIVE,
             side=SIDES[t.side],
             order_type="GTC",
             order_source_id=t.key,
@@ -634,7 +634,7 @@ class Quoter:
             return
         if t.state != DONE:
             if t.order is not None:
-                t.order = _with_status(t.order, "cancelled")
+                t.order = _with_status(t.order, CANCELLED)
             self._finish(t)
 
     async def _learn_user(self, t: _Tracked, order_id: str) -> None:
@@ -800,7 +800,7 @@ class Quoter:
                 failure = record
             else:
                 self._apply(t, record)
-                if t.state != DONE and record.status == "live":
+                if t.state != DONE and record.status == LIVE:
                     again.append(t)  # still live: the cancel did not happen
         if again:
             self.retries += len(again)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from clobkit import WalletInfo
 from clobkit._spec import (
+    CANCELLED,
     CODE_ORDER_NOT_FOUND,
     ERROR_EVENT_NOT_FOUND,
     ERROR_MARKET_NOT_FOUND,
@@ -266,7 +267,7 @@ class Engine(House):
                 raise Rejected(400, "market already settled", code="MARKET_NOT_ACTIVE")
             for order in sorted(self.open_orders.values(), key=lambda o: o.seq):
                 if order.market is market:
-                    self._finish(order, "cancelled", now, reason="market settled")
+                    self._finish(order, CANCELLED, now, reason="market settled")
             market.fx.status = "resolved"
             market.fx.winner = winner
             market.mid = None

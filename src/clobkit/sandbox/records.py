@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from clobkit._spec import SIDES, UNIT_QUANTUM
+from clobkit._spec import CANCELLED, SIDES, UNIT_QUANTUM, OrderStatus
 
 from .state import ASK, BID, BUY, MarketState, Order, dec, own_levels
 
@@ -67,7 +67,7 @@ class Cancelled(msgspec.Struct, frozen=True):
     """A cancelled order."""
 
     order_id: str
-    status: str = "cancelled"
+    status: OrderStatus = CANCELLED
 
 
 class Settlement(msgspec.Struct, frozen=True):
@@ -120,7 +120,7 @@ class OrderRecord(msgspec.Struct, frozen=True):
     token_id: str
     side: str  # "BUY" / "SELL"
     order_type: str
-    status: str
+    status: OrderStatus
     order_source: str
     order_source_id: str | None
     clob_order_id: str
@@ -133,7 +133,7 @@ class OrderRecord(msgspec.Struct, frozen=True):
     avg_fill_price: Decimal | None
     expiration: int  # Unix seconds (0: never)
     tx_hashes: tuple[str, ...]
-    settlement_status: str | None
+    settlement_status: OrderStatus | None
     settlement_amount: Decimal
     settled_ms: int | None
     submitted_ms: int | None

@@ -14,7 +14,14 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from clobkit import OrderHasher, WalletInfo
-from clobkit._spec import ERROR_MARKET_NOT_FOUND, OPEN_STATUSES, ORDER_TYPES, UNIT
+from clobkit._spec import (
+    ERROR_MARKET_NOT_FOUND,
+    OPEN_STATUSES,
+    ORDER_TYPES,
+    PENDING,
+    UNIT,
+    OrderStatus,
+)
 from clobkit._wallet import EXCHANGES_OF_VERSION
 from clobkit.order_id import checksum_address, keccak256
 
@@ -116,7 +123,7 @@ class Order:
     funding: str = ""  # BUY: "cash" or "bonus"
     matched: int = 0  # shares filled
     usdc: int = 0  # USDC paid (BUY) or received (SELL) so far
-    status: str = "pending"
+    status: OrderStatus = PENDING
     seq: int = 0
     price_text: str = ""  # exact limit / implied price, for clob_price
     source: str = "manual"
@@ -137,7 +144,7 @@ class Order:
     submitted_ms: int | None = None
     matched_ms: int | None = None
     settled_ms: int | None = None
-    settlement_status: str | None = None
+    settlement_status: OrderStatus | None = None  # WON or LOST
     settlement_units: int = 0
     cancel_reason: str | None = None
     resting: bool = False

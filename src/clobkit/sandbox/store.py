@@ -46,6 +46,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 import msgspec
 
+from clobkit._spec import LIVE
 from clobkit.errors import ClobkitError
 
 from .invariants import violations as state_violations
@@ -636,7 +637,7 @@ class StateStore:
             order = Order(market=engine.markets[row.pop("market_id")], **row)
             if order.is_open:
                 engine.open_orders[order.id] = order
-                if order.status != "live":
+                if order.status != LIVE:
                     heapq.heappush(engine._due, (order.next_step_ms, order.seq, order))
                 if order.expiration:
                     heapq.heappush(engine._expiries, (order.expiration * 1000, order.seq, order))

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clobkit import WalletInfo
-from clobkit._spec import UNIT_QUANTUM
+from clobkit._spec import PENDING, SIGNING, SUBMITTED, UNIT_QUANTUM
 
 from .fixtures import EventFixture, Team
 from .queries import event_traders, event_volume
@@ -398,7 +398,7 @@ def position_record(engine: Engine, pos: Position, now: int) -> dict[str, Any]:
     confirming = any(
         o.market is market
         and o.outcome == pos.outcome
-        and o.status in ("pending", "signing", "submitted")
+        and o.status in (PENDING, SIGNING, SUBMITTED)
         for o in engine.open_orders.values()
         if o.user_id == pos.user_id
     )
