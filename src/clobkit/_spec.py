@@ -1,8 +1,12 @@
 """The API's rules, each written once: limits, names, topics and the error table.
 
-Everything here restates the External Trading API text (sections 3, 6, 7 and
-8) as constants. The core, the client, the CLI and the sandbox import them;
-none of them restates a rule. Pure data: importing this module costs nothing.
+Everything here restates the External Trading API text (sections 2, 3, 6, 7
+and 8) as constants, plus, marked as such, the few names of clobkit's own that
+several modules share: the sandbox's error codes and the environment the
+client and the CLI read. The core, the client, the CLI, the sandbox and the
+market maker import them; none of them restates a rule
+(``tests/test_spec_literals.py`` checks). Pure data: importing this module
+costs nothing.
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ API_PREFIX: Final = "/api/ext/v1"
 # -- limits (section 8) ---------------------------------------------------------------
 #: A raw order's salt lies in [0, SALT_MAX].
 SALT_MAX: Final = 10**12
-#: That range as the API text and clobkit's messages write it.
+#: That range as clobkit's messages write it.
 SALT_RANGE: Final = "[0, 10**12]"
 #: The single-order maximum, USDC; it applies to every order, bonus-funded or not.
 SINGLE_ORDER_MAX: Final = Decimal(50_000)
@@ -195,7 +199,7 @@ CODE_INVALID_PREFIX: Final = "ORDER_INVALID"
 # client and the market maker read CODE_DUPLICATE, so it is written here once.
 #: A raw order's ``clob_order_id`` names an order that already exists.
 CODE_DUPLICATE: Final = "ORDER_DUPLICATE"
-#: A cancel of an order that is no longer live.
+#: A cancel of an order that is not a live limit order (a FOK, or one no longer live).
 CODE_NOT_CANCELLABLE: Final = "ORDER_NOT_CANCELLABLE"
 #: A raw order's token is not one of its market's outcomes.
 CODE_INVALID_TOKEN: Final = "ORDER_INVALID_TOKEN"
