@@ -9,13 +9,16 @@ import argparse
 import os
 from typing import NamedTuple
 
+from ._spec import ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
+
 __all__ = ["ENV", "Connection", "Failed", "Usage"]
 
+#: The environment variable of each connection field.
 ENV = {
-    "base_url": "CLOBKIT_BASE_URL",
-    "api_key": "CLOBKIT_API_KEY",
-    "api_secret": "CLOBKIT_API_SECRET",
-    "clob_url": "CLOBKIT_CLOB_URL",
+    "base_url": ENV_BASE_URL,
+    "api_key": ENV_API_KEY,
+    "api_secret": ENV_API_SECRET,
+    "clob_url": ENV_CLOB_URL,
 }
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from ._cli_base import Failed
 from ._core import IMPLEMENTATION
+from ._spec import CANCELLED, LIVE
 from .amounts import from_units, limit_amounts
 from .client import Client, SyncStream, orders_topic
 from .errors import OrderBookNotFound
@@ -240,7 +241,7 @@ def _loop(
             fee_rate_bps=fee,
         )
         order_id = placed.order_id
-        updates = _follow(stream, order_id, lambda o: o.status == "live")
+        updates = _follow(stream, order_id, lambda o: o.status == LIVE)
         steps.line(f"order {order_id}")
         steps.line(f"stream: {' -> '.join(str(o.status) for o in updates) or '(no update)'}")
         server = client.get_order(order_id)
@@ -258,7 +259,7 @@ def _loop(
 
         steps.title(f"Cancel the rest: DELETE /orders/{order_id}")
         result = client.cancel_order(order_id)
-        _follow(stream, order_id, lambda o: o.status == "cancelled", timeout=2.0)
+        _follow(stream, order_id, lambda o: o.status == CANCELLED, timeout=2.0)
         final = client.get_order(order_id)
         left = Decimal(size) - (final.size_matched or Decimal(0))
         steps.line(f"{result.status}; {left} unfilled shares released ({left * price} USDC)")

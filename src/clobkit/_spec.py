@@ -1,8 +1,12 @@
 """The API's rules, each written once: limits, names, topics and the error table.
 
-Everything here restates the External Trading API text (sections 3, 6, 7 and
-8) as constants. The core, the client, the CLI and the sandbox import them;
-none of them restates a rule. Pure data: importing this module costs nothing.
+Everything here restates the External Trading API text (sections 2, 3, 6, 7
+and 8) as constants, plus, marked as such, the few names of clobkit's own that
+several modules share: the sandbox's error codes and the environment the
+client and the CLI read. The core, the client, the CLI, the sandbox and the
+market maker import them; none of them restates a rule
+(``tests/test_spec_literals.py`` checks). Pure data: importing this module
+costs nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +28,24 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_PREFIX",
+    "CANCELLED",
     "CLIENT_ORDER_ID_MAX",
+    "CODE_DUPLICATE",
+    "CODE_INVALID_FEE_RATE",
+    "CODE_INVALID_MAKER_AMOUNT",
+    "CODE_INVALID_PREFIX",
+    "CODE_INVALID_PRICE",
+    "CODE_INVALID_SALT",
+    "CODE_INVALID_TAKER_AMOUNT",
+    "CODE_INVALID_TOKEN",
+    "CODE_NOT_CANCELLABLE",
+    "CODE_ORDER_NOT_FOUND",
+    "DECIMALS",
+    "ENV_API_KEY",
+    "ENV_API_SECRET",
+    "ENV_BASE_URL",
+    "ENV_CLOB_URL",
+    "ENV_PRIVATE_KEY",
     "ERROR_BALANCE",
     "ERROR_BODY",
     "ERROR_BOOK_NOT_FOUND",
@@ -35,17 +56,27 @@ __all__ = [
     "ERROR_UNAUTHORIZED",
     "FINAL_STATUSES",
     "LIST_STATUSES",
+    "LIVE",
+    "LOST",
     "MARKET_TOPIC_KINDS",
+    "MATCHED",
     "OPEN_STATUSES",
     "ORDER_STATUSES",
     "ORDER_TYPES",
+    "PAGE_SIZE_DEFAULT",
     "PAGE_SIZE_MAX",
+    "PENDING",
     "RATE_LIMIT_PER_MINUTE",
     "RISK_CODE",
     "SALT_MAX",
+    "SALT_RANGE",
     "SIDES",
+    "SIGNING",
     "SINGLE_ORDER_MAX",
+    "SUBMITTED",
     "UNIT",
+    "UNIT_QUANTUM",
+    "WON",
     "OrderStatus",
     "OrderTypeName",
     "SideName",
@@ -60,40 +91,57 @@ API_PREFIX: Final = "/api/ext/v1"
 # -- limits (section 8) ---------------------------------------------------------------
 #: A raw order's salt lies in [0, SALT_MAX].
 SALT_MAX: Final = 10**12
+#: That range as clobkit's messages write it.
+SALT_RANGE: Final = "[0, 10**12]"
 #: The single-order maximum, USDC; it applies to every order, bonus-funded or not.
 SINGLE_ORDER_MAX: Final = Decimal(50_000)
 #: ``client_order_id`` is at most this many characters.
 CLIENT_ORDER_ID_MAX: Final = 64
 #: ``page_size`` / ``per_page`` / ``limit`` are at most this.
 PAGE_SIZE_MAX: Final = 100
+#: The page size the client asks for when the caller names none: the most it may.
+PAGE_SIZE_DEFAULT: Final = PAGE_SIZE_MAX
 #: Requests a minute per API key. The API text answers 429 past a threshold it does
 #: not name; this is the sandbox's default and the budget ``mm.Desk`` assumes.
 RATE_LIMIT_PER_MINUTE: Final = 6000
-#: Amounts on the wire are integers of 6 decimals: 1 USDC or 1 share is this many units.
-UNIT: Final = 1_000_000
+#: Amounts on the wire are integers of DECIMALS decimals: 1 USDC or 1 share is UNIT units.
+DECIMALS: Final = 6
+UNIT: Final = 10**DECIMALS
+#: One unit as a Decimal (0.000001): the quantum of every USDC or share amount.
+UNIT_QUANTUM: Final = Decimal((0, (1,), -DECIMALS))
 
 # -- names (sections 2 and 3) ---------------------------------------------------------
 #: Order sides; the index is the exchange's ``uint8 side``.
 SIDES: Final[tuple[SideName, SideName]] = ("BUY", "SELL")
 #: Time in force: FOK fills at once or is killed; GTC and GTD rest.
 ORDER_TYPES: Final[tuple[OrderTypeName, ...]] = ("FOK", "GTC", "GTD")
-#: Order statuses named by the API text, in lifecycle order.
+#: Order statuses named by the API text (section 2), one name each: code compares
+#: and sets these names, never the strings, and types a status ``OrderStatus``.
+PENDING: Final = "pending"
+SIGNING: Final = "signing"
+SUBMITTED: Final = "submitted"
+LIVE: Final = "live"
+MATCHED: Final = "matched"
+WON: Final = "won"
+LOST: Final = "lost"
+CANCELLED: Final = "cancelled"
+#: The statuses in lifecycle order.
 ORDER_STATUSES: Final[tuple[OrderStatus, ...]] = (
-    "pending",
-    "signing",
-    "submitted",
-    "live",
-    "matched",
-    "won",
-    "lost",
-    "cancelled",
+    PENDING,
+    SIGNING,
+    SUBMITTED,
+    LIVE,
+    MATCHED,
+    WON,
+    LOST,
+    CANCELLED,
 )
 #: Statuses of an order that may still change by trading.
-OPEN_STATUSES: Final[tuple[OrderStatus, ...]] = ("pending", "signing", "submitted", "live")
+OPEN_STATUSES: Final[tuple[OrderStatus, ...]] = (PENDING, SIGNING, SUBMITTED, LIVE)
 #: Statuses after which an order no longer trades.
-FINAL_STATUSES: Final[tuple[OrderStatus, ...]] = ("matched", "won", "lost", "cancelled")
+FINAL_STATUSES: Final[tuple[OrderStatus, ...]] = (MATCHED, WON, LOST, CANCELLED)
 #: The values ``GET /orders?status=`` accepts.
-LIST_STATUSES: Final[tuple[OrderStatus, ...]] = (*OPEN_STATUSES, "matched")
+LIST_STATUSES: Final[tuple[OrderStatus, ...]] = (*OPEN_STATUSES, MATCHED)
 
 # alias name -> the tuple of its values
 _LITERALS = {"SideName": SIDES, "OrderTypeName": ORDER_TYPES, "OrderStatus": ORDER_STATUSES}
@@ -138,8 +186,40 @@ ERROR_EVENT_NOT_FOUND: Final = "Event not found"
 ERROR_BOOK_NOT_FOUND: Final = "Order book not found"
 #: Code of a risk-control breach (answered 500).
 RISK_CODE: Final = "ORDER_FAILED_PLACE_BET"
+#: Code of an order detail (``GET /orders/{id}``) that is unknown or not the caller's.
+CODE_ORDER_NOT_FOUND: Final = "ORDER_NOT_FOUND"
+#: Codes of a raw order's refused fields, as the API text names them.
+CODE_INVALID_SALT: Final = "ORDER_INVALID_SALT"
+CODE_INVALID_MAKER_AMOUNT: Final = "ORDER_INVALID_MAKER_AMOUNT"
+CODE_INVALID_TAKER_AMOUNT: Final = "ORDER_INVALID_TAKER_AMOUNT"
+#: The prefix those codes share. clobkit's reading, not the text's: the text's list
+#: of codes is "not shown", so the client takes any ``ORDER_INVALID*`` as a refusal.
+CODE_INVALID_PREFIX: Final = "ORDER_INVALID"
+# The sandbox's own codes, where the API text names none (docs/sandbox.md): the
+# client and the market maker read CODE_DUPLICATE, so it is written here once.
+#: A raw order's ``clob_order_id`` names an order that already exists.
+CODE_DUPLICATE: Final = "ORDER_DUPLICATE"
+#: A cancel of an order that is not a live limit order (a FOK, or one no longer live).
+CODE_NOT_CANCELLABLE: Final = "ORDER_NOT_CANCELLABLE"
+#: A raw order's token is not one of its market's outcomes.
+CODE_INVALID_TOKEN: Final = "ORDER_INVALID_TOKEN"
+#: A raw order's fee rate is not the market's.
+CODE_INVALID_FEE_RATE: Final = "ORDER_INVALID_FEE_RATE"
+#: A raw order's implied price is off the grid or outside (0, 1).
+CODE_INVALID_PRICE: Final = "ORDER_INVALID_PRICE"
 
 
 def forbidden_scope(scope: str) -> str:
     """The ``error`` of a request whose key lacks ``scope``."""
     return f"forbidden: missing scope {scope}"
+
+
+# -- clobkit's environment (not the API's): where the client and the CLI connect -------
+#: The service's host (the CLI's ``--base-url``, ``Client(base_url=)``).
+ENV_BASE_URL: Final = "CLOBKIT_BASE_URL"
+ENV_API_KEY: Final = "CLOBKIT_API_KEY"
+ENV_API_SECRET: Final = "CLOBKIT_API_SECRET"
+#: The fee-rate host; the base URL when unset.
+ENV_CLOB_URL: Final = "CLOBKIT_CLOB_URL"
+#: The order-signing key of the CLI (never argv).
+ENV_PRIVATE_KEY: Final = "CLOBKIT_PRIVATE_KEY"

@@ -8,7 +8,7 @@ arithmetic is exact integer arithmetic.
 from __future__ import annotations
 
 from ._core import from_units, limit_amounts, market_amounts, market_price, to_units
-from ._spec import SINGLE_ORDER_MAX
+from ._spec import SINGLE_ORDER_MAX, UNIT
 from ._types import Amounts
 from ._types import lazy as _lazy
 from .errors import AmountError
@@ -36,7 +36,7 @@ __all__ = [
 #: Single-order maximum of the service, in USDC (section 8), as an int.
 MAX_ORDER_USDC = int(SINGLE_ORDER_MAX)
 """The service's single-order maximum, in USDC (an ``int``): a larger order is refused."""
-_MAX_ORDER_UNITS = MAX_ORDER_USDC * 1_000_000
+_MAX_ORDER_UNITS = MAX_ORDER_USDC * UNIT
 
 
 def check_raw_amounts(side: int, maker: int, taker: int) -> None:

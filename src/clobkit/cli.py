@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING, NoReturn
 
 from . import __version__
 from ._cli_base import Connection, Failed, Usage
-from ._spec import API_PREFIX
+from ._spec import (
+    API_PREFIX,
+    ENV_API_KEY,
+    ENV_API_SECRET,
+    ENV_BASE_URL,
+    ENV_CLOB_URL,
+    ENV_PRIVATE_KEY,
+    SALT_RANGE,
+)
 from .errors import ApiError, ClobkitError, TransportError, ValidationError
 
 if TYPE_CHECKING:
@@ -56,16 +64,16 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_connection(parser: argparse.ArgumentParser, *, clob: bool = False) -> None:
     group = parser.add_argument_group("connection (default: the CLOBKIT_* environment)")
-    group.add_argument("--base-url", metavar="URL", help="service host ($CLOBKIT_BASE_URL)")
-    group.add_argument("--api-key", metavar="KEY", help="API key ($CLOBKIT_API_KEY)")
+    group.add_argument("--base-url", metavar="URL", help=f"service host (${ENV_BASE_URL})")
+    group.add_argument("--api-key", metavar="KEY", help=f"API key (${ENV_API_KEY})")
     group.add_argument(
-        "--api-secret", metavar="SECRET", help="API secret ($CLOBKIT_API_SECRET; prefer the env)"
+        "--api-secret", metavar="SECRET", help=f"API secret (${ENV_API_SECRET}; prefer the env)"
     )
     if clob:
         group.add_argument(
             "--clob-url",
             metavar="URL",
-            help="fee-rate host ($CLOBKIT_CLOB_URL; default: the base URL)",
+            help=f"fee-rate host (${ENV_CLOB_URL}; default: the base URL)",
         )
 
 
@@ -287,9 +295,6 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-PRIVATE_KEY_ENV = "CLOBKIT_PRIVATE_KEY"
-
-
 def _order_signer(key_file: str | None) -> OrderSigner:
     """The order-signing key from ``--key-file`` or ``CLOBKIT_PRIVATE_KEY``, never argv."""
     from .signing import OrderSigner
@@ -303,10 +308,10 @@ def _order_signer(key_file: str | None) -> OrderSigner:
             raise Usage(f"--key-file {key_file}: cannot read it ({reason or exc})") from None
         where = f"--key-file {key_file}"
     else:
-        key = os.environ.get(PRIVATE_KEY_ENV, "").strip()
+        key = os.environ.get(ENV_PRIVATE_KEY, "").strip()
         if not key:
-            raise Usage(f"--sign needs the key in {PRIVATE_KEY_ENV} or a --key-file")
-        where = PRIVATE_KEY_ENV
+            raise Usage(f"--sign needs the key in {ENV_PRIVATE_KEY} or a --key-file")
+        where = ENV_PRIVATE_KEY
     try:
         return OrderSigner(key)
     except ValidationError:  # its message hides the key; so does ours
@@ -473,7 +478,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Start the sandbox in this process and walk a market maker's loop with the real "
             "client: events, book, amounts, precomputed clob_order_id, raw GTC order, partial "
-            "fill, cancel, positions. With a base URL (flag or $CLOBKIT_BASE_URL) it runs the "
+            f"fill, cancel, positions. With a base URL (flag or ${ENV_BASE_URL}) it runs the "
             "read-only part against that service instead."
         ),
     )
@@ -525,7 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sign",
         action="store_true",
-        help=f"add a signature column (key from {PRIVATE_KEY_ENV} or --key-file)",
+        help=f"add a signature column (key from {ENV_PRIVATE_KEY} or --key-file)",
     )
     p.add_argument("--key-file", metavar="FILE", help="file holding the order-signing private key")
     p.set_defaults(handler=_cmd_order_ids)
@@ -533,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "salts",
         help="print N order salts",
-        description="Print N salts, uniform on [0, 10**12] from the OS CSPRNG, one per line.",
+        description=f"Print N salts, uniform on {SALT_RANGE} from the OS CSPRNG, one per line.",
     )
     p.add_argument("n", type=_positive, metavar="N", help="how many")
     p.set_defaults(handler=_cmd_salts)

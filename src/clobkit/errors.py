@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import builtins
 
+from ._spec import forbidden_scope
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .models import RawOrderResult
@@ -159,7 +161,7 @@ class PermissionDenied(ApiError):
 
     @property
     def scope(self) -> str | None:
-        prefix = "forbidden: missing scope "
+        prefix = forbidden_scope("")
         return self.message[len(prefix) :] if self.message.startswith(prefix) else None
 
 

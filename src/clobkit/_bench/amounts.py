@@ -16,6 +16,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from typing import Any
 
 from clobkit import limit_amounts, market_amounts
+from clobkit._spec import DECIMALS
 
 from ._timing import INSTALL_HINT, Contender, Operation, Settings, tally
 
@@ -38,7 +39,7 @@ def _fit(x: Decimal) -> Decimal:
 
 
 def _units(x: Decimal) -> int:
-    return int(x.scaleb(6))
+    return int(x.scaleb(DECIMALS))
 
 
 def decimal_limit(side: str, price: Decimal, size: Decimal) -> tuple[int, int]:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 
 from clobkit import RequestSigner, verify_signature
+from clobkit._spec import SALT_MAX
 
 from ._timing import Contender, Operation, Settings, tally
 
@@ -26,7 +27,7 @@ def request_bodies(n: int, seed: int) -> list[bytes]:
             '{"market_id":"5f0c6a8e-3b1d-4c62-9d1e-2b7f4a9c8e11","outcome":"a",'
             f'"token_id":"{rnd.randrange(10**76, 10**77)}","maker_amount":'
             f'"{rnd.randrange(10**8)}","taker_amount":"{rnd.randrange(10**8)}","side":0,'
-            f'"fee_rate_bps":0,"order_type":"GTC","salt":"{rnd.randrange(10**12)}",'
+            f'"fee_rate_bps":0,"order_type":"GTC","salt":"{rnd.randrange(SALT_MAX)}",'
             '"client_order_id":"b1"}'
         ).encode()
         out.append(body + b" " * (300 - len(body)))

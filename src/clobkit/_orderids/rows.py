@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
 from .._parse import BATCH_KEYWORDS, parse_side
-from .._spec import SALT_MAX
+from .._spec import SALT_MAX, SALT_RANGE
 from ..amounts import check_raw_amounts
 from ..errors import AmountError, ValidationError, _short_repr
 from ..order_id import OrderHasher
@@ -234,10 +234,13 @@ def hash_batch(
     return _refuse_unservable(parsed, ids, sigs, rejects, layout)
 
 
+_SALT_MAX_DIGITS = str(SALT_MAX)
+
+
 def _too_big(salt: object) -> bool:
     if type(salt) is str:
-        digits = salt.lstrip("0")
-        return len(digits) > 13 or (len(digits) == 13 and digits > "1000000000000")
+        digits, most = salt.lstrip("0"), _SALT_MAX_DIGITS
+        return len(digits) > len(most) or (len(digits) == len(most) and digits > most)
     return type(salt) is int and salt > SALT_MAX
 
 
@@ -278,7 +281,8 @@ def _refuse_unservable(
         rejects.append(
             (
                 parsed.lines[i],
-                f"salt: must lie in [0, 10**12] for POST /orders/raw (got {_short_repr(salts[i])})",
+                f"salt: must lie in {SALT_RANGE} for POST /orders/raw"
+                f" (got {_short_repr(salts[i])})",
             )
         )
     # the hashed rows passed the core's checks: their amounts read as ints

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from .._core import RequestSigner
-from .._spec import API_PREFIX
+from .._spec import API_PREFIX, ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
 from ..errors import (
     SignatureInputError,
     ValidationError,
@@ -76,19 +76,19 @@ class ClientConfig:
         ``CLOBKIT_BASE_URL``, ``CLOBKIT_API_KEY``, ``CLOBKIT_API_SECRET``,
         ``CLOBKIT_CLOB_URL`` (falls back to the base URL).
         """
-        base = base_url or _env("CLOBKIT_BASE_URL")
+        base = base_url or _env(ENV_BASE_URL)
         if not base:
-            raise ValidationError("base_url", None, "is required (argument or CLOBKIT_BASE_URL)")
+            raise ValidationError("base_url", None, f"is required (argument or {ENV_BASE_URL})")
         base = _check_url(base.rstrip("/"), "base_url", ("http", "https"))
-        key = api_key or _env("CLOBKIT_API_KEY")
+        key = api_key or _env(ENV_API_KEY)
         if not key:
-            raise SignatureInputError("api_key", None, "is required (argument or CLOBKIT_API_KEY)")
-        secret = api_secret or _env("CLOBKIT_API_SECRET")
+            raise SignatureInputError("api_key", None, f"is required (argument or {ENV_API_KEY})")
+        secret = api_secret or _env(ENV_API_SECRET)
         if not secret:
             raise SignatureInputError(
-                "api_secret", "<hidden>", "is required (argument or CLOBKIT_API_SECRET)"
+                "api_secret", "<hidden>", f"is required (argument or {ENV_API_SECRET})"
             )
-        clob = clob_url or _env("CLOBKIT_CLOB_URL") or base
+        clob = clob_url or _env(ENV_CLOB_URL) or base
         clob = _check_url(clob.rstrip("/"), "clob_url", ("http", "https"))
         if ws_url is None:
             parsed = httpx.URL(base)

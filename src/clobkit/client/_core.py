@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar
 import msgspec
 
 from .._core import OrderHasher, limit_amounts, market_amounts
-from .._spec import API_PREFIX, user_orders_topic
+from .._spec import API_PREFIX, CODE_DUPLICATE, user_orders_topic
 from ..errors import (
     AmountError,
     ApiError,
@@ -101,8 +101,6 @@ class OrderFeed:
 
 #: Failures after which a request may or may not have taken effect.
 UNKNOWN_OUTCOME = (TransportError, ServerError, RateLimited)
-#: The code of a refusal naming an order that already exists (the sandbox's, on V1).
-ERROR_CODE_DUPLICATE = "ORDER_DUPLICATE"
 
 
 def raw_order_body(order: RawOrderResult) -> bytes:
@@ -506,7 +504,7 @@ class ClientCore(EndpointCore):
                 Call("POST", API_PREFIX + "/orders/raw", None, body, shapes.PLACED, SAFE)
             )
         except (InvalidRequest, RiskControlError) as exc:
-            if exc.code == ERROR_CODE_DUPLICATE:  # refused as one that exists: not resolved
+            if exc.code == CODE_DUPLICATE:  # refused as one that exists: not resolved
                 exc.order = order
                 raise
             log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)

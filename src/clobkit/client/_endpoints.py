@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from .._core import OrderHasher, RequestSigner
-from .._spec import API_PREFIX, LIST_STATUSES
+from .._spec import API_PREFIX, CANCELLED, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from ..errors import (
     OrderFieldError,
     ValidationError,
@@ -97,7 +97,7 @@ class EndpointCore(CallRunner):
     def search_markets(self, q: str, limit: int) -> Operation[list[Market]]:
         if not isinstance(q, str) or not q.strip():
             raise ValidationError("q", q, "must be a non-empty search string")
-        _positive_int(limit, "limit", 100)
+        _positive_int(limit, "limit", PAGE_SIZE_MAX)
         page = yield from self._get("/markets", shapes.MARKETS, {"q": q, "limit": limit})
         for market in page.markets:
             self._remember(market)
@@ -117,7 +117,7 @@ class EndpointCore(CallRunner):
         if status is not None and status not in LIST_STATUSES:
             raise OrderFieldError("status", status, f"must be one of {', '.join(LIST_STATUSES)}")
         _positive_int(page, "page")
-        _positive_int(page_size, "page_size", 100)
+        _positive_int(page_size, "page_size", PAGE_SIZE_MAX)
         params = {"status": status, "page": page, "page_size": page_size}
         return self._get("/orders", shapes.ORDERS, params)
 
@@ -134,7 +134,7 @@ class EndpointCore(CallRunner):
 
     def list_positions(self, page: int, per_page: int) -> Operation[PositionPage]:
         _positive_int(page, "page")
-        _positive_int(per_page, "per_page", 100)
+        _positive_int(per_page, "per_page", PAGE_SIZE_MAX)
         return self._get(
             "/portfolio/positions", shapes.POSITIONS, {"page": page, "per_page": per_page}
         )
@@ -144,13 +144,13 @@ class EndpointCore(CallRunner):
     ) -> Operation[PortfolioOrderPage]:
         side_name = None if side is None else _side_name(side)
         _positive_int(page, "page")
-        _positive_int(per_page, "per_page", 100)
+        _positive_int(per_page, "per_page", PAGE_SIZE_MAX)
         params = {"side": side_name, "page": page, "per_page": per_page}
         return self._get("/portfolio/orders", shapes.PORTFOLIO_ORDERS, params)
 
     def cancel_order(self, order_id: str) -> Operation[CancelResult]:
         path = API_PREFIX + "/orders/" + _segment(order_id, "order_id", OrderFieldError)
-        default = CancelResult(order_id=order_id, status="cancelled")
+        default = CancelResult(order_id=order_id, status=CANCELLED)
         return self.run(Call("DELETE", path, None, b"", shapes.CANCEL, NEVER, default=default))
 
     # -- pagers ---------------------------------------------------------------
@@ -167,7 +167,9 @@ class EndpointCore(CallRunner):
     def portfolio_orders_pager(self, side: object, per_page: int) -> PortfolioOrdersPager:
         return PortfolioOrdersPager({"side": side, "page": 1, "per_page": per_page})
 
-    def all_orders(self, status: str | None, page_size: int = 100) -> Operation[list[Order]]:
+    def all_orders(
+        self, status: str | None, page_size: int = PAGE_SIZE_DEFAULT
+    ) -> Operation[list[Order]]:
         """Every order of one status, all pages."""
         pager = self.orders_pager(status, page_size)
         orders: list[Order] = []

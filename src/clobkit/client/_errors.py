@@ -10,6 +10,13 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
+from .._spec import (
+    CODE_INVALID_PREFIX,
+    CODE_ORDER_NOT_FOUND,
+    ERROR_BALANCE,
+    ERROR_BOOK_NOT_FOUND,
+    RISK_CODE,
+)
 from ..errors import (
     ApiError,
     AuthenticationError,
@@ -77,6 +84,11 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, seconds)
 
 
+# the texts compared with an answer's ``error`` in lower case
+_BOOK_NOT_FOUND = ERROR_BOOK_NOT_FOUND.lower()
+_BALANCE = ERROR_BALANCE.lower()
+
+
 def api_error(
     status: int,
     message: str,
@@ -87,24 +99,24 @@ def api_error(
 ) -> ApiError:
     """The ``clobkit.errors`` class for a failed response (section 7)."""
     lower = message.lower()
-    if code == "ORDER_FAILED_PLACE_BET":
+    if code == RISK_CODE:
         return RiskControlError(message, status=status, code=code, detail=detail)
     if status == 429:
         return RateLimited(
             message, status=status, code=code, retry_after=retry_after, detail=detail
         )
     cls: type[ApiError] = ApiError
-    if "order book not found" in lower:
+    if _BOOK_NOT_FOUND in lower:
         cls = OrderBookNotFound
     elif status == 401:
         cls = AuthenticationError
     elif status == 403:
         cls = PermissionDenied
-    elif status == 404 or code == "ORDER_NOT_FOUND":
+    elif status == 404 or code == CODE_ORDER_NOT_FOUND:
         cls = NotFound
-    elif "insufficient balance" in lower:
+    elif _BALANCE in lower:
         cls = InsufficientBalance
-    elif 400 <= status < 500 or (code or "").startswith("ORDER_INVALID"):
+    elif 400 <= status < 500 or (code or "").startswith(CODE_INVALID_PREFIX):
         cls = InvalidRequest
     elif status >= 500:
         cls = ServerError

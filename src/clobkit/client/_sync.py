@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
+from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
 from ..models import (
     CancelResult,
@@ -221,7 +222,9 @@ class Client:
     def iter_events(self, **filters: Unpack[EventFilters]) -> Iterator[Event]:
         """Every event matching the filters (``EventFilters``), fetching ``limit``
         (default 100) per page."""
-        return self._iterate(self._core.events_pager(event_params(filters, limit=100)))
+        return self._iterate(
+            self._core.events_pager(event_params(filters, limit=PAGE_SIZE_DEFAULT))
+        )
 
     def get_event(self, id_or_slug: str) -> Event:
         """``GET /events/:id``: an event (detail shape, with ``markets``) by UUID or slug."""
@@ -384,7 +387,9 @@ class Client:
         """``GET /orders``: one page (``page`` from 1, ``page_size`` at most 100)."""
         return self._run(self._core.list_orders(status, page, page_size))
 
-    def iter_orders(self, status: str | None = None, page_size: int = 100) -> Iterator[Order]:
+    def iter_orders(
+        self, status: str | None = None, page_size: int = PAGE_SIZE_DEFAULT
+    ) -> Iterator[Order]:
         """Every order (optionally of one ``status``), page by page."""
         return self._iterate(self._core.orders_pager(status, page_size))
 
@@ -434,7 +439,7 @@ class Client:
         """``GET /portfolio/positions``: one page (``per_page`` at most 100)."""
         return self._run(self._core.list_positions(page, per_page))
 
-    def iter_positions(self, per_page: int = 100) -> Iterator[Position]:
+    def iter_positions(self, per_page: int = PAGE_SIZE_DEFAULT) -> Iterator[Position]:
         """Every open position, page by page."""
         return self._iterate(self._core.positions_pager(per_page))
 
@@ -445,7 +450,7 @@ class Client:
         return self._run(self._core.list_portfolio_orders(side, page, per_page))
 
     def iter_portfolio_orders(
-        self, side: Side | str | None = None, per_page: int = 100
+        self, side: Side | str | None = None, per_page: int = PAGE_SIZE_DEFAULT
     ) -> Iterator[PortfolioOrder]:
         """Every portfolio order-history item, page by page."""
         return self._iterate(self._core.portfolio_orders_pager(side, per_page))

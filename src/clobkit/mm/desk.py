@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .._core import from_units, to_units
-from .._spec import RATE_LIMIT_PER_MINUTE
+from .._spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME
@@ -302,8 +302,8 @@ class Desk:
             raise
         self.counters.request(endpoint, "ok", time.perf_counter() - start)
         self._outcome(False)
-        if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= 100:
-            self.budget.spend(len(result) // 100)  # its further pages
+        if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
+            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages
         return result
 
     def _outcome(self, unknown: bool) -> None:

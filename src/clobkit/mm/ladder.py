@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from .._core import limit_amounts, to_units
+from .._spec import DECIMALS
 from .._types import Side
 from ..client._validate import _side_name
 from ..errors import QuoteRefused
@@ -114,7 +115,7 @@ def read_ladder(quotes: Iterable[Quote], limits: Limits, position: int) -> list[
 
 
 def _text(units: int) -> str:
-    return f"{Decimal(units).scaleb(-6).normalize():f}"
+    return f"{Decimal(units).scaleb(-DECIMALS).normalize():f}"
 
 
 class Live(NamedTuple):

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
-from .._spec import SIDES, UNIT
+from .._spec import CANCELLED, CODE_DUPLICATE, LIVE, PAGE_SIZE_MAX, SIDES, UNIT
 from ..client import AsyncClient, book_topic, orders_topic
 from ..client._aio import within
 from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
@@ -553,7 +553,7 @@ class Quoter:
             user_id=self.user_id,
             market_id=self.market_id,
             outcome=self.outcome,
-            status="live",
+            status=LIVE,
             side=SIDES[t.side],
             order_type="GTC",
             order_source_id=t.key,
@@ -602,7 +602,7 @@ class Quoter:
                 t.state = PLACE_UNKNOWN
             return
         except ApiError as exc:
-            if exc.code == "ORDER_DUPLICATE":  # it exists: find it
+            if exc.code == CODE_DUPLICATE:  # it exists: find it
                 if t.state == PLACING:
                     t.state = PLACE_UNKNOWN
                 return
@@ -634,7 +634,7 @@ class Quoter:
             return
         if t.state != DONE:
             if t.order is not None:
-                t.order = _with_status(t.order, "cancelled")
+                t.order = _with_status(t.order, CANCELLED)
             self._finish(t)
 
     async def _learn_user(self, t: _Tracked, order_id: str) -> None:
@@ -755,7 +755,7 @@ class Quoter:
         page_no = 1
         while True:
             page = await self._req(
-                "GET /orders", self._client.list_orders(page=page_no, page_size=100)
+                "GET /orders", self._client.list_orders(page=page_no, page_size=PAGE_SIZE_MAX)
             )
             oldest = None
             for order in page.orders:
@@ -773,8 +773,8 @@ class Quoter:
             total = page.total_count or 0
             if (
                 len(found) == len(wanted)
-                or len(page.orders) < 100
-                or page_no * 100 >= total
+                or len(page.orders) < PAGE_SIZE_MAX
+                or page_no * PAGE_SIZE_MAX >= total
                 or (oldest is not None and oldest < since - 60)
             ):
                 return found
@@ -800,7 +800,7 @@ class Quoter:
                 failure = record
             else:
                 self._apply(t, record)
-                if t.state != DONE and record.status == "live":
+                if t.state != DONE and record.status == LIVE:
                     again.append(t)  # still live: the cancel did not happen
         if again:
             self.retries += len(again)

@@ -12,7 +12,20 @@ from __future__ import annotations
 import heapq
 import uuid
 
-from clobkit._spec import ERROR_BALANCE, ERROR_ORDER_NOT_FOUND, SINGLE_ORDER_MAX
+from clobkit._spec import (
+    CANCELLED,
+    CODE_DUPLICATE,
+    CODE_NOT_CANCELLABLE,
+    ERROR_BALANCE,
+    ERROR_ORDER_NOT_FOUND,
+    LIVE,
+    MATCHED,
+    PENDING,
+    SIGNING,
+    SINGLE_ORDER_MAX,
+    SUBMITTED,
+    OrderStatus,
+)
 from clobkit.order_id import keccak256
 
 from .errors import Rejected, bad_body, risk
@@ -21,6 +34,9 @@ from .parse import OrderSpec, units_text
 from .state import BID, BUY, FOK, UNIT, Account, Order
 
 __all__ = ["Book"]
+
+#: An accepted order's processing steps, one status to the next.
+_NEXT_STEP: dict[OrderStatus, OrderStatus] = {PENDING: SIGNING, SIGNING: SUBMITTED, SUBMITTED: LIVE}
 
 
 class Book(Ledger):
@@ -67,7 +83,7 @@ class Book(Ledger):
         clob_order_id = self._clob_order_id(account, spec, now)
         if clob_order_id in self.clob_ids:
             raise bad_body(
-                f"an order with clob_order_id {clob_order_id} already exists", "ORDER_DUPLICATE"
+                f"an order with clob_order_id {clob_order_id} already exists", CODE_DUPLICATE
             )
         # accepted: reserve and record
         if not system and not is_bonus:
@@ -183,7 +199,7 @@ class Book(Ledger):
         """Process a new order to live now, or schedule its first step after the delay."""
         delay = self.config.processing_delay_ms
         if delay == 0:
-            while order.is_open and order.status != "live":
+            while order.is_open and order.status != LIVE:
                 self._step(order, now)
         else:
             order.next_step_ms = now + delay
@@ -193,12 +209,12 @@ class Book(Ledger):
         """Run the processing steps and GTD expirations that fell due by ``now`` (ms)."""
         while self._due and self._due[0][0] <= now:
             due, _, order = heapq.heappop(self._due)
-            if order.is_open and order.status != "live":
+            if order.is_open and order.status != LIVE:
                 self._step(order, due)  # steps that fell due while nobody looked catch up
         while self._expiries and self._expiries[0][0] <= now:
             _, _, order = heapq.heappop(self._expiries)
             if order.is_open:
-                self._finish(order, "cancelled", now, reason="expired")
+                self._finish(order, CANCELLED, now, reason="expired")
                 self.stats["expiries"] += 1
 
     # -- lifecycle -------------------------------------------------------------
@@ -206,19 +222,19 @@ class Book(Ledger):
     def _step(self, order: Order, now: int) -> None:
         """One processing step: pending -> signing -> submitted -> live (then execute)."""
         if order.expiration and now >= order.expiration * 1000:
-            self._finish(order, "cancelled", now, reason="expired")
+            self._finish(order, CANCELLED, now, reason="expired")
             self.stats["expiries"] += 1
             return
         if not order.market.active:
-            self._finish(order, "cancelled", now, reason="market closed")
+            self._finish(order, CANCELLED, now, reason="market closed")
             return
-        nxt = {"pending": "signing", "signing": "submitted", "submitted": "live"}[order.status]
+        nxt = _NEXT_STEP[order.status]
         order.status = nxt
         order.updated_ms = now
-        if nxt == "submitted":
+        if nxt == SUBMITTED:
             order.submitted_ms = now
         self._emit_order(order)
-        if nxt == "live":
+        if nxt == LIVE:
             self._execute(order, now)
         elif self.config.processing_delay_ms:
             order.next_step_ms = now + self.config.processing_delay_ms
@@ -276,15 +292,15 @@ class Book(Ledger):
         plan, complete = self._plan(order)
         if order.order_type == FOK and not complete:
             self.stats["kills"] += 1
-            self._finish(order, "cancelled", now, reason="killed")
+            self._finish(order, CANCELLED, now, reason="killed")
             return
         for maker, n, p in plan:
             self._fill(order, maker, n, p, now)
         if order.amount_based:
             order.size = order.matched
-            self._finish(order, "matched", now)
+            self._finish(order, MATCHED, now)
         elif order.open_shares == 0:
-            self._finish(order, "matched", now)
+            self._finish(order, MATCHED, now)
         else:
             self._rest(order, now)
 
@@ -340,14 +356,16 @@ class Book(Ledger):
                 o.updated_ms = now
         self._touch(market, now)
         if maker.open_shares == 0:
-            self._finish(maker, "matched", now)
+            self._finish(maker, MATCHED, now)
         else:
             self._emit_order(maker)
         if not taker.amount_based and taker.open_shares == 0:
             return  # the caller finishes it
         self._emit_order(taker)
 
-    def _finish(self, order: Order, status: str, now: int, *, reason: str | None = None) -> None:
+    def _finish(
+        self, order: Order, status: OrderStatus, now: int, *, reason: str | None = None
+    ) -> None:
         """Terminal transition (matched / cancelled): unrest, release what is left, publish."""
         self._changed_orders[order.id] = order
         self._unrest(order)
@@ -358,7 +376,7 @@ class Book(Ledger):
             order.market.house_quotes.pop((order.a_side, order.a_price), None)
             order.market.book_ms = now
             return
-        if status == "matched":
+        if status == MATCHED:
             order.matched_ms = now
         else:
             order.cancel_reason = reason
@@ -388,17 +406,17 @@ class Book(Ledger):
             raise Rejected(
                 400,
                 "order cannot be cancelled",
-                code="ORDER_NOT_CANCELLABLE",
+                code=CODE_NOT_CANCELLABLE,
                 detail="FOK orders cannot be cancelled",
             )
-        if order.status != "live":
+        if order.status != LIVE:
             raise Rejected(
                 400,
                 "order cannot be cancelled",
-                code="ORDER_NOT_CANCELLABLE",
+                code=CODE_NOT_CANCELLABLE,
                 detail=f"only live orders can be cancelled (status {order.status})",
             )
-        self._finish(order, "cancelled", now, reason="user")
+        self._finish(order, CANCELLED, now, reason="user")
         self.stats["cancels"] += 1
         return order
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX
+from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
 
 from .faults import FaultConfig
 
@@ -61,7 +61,7 @@ def _money(value: object, what: str) -> Decimal:
         raise ConfigError(f"{what} must be a decimal number, got {value!r}") from None
     if not amount.is_finite() or amount < 0:
         raise ConfigError(f"{what} must be a finite non-negative amount, got {value!r}")
-    if amount != amount.quantize(Decimal("0.000001")):
+    if amount != amount.quantize(UNIT_QUANTUM):
         raise ConfigError(f"{what} has more than 6 decimals: {value!r}")
     return amount
 

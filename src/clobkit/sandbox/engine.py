@@ -47,6 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 from clobkit import WalletInfo
 from clobkit._spec import (
+    CANCELLED,
+    CODE_ORDER_NOT_FOUND,
+    ERROR_EVENT_NOT_FOUND,
     ERROR_MARKET_NOT_FOUND,
     ERROR_ORDER_NOT_FOUND,
     LIST_STATUSES,
@@ -264,7 +267,7 @@ class Engine(House):
                 raise Rejected(400, "market already settled", code="MARKET_NOT_ACTIVE")
             for order in sorted(self.open_orders.values(), key=lambda o: o.seq):
                 if order.market is market:
-                    self._finish(order, "cancelled", now, reason="market settled")
+                    self._finish(order, CANCELLED, now, reason="market settled")
             market.fx.status = "resolved"
             market.fx.winner = winner
             market.mid = None
@@ -328,7 +331,7 @@ class Engine(House):
         with self._op():
             event = self.events.get(event_id) or self.events_by_slug.get(event_id)
             if event is None:
-                raise Rejected(404, "Event not found")
+                raise Rejected(404, ERROR_EVENT_NOT_FOUND)
             return event
 
     def event_markets(self, event_id: str) -> list[MarketState]:
@@ -399,7 +402,7 @@ class Engine(House):
     def order_detail(self, user_id: str, order_id: str) -> OrderRecord:
         """One of the user's orders (404 ``ORDER_NOT_FOUND`` for anyone else's)."""
         with self._op():
-            return order_record(self._own_order(user_id, order_id, code="ORDER_NOT_FOUND"))
+            return order_record(self._own_order(user_id, order_id, code=CODE_ORDER_NOT_FOUND))
 
     def positions(self, user_id: str, *, page: int = 1, per_page: int = 10) -> Page[Position]:
         """A user's open positions, most recently changed first (live records)."""

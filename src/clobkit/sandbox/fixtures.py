@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from clobkit._spec import UNIT
 from clobkit.order_id import keccak256
 
 __all__ = ["EventFixture", "Fixtures", "League", "MarketFixture", "Team", "build_fixtures"]
@@ -25,7 +26,6 @@ __all__ = ["EventFixture", "Fixtures", "League", "MarketFixture", "Team", "build
 _NAMESPACE = uuid.UUID("6f1c3c52-9a51-4c57-9d0e-8f5e2a7c0b11")
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
-UNIT = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import uuid
 from decimal import ROUND_DOWN, Decimal
 
 from clobkit import new_salt
-from clobkit._spec import ERROR_ORDER_NOT_FOUND
+from clobkit._spec import CANCELLED, ERROR_ORDER_NOT_FOUND, LIVE, MATCHED
 
 from .book import Book
 from .errors import Rejected, bad_body
@@ -63,7 +63,7 @@ class House(Book):
             return  # the recording's levels are its quotes (replay.py)
         if market.mid is None or not market.active:
             for quote in list(market.house_quotes.values()):
-                self._finish(quote, "cancelled", now)
+                self._finish(quote, CANCELLED, now)
             return
         wanted = self._wanted(market, market.mid)
         quotes = market.house_quotes
@@ -73,7 +73,7 @@ class House(Book):
             return  # every level quoted in full: what follows would change nothing
         for key, quote in list(market.house_quotes.items()):
             if key not in wanted or quote.open_shares < wanted[key]:
-                self._finish(quote, "cancelled", now)
+                self._finish(quote, CANCELLED, now)
         best_ask, best_bid = market.best_ask(), market.best_bid()
         for (side, price), shares in sorted(wanted.items()):
             if (side, price) in market.house_quotes or shares <= 0:
@@ -95,7 +95,7 @@ class House(Book):
                 size=shares,
                 seq=self._seq,
                 source="house",
-                status="live",
+                status=LIVE,
                 created_ms=now,
                 updated_ms=now,
             )
@@ -109,7 +109,7 @@ class House(Book):
         order = self.orders.get(str(order_id))
         if order is None or order.house:
             raise Rejected(404, ERROR_ORDER_NOT_FOUND)
-        if order.status != "live" or not order.resting:
+        if order.status != LIVE or not order.resting:
             raise Rejected(400, "order is not resting on the book", detail=f"status {order.status}")
         number = decimal({"shares": shares}, "shares")
         if number is None:
@@ -131,10 +131,10 @@ class House(Book):
             size=n,
             seq=self._seq,
             source="house",
-            status="live",
+            status=LIVE,
         )
         self._fill(counter, order, n, order.a_price, now)
-        counter.status = "matched"
+        counter.status = MATCHED
         return order
 
     def _set_mid(self, market_id: str, price: object, now: int) -> MarketState:
@@ -149,7 +149,7 @@ class House(Book):
         market.mid = mid
         market.updated_ms = now
         for quote in list(market.house_quotes.values()):
-            self._finish(quote, "cancelled", now)
+            self._finish(quote, CANCELLED, now)
         self._touch(market, now)
         self._settle_touched(now)  # requote now, so the answer shows the new book
         return market

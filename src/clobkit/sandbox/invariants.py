@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from clobkit._spec import LIVE, MATCHED
+
 from .state import ASK, BID, BUY, FOK, Account, EngineState, MarketState
 
 __all__ = ["violations"]
@@ -100,12 +102,12 @@ def _order_violations(state: EngineState) -> list[str]:
     errors = [
         f"order {o.id}: live limit order not on the book"
         for o in state.open_orders.values()
-        if o.status == "live" and o.order_type != FOK and not o.resting
+        if o.status == LIVE and o.order_type != FOK and not o.resting
     ]
     errors.extend(
         f"order {o.id}: size_matched {o.matched} vs size {o.size} ({o.status})"
         for o in state.orders.values()
-        if o.matched > o.size or (o.status == "matched" and o.matched != o.size)
+        if o.matched > o.size or (o.status == MATCHED and o.matched != o.size)
     )
     return errors
 
@@ -125,7 +127,7 @@ def _market_violations(
                 f"market {market.id}: bad resting order {o.id} ({o.status})"
                 for o in level
                 if not (
-                    o.status == "live"
+                    o.status == LIVE
                     and o.resting
                     and o.open_shares > 0
                     and o.a_side == side

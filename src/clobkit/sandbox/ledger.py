@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+from clobkit._spec import LOST, MATCHED, WON
+
 from .errors import bad_body, risk
 from .parse import decimal
 from .state import BUY, UNIT, Account, EngineState, MarketState, Order
@@ -122,12 +124,12 @@ class Ledger(EngineState):
             if order.market is not market or order.house or order.matched == 0:
                 continue
             wins = (order.outcome == winner) == (order.side == BUY)
-            order.settlement_status = "won" if wins else "lost"
+            order.settlement_status = WON if wins else LOST
             order.settlement_units = order.matched if order.side == BUY and wins else 0
             order.settled_ms = now
             order.updated_ms = now
-            if order.status == "matched":
-                order.status = "won" if wins else "lost"
+            if order.status == MATCHED:
+                order.status = WON if wins else LOST
             settled += 1
             self._emit_order(order)
         self._armed = {k: o for k, o in self._armed.items() if o.market is not market}

@@ -15,7 +15,19 @@ from decimal import ROUND_DOWN, Decimal, InvalidOperation
 from typing import Any
 
 from clobkit import Amounts, limit_amounts, market_amounts, market_price, new_salt
-from clobkit._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES
+from clobkit._spec import (
+    CLIENT_ORDER_ID_MAX,
+    CODE_INVALID_FEE_RATE,
+    CODE_INVALID_MAKER_AMOUNT,
+    CODE_INVALID_PRICE,
+    CODE_INVALID_SALT,
+    CODE_INVALID_TAKER_AMOUNT,
+    CODE_INVALID_TOKEN,
+    ORDER_TYPES,
+    SALT_MAX,
+    SIDES,
+    UNIT_QUANTUM,
+)
 from clobkit.errors import InsufficientLiquidity, ValidationError
 
 from .errors import bad_body
@@ -302,7 +314,7 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
         side=side,
         order_type=order_type,
         limit_cents=limit,
-        price_text=str((Decimal(usdc) / Decimal(shares)).quantize(Decimal("0.000001")).normalize()),
+        price_text=str((Decimal(usdc) / Decimal(shares)).quantize(UNIT_QUANTUM).normalize()),
         size=shares,
         maker_amount=maker,
         taker_amount=taker,
@@ -331,7 +343,7 @@ def _raw_outcome(body: Mapping[str, Any], market: MarketState) -> str:
     if token != market.token(outcome):
         raise bad_body(
             f"token_id is not the token of outcome {outcome} of market {market.id}",
-            "ORDER_INVALID_TOKEN",
+            CODE_INVALID_TOKEN,
         )
     return outcome
 
@@ -341,19 +353,19 @@ def _raw_amounts(body: Mapping[str, Any]) -> tuple[int, int]:
     maker = _uint(
         body.get("maker_amount"),
         "maker_amount",
-        "ORDER_INVALID_MAKER_AMOUNT",
+        CODE_INVALID_MAKER_AMOUNT,
         strings_only=True,
     )
     taker = _uint(
         body.get("taker_amount"),
         "taker_amount",
-        "ORDER_INVALID_TAKER_AMOUNT",
+        CODE_INVALID_TAKER_AMOUNT,
         strings_only=True,
     )
     if maker == 0:
-        raise bad_body("maker_amount must be positive", "ORDER_INVALID_MAKER_AMOUNT")
+        raise bad_body("maker_amount must be positive", CODE_INVALID_MAKER_AMOUNT)
     if taker == 0:
-        raise bad_body("taker_amount must be positive", "ORDER_INVALID_TAKER_AMOUNT")
+        raise bad_body("taker_amount must be positive", CODE_INVALID_TAKER_AMOUNT)
     return maker, taker
 
 
@@ -365,7 +377,7 @@ def _raw_fee(body: Mapping[str, Any], market: MarketState) -> int:
     if fee != market.fx.fee_rate_bps:
         raise bad_body(
             f"fee_rate_bps must equal the token's fee ({market.fx.fee_rate_bps})",
-            "ORDER_INVALID_FEE_RATE",
+            CODE_INVALID_FEE_RATE,
         )
     return fee
 
@@ -375,9 +387,9 @@ def _raw_salt(body: Mapping[str, Any]) -> int:
     salt_raw = body.get("salt")
     if salt_raw is None:
         return new_salt()
-    salt = _uint(salt_raw, "salt", "ORDER_INVALID_SALT")
+    salt = _uint(salt_raw, "salt", CODE_INVALID_SALT)
     if salt > SALT_MAX:
-        raise bad_body(f"salt must lie in [0, {SALT_MAX}]", "ORDER_INVALID_SALT")
+        raise bad_body(f"salt must lie in [0, {SALT_MAX}]", CODE_INVALID_SALT)
     return salt
 
 
@@ -399,13 +411,11 @@ def _implied(maker: int, taker: int, side: int) -> tuple[int, int, int]:
     # implied price: USDC / shares, strictly between 0 and 1
     usdc, shares = (maker, taker) if side == BUY else (taker, maker)
     if not usdc < shares:
-        raise bad_body(
-            "maker_amount / taker_amount must lie between 0 and 1", "ORDER_INVALID_PRICE"
-        )
+        raise bad_body("maker_amount / taker_amount must lie between 0 and 1", CODE_INVALID_PRICE)
     # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
     limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
     if not 1 <= limit <= 99:
         raise bad_body(
-            "the implied price rounds outside 0.01-0.99 on the tick grid", "ORDER_INVALID_PRICE"
+            "the implied price rounds outside 0.01-0.99 on the tick grid", CODE_INVALID_PRICE
         )
     return usdc, shares, limit

@@ -347,14 +347,15 @@ MARKET = Record(
 )
 
 # an event's row is [live, ended, updated_ms]: what settlement changes
+_EVENT_ROW = (plain("live", bool), plain("ended", bool), plain("updated_ms", Count))
 EVENT = Record(
     EventFixture,
     "events",
-    (plain("live", bool), plain("ended", bool), plain("updated_ms", Count)),
+    _EVENT_ROW,
     {
         f.name: _SEEDED
         for f in fields(EventFixture)
-        if f.name not in ("live", "ended", "updated_ms")
+        if f.name not in {a for field in _EVENT_ROW for a in field.attrs}
     },
     array_like=True,
 )

@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from clobkit._spec import SIDES
+from clobkit._spec import CANCELLED, SIDES, UNIT_QUANTUM, OrderStatus
 
 from .state import ASK, BID, BUY, MarketState, Order, dec, own_levels
 
@@ -40,7 +40,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_MICRO = Decimal("0.000001")
 
 
 def plain(d: Decimal) -> Decimal:
@@ -54,7 +53,7 @@ def ratio(num: int, den: int) -> Decimal:
     """num / den to 6 decimals (half even), plain; 0 when ``den`` is 0."""
     if den == 0:
         return Decimal(0)
-    return plain((Decimal(num) / Decimal(den)).quantize(_MICRO, rounding=ROUND_HALF_EVEN))
+    return plain((Decimal(num) / Decimal(den)).quantize(UNIT_QUANTUM, rounding=ROUND_HALF_EVEN))
 
 
 class Placed(msgspec.Struct, frozen=True):
@@ -68,7 +67,7 @@ class Cancelled(msgspec.Struct, frozen=True):
     """A cancelled order."""
 
     order_id: str
-    status: str = "cancelled"
+    status: OrderStatus = CANCELLED
 
 
 class Settlement(msgspec.Struct, frozen=True):
@@ -121,7 +120,7 @@ class OrderRecord(msgspec.Struct, frozen=True):
     token_id: str
     side: str  # "BUY" / "SELL"
     order_type: str
-    status: str
+    status: OrderStatus
     order_source: str
     order_source_id: str | None
     clob_order_id: str
@@ -134,7 +133,7 @@ class OrderRecord(msgspec.Struct, frozen=True):
     avg_fill_price: Decimal | None
     expiration: int  # Unix seconds (0: never)
     tx_hashes: tuple[str, ...]
-    settlement_status: str | None
+    settlement_status: OrderStatus | None
     settlement_amount: Decimal
     settled_ms: int | None
     submitted_ms: int | None

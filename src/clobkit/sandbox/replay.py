@@ -36,6 +36,7 @@ from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import TYPE_CHECKING, NamedTuple
 
+from clobkit._spec import CANCELLED, LIVE
 from clobkit.errors import ValidationError
 from clobkit.record import GAP, iter_rows, read_markets
 
@@ -170,7 +171,7 @@ class Replay:
                 market = engine.markets[market_id]
                 market.replayed = True  # house._requote leaves it to us
                 for quote in list(market.house_quotes.values()):
-                    engine._finish(quote, "cancelled", now)
+                    engine._finish(quote, CANCELLED, now)
                 engine._touch(market, now)
         last: dict[str, ReplayUpdate] = {}
         while self.index < len(updates) and updates[self.index].at_ms <= self.start_ms:
@@ -318,7 +319,7 @@ def _impose(
     quotes = market.house_quotes
     for (side, price), old in list(quotes.items()):
         if price not in (bids if side == BID else asks):
-            engine._finish(old, "cancelled", now)
+            engine._finish(old, CANCELLED, now)
     for side, levels in ((BID, bids), (ASK, asks)):
         for price in sorted(levels, reverse=side == BID):  # best first
             units = levels[price]
@@ -339,7 +340,7 @@ def _impose(
                 size=units,
                 seq=engine._seq,
                 source="house",
-                status="live",
+                status=LIVE,
                 created_ms=now,
                 updated_ms=now,
             )

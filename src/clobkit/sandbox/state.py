@@ -14,7 +14,14 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from clobkit import OrderHasher, WalletInfo
-from clobkit._spec import ERROR_MARKET_NOT_FOUND, OPEN_STATUSES, ORDER_TYPES
+from clobkit._spec import (
+    ERROR_MARKET_NOT_FOUND,
+    OPEN_STATUSES,
+    ORDER_TYPES,
+    PENDING,
+    UNIT,
+    OrderStatus,
+)
 from clobkit._wallet import EXCHANGES_OF_VERSION
 from clobkit.order_id import checksum_address, keccak256
 
@@ -46,7 +53,6 @@ __all__ = [
     "own_levels",
 ]
 
-UNIT = 1_000_000  # 6-decimal units per USDC (and per share)
 HOUSE = "house"
 BID, ASK = 0, 1  # sides of a market's book, in the price space of outcome a
 BUY, SELL = 0, 1  # the exchange's uint8 side
@@ -117,7 +123,7 @@ class Order:
     funding: str = ""  # BUY: "cash" or "bonus"
     matched: int = 0  # shares filled
     usdc: int = 0  # USDC paid (BUY) or received (SELL) so far
-    status: str = "pending"
+    status: OrderStatus = PENDING
     seq: int = 0
     price_text: str = ""  # exact limit / implied price, for clob_price
     source: str = "manual"
@@ -138,7 +144,7 @@ class Order:
     submitted_ms: int | None = None
     matched_ms: int | None = None
     settled_ms: int | None = None
-    settlement_status: str | None = None
+    settlement_status: OrderStatus | None = None  # WON or LOST
     settlement_units: int = 0
     cancel_reason: str | None = None
     resting: bool = False

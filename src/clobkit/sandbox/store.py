@@ -44,6 +44,7 @@ from typing import Any
 
 import msgspec
 
+from clobkit._spec import LIVE
 from clobkit.errors import ClobkitError
 
 from .invariants import violations as state_violations
@@ -517,7 +518,7 @@ def _index(engine: Engine, order: Order) -> None:
     """Put an order read from the file where the engine finds it (the transient indexes)."""
     if order.is_open:
         engine.open_orders[order.id] = order
-        if order.status != "live":
+        if order.status != LIVE:
             heapq.heappush(engine._due, (order.next_step_ms, order.seq, order))
         if order.expiration:
             heapq.heappush(engine._expiries, (order.expiration * 1000, order.seq, order))

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clobkit import WalletInfo
+from clobkit._spec import PENDING, SIGNING, SUBMITTED, UNIT_QUANTUM
 
 from .fixtures import EventFixture, Team
 from .queries import event_traders, event_volume
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from .state import MarketState, Position
 
 _CENT = Decimal("0.01")
-_MICRO = Decimal("0.000001")
 
 
 def odds(p: Decimal) -> Decimal:
@@ -393,12 +393,12 @@ def position_record(engine: Engine, pos: Position, now: int) -> dict[str, Any]:
     mark = price(bid) if bid is not None else market_price
     shares = dec(pos.shares)
     cost = dec(pos.cost)
-    value = (shares * mark).quantize(_MICRO)
+    value = (shares * mark).quantize(UNIT_QUANTUM)
     pnl = value - cost
     confirming = any(
         o.market is market
         and o.outcome == pos.outcome
-        and o.status in ("pending", "signing", "submitted")
+        and o.status in (PENDING, SIGNING, SUBMITTED)
         for o in engine.open_orders.values()
         if o.user_id == pos.user_id
     )
