@@ -31,8 +31,14 @@ import time
 from pathlib import Path
 
 from clobkit import AsyncClient
-from clobkit.client._stream import parse_message  # the stream's own frame decoding
-from clobkit.record import BOOK, RecordedMarket, RecordingWriter, iter_rows, recording_files
+from clobkit.record import (
+    BOOK,
+    RecordedMarket,
+    RecordingWriter,
+    decode_book_frame,
+    iter_rows,
+    recording_files,
+)
 
 TOKEN = "1" * 70
 MARKET = RecordedMarket("00000000-0000-4000-8000-00000000000a", None, None, TOKEN, "2" * 70)
@@ -66,11 +72,12 @@ def check(directory: Path, n: int) -> int:
     return len(recording_files(directory))
 
 
-async def ingest(batch: list[str], directory: Path) -> float:
+async def ingest(received: list[bytes], directory: Path) -> float:
     writer = RecordingWriter(directory, [MARKET], outcomes="a", rotate_seconds=1.0)
     started = time.perf_counter()
-    for frame in batch:
-        msg = parse_message(frame)
+    for frame in received:
+        msg = decode_book_frame(frame)  # as the recorder's stream decodes a book frame
+        assert msg is not None
         writer.add(BOOK, TOKEN, msg.data, time.time_ns())
         if writer.due():
             await writer.rotate()
@@ -100,6 +107,7 @@ async def end_to_end(n: int, port: int, directory: Path) -> float:
     url = f"http://127.0.0.1:{port}"
     async with AsyncClient(url, "k", "s", ws_url=f"ws://127.0.0.1:{port}/ws") as client:
         stream = client.stream([f"market:{TOKEN}:book"], max_queue=100_000)
+        stream.decode = decode_book_frame  # as Recorder.run sets it
         await stream.start()
         started = time.perf_counter()
         got = 0
@@ -121,9 +129,10 @@ async def end_to_end(n: int, port: int, directory: Path) -> float:
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     batch = frames(n)
+    received = [frame.encode() for frame in batch]  # the stream reads frames as bytes
     base = rss_mb()
     with tempfile.TemporaryDirectory() as tmp:
-        took = asyncio.run(ingest(batch, Path(tmp)))
+        took = asyncio.run(ingest(received, Path(tmp)))
         files = check(Path(tmp), n)
     print(
         f"ingest:      {n:,} updates in {took:.2f} s = {n / took:,.0f} updates/s "
