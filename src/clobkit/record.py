@@ -119,8 +119,8 @@ class _Level(msgspec.Struct, gc=False):
 class _Book(msgspec.Struct, gc=False):
     """A book message's data, only what a row keeps (other fields are skipped unread)."""
 
-    bids: list[_Level] = []
-    asks: list[_Level] = []
+    bids: list[_Level]
+    asks: list[_Level]
     updated_at_ms: int | None = None
 
 
@@ -131,6 +131,7 @@ class _BookFrame(msgspec.Struct, gc=False):
 
 
 _decode_book_frame = msgspec.json.Decoder(_BookFrame).decode
+_BOOK_PREFIX, _BOOK_SUFFIX = book_topic("@").split("@")
 
 
 def decode_book_frame(raw: bytes) -> StreamMessage | None:
@@ -143,7 +144,10 @@ def decode_book_frame(raw: bytes) -> StreamMessage | None:
         frame = _decode_book_frame(raw)
     except (msgspec.DecodeError, UnicodeDecodeError):
         return None
-    return StreamMessage(type=frame.type, topic=frame.topic, data=frame.data)
+    topic = frame.topic
+    if not (topic.startswith(_BOOK_PREFIX) and topic.endswith(_BOOK_SUFFIX)):
+        return None  # another topic's data that happens to have bids and asks
+    return StreamMessage(type=frame.type, topic=topic, data=frame.data)
 
 
 def _text_levels(levels: Any) -> list[_Level]:
