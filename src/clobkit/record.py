@@ -8,9 +8,11 @@ replays them (``clobkit sandbox --replay DIR``).
 One row per message, not per level: the service sends a whole book with every
 update of the ``market:<token>:book`` topic, so a row holds that book as
 received (``bids`` and ``asks``, lists of ``{price, size}`` strings exactly as
-sent). The hot path appends the decoded message and nothing else; any book of
-the recording is one row, so a replay needs no state to rebuild it; and
-Parquet's dictionary and zstd encodings take out most of the repetition.
+sent). The hot path decodes a book frame with one typed decoder
+(``decode_book_frame``, the recorder's ``Stream.decode``) and appends its fields
+to column lists, keeping nothing per level but its two strings (no diffing);
+any book of the recording is one row, so a replay needs no state to rebuild it;
+and Parquet's dictionary and zstd encodings take out most of the repetition.
 
 Rows are held in memory and written as one file at each rotation (every
 ``rotate_seconds``, or sooner when ``rotate_bytes`` of rows are held), to a
