@@ -338,14 +338,16 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
 
 @pytest.mark.slow
 def test_clobkit_sandbox_replay_command(tmp_path: Path) -> None:
-    """clobkit sandbox --replay DIR --step serves the recording; the admin route steps it;
+    """clobkit sandbox --replay DIR --step serves the recording (of a market its default
+    fixtures lack: recorded from a sandbox of another seed); the admin route steps it;
     SIGINT stops it (exit 0)."""
     import os
     import signal
     import subprocess
     import sys
 
-    market_id = write(tmp_path, sandbox_module.Engine(config()), BOOKS)
+    market_id = write(tmp_path, sandbox_module.Engine({**config(), "seed": 5}), BOOKS)
+    assert market_id not in sandbox_module.Engine(config()).markets
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     argv = ["--port", "0", "--replay", str(tmp_path), "--step", "--start", "1"]

@@ -261,6 +261,8 @@ class Stream:
             self._room.clear()
             await self._room.wait()
         self._queue.put_nowait(item)
+        if not self._listeners:
+            return
         for listener in tuple(self._listeners):
             try:
                 listener(item)
