@@ -8,9 +8,11 @@ replays them (``clobkit sandbox --replay DIR``).
 One row per message, not per level: the service sends a whole book with every
 update of the ``market:<token>:book`` topic, so a row holds that book as
 received (``bids`` and ``asks``, lists of ``{price, size}`` strings exactly as
-sent). The hot path appends the decoded message and nothing else; any book of
-the recording is one row, so a replay needs no state to rebuild it; and
-Parquet's dictionary and zstd encodings take out most of the repetition.
+sent). The hot path decodes a book frame with one typed decoder
+(``decode_book_frame``, the recorder's ``Stream.decode``) and appends its fields
+to column lists, keeping nothing per level but its two strings (no diffing);
+any book of the recording is one row, so a replay needs no state to rebuild it;
+and Parquet's dictionary and zstd encodings take out most of the repetition.
 
 Rows are held in memory and written as one file at each rotation (every
 ``rotate_seconds``, or sooner when ``rotate_bytes`` of rows are held), to a
@@ -28,18 +30,25 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
 from decimal import Decimal
+from itertools import accumulate
+from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+import msgspec
+
+from ._jsondepth import json_too_deep
 from ._spec import book_topic
-from .errors import MissingExtra, OrderBookNotFound, ValidationError
+from .errors import ClobkitError, MissingExtra, NotFound, OrderBookNotFound, ValidationError
+from .models import StreamMessage
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .client import AsyncClient, Stream
-    from .models import Orderbook
+    from .models import Market, Orderbook
 
 __all__ = [
     "BOOK",
@@ -48,12 +57,16 @@ __all__ = [
     "SNAPSHOT",
     "BookRow",
     "RecordStats",
+    "RecordedEvent",
     "RecordedMarket",
     "Recorder",
     "RecordingWriter",
+    "decode_book_frame",
     "iter_rows",
+    "read_events",
     "read_markets",
     "record",
+    "resolve_events",
     "resolve_markets",
 ]
 
@@ -61,8 +74,11 @@ BOOK = "book"  # a book message of the stream
 SNAPSHOT = "snapshot"  # a book read over REST (at the start and after a reconnect)
 GAP = "gap"  # the stream reconnected: messages may have been lost before this row
 MARKETS_FILE = "markets.json"
-_ROW_BYTES = 600  # estimated bytes of Python objects a row holds besides its levels
-_LEVEL_BYTES = 300  # estimated bytes of one level held (a dict of two strings)
+_R = TypeVar("_R")
+_ROW_BYTES = 200  # estimated bytes a row holds besides its levels (ints, column slots)
+_LEVEL_BYTES = 130  # estimated bytes of one level held (two strings, two column slots)
+_PRICE = attrgetter("price")
+_SIZE = attrgetter("size")
 
 
 def _pa() -> Any:
@@ -93,14 +109,99 @@ def _schema() -> pa.Schema:
     )
 
 
+# gc=False: none of these can be part of a reference cycle (strings, ints, lists of
+# levels), and tracking them made the collector's passes the recorder's main cost
+class _Level(msgspec.Struct, gc=False):
+    """One level of a book as sent (the API sends prices and sizes as strings)."""
+
+    price: str
+    size: str
+
+
+class _Book(msgspec.Struct, gc=False):
+    """A book message's data, only what a row keeps (other fields are skipped unread)."""
+
+    bids: list[_Level]
+    asks: list[_Level]
+    updated_at_ms: int | None = None
+
+
+class _BookFrame(msgspec.Struct, gc=False):
+    type: str
+    topic: str
+    data: _Book
+
+
+_decode_book_frame = msgspec.json.Decoder(_BookFrame).decode
+_BOOK_PREFIX, _BOOK_SUFFIX = book_topic("@").split("@")
+
+
+def decode_book_frame(raw: bytes) -> StreamMessage | None:
+    """A stream frame of a book, decoded straight into what a row holds (``Stream.decode``);
+    ``None`` for any other frame, or a book of another shape (numbers for prices, ``null``
+    levels), which the stream then reads as usual and ``add`` turns into text."""
+    if json_too_deep(raw):
+        return None
+    try:
+        frame = _decode_book_frame(raw)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    topic = frame.topic
+    if not (topic.startswith(_BOOK_PREFIX) and topic.endswith(_BOOK_SUFFIX)):
+        return None  # another topic's data that happens to have bids and asks
+    return StreamMessage(type=frame.type, topic=topic, data=frame.data)
+
+
+def _text_levels(levels: Any) -> list[_Level]:
+    """Levels as decoded into dicts, their price and size as text (a number as written)."""
+    if not isinstance(levels, list | tuple):
+        return []
+    return [
+        _Level(_text(lv.get("price")), _text(lv.get("size")))
+        for lv in levels
+        if isinstance(lv, dict)
+    ]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
 class RecordedMarket(NamedTuple):
-    """A market being recorded: its id, event, question and the two outcome tokens."""
+    """A market being recorded: its id, event, question and the two outcome tokens, and
+    what a replay needs to serve it as the service did (``None``: not known; the replay
+    then takes the sandbox's default). The API names no tick size: its grid is 0.01."""
 
     market_id: str
     event_id: str | None
     question: str | None
     token_id_a: str
     token_id_b: str
+    outcome_a: str | None = None  # the outcomes' names
+    outcome_b: str | None = None
+    condition_id: str | None = None
+    neg_risk: bool | None = None
+    market_type: str | None = None
+    group_item_title: str | None = None
+    min_order_size: str | None = None  # USDC, as the first book read said
+    fee_rate_bps: int | None = None  # the exchange's fee for its tokens
+
+
+class RecordedEvent(NamedTuple):
+    """The event of recorded markets, as the service described it (``get_event``)."""
+
+    event_id: str
+    title: str | None = None
+    slug: str | None = None
+    league_id: str | None = None
+    series_id: str | None = None
+    category: str | None = None
+    subcategory: str | None = None
+    start_time_ms: int | None = None  # kickoff, ms since the epoch
+    end_date_ms: int | None = None
+    is_future: bool | None = None
+    home_team: dict[str, Any] | None = None  # the team as sent (id, name, abbreviation...)
+    away_team: dict[str, Any] | None = None
 
 
 class BookRow(NamedTuple):
@@ -152,10 +253,21 @@ async def resolve_markets(
     its events not ended), each once, in that order."""
     found: dict[str, RecordedMarket] = {}
 
-    def add(m: Any, event_id: str | None) -> None:
+    def add(m: Market, event_id: str | None) -> None:
         if m.token_id_a and m.token_id_b and m.id not in found:
-            event = m.event_id or event_id
-            found[m.id] = RecordedMarket(m.id, event, m.question, m.token_id_a, m.token_id_b)
+            found[m.id] = RecordedMarket(
+                m.id,
+                m.event_id or event_id,
+                m.question,
+                m.token_id_a,
+                m.token_id_b,
+                outcome_a=m.outcome_a,
+                outcome_b=m.outcome_b,
+                condition_id=m.condition_id,
+                neg_risk=m.neg_risk,
+                market_type=m.market_type,
+                group_item_title=m.group_item_title,
+            )
 
     for market_id in market_ids:
         add(await client.get_market(market_id), None)
@@ -168,19 +280,82 @@ async def resolve_markets(
     return list(found.values())
 
 
-def _levels(levels: Any) -> list[dict[str, str]]:
-    return [{"price": str(lv.price), "size": str(lv.size)} for lv in levels]
+def _ms(stamp: datetime | None) -> int | None:
+    return None if stamp is None else int(stamp.timestamp() * 1000)
 
 
-def _text_levels(levels: Any) -> list[dict[str, str]]:
-    """Levels whose price or size is not a string (a number on the wire) as strings."""
-    if not isinstance(levels, list):
-        return []
-    return [
-        {"price": str(lv.get("price")), "size": str(lv.get("size"))}
-        for lv in levels
-        if isinstance(lv, dict)
-    ]
+def _team(team: Any) -> dict[str, Any] | None:
+    return None if team is None else msgspec.to_builtins(team)
+
+
+async def resolve_events(client: AsyncClient, event_ids: Iterable[str]) -> list[RecordedEvent]:
+    """The events named, as the service describes them (one ``get_event`` each); an event
+    it cannot find is left out (a replay then serves its markets under a plain event)."""
+    events = []
+    for event_id in dict.fromkeys(event_ids):
+        try:
+            e = await client.get_event(event_id)
+        except NotFound:
+            continue
+        events.append(
+            RecordedEvent(
+                e.id,
+                title=e.title,
+                slug=e.slug,
+                league_id=e.league_id,
+                series_id=e.series_id,
+                category=e.category,
+                subcategory=e.subcategory,
+                start_time_ms=_ms(e.start_time),
+                end_date_ms=_ms(e.end_date),
+                is_future=e.is_future,
+                home_team=_team(e.home_team),
+                away_team=_team(e.away_team),
+            )
+        )
+    return events
+
+
+def _levels(levels: Any) -> list[_Level]:
+    return [_Level(str(lv.price), str(lv.size)) for lv in levels]
+
+
+class _Columns:
+    """The rows held until the next rotation, column by column, a book's levels flattened
+    (prices, sizes, and the count per row): nothing held per level but its two strings,
+    and no container per row for the garbage collector to walk."""
+
+    __slots__ = (
+        "ask_counts",
+        "ask_prices",
+        "ask_sizes",
+        "bid_counts",
+        "bid_prices",
+        "bid_sizes",
+        "kind",
+        "market",
+        "recv_ns",
+        "seq",
+        "service_ms",
+        "token",
+    )
+
+    def __init__(self) -> None:
+        self.seq: list[int] = []
+        self.recv_ns: list[int] = []
+        self.service_ms: list[int | None] = []
+        self.kind: list[str] = []
+        self.market: list[str | None] = []
+        self.token: list[str | None] = []
+        self.bid_prices: list[str] = []
+        self.bid_sizes: list[str] = []
+        self.bid_counts: list[int] = []
+        self.ask_prices: list[str] = []
+        self.ask_sizes: list[str] = []
+        self.ask_counts: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.seq)
 
 
 class RecordingWriter:
@@ -219,9 +394,11 @@ class RecordingWriter:
                 self._token_market[m.token_id_b] = m.market_id
         self.rotate_seconds = rotate_seconds
         self.rotate_bytes = rotate_bytes
+        #: The recorded markets' events, written to ``markets.json`` (``Recorder`` reads them).
+        self.events: list[RecordedEvent] = []
         self.stats = RecordStats(len(self.markets), time.time_ns())
         self._seq = 0
-        self._rows: list[tuple[int, int, int | None, str, str | None, str | None, Any, Any]] = []
+        self._rows = _Columns()
         self._held = 0  # estimated bytes of the rows held
         self._opened = time.monotonic()
         self._writing: asyncio.Task[None] | None = None
@@ -229,23 +406,49 @@ class RecordingWriter:
     # -- the hot path ------------------------------------------------------------------------
 
     def add(self, kind: str, token: str | None, data: Any, recv_ns: int) -> None:
-        """Hold one row: a book message's ``data`` (a dict as decoded), or a gap."""
-        market = None if token is None else self._token_market.get(token)
-        bids = asks = ()
+        """Hold one row: a book message's ``data`` (as ``decode_book_frame`` gives it, or a
+        dict as decoded), or a gap (``data`` None)."""
+        if isinstance(data, _Book):  # the hot path: the levels are kept as decoded
+            self._hold(kind, token, data.bids, data.asks, data.updated_at_ms, recv_ns)
+            return
+        bids: list[_Level] = []
+        asks: list[_Level] = []
         service_ms = None
         if isinstance(data, dict):
-            bids = data.get("bids") or ()
-            asks = data.get("asks") or ()
+            bids, asks = _text_levels(data.get("bids")), _text_levels(data.get("asks"))
             stamp = data.get("updated_at_ms")
             if isinstance(stamp, int) and not isinstance(stamp, bool):
                 service_ms = stamp
-                if kind == BOOK:
-                    self.stats.lag_ms = recv_ns // 1_000_000 - stamp
-        self._rows.append((self._seq, recv_ns, service_ms, kind, market, token, bids, asks))
+        self._hold(kind, token, bids, asks, service_ms, recv_ns)
+
+    def _hold(
+        self,
+        kind: str,
+        token: str | None,
+        bids: list[_Level],
+        asks: list[_Level],
+        service_ms: int | None,
+        recv_ns: int,
+    ) -> None:
+        rows = self._rows
+        rows.seq.append(self._seq)
+        rows.recv_ns.append(recv_ns)
+        rows.service_ms.append(service_ms)
+        rows.kind.append(kind)
+        rows.market.append(None if token is None else self._token_market.get(token))
+        rows.token.append(token)
+        rows.bid_prices.extend(map(_PRICE, bids))
+        rows.bid_sizes.extend(map(_SIZE, bids))
+        rows.bid_counts.append(len(bids))
+        rows.ask_prices.extend(map(_PRICE, asks))
+        rows.ask_sizes.extend(map(_SIZE, asks))
+        rows.ask_counts.append(len(asks))
         self._seq += 1
         self._held += _ROW_BYTES + _LEVEL_BYTES * (len(bids) + len(asks))
         if kind == BOOK:
             self.stats.updates += 1
+            if service_ms is not None:
+                self.stats.lag_ms = recv_ns // 1_000_000 - service_ms
 
     def due(self) -> bool:
         """True when the rows held should be written (``rotate``): time or size reached."""
@@ -256,32 +459,37 @@ class RecordingWriter:
 
     # -- files -------------------------------------------------------------------------------
 
-    def _table(self, rows: list[Any]) -> pa.Table:
+    def _table(self, rows: _Columns) -> pa.Table:
         pa = self._pa
-        columns = list(zip(*rows, strict=True))
-        level_type = self._schema.field("bids").type
-        levels = []
-        for column in (columns[6], columns[7]):
-            try:
-                levels.append(pa.array(column, type=level_type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # noqa: PERF203 - numbers on the wire
-                levels.append(pa.array([_text_levels(c) for c in column], type=level_type))
+        kind_type = self._schema.field("kind").type
         arrays = [
-            pa.array(columns[0], pa.int64()),
-            pa.array(columns[1], pa.int64()),
-            pa.array(columns[2], pa.int64()),
-            pa.array(columns[3], pa.string()).dictionary_encode().cast(self._schema[3].type),
-            pa.array(columns[4], pa.string()).dictionary_encode(),
-            pa.array(columns[5], pa.string()).dictionary_encode(),
-            *levels,
+            pa.array(rows.seq, pa.int64()),
+            pa.array(rows.recv_ns, pa.int64()),
+            pa.array(rows.service_ms, pa.int64()),
+            pa.array(rows.kind, pa.string()).dictionary_encode().cast(kind_type),
+            pa.array(rows.market, pa.string()).dictionary_encode(),
+            pa.array(rows.token, pa.string()).dictionary_encode(),
+            self._levels_array(rows.bid_prices, rows.bid_sizes, rows.bid_counts),
+            self._levels_array(rows.ask_prices, rows.ask_sizes, rows.ask_counts),
         ]
         return pa.Table.from_arrays(arrays, schema=self._schema)
 
-    def _write(self, rows: list[Any]) -> None:
+    def _levels_array(self, prices: list[str], sizes: list[str], counts: list[int]) -> pa.Array:
+        """A column of levels from the flat prices and sizes and the count per row."""
+        pa = self._pa
+        level_type = self._schema.field("bids").type
+        values = pa.StructArray.from_arrays(
+            [pa.array(prices, pa.string()), pa.array(sizes, pa.string())],
+            fields=list(level_type.value_type),
+        )
+        offsets = pa.array([0, *accumulate(counts)], pa.int32())
+        return pa.ListArray.from_arrays(offsets, values, type=level_type)
+
+    def _write(self, rows: _Columns) -> None:
         """One complete file of ``rows``, under a ``.part`` name until it is whole."""
         table = self._table(rows)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(rows[0][1] / 1e9))
-        path = self.directory / f"book-{rows[0][0]:012d}-{stamp}.parquet"
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(rows.recv_ns[0] / 1e9))
+        path = self.directory / f"book-{rows.seq[0]:012d}-{stamp}.parquet"
         part = path.with_name(path.name + ".part")
         self._pa.parquet.write_table(table, part, compression="zstd")
         os.replace(part, path)
@@ -291,7 +499,7 @@ class RecordingWriter:
     async def rotate(self) -> None:
         """Write the rows held as one file (in a thread; at most one write in flight)."""
         await self._drain()
-        rows, self._rows, self._held = self._rows, [], 0
+        rows, self._rows, self._held = self._rows, _Columns(), 0
         self._opened = time.monotonic()
         if rows:
             self.stats.rows += len(rows)
@@ -308,18 +516,23 @@ class RecordingWriter:
         await self.rotate()
         await self._drain()
 
-    def write_markets(self) -> None:
-        """Write ``markets.json``: the recorded markets and the recording's start. A
-        directory that already holds a recording is refused (its rows would mix)."""
+    def check_directory(self) -> None:
+        """Refuse a directory that already holds a recording (its rows would mix)."""
         if (self.directory / MARKETS_FILE).exists() or recording_files(self.directory):
             raise ValidationError(
                 "directory", str(self.directory), "already holds a recording: use a new one"
             )
+
+    def write_markets(self) -> None:
+        """Write ``markets.json``: the recorded markets, their events (``events``) and the
+        recording's start, what a replay serves. A used directory is refused."""
+        self.check_directory()
         self.directory.mkdir(parents=True, exist_ok=True)
         info = {
-            "format": 1,
+            "format": 2,
             "started_ns": self.stats.started_ns,
             "markets": [m._asdict() for m in self.markets],
+            "events": [e._asdict() for e in self.events],
         }
         (self.directory / MARKETS_FILE).write_text(json.dumps(info, indent=1) + "\n")
 
@@ -349,6 +562,7 @@ class Recorder(RecordingWriter):
         self._topics = {book_topic(t): t for t in self._token_market}
         self.on_progress = on_progress
         self.progress_seconds = progress_seconds
+        self._min_sizes: dict[str, str] = {}  # token -> min_order_size of its first book
 
     async def snapshot(self) -> None:
         """Hold a REST snapshot of every recorded book (an empty one where none exists)."""
@@ -362,14 +576,31 @@ class Recorder(RecordingWriter):
         books = await asyncio.gather(*(one(t) for t in tokens))
         now = time.time_ns()
         for token, book in zip(tokens, books, strict=True):
-            data: dict[str, Any] = {"bids": [], "asks": []}
-            if book is not None:
-                data = {
-                    "bids": _levels(book.bids),
-                    "asks": _levels(book.asks),
-                    "updated_at_ms": book.updated_at_ms,
-                }
-            self.add(SNAPSHOT, token, data, now)
+            if book is None:
+                self._hold(SNAPSHOT, token, [], [], None, now)
+            else:
+                bids, asks = _levels(book.bids), _levels(book.asks)
+                self._hold(SNAPSHOT, token, bids, asks, book.updated_at_ms, now)
+                if book.min_order_size is not None:
+                    self._min_sizes.setdefault(token, str(book.min_order_size))
+        self.markets = [
+            m._replace(min_order_size=self._min_sizes.get(m.token_id_a, m.min_order_size))
+            for m in self.markets
+        ]
+
+    async def describe(self) -> None:
+        """Read what a replay needs besides the books: the markets' events (``events``) and
+        fee rates (left ``None`` where the service does not answer them)."""
+        self.events = await resolve_events(
+            self.client, [m.event_id for m in self.markets if m.event_id]
+        )
+
+        async def fee(m: RecordedMarket) -> RecordedMarket:
+            with contextlib.suppress(ClobkitError):
+                return m._replace(fee_rate_bps=await self.client.get_fee_rate(m.token_id_a))
+            return m
+
+        self.markets = list(await asyncio.gather(*(fee(m) for m in self.markets)))
 
     async def _consume(self, stream: Stream) -> None:
         from .models import Reconnected
@@ -389,14 +620,17 @@ class Recorder(RecordingWriter):
     async def run(self, duration: float | None = None) -> RecordStats:
         """Record until cancelled (or for ``duration`` seconds); the open file is written
         before this returns or re-raises."""
-        self.write_markets()
+        self.check_directory()
+        await self.describe()
         stream = self.client.stream(list(self._topics), max_queue=100_000)
+        stream.decode = decode_book_frame
         deadline = None if duration is None else time.monotonic() + duration
         progress = time.monotonic() + self.progress_seconds
         consumer: asyncio.Task[None] | None = None
         try:
             await stream.start()
             await self.snapshot()
+            self.write_markets()  # with the markets' minimum sizes from the first books
             # the consumer alone takes items off the stream; this loop rotates, reports
             # and stops it (a timeout around each read could drop an item as it arrives)
             consumer = asyncio.create_task(self._consume(stream))
@@ -457,11 +691,22 @@ def recording_files(directory: str | os.PathLike[str]) -> list[Path]:
 
 def read_markets(directory: str | os.PathLike[str]) -> list[RecordedMarket]:
     """The markets a recording holds (its ``markets.json``)."""
+    return _records(directory, "markets", RecordedMarket, required=True)
+
+
+def read_events(directory: str | os.PathLike[str]) -> list[RecordedEvent]:
+    """The events of a recording's markets (none in a recording of format 1)."""
+    return _records(directory, "events", RecordedEvent, required=False)
+
+
+def _records(
+    directory: str | os.PathLike[str], key: str, record: Callable[..., _R], *, required: bool
+) -> list[_R]:
     path = Path(directory) / MARKETS_FILE
     try:
         info = json.loads(path.read_text())
-        return [RecordedMarket(**m) for m in info["markets"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [record(**item) for item in (info[key] if required else info.get(key, []))]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         problem = f"no readable {MARKETS_FILE}: {exc}"
         raise ValidationError("recording", str(directory), problem) from None
 

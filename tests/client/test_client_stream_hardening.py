@@ -23,6 +23,7 @@ BAD_FRAMES = [
     "\udcff".encode("utf-8", "surrogatepass"),  # invalid UTF-8 in a binary frame
     "[" * 100_000 + "]" * 100_000,  # a text frame nested too deeply to decode
     "not json",
+    b'{"type": "data", "data": "\xff"}',  # JSON but for a string that is not UTF-8
 ]
 
 
@@ -170,3 +171,42 @@ async def test_the_stream_offers_no_compression() -> None:
         async with client.stream([orders_topic("u1")]):
             await server.wait_subscribed(1)
         assert "Sec-WebSocket-Extensions" not in server.handshakes[0]
+
+
+async def test_a_text_frame_that_is_not_utf8_is_a_bad_frame_not_a_dead_stream() -> None:
+    """Frames are read as bytes and the JSON decoder checks the text: a text frame of
+    invalid UTF-8 is skipped and counted like a binary one, on the same connection."""
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], backoff=0.01)
+        async with stream:
+            await server.wait_subscribed(1)
+            for connection in list(server.connections):
+                await connection.send(b'{"type": "data", "x": "\xff"}', text=True)
+            await server.push(ORDER)
+            msg = await next_data(stream)
+            assert isinstance(msg, StreamMessage)
+            assert msg.order is not None
+            assert stream.bad_frames == 1
+            assert stream.reconnects == 0
+
+
+async def test_a_decode_hook_reads_the_frames_it_knows_and_leaves_the_rest() -> None:
+    seen: list[bytes] = []
+
+    def decode(raw: bytes) -> StreamMessage | None:
+        seen.append(raw)
+        if b'"known"' in raw:
+            return StreamMessage(type="data", topic="hooked", data=len(raw))
+        return None
+
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], backoff=0.01)
+        stream.decode = decode
+        async with stream:
+            await server.wait_subscribed(1)
+            await server.push({"type": "data", "topic": "known", "data": {}})
+            hooked = await next_data(stream)
+            assert (hooked.topic, hooked.order) == ("hooked", None)
+            await server.push(ORDER)
+            assert (await next_data(stream)).order is not None  # left to parse_message
+            assert all(isinstance(raw, bytes) for raw in seen)

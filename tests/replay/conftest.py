@@ -55,7 +55,11 @@ async def record_while(
         markets = await resolve_markets(c, market_ids=market_ids)
         recorder = Recorder(c, directory, markets, **options)
         task = asyncio.create_task(recorder.run())
-        await asyncio.sleep(0.3)  # subscribed and snapshot read
+        for _ in range(400):  # markets.json is written once subscribed and snapshot read
+            if (directory / "markets.json").exists() or task.done():
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # the first file (the snapshot) written
         await during()
         await asyncio.sleep(0.3)  # the last messages arrive
         task.cancel()

@@ -4,6 +4,7 @@ cancellation (Ctrl-C); the rows read back are the books the sandbox published.""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from clobkit.client._stream import parse_message
 from clobkit.errors import ValidationError
 from clobkit.record import (
     BOOK,
@@ -23,7 +25,9 @@ from clobkit.record import (
     RecordedMarket,
     Recorder,
     RecordingWriter,
+    decode_book_frame,
     iter_rows,
+    read_events,
     read_markets,
     recording_files,
 )
@@ -199,3 +203,67 @@ def test_numbers_on_the_wire_are_kept_as_their_text(tmp_path: Path) -> None:
         (BOOK, "m", [], [("0.6", "3")]),
         (GAP, None, [], []),
     ]
+
+
+def test_book_frames_are_decoded_straight_into_rows_and_others_left_to_the_stream(
+    tmp_path: Path,
+) -> None:
+    """decode_book_frame (the recorder's Stream.decode) reads a book frame as the service
+    sends it, skipping fields no row keeps; any other frame goes to parse_message, whose
+    dict the writer turns into the same row."""
+    book = {
+        "asset_id": "ta",
+        "bids": [{"price": "0.45", "size": "10.5"}, {"price": "0.44", "size": "3"}],
+        "asks": [{"price": "0.47", "size": "1"}],
+        "updated_at_ms": 1_764_547_200_123,
+        "hash": "x",
+    }
+    envelope = {"type": "data", "topic": "market:ta:book"}
+    frame = json.dumps({**envelope, "data": book}).encode()
+    message = decode_book_frame(frame)
+    assert message is not None
+    assert (message.type, message.topic) == ("data", "market:ta:book")
+    for other in (
+        json.dumps({**envelope, "data": {**book, "bids": [{"price": 0.45, "size": 1}]}}),
+        json.dumps({**envelope, "data": {**book, "bids": None}}),
+        json.dumps({**envelope, "data": {**book, "updated_at_ms": True}}),
+        json.dumps({"type": "subscribed", "topics": ["t"]}),
+        json.dumps({"type": "data", "topic": "user:u:orders", "data": {"id": "o", "x": [[[]]]}}),
+        json.dumps({"type": "data", "topic": "user:u:orders", "data": {"bids": [], "asks": []}}),
+        json.dumps({"type": "data", "topic": "market:ta:book", "data": {"bids": []}}),
+        '{"type": "data", "topic": "t", "data": ' + "[" * 5000 + "]" * 5000 + "}",
+        "not json",
+    ):
+        assert decode_book_frame(other.encode()) is None, other
+    assert decode_book_frame(b'{"type": "data", "topic": "\xff", "data": {}}') is None
+    writer = RecordingWriter(tmp_path, [RecordedMarket("m", None, None, "ta", "tb")])
+    writer.write_markets()
+    writer.add(BOOK, "ta", message.data, 1)
+    writer.add(BOOK, "ta", parse_message(frame).data, 2)  # the same book, decoded as dicts
+    asyncio.run(writer.flush())
+    first, second = list(iter_rows(tmp_path))
+    assert first.bids == [("0.45", "10.5"), ("0.44", "3")]
+    assert first.asks == [("0.47", "1")]
+    assert first.service_ms == book["updated_at_ms"]
+    assert (second.bids, second.asks, second.service_ms) == (
+        first.bids,
+        first.asks,
+        1_764_547_200_123,
+    )
+    assert writer.stats.lag_ms == 2 // 1_000_000 - 1_764_547_200_123
+
+
+def test_a_recording_of_format_1_has_no_events(tmp_path: Path) -> None:
+    market = {
+        "market_id": "m",
+        "event_id": None,
+        "question": None,
+        "token_id_a": "a",
+        "token_id_b": "b",
+    }
+    (tmp_path / "markets.json").write_text(json.dumps({"format": 1, "markets": [market]}))
+    assert read_markets(tmp_path) == [RecordedMarket("m", None, None, "a", "b")]
+    assert read_events(tmp_path) == []
+    (tmp_path / "markets.json").write_text(json.dumps({"markets": [{**market, "new": 1}]}))
+    with pytest.raises(ValidationError, match=r"markets\.json"):
+        read_markets(tmp_path)

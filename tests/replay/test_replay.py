@@ -14,12 +14,13 @@ import httpx
 import pytest
 
 from clobkit.errors import ValidationError
-from clobkit.record import BOOK, RecordedMarket, RecordingWriter
+from clobkit.record import BOOK, RecordedMarket, RecordingWriter, read_events, read_markets
 from clobkit.sandbox.replay import Replay, attach, parse_time
 
 from .conftest import (
     VERSIONS,
     books,
+    client,
     config,
     move_prices,
     moving_market,
@@ -220,11 +221,69 @@ def test_token_b_alone_is_mirrored(tmp_path: Path) -> None:
     assert [p for p, _ in asks_a] == ["0.60", "0.62"]
 
 
-def test_a_recording_of_other_markets_is_refused(tmp_path: Path) -> None:
+def test_a_recorded_market_id_must_be_a_uuid(tmp_path: Path) -> None:
     writer = RecordingWriter(tmp_path, [RecordedMarket("m-1", None, None, "1", "2")])
     writer.write_markets()
-    with pytest.raises(ValidationError, match="not one of this sandbox's markets"):
+    with pytest.raises(ValidationError, match="must be a UUID"):
         Replay(sandbox_module.Engine(config()), tmp_path)
+
+
+async def test_a_recording_of_markets_the_sandbox_never_had_replays(tmp_path: Path) -> None:
+    """Recorded from a sandbox of another seed (as from the real service: markets, events
+    and tokens the replaying sandbox does not know), replayed in a fresh sandbox with the
+    default fixtures: the recorded markets are served from markets.json, with their event,
+    and their books are the recorded ones; users trade with them."""
+    with sandbox_module.serve_in_thread({**config(), "seed": 5}) as sb:
+        market = moving_market(sb)
+        source = sb.engine.markets[market]
+        fx, event = source.fx, source.event
+        await record_while(sb, tmp_path, [market], lambda: move_prices(sb, market))
+    recorded = books(tmp_path, fx.token_id_a)
+    assert len(recorded) > 20
+    (info,) = read_markets(tmp_path)
+    assert (info.outcome_a, info.outcome_b, info.neg_risk) == (
+        fx.outcome_a,
+        fx.outcome_b,
+        fx.neg_risk,
+    )
+    assert Decimal(info.min_order_size or "") * 1_000_000 == fx.min_order_size_units
+    assert info.fee_rate_bps == fx.fee_rate_bps
+    (ev,) = read_events(tmp_path)
+    assert (ev.event_id, ev.title, ev.league_id) == (event.id, event.title, event.league.id)
+    with sandbox_module.serve_in_thread(config()) as sb:
+        assert market not in sb.engine.markets  # the default fixtures do not have it
+        replay = Replay(sb.engine, tmp_path)
+        attach(sb, replay)
+        assert replay.added == [market]
+        async with client(sb, user=0) as c:
+            served = await c.get_market(market)
+            assert (served.question, served.token_id_a, served.token_id_b) == (
+                fx.question,
+                fx.token_id_a,
+                fx.token_id_b,
+            )
+            assert (served.outcome_a, served.neg_risk) == (fx.outcome_a, fx.neg_risk)
+            served_event = await c.get_event(event.id)
+            assert (served_event.title, served_event.league_id) == (event.title, event.league.id)
+            assert served_event.home_team is not None
+            assert served_event.home_team.name == event.home_team.name
+            assert market in [m.id for m in await c.get_event_markets(event.id)]
+            seen = []
+            while True:
+                book = await c.get_orderbook(fx.token_id_a)
+                levels = (
+                    tuple((str(lv.price), str(lv.size)) for lv in book.bids),
+                    tuple((str(lv.price), str(lv.size)) for lv in book.asks),
+                )
+                if not seen or seen[-1] != levels:
+                    seen.append(levels)
+                if replay.done:
+                    break
+                replay.step(updates=1)
+            assert seen == recorded  # the snapshot at the start, then every update
+            placed = await c.place_order(market, side="BUY", outcome="a", amount="2")
+            assert (await c.get_order(placed.order_id)).status == "matched"
+        assert sb.engine.check_invariants() == []
 
 
 def test_admin_route_steps_the_clock(tmp_path: Path) -> None:
@@ -279,14 +338,16 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
 
 @pytest.mark.slow
 def test_clobkit_sandbox_replay_command(tmp_path: Path) -> None:
-    """clobkit sandbox --replay DIR --step serves the recording; the admin route steps it;
+    """clobkit sandbox --replay DIR --step serves the recording (of a market its default
+    fixtures lack: recorded from a sandbox of another seed); the admin route steps it;
     SIGINT stops it (exit 0)."""
     import os
     import signal
     import subprocess
     import sys
 
-    market_id = write(tmp_path, sandbox_module.Engine(config()), BOOKS)
+    market_id = write(tmp_path, sandbox_module.Engine({**config(), "seed": 5}), BOOKS)
+    assert market_id not in sandbox_module.Engine(config()).markets
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     argv = ["--port", "0", "--replay", str(tmp_path), "--step", "--start", "1"]

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import InvalidStatus, WebSocketException
+from websockets.exceptions import ConnectionClosedOK, InvalidStatus, WebSocketException
 
 from .._jsondepth import json_too_deep
 from .._spec import book_topic
@@ -61,7 +61,7 @@ def parse_message(raw: str | bytes) -> StreamMessage:
         if json_too_deep(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw):
             raise RecursionError  # before msgspec can overflow the C stack
         obj = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):  # msgspec checks UTF-8
         data: Any = raw
         if isinstance(raw, bytes):
             with contextlib.suppress(UnicodeDecodeError):
@@ -158,6 +158,11 @@ class Stream:
         self.frames = 0
         #: Event-loop time (s) the connection was lost at; ``None`` while connected.
         self.down_since: float | None = None
+        #: A faster decoding of the frames a consumer knows (the recorder's book frames):
+        #: ``decode(frame)`` gets each frame's bytes and returns its ``StreamMessage``, or
+        #: ``None`` to leave the frame to ``parse_message``. It must not raise, and must
+        #: check the nesting depth itself (``clobkit._jsondepth``) before decoding.
+        self.decode: Callable[[bytes], StreamMessage | None] | None = None
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("open" if self._ws is not None else "idle")
@@ -256,6 +261,8 @@ class Stream:
             self._room.clear()
             await self._room.wait()
         self._queue.put_nowait(item)
+        if not self._listeners:
+            return
         for listener in tuple(self._listeners):
             try:
                 listener(item)
@@ -288,9 +295,12 @@ class Stream:
             user_agent_header="clobkit-python",
         )
 
-    def _frame(self, raw: str | bytes) -> StreamMessage | None:
+    def _frame(self, raw: bytes) -> StreamMessage | None:
         """The message of a frame, or None (counted, logged) for one that is not JSON."""
         self.frames += 1
+        decode = self.decode
+        if decode is not None and (known := decode(raw)) is not None:
+            return known
         message = parse_message(raw)
         if message.type != "invalid":
             return message
@@ -320,76 +330,96 @@ class Stream:
         finally:
             self._ws = None
 
-    async def _first_message(self, ws: ClientConnection) -> str | bytes | None:
+    async def _first_message(self, ws: ClientConnection) -> bytes | None:
         """The server's first answer to the subscription (its acknowledgement), if it
         comes within ``ack_timeout``: the stream counts as subscribed only then, so
         nothing published after ``start()`` returns (or after ``Reconnected``) is lost."""
         try:
-            return await within(ws.recv(), self._ack_timeout)
+            return await within(ws.recv(decode=False), self._ack_timeout)
         except asyncio.TimeoutError:
             return None
 
     async def _run(self) -> None:
+        """Connect, subscribe and read until closed; reconnect with backoff after a loss."""
         connected_once = False
         failures = 0
         while not self._closed:
-            try:
-                ws = await self._connect()
-            except InvalidStatus as exc:
-                status = exc.response.status_code
-                body = bytes(exc.response.body or b"")
-                error: ClobkitError = _handshake_error(status, body)
-                if status in (401, 403) or not connected_once:
-                    self._fail(error)
-                    return
-                log.warning("stream handshake refused (%s); retrying", status)
-            except (OSError, WebSocketException, asyncio.TimeoutError, EOFError) as exc:
-                if not connected_once:
-                    self._fail(
-                        TransportError(f"stream connect failed: {type(exc).__name__}: {exc}")
-                    )
-                    return
-                log.info("stream reconnect failed: %s: %s", type(exc).__name__, exc)
-            else:
-                self._ws = ws
-                self.down_since = None
-                try:
-                    await ws.send(
-                        msgspec.json.encode(
-                            {"action": "subscribe", "topics": self._topics}
-                        ).decode()
-                    )
-                    first = await self._first_message(ws)
-                    if connected_once:
-                        self.reconnects += 1
-                        await self._emit(
-                            Reconnected(topics=list(self._topics), attempt=self.reconnects)
-                        )
-                    else:
-                        connected_once = True
-                        if self._ready is not None and not self._ready.done():
-                            self._ready.set_result(None)
-                    message = None if first is None else self._frame(first)
-                    if message is not None:
-                        await self._emit(message)
-                    failures = 0
-                    async for raw in ws:
-                        message = self._frame(raw)
-                        if message is not None:
-                            await self._emit(message)
-                    log.info("stream closed by the server (%s); reconnecting", ws.close_code)
-                except (OSError, WebSocketException, EOFError) as exc:
-                    log.info("stream connection lost: %s: %s", type(exc).__name__, exc)
-                finally:
-                    self._ws = None
-                    self.down_since = asyncio.get_running_loop().time()
-                    with contextlib.suppress(Exception):
-                        await within(ws.close(), 1.0)
+            ws = await self._open(connected_once)
+            if ws is not None and await self._session(ws, connected_once):
+                connected_once = True
+                failures = 0
             if self._closed:
                 return
             delay = min(self._backoff_cap, self._backoff * 2.0**failures)
             failures += 1
             await asyncio.sleep(delay * (0.5 + 0.5 * self._core.random()))
+
+    async def _open(self, connected_once: bool) -> ClientConnection | None:
+        """A new connection, or None after a failure worth retrying; a failure of the
+        first connection (or a refusal of the credentials) ends the stream."""
+        try:
+            return await self._connect()
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            error = _handshake_error(status, bytes(exc.response.body or b""))
+            if status in (401, 403) or not connected_once:
+                self._fail(error)
+            else:
+                log.warning("stream handshake refused (%s); retrying", status)
+        except (OSError, WebSocketException, asyncio.TimeoutError, EOFError) as exc:
+            if not connected_once:
+                self._fail(TransportError(f"stream connect failed: {type(exc).__name__}: {exc}"))
+            else:
+                log.info("stream reconnect failed: %s: %s", type(exc).__name__, exc)
+        return None
+
+    async def _session(self, ws: ClientConnection, connected_once: bool) -> bool:
+        """Subscribe on ``ws`` and read it until it ends; whether the subscription stood."""
+        self._ws = ws
+        self.down_since = None
+        subscribed = False
+        try:
+            subscribe = {"action": "subscribe", "topics": self._topics}
+            await ws.send(msgspec.json.encode(subscribe).decode())
+            first = await self._first_message(ws)
+            await self._subscribed(connected_once)
+            subscribed = True
+            if first is not None:
+                await self._receive(first)
+            await self._read(ws)
+            log.info("stream closed by the server (%s); reconnecting", ws.close_code)
+        except (OSError, WebSocketException, EOFError) as exc:
+            log.info("stream connection lost: %s: %s", type(exc).__name__, exc)
+        finally:
+            self._ws = None
+            self.down_since = asyncio.get_running_loop().time()
+            with contextlib.suppress(Exception):
+                await within(ws.close(), 1.0)
+        return subscribed
+
+    async def _subscribed(self, connected_once: bool) -> None:
+        """The subscription stands: ``start()`` returns, or ``Reconnected`` is yielded."""
+        if connected_once:
+            self.reconnects += 1
+            await self._emit(Reconnected(topics=list(self._topics), attempt=self.reconnects))
+        elif self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+
+    async def _read(self, ws: ClientConnection) -> None:
+        """Every frame until the server closes normally; as bytes, text frames too (no
+        UTF-8 decoding here: the JSON decoder checks the text, and a frame that is not
+        UTF-8 is a bad frame like any other)."""
+        recv = ws.recv
+        try:
+            while True:
+                await self._receive(await recv(decode=False))
+        except ConnectionClosedOK:
+            return
+
+    async def _receive(self, raw: bytes) -> None:
+        message = self._frame(raw)
+        if message is not None:
+            await self._emit(message)
 
 
 def _handshake_error(status: int, body: bytes) -> ClobkitError:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import Iterable
 from concurrent.futures import Future
 from datetime import datetime
@@ -38,15 +39,25 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from clobkit._spec import CANCELLED, LIVE
 from clobkit.errors import ValidationError
-from clobkit.record import GAP, iter_rows, read_markets
+from clobkit.order_id import keccak256
+from clobkit.record import (
+    GAP,
+    BookRow,
+    RecordedEvent,
+    RecordedMarket,
+    iter_rows,
+    read_events,
+    read_markets,
+)
 
 from .engine import Engine
+from .fixtures import EventFixture, League, MarketFixture, Team
 from .state import ASK, BID, BUY, GTC, HOUSE, UNIT, MarketState, Order
 
 if TYPE_CHECKING:
     from .server import Sandbox
 
-__all__ = ["Replay", "ReplayUpdate", "attach", "parse_time"]
+__all__ = ["Replay", "ReplayUpdate", "attach", "parse_time", "serve_markets"]
 
 CENT = Decimal("0.01")
 
@@ -112,9 +123,11 @@ def _side(levels: Iterable[tuple[str, str]], bid: bool, mirror: bool) -> tuple[d
 class Replay:
     """A recording served by one sandbox's engine on a virtual clock (see the module doc).
 
-    ``Replay(engine, "rec/", start="60", end="3600")`` takes over the recorded
-    markets (which must be markets of this sandbox: record a sandbox with the
-    same ``seed``), and shows the last book recorded at or before ``start``.
+    ``Replay(engine, "rec/", start="60", end="3600")`` serves the recorded
+    markets: one the sandbox lacks (a recording of the real service, or of a
+    sandbox with another seed) is added with its event, as ``markets.json``
+    describes them; one it has is taken over. It shows the last book recorded
+    at or before ``start``.
     """
 
     def __init__(
@@ -127,36 +140,15 @@ class Replay:
     ) -> None:
         self.engine = engine
         self.directory = str(directory)
-        markets = read_markets(directory)
-        unknown = [m.market_id for m in markets if m.market_id not in engine.markets]
-        if unknown:
-            raise ValidationError(
-                "recording",
-                self.directory,
-                f"market {unknown[0]} is not one of this sandbox's markets (replay serves "
-                "the sandbox's own markets: record a sandbox with the same seed)",
-            )
-        token_a = {m.token_id_a: m.market_id for m in markets}
-        token_b = {m.token_id_b: m.market_id for m in markets}
-        rows = [r for r in iter_rows(directory) if r.kind != GAP]
-        with_a = {token_a[r.token_id] for r in rows if r.token_id in token_a}
-        self.snapped = 0
-        updates: list[ReplayUpdate] = []
-        for r in rows:
-            mirror = r.token_id in token_b and r.token_id not in token_a
-            market_id = (token_b if mirror else token_a).get(r.token_id or "")
-            if market_id is None or (mirror and market_id in with_a):
-                continue  # another token's row, or token b where token a was recorded
-            bids, n1 = _side(r.asks if mirror else r.bids, bid=not mirror, mirror=mirror)
-            asks, n2 = _side(r.bids if mirror else r.asks, bid=mirror, mirror=mirror)
-            self.snapped += n1 + n2
-            updates.append(ReplayUpdate(r.recv_ns // 1_000_000, market_id, bids, asks))
-        updates.sort(key=lambda u: u.at_ms)  # stable: the order received within a ms
-        self.updates = updates
+        markets = [_canonical(m) for m in read_markets(directory)]
+        with engine._op() as now:
+            #: The recorded markets the sandbox did not have, added for the replay.
+            self.added = serve_markets(engine, markets, read_events(directory), now)
         self.market_ids = sorted({m.market_id for m in markets})
-        origin = updates[0].at_ms if updates else 0
+        self.updates, self.snapped = _updates(iter_rows(directory), markets)
+        origin = self.updates[0].at_ms if self.updates else 0
         #: The recording's first and last times (ms).
-        self.first_ms, self.last_ms = origin, updates[-1].at_ms if updates else 0
+        self.first_ms, self.last_ms = origin, self.updates[-1].at_ms if self.updates else 0
         self.start_ms = origin if start is None else parse_time(start, origin)
         self.end_ms = self.last_ms if end is None else parse_time(end, origin)
         if self.end_ms < self.start_ms:
@@ -166,6 +158,12 @@ class Replay:
         self.crossed = 0  # recorded asks at or under the recorded best bid, left out
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once serving
         self.running = False  # run() drives the clock (then nothing else may move it)
+        self._take_over()
+        self._show_start()
+
+    def _take_over(self) -> None:
+        """The house's own quotes of the recorded markets go; the recording's come."""
+        engine = self.engine
         with engine._op() as now:
             for market_id in self.market_ids:
                 market = engine.markets[market_id]
@@ -173,9 +171,12 @@ class Replay:
                 for quote in list(market.house_quotes.values()):
                     engine._finish(quote, CANCELLED, now)
                 engine._touch(market, now)
+
+    def _show_start(self) -> None:
+        """Each market's last book recorded at or before ``start``."""
         last: dict[str, ReplayUpdate] = {}
-        while self.index < len(updates) and updates[self.index].at_ms <= self.start_ms:
-            last[updates[self.index].market_id] = updates[self.index]
+        while self.index < len(self.updates) and self.updates[self.index].at_ms <= self.start_ms:
+            last[self.updates[self.index].market_id] = self.updates[self.index]
             self.index += 1
         for update in sorted(last.values(), key=lambda u: u.at_ms):
             self._apply(update)
@@ -294,6 +295,200 @@ class Replay:
             self.now_ms = self.end_ms
         finally:
             self.running = False
+
+
+def _updates(
+    rows: Iterable[BookRow], markets: list[RecordedMarket]
+) -> tuple[list[ReplayUpdate], int]:
+    """The recorded books in the engine's terms, in time order, and how many levels were
+    snapped to the cent grid. A market's token-a rows, or its token-b rows mirrored
+    where token a was not recorded."""
+    token_a = {m.token_id_a: m.market_id for m in markets}
+    token_b = {m.token_id_b: m.market_id for m in markets}
+    books = [r for r in rows if r.kind != GAP]
+    with_a = {token_a[r.token_id] for r in books if r.token_id in token_a}
+    snapped = 0
+    updates: list[ReplayUpdate] = []
+    for r in books:
+        mirror = r.token_id in token_b and r.token_id not in token_a
+        market_id = (token_b if mirror else token_a).get(r.token_id or "")
+        if market_id is None or (mirror and market_id in with_a):
+            continue  # another token's row, or token b where token a was recorded
+        bids, n1 = _side(r.asks if mirror else r.bids, bid=not mirror, mirror=mirror)
+        asks, n2 = _side(r.bids if mirror else r.asks, bid=mirror, mirror=mirror)
+        snapped += n1 + n2
+        updates.append(ReplayUpdate(r.recv_ns // 1_000_000, market_id, bids, asks))
+    updates.sort(key=lambda u: u.at_ms)  # stable: the order received within a ms
+    return updates, snapped
+
+
+# -- the recorded markets in the sandbox ---------------------------------------------------------
+
+
+def _canonical(m: RecordedMarket) -> RecordedMarket:
+    """``m`` with its market id as the sandbox spells UUIDs (the API's ids are UUIDs)."""
+    try:
+        return m._replace(market_id=str(uuid.UUID(m.market_id)))
+    except (ValueError, TypeError, AttributeError):
+        raise ValidationError(
+            "market_id", m.market_id, "a recorded market id must be a UUID"
+        ) from None
+
+
+def serve_markets(
+    engine: Engine, markets: list[RecordedMarket], events: list[RecordedEvent], now: int
+) -> list[str]:
+    """Add to ``engine`` the recorded markets it lacks, each with its event (the recorded
+    one, the engine's own of that id, or a plain one), no house liquidity; the ids added.
+    A recorded market the engine has must have the same tokens. Call under the lock."""
+    recorded_events = {e.event_id: e for e in events}
+    added = []
+    for m in markets:
+        known = engine.markets.get(m.market_id)
+        if known is not None:
+            if (known.fx.token_id_a, known.fx.token_id_b) != (m.token_id_a, m.token_id_b):
+                raise ValidationError(
+                    "recording", m.market_id, "a market of the sandbox with other tokens"
+                )
+            continue
+        for token in (m.token_id_a, m.token_id_b):
+            if token in engine.tokens:
+                raise ValidationError("token_id", token, "already a token of another market")
+        event = _event(engine, m, recorded_events.get(m.event_id or ""), now)
+        fx = _market_fixture(m, event, now)
+        state = MarketState(fx, event)
+        engine.markets[fx.id] = state
+        engine.tokens[fx.token_id_a] = (state, "a")
+        engine.tokens[fx.token_id_b] = (state, "b")
+        event.market_ids.append(fx.id)
+        added.append(fx.id)
+    return added
+
+
+def _event(
+    engine: Engine, m: RecordedMarket, recorded: RecordedEvent | None, now: int
+) -> EventFixture:
+    """The event to serve ``m`` under: the engine's of that id, else a new one from what
+    was recorded of it (a plain event named after the market where nothing was)."""
+    event_id = m.event_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"clobkit-replay:{m.market_id}"))
+    found = engine.events.get(event_id)
+    if found is not None:
+        return found
+    r = recorded or RecordedEvent(event_id)
+    start = r.start_time_ms if r.start_time_ms is not None else now
+    event = EventFixture(
+        id=event_id,
+        external_id="",
+        slug=r.slug or event_id,
+        title=r.title or m.question or m.market_id,
+        description="",
+        league=_league(engine, r),
+        start_date_ms=min(start, now),
+        start_time_ms=start,
+        end_date_ms=r.end_date_ms if r.end_date_ms is not None else start + 3 * 3_600_000,
+        volume_units=0,
+        trader_count=0,
+        live=False,
+        ended=False,
+        is_featured=False,
+        is_future=bool(r.is_future),
+        team_match_status="auto_matched",
+        home_team=_team(r.home_team, m.outcome_a or "Home"),
+        away_team=_team(r.away_team, m.outcome_b or "Away"),
+        game_id=0,
+        created_ms=now,
+        updated_ms=now,
+        home_win=(m.market_id, "a"),  # the enriched markets: this market's outcomes
+        away_win=(m.market_id, "b"),
+    )
+    engine.events[event.id] = event
+    engine.events_by_slug.setdefault(event.slug, event)
+    return event
+
+
+def _league(engine: Engine, r: RecordedEvent) -> League:
+    """The sandbox's league of that id, or a new one (listed with the sandbox's)."""
+    league_id = r.league_id or "recorded"
+    for league in engine.leagues:
+        if league.id == league_id:
+            return league
+    league = League(
+        id=league_id,
+        name=league_id.upper(),
+        sport=r.subcategory or "",
+        category=r.category or "sports",
+        subcategory=r.subcategory or "",
+        series_id=r.series_id or "",
+        three_way=False,
+        teams=(),
+    )
+    engine.leagues = (*engine.leagues, league)
+    return league
+
+
+def _team(sent: dict[str, object] | None, name: str) -> Team:
+    """A team as the service sent it (``name`` where it sent none)."""
+    t = sent or {}
+
+    def text(key: str, default: str = "") -> str:
+        value = t.get(key)
+        return value if isinstance(value, str) else default
+
+    team_id = t.get("id")
+    return Team(
+        id=team_id if isinstance(team_id, int) and not isinstance(team_id, bool) else 0,
+        name=text("name", name),
+        short_name=text("short_name", name),
+        name_zh=text("name_zh"),
+        short_name_zh=text("short_name_zh"),
+        abbreviation=text("abbreviation"),
+        logo=text("logo"),
+    )
+
+
+def _market_fixture(m: RecordedMarket, event: EventFixture, now: int) -> MarketFixture:
+    """A recorded market as the sandbox serves it: no house liquidity (the recording's
+    books are its liquidity), the sandbox's defaults for what was not recorded."""
+    condition = m.condition_id or (
+        "0x" + keccak256(f"clobkit-replay:condition:{m.market_id}".encode()).hex()
+    )
+    min_size = UNIT
+    if m.min_order_size is not None:
+        try:
+            min_size = max(int(Decimal(m.min_order_size) * UNIT), 1)
+        except InvalidOperation:
+            raise ValidationError("min_order_size", m.min_order_size, "must be a number") from None
+    return MarketFixture(
+        id=m.market_id,
+        external_id="",
+        condition_id=condition,
+        token_id_a=m.token_id_a,
+        token_id_b=m.token_id_b,
+        event_id=event.id,
+        question=m.question or event.title,
+        description="",
+        category=event.league.category,
+        subcategory=event.league.subcategory,
+        outcome_a=m.outcome_a or "Yes",
+        outcome_b=m.outcome_b or "No",
+        price_a_cents=50,
+        volume_units=0,
+        end_date_ms=event.end_date_ms,
+        game_start_ms=event.start_time_ms,
+        status="active",
+        winner=None,
+        market_type=m.market_type or "moneyline",
+        group_item_title=m.group_item_title or "",
+        neg_risk=bool(m.neg_risk),
+        is_featured=False,
+        created_ms=now,
+        updated_ms=now,
+        house_liquidity=False,
+        house_level_units=0,
+        min_order_size_units=min_size,
+        fee_rate_bps=m.fee_rate_bps or 0,
+        kind="recorded",
+    )
 
 
 def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Future[None] | None:
