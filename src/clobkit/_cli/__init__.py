@@ -24,6 +24,8 @@ class Commands(Protocol):
 
 
 def add_connection(parser: argparse.ArgumentParser, *, clob: bool = False) -> None:
+    """The connection flags (``--clob-url`` too with ``clob``); ``Connection.from_args`` reads
+    them, falling back on the environment."""
     group = parser.add_argument_group("connection (default: the CLOBKIT_* environment)")
     group.add_argument("--base-url", metavar="URL", help="service host ($CLOBKIT_BASE_URL)")
     group.add_argument("--api-key", metavar="KEY", help="API key ($CLOBKIT_API_KEY)")
