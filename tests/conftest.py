@@ -26,7 +26,10 @@ def _deselects_slow(markexpr: str) -> bool:
         return False
     from _pytest.mark.expression import Expression  # pytest's own reading of ``-m``
 
-    return not Expression.compile(markexpr).evaluate(lambda name, **_: name == "slow")
+    def slow(name: str, /, **_: str | int | bool | None) -> bool:
+        return name == "slow"
+
+    return not Expression.compile(markexpr).evaluate(slow)
 
 
 def pytest_configure(config: pytest.Config) -> None:

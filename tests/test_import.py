@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -110,7 +111,8 @@ def test_lazy_names_still_arrive() -> None:
     assert clobkit.Side is clobkit.amounts.Side is _types.Side
     assert clobkit.OrderType is clobkit.amounts.OrderType is _types.OrderType
     assert issubclass(clobkit.Side, enum.IntEnum)
-    assert clobkit.Side.SELL == 1
+    one: int = 1
+    assert one == clobkit.Side.SELL
     assert pickle.loads(pickle.dumps(clobkit.OrderType.GTD)) is clobkit.OrderType.GTD
     assert typing.get_args(_spec.SideName) == _spec.SIDES
     assert typing.get_args(_spec.OrderTypeName) == _spec.ORDER_TYPES
@@ -131,7 +133,7 @@ def test_amounts_is_the_named_tuple_typing_would_make() -> None:
 
     a = Amounts(1, 2)
     assert a._fields == Typed._fields
-    assert a == Typed(1, 2)
+    assert tuple(a) == tuple(Typed(1, 2))
     assert a.taker_amount == 2
     assert repr(a) == "Amounts(maker_amount=1, taker_amount=2)"
     assert a._replace(maker_amount=3) == (3, 2)
@@ -211,19 +213,24 @@ def test_visible_ascii_and_letters_are_their_regexes(text: str) -> None:
 
 
 def test_record_refuses_what_a_namedtuple_would_lose() -> None:
-    from clobkit._types import NamedTuple, record
+    from clobkit._types import record
+
+    if TYPE_CHECKING:
+        from typing import NamedTuple
+    else:
+        from clobkit._types import NamedTuple  # object, as _types itself uses it
 
     with pytest.raises(TypeError, match=r"fields only, not \['total'\]"):
 
         @record
-        class WithMethod(NamedTuple):  # type: ignore[misc]
+        class WithMethod(NamedTuple):
             a: int
 
             def total(self) -> int:
                 return self.a
 
     @record
-    class Plain(NamedTuple):  # type: ignore[misc]
+    class Plain(NamedTuple):
         """Doc."""
 
         a: int
@@ -238,6 +245,7 @@ def test_record_refuses_what_a_namedtuple_would_lose() -> None:
 # or there but fails to load (a broken build's missing symbol, an import inside it)
 _FAKE_CORE = """
 import sys
+from typing import TYPE_CHECKING
 ERRORS = {{
     "missing": ModuleNotFoundError("No module named 'clobkit._core_c'", name="clobkit._core_c"),
     "broken": ImportError("undefined symbol: ck_keccak256", name="clobkit._core_c"),

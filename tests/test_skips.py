@@ -46,6 +46,7 @@ def test_probe_skips_when_asked() -> None:
 def test_ci_fails_on_a_skip(ci: str) -> None:
     env = os.environ | {"CI": ci, "CLOBKIT_SKIP_PROBE": "1"}
     env.pop("CLOBKIT_NO_EXTENSIONS", None)
+    env.pop("PYTEST_ADDOPTS", None)  # CI's --cov is for the run itself, not this probe
     done = subprocess.run(
         [
             sys.executable,

@@ -1,4 +1,5 @@
-"""Style is part of the build: ruff (lint + format) and mypy strict on src/."""
+"""Style is part of the build: ruff (lint + format, complexity rules) and mypy strict on src/
+and tests/ (pyproject.toml's [tool.mypy] files)."""
 
 from __future__ import annotations
 

@@ -353,36 +353,8 @@ class OrderHasher:
             for name, value in zip(V2_COLUMNS, given[3:], strict=True):
                 columns[name] = None if value is UNSET else value
         columns["neg_risk"] = neg_risk
-        # pyarrow / numpy columns as the list path takes them (nulls refused per row)
-        columnar = [name for name, value in columns.items() if is_columnar(value)]
-        for name in columnar:
-            columns[name] = Column(columns[name], name, COLUMN_KINDS[name]).values()
-        n = batch_length(columns)
-        # Scalars first, then the sequences row by row: the first bad value
-        # in that order is the one named, as in the compiled twin.
-        parsed: list[list[Any]] = []
-        sequences: list[tuple[list[Any], Sequence[Any], str, Any]] = []
-        for name, value in columns.items():
-            if name == "sides":
-                parse: Any = parse_side
-            elif name == "neg_risk":
-                parse = parse_flag
-            elif name in ("metadatas", "builders"):
-                parse = parse_word
-            else:
-                parse = parse_uint256
-            if name in columnar:
-                parse = nullable(parse)
-            if is_scalar(value):
-                parsed.append([parse(value, name)] * n)
-            else:
-                column: list[Any] = [None] * n
-                parsed.append(column)
-                sequences.append((column, value, name, parse))
-        for i in range(n):
-            for column, value, name, parse in sequences:
-                column[i] = parse(value[i], f"{name}[{i}]")
-        tok, mak, tak, sid, sal, a, b, c, neg = parsed
+        tok, mak, tak, sid, sal, a, b, c, neg = parsed = _parse_columns(columns)
+        n = len(parsed[0])
         ids = [
             self._digest((tok[i], mak[i], tak[i], sid[i], sal[i], a[i], b[i], c[i]), neg[i])
             for i in range(n)
@@ -402,6 +374,44 @@ class OrderHasher:
         from clobkit.signing import sign_orders
 
         return sign_orders(self, signer, columns, threads)
+
+
+def _parse_columns(columns: dict[str, Any]) -> list[list[Any]]:
+    """Each column of ``order_ids`` as a list of parsed values, one per order.
+
+    Scalars first, then the sequences row by row: the first bad value in that
+    order is the one named, as in the compiled twin.
+    """
+    # pyarrow / numpy columns as the list path takes them (nulls refused per row)
+    columnar = [name for name, value in columns.items() if is_columnar(value)]
+    for name in columnar:
+        columns[name] = Column(columns[name], name, COLUMN_KINDS[name]).values()
+    n = batch_length(columns)
+    parsed: list[list[Any]] = []
+    sequences: list[tuple[list[Any], Sequence[Any], str, Any]] = []
+    for name, value in columns.items():
+        parse = _COLUMN_PARSERS.get(name, parse_uint256)
+        if name in columnar:
+            parse = nullable(parse)
+        if is_scalar(value):
+            parsed.append([parse(value, name)] * n)
+        else:
+            column: list[Any] = [None] * n
+            parsed.append(column)
+            sequences.append((column, value, name, parse))
+    for i in range(n):
+        for column, value, name, parse in sequences:
+            column[i] = parse(value[i], f"{name}[{i}]")
+    return parsed
+
+
+#: the parser of each ``order_ids`` column that is not a uint256
+_COLUMN_PARSERS: dict[str, Any] = {
+    "sides": parse_side,
+    "neg_risk": parse_flag,
+    "metadatas": parse_word,
+    "builders": parse_word,
+}
 
 
 def append_column(lines: object, values: object, width: object) -> bytes:

@@ -12,11 +12,12 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from ._cli_base import Failed
 from ._core import IMPLEMENTATION
 from ._spec import CANCELLED, LIVE
+from ._types import Amounts
 from .amounts import from_units, limit_amounts
 from .client import Client, SyncStream, orders_topic
 from .errors import OrderBookNotFound
@@ -161,6 +162,18 @@ def run_demo(conn: Connection, *, league: str, out: TextIO) -> int:
             return _loop(client, steps, league, started, sandbox=sandbox, user_id=user.user_id)
 
 
+class _Plan(NamedTuple):
+    """The demo order: what goes into its hash, and the id computed offline."""
+
+    market: Market
+    price: Decimal
+    size: int
+    amounts: Amounts
+    salt: int
+    fee: int
+    clob_order_id: str
+
+
 def _loop(
     client: Client,
     steps: Steps,
@@ -170,6 +183,29 @@ def _loop(
     sandbox: Sandbox | None,
     user_id: str | None,
 ) -> int:
+    market, book = _browse(client, steps, league)
+    plan = _precompute(client, steps, market, book)
+    if sandbox is None:
+        _positions(client, steps)
+        elapsed = time.perf_counter() - started
+        steps.line(f"\nDone in {elapsed:.1f} s (read-only: no order was placed).", indent="")
+        return 0
+    assert user_id is not None
+    with client.stream([orders_topic(user_id)]) as stream:
+        order_id = _place(client, steps, stream, plan)
+        _fill(client, steps, stream, sandbox, order_id, plan.size)
+        _cancel(client, steps, stream, order_id, plan)
+    _positions(client, steps)
+    elapsed = time.perf_counter() - started
+    steps.line(
+        f"\nDone in {elapsed:.1f} s. The precomputed clob_order_id matched the server's.",
+        indent="",
+    )
+    return 0
+
+
+def _browse(client: Client, steps: Steps, league: str) -> tuple[Market, Orderbook]:
+    """Steps: the league's upcoming events, then the book of the first market that has one."""
     steps.title(f"Browse upcoming {league} events: GET /events?league={league}")
     events = _upcoming(client, league)
     if not events:
@@ -186,7 +222,11 @@ def _loop(
     steps.line(f"{event.title}; token {token[:10]}...{token[-6:]}")
     for text in _book_lines(book):
         steps.line(text)
+    return market, book
 
+
+def _precompute(client: Client, steps: Steps, market: Market, book: Orderbook) -> _Plan:
+    """Steps: the amounts of a BUY two ticks under the best bid, then its id, offline."""
     best_bid = book.best_bid
     assert best_bid is not None
     price = max(TICK, best_bid - 2 * TICK)
@@ -201,6 +241,8 @@ def _loop(
     )
 
     steps.title("Precompute the clob_order_id offline")
+    token = market.token_id_a
+    assert token is not None
     wallet = client.get_wallet()
     fee = client.get_fee_rate(token)
     salt = new_salt()
@@ -220,57 +262,54 @@ def _loop(
         f"salt {salt}, {exchange} exchange"
     )
     steps.line(f"clob_order_id {precomputed}")
+    return _Plan(market, price, size, amounts, salt, fee, precomputed)
 
-    if sandbox is None:
-        _positions(client, steps)
-        elapsed = time.perf_counter() - started
-        steps.line(f"\nDone in {elapsed:.1f} s (read-only: no order was placed).", indent="")
-        return 0
 
-    assert user_id is not None
-    with client.stream([orders_topic(user_id)]) as stream:
-        steps.title("Place it: POST /orders/raw (GTC), followed on the WebSocket stream")
-        placed = client.place_raw_order_amounts(
-            market.id,
-            "a",
-            "BUY",
-            amounts.maker_amount,
-            amounts.taker_amount,
-            order_type="GTC",
-            salt=salt,
-            fee_rate_bps=fee,
-        )
-        order_id = placed.order_id
-        updates = _follow(stream, order_id, lambda o: o.status == LIVE)
-        steps.line(f"order {order_id}")
-        steps.line(f"stream: {' -> '.join(str(o.status) for o in updates) or '(no update)'}")
-        server = client.get_order(order_id)
-        matches = server.clob_order_id == precomputed == placed.clob_order_id
-        steps.line(f"server's clob_order_id {server.clob_order_id}")
-        steps.line(f"equals the precomputed one: {'yes' if matches else 'NO'}")
-        if not matches:
-            raise Failed("the server's clob_order_id differs from the precomputed one")
-
-        steps.title(f"The house fills {FILL} of the {size} shares (sandbox admin route)")
-        sandbox.house_fill(order_id, FILL)
-        filled = _follow(stream, order_id, lambda o: (o.size_matched or 0) >= FILL)
-        last = filled[-1] if filled else client.get_order(order_id)
-        steps.line(f"stream: {last.status}, size_matched {last.size_matched} of {size}")
-
-        steps.title(f"Cancel the rest: DELETE /orders/{order_id}")
-        result = client.cancel_order(order_id)
-        _follow(stream, order_id, lambda o: o.status == CANCELLED, timeout=2.0)
-        final = client.get_order(order_id)
-        left = Decimal(size) - (final.size_matched or Decimal(0))
-        steps.line(f"{result.status}; {left} unfilled shares released ({left * price} USDC)")
-
-    _positions(client, steps)
-    elapsed = time.perf_counter() - started
-    steps.line(
-        f"\nDone in {elapsed:.1f} s. The precomputed clob_order_id matched the server's.",
-        indent="",
+def _place(client: Client, steps: Steps, stream: SyncStream, plan: _Plan) -> str:
+    """Step: send the order; the server's clob_order_id must be the precomputed one."""
+    steps.title("Place it: POST /orders/raw (GTC), followed on the WebSocket stream")
+    placed = client.place_raw_order_amounts(
+        plan.market.id,
+        "a",
+        "BUY",
+        plan.amounts.maker_amount,
+        plan.amounts.taker_amount,
+        order_type="GTC",
+        salt=plan.salt,
+        fee_rate_bps=plan.fee,
     )
-    return 0
+    order_id = placed.order_id
+    updates = _follow(stream, order_id, lambda o: o.status == LIVE)
+    steps.line(f"order {order_id}")
+    steps.line(f"stream: {' -> '.join(str(o.status) for o in updates) or '(no update)'}")
+    server = client.get_order(order_id)
+    matches = server.clob_order_id == plan.clob_order_id == placed.clob_order_id
+    steps.line(f"server's clob_order_id {server.clob_order_id}")
+    steps.line(f"equals the precomputed one: {'yes' if matches else 'NO'}")
+    if not matches:
+        raise Failed("the server's clob_order_id differs from the precomputed one")
+    return order_id
+
+
+def _fill(
+    client: Client, steps: Steps, stream: SyncStream, sandbox: Sandbox, order_id: str, size: int
+) -> None:
+    """Step: the house fills part of the order (the sandbox's admin route)."""
+    steps.title(f"The house fills {FILL} of the {size} shares (sandbox admin route)")
+    sandbox.house_fill(order_id, FILL)
+    filled = _follow(stream, order_id, lambda o: (o.size_matched or 0) >= FILL)
+    last = filled[-1] if filled else client.get_order(order_id)
+    steps.line(f"stream: {last.status}, size_matched {last.size_matched} of {size}")
+
+
+def _cancel(client: Client, steps: Steps, stream: SyncStream, order_id: str, plan: _Plan) -> None:
+    """Step: cancel what is left, and say what it released."""
+    steps.title(f"Cancel the rest: DELETE /orders/{order_id}")
+    result = client.cancel_order(order_id)
+    _follow(stream, order_id, lambda o: o.status == CANCELLED, timeout=2.0)
+    final = client.get_order(order_id)
+    left = Decimal(plan.size) - (final.size_matched or Decimal(0))
+    steps.line(f"{result.status}; {left} unfilled shares released ({left * plan.price} USDC)")
 
 
 def _positions(client: Client, steps: Steps) -> None:

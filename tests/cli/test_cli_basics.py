@@ -161,7 +161,11 @@ def test_sandbox_subcommand_passes_its_options(
     seen: list[list[str]] = []
     import clobkit.sandbox.__main__ as sandbox_main
 
-    monkeypatch.setattr(sandbox_main, "main", lambda argv: seen.append(list(argv)) or 0)
+    def fake_main(argv: list[str]) -> int:
+        seen.append(list(argv))
+        return 0
+
+    monkeypatch.setattr(sandbox_main, "main", fake_main)
     result = cli("sandbox", "--port", "0", "--config", "c.json", "--strict-query-signing")
     assert result.code == 0
     assert seen == [
@@ -180,7 +184,12 @@ def test_bench_hands_every_argument_to_clobkit_bench(
 ) -> None:
     seen: list[list[str]] = []
     fake = types.ModuleType("clobkit._bench")
-    fake.main = lambda argv: seen.append(list(argv)) or 0  # type: ignore[attr-defined]
+
+    def fake_main(argv: list[str]) -> int:
+        seen.append(list(argv))
+        return 0
+
+    fake.main = fake_main  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "clobkit._bench", fake)
     assert cli("bench", "--quick", "--markdown").code == 0
     assert cli("bench", "--help").code == 0

@@ -291,7 +291,7 @@ def test_default_batch_is_smaller_than_a_big_file(
     # (test_cli_order_ids_csvfast.py::test_blocks_are_bounded)
     monkeypatch.setattr(csvfast, "ENABLED", False)
     calls: list[int] = []
-    real = order_ids.hash_batch
+    from clobkit._orderids.rows import hash_batch as real
 
     def spy(hasher: Any, parsed: Any, *rest: Any) -> Any:
         calls.append(len(parsed.lines))

@@ -164,12 +164,11 @@ def test_the_items_in_flight_stay_within_the_cores() -> None:
 def test_items_are_finished_in_order_whatever_the_depth() -> None:
     for depth in (1, 2, 5, 16):
         seen: list[tuple[int, int]] = []
-        staged(
-            range(40),
-            _slow_work,
-            lambda item, result, seen=seen: seen.append((item, result)),
-            depth,
-        )
+
+        def finish(item: int, result: int, seen: list[tuple[int, int]] = seen) -> None:
+            seen.append((item, result))
+
+        staged(range(40), _slow_work, finish, depth)
         assert seen == [(i, i * i) for i in range(40)]
 
 

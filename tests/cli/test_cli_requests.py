@@ -197,7 +197,7 @@ def test_call_raw_order_and_its_precomputed_id(
     wallet.write_text(saved.out)
     info = market_of(sandbox)
     market = info["market"]
-    price = info["bid"] - 3 * __import__("decimal").Decimal("0.01")  # type: ignore[operator]
+    price = info["bid"] - 3 * __import__("decimal").Decimal("0.01")
     amounts = limit_amounts("BUY", price, 10)
     salt = new_salt()
     body = {

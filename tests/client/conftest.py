@@ -81,6 +81,7 @@ class FakeApi:
                 raise answer
             if callable(answer) and not isinstance(answer, httpx.Response):
                 answer = answer(request)
+            assert isinstance(answer, httpx.Response)
             return answer
         return self.default(request)
 

@@ -141,7 +141,9 @@ def test_post_body_is_the_signed_compact_bytes() -> None:
 def test_path_segments_are_percent_encoded_and_signed_as_sent() -> None:
     core = make_core()
     op = core.get_event("a slug/with?odd chars")
-    request = next(op).request
+    send = next(op)
+    assert isinstance(send, Send)
+    request = send.request
     assert request.url.raw_path == b"/api/ext/v1/events/a%20slug%2Fwith%3Fodd%20chars"
     assert verify(request)
 
@@ -149,7 +151,9 @@ def test_path_segments_are_percent_encoded_and_signed_as_sent() -> None:
 def test_base_url_with_prefix_is_kept_in_the_signed_path() -> None:
     config, signer = ClientConfig.resolve("http://gw.test/prefix/", KEY, SECRET)
     core = ClientCore(config, signer)
-    request = next(core.get_wallet()).request
+    send = next(core.get_wallet())
+    assert isinstance(send, Send)
+    request = send.request
     assert request.url.raw_path == b"/prefix/api/ext/v1/wallet"
     assert verify(request)
 
@@ -463,9 +467,9 @@ def test_place_order_is_never_retried() -> None:
 
 
 def warm(core: ClientCore) -> None:
-    from clobkit.client._core import MarketInfo
+    from clobkit.client._endpoints import MarketInfo
 
-    core.wallet = WalletInfo(**WALLET)
+    core.wallet = msgspec.convert(WALLET, WalletInfo)
     core.hasher = OrderHasher(core.wallet)
     core.markets[MARKET_ID] = MarketInfo(TOKEN_A, TOKEN_B, False)
     core.fee_rates[TOKEN_A] = (0, core.clock() + 60)

@@ -121,9 +121,9 @@ def test_total_timeout_default_and_validation() -> None:
     for bad in (0, -1.0, "5", True):
         with pytest.raises(errors.ValidationError, match="total_timeout"):
             ClientConfig.resolve("http://x.test", KEY, SECRET, total_timeout=bad)
-    for bad in (0, -5, 1.5, None):
+    for bad_limit in (0, -5, 1.5, None):
         with pytest.raises(errors.ValidationError, match="max_response_bytes"):
-            ClientConfig.resolve("http://x.test", KEY, SECRET, max_response_bytes=bad)
+            ClientConfig.resolve("http://x.test", KEY, SECRET, max_response_bytes=bad_limit)
 
 
 # ---------------------------------------------------------------------------

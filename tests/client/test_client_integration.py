@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -363,7 +364,7 @@ def test_permission_denied_names_scope_and_ip(
 ) -> None:
     reader = make_api(err_sandbox, user(err_sandbox, "err-reader"), flavour)
     assert reader.list_events(limit=1).events  # markets:read is granted
-    cases = [
+    cases: list[tuple[Callable[[], object], str]] = [
         (lambda: reader.get_wallet(), "orders:read"),
         (lambda: reader.list_orders(), "orders:read"),
         (lambda: reader.list_positions(), "portfolio:read"),

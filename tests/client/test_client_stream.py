@@ -301,7 +301,7 @@ def test_sync_stream_reconnects_and_yields_marker(threaded_ws: tuple[WsServer, A
                 )
             )
             items = [stream.get(5), stream.get(5)]
-            assert [i.type for i in items] == ["subscribed", "data"]
+            assert [None if i is None else i.type for i in items] == ["subscribed", "data"]
             loop.call_soon_threadsafe(server.kill)
             item = stream.get(5)
             assert isinstance(item, Reconnected)

@@ -18,7 +18,7 @@ from .conftest import KEY, SECRET
 from .test_client_stream import aclient_for, next_data, ws_server
 
 ORDER = {"type": "data", "topic": "user:u1:orders", "data": {"id": "o1", "status": "live"}}
-BAD_FRAMES = [
+BAD_FRAMES: list[str | bytes] = [
     b"\x00\xff\xfe binary",  # a binary frame, not UTF-8
     "\udcff".encode("utf-8", "surrogatepass"),  # invalid UTF-8 in a binary frame
     "[" * 100_000 + "]" * 100_000,  # a text frame nested too deeply to decode
@@ -100,7 +100,8 @@ def test_stream_options_are_checked() -> None:
     from clobkit import AsyncClient
 
     client = AsyncClient("http://api.test", "k", "s")
-    for bad in (0, -1, 1.5, True):
+    bads: tuple[Any, ...] = (0, -1, 1.5, True)  # not a positive int, on purpose
+    for bad in bads:
         with pytest.raises(errors.ValidationError, match="max_queue"):
             client.stream(["t"], max_queue=bad)
 

@@ -106,6 +106,7 @@ def test_sync_stream_survives_a_killed_connection(sandbox: Any, tcp_proxy: Any) 
     proxy = tcp_proxy(sandbox_port(sandbox))
     with Client(**client_options(sandbox, me, ws_url=ws_through(proxy))) as client:
         market = market_with_book(client, "nba")
+        assert market.token_id_a is not None
         price = resting_buy_price(client.get_orderbook(market.token_id_a))
         with client.stream(orders_topic(me.user_id), backoff=0.05, backoff_cap=0.2) as stream:
             placed = client.place_raw_order(market.id, "a", "BUY", price, SIZE)
@@ -146,6 +147,7 @@ def test_sync_wait_for_order_by_stream(sandbox: Any) -> None:
     me = full_scope_users(sandbox)[0]
     with Client(**client_options(sandbox, me)) as client:
         market = market_with_book(client, "nba")
+        assert market.token_id_a is not None
         price = resting_buy_price(client.get_orderbook(market.token_id_a))
         placed = client.place_raw_order(market.id, "a", "BUY", price, SIZE)
         with client.stream(orders_topic(me.user_id)):

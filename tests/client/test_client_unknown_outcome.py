@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from clobkit.errors import RateLimited, ServerError, TransportError, ValidationError
+from clobkit.errors import ApiError, RateLimited, ServerError, TransportError, ValidationError
 from clobkit.models import Order, RawOrderResult
 
 from .conftest import full_scope_users
@@ -123,6 +123,7 @@ def test_never_placed_is_the_services_refusal(
         with pytest.raises(UNKNOWN) as info:
             api.place_raw_order(market.id, "a", "BUY", price, 20)
         sb.faults.configure(None)
+        assert isinstance(info.value, (TransportError, ApiError))
         sent = info.value.order
         assert sent is not None
         sb.settle(market.id, "b")  # the market closes: the order cannot be placed now

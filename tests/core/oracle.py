@@ -8,6 +8,7 @@ careful reader of the rules would write them, sharing no code with clobkit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 
 ROUND = {"0.1": (1, 3), "0.01": (2, 4), "0.001": (3, 5), "0.0001": (4, 6)}  # price, amount decimals
@@ -148,7 +149,7 @@ def _word(value: object) -> bytes:
 
 
 def eth_account_order_id_v2(
-    wallet: dict[str, object], order: dict[str, object], neg_risk: bool, version: int = 2
+    wallet: Mapping[str, object], order: Mapping[str, object], neg_risk: bool, version: int = 2
 ) -> str:
     """The EIP-712 digest of a V2/V3 Order (domain version "2" or "3") by eth-account."""
     from eth_account.messages import _hash_eip191_message, encode_typed_data

@@ -64,12 +64,7 @@ def eth_account_sign(digest: bytes, key: int | bytes) -> str:
 def native_sign(digest: bytes, key: int) -> str:
     """eth-keys' pure-Python ECDSA (no libsecp256k1): r || s || v with v = 27 + recid."""
     sig = _NATIVE.ecdsa_sign(digest, _NATIVE.PrivateKey(key.to_bytes(32, "big")))
-    return (
-        "0x"
-        + sig.r.to_bytes(32, "big").hex()
-        + sig.s.to_bytes(32, "big").hex()
-        + f"{sig.v + 27:02x}"
-    )
+    return f"0x{sig.r:064x}{sig.s:064x}{sig.v + 27:02x}"
 
 
 def domain(chain_id: int, exchange: str, version: str) -> dict[str, Any]:

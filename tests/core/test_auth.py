@@ -9,8 +9,9 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -96,7 +97,7 @@ def test_query_string_signing(core: ModuleType) -> None:
 
 def test_headers_many(core: ModuleType) -> None:
     signer = core.RequestSigner("k", SECRET)
-    reqs = [("GET", f"/api/ext/v1/orders/{i}") for i in range(300)] + [
+    reqs: list[Sequence[Any]] = [("GET", f"/api/ext/v1/orders/{i}") for i in range(300)] + [
         ["POST", "/api/ext/v1/orders", b"{}"]
     ]
     out = signer.headers_many(reqs)
@@ -144,7 +145,7 @@ def test_headers_many_holds_and_releases_its_inputs(core: ModuleType) -> None:
     body = bytes(range(200))
     path = "/api/ext/v1/" + "x" * 40
     before = sys.getrefcount(body), sys.getrefcount(path)
-    reqs: list[object] = [("POST", path, body)] * 40 + [("POST", "bad path", body)]
+    reqs = [("POST", path, body)] * 40 + [("POST", "bad path", body)]
     with pytest.raises(SignatureInputError) as info:
         signer.headers_many(reqs)
     assert info.value.field == "path"

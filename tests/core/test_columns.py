@@ -491,7 +491,7 @@ def test_dictionary_errors_name_the_row(
 
 def test_dictionary_null_index_is_refused(both: tuple[ModuleType, ...]) -> None:
     n = 10_000
-    sides = ["BUY"] * n
+    sides: list[str | None] = ["BUY"] * n
     sides[4_321] = None
     col = _dict_column(sides, pa.int32(), ["BUY", "SELL"])
     cols = BASE | {"sides": col, "maker_amounts": [1] * n}

@@ -309,8 +309,11 @@ def test_unusual_ids_take_the_python_check() -> None:
     signer = OrderSigner(DEV_KEY)
     good = "0x" + "ab" * 32
     want = signer.sign_many([good], threads=1)
-    assert signer.sign_many([_Text(good), bytearray.fromhex("ab" * 32)], threads=2) == want * 2
-    for bad in ("0X" + "ab" * 32, "0x" + "ag" * 32, good[:-1], b"\x00" * 31, None):
+    # a str subclass and a bytearray: taken at run time, beyond the annotation
+    unusual: list[Any] = [_Text(good), bytearray.fromhex("ab" * 32)]
+    assert signer.sign_many(unusual, threads=2) == want * 2
+    bads: tuple[Any, ...] = ("0X" + "ab" * 32, "0x" + "ag" * 32, good[:-1], b"\x00" * 31, None)
+    for bad in bads:
         with pytest.raises(OrderFieldError) as info:
             signer.sign_many([good, bad], threads=2)
         assert info.value.field == "order_ids[1]"

@@ -124,7 +124,7 @@ def test_v2_v3_orders_match_eth_account(
 def test_forced_keccak_paths_v2() -> None:
     """Each compiled Keccak path, forced in turn, on V2 and V3 against eth-account."""
     core_c = pytest.importorskip("clobkit._core_c")
-    batch = [
+    batch: list[dict[str, Any]] = [
         {k: (i * 7919 + j) ** 7 % (MAX + 1) for j, k in enumerate(UINTS)}
         | {
             "side": i % 2,
@@ -232,7 +232,13 @@ def test_defaults_and_broadcast(core: ModuleType) -> None:
         salts=479249096354, timestamps=1_710_000_000_000,
     )  # fmt: skip
     assert one == [base]
-    empty = {"token_ids": [], "maker_amounts": [], "taker_amounts": [], "sides": [], "salts": []}
+    empty: dict[str, list[Any]] = {
+        "token_ids": [],
+        "maker_amounts": [],
+        "taker_amounts": [],
+        "sides": [],
+        "salts": [],
+    }
     assert hasher.order_ids(**empty, timestamps=[]) == []
 
 

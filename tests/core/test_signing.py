@@ -78,8 +78,9 @@ def test_address_is_eth_account_address(key: int) -> None:
 def test_key_spellings() -> None:
     body = DEV_KEY[2:]
     for spelling in (DEV_KEY, body, body.upper(), "0X" + body, bytes.fromhex(body)):
-        assert OrderSigner(spelling).address == DEV_ADDRESS  # type: ignore[arg-type]
-    assert OrderSigner(bytearray.fromhex(body)).address == DEV_ADDRESS
+        assert OrderSigner(spelling).address == DEV_ADDRESS
+    # bytearray and memoryview are taken at run time, beyond the annotation
+    assert OrderSigner(bytearray.fromhex(body)).address == DEV_ADDRESS  # type: ignore[arg-type]
     assert OrderSigner(memoryview(bytes.fromhex(body))).address == DEV_ADDRESS  # type: ignore[arg-type]
 
 
@@ -152,7 +153,7 @@ def test_bad_order_ids_are_named(bad: Any) -> None:
 def test_sign_many_refuses_one_id_and_bad_threads() -> None:
     signer = OrderSigner(DEV_KEY)
     with pytest.raises(OrderFieldError) as info:
-        signer.sign_many("0x" + "ab" * 32)  # type: ignore[arg-type]
+        signer.sign_many("0x" + "ab" * 32)  # one id, not a list of them
     assert info.value.field == "order_ids"
     for threads in (0, -1, True, 1.5, "2"):
         with pytest.raises(OrderFieldError) as info:

@@ -3,6 +3,7 @@ the peers' fixed vectors: V2/V3 wallets of every signature type."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -215,7 +216,7 @@ def test_v3_poly_1271_equals_py_clob_client_v2(core: ModuleType) -> None:
 def test_wrong_signer_is_refused(core: ModuleType, signature_type: int) -> None:
     hasher = core.OrderHasher(wallet(signature_type, DEV_ADDRESS, maker=DEPOSIT_WALLET))
     other = OrderSigner(OTHER_KEY)
-    calls = (
+    calls: tuple[Callable[[], object], ...] = (
         lambda: hasher.sign(other, **ORDER),
         lambda: hasher.sign_many(other, **{k + "s": [v, v] for k, v in ORDER.items()}, threads=2),
     )

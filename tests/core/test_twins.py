@@ -448,7 +448,7 @@ PADDED = "0" * 5000 + "1"  # the value 1, longer than int() reads
 buffers = st.one_of(
     st.binary(max_size=64),
     st.binary(max_size=64).map(bytearray),
-    st.binary(max_size=64).map(memoryview),
+    st.binary(max_size=64).map(lambda b: memoryview(b)),
     st.binary(max_size=64).map(Blob),
     st.text(max_size=8),
     st.sampled_from([None, 5, 1.5, [1, 2], HUGE, memoryview(b"abcdef")[::2]]),

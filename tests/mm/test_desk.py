@@ -277,7 +277,12 @@ async def test_quoters_of_the_desk_are_checked(sb: Any, client: AsyncClient) -> 
         standalone = Quoter(client, m1, "b")
         with pytest.raises(ValidationError):
             await desk.requote({standalone: ladder(5)})
-    for bad in ({"max_open_orders": 0}, {"heartbeat_timeout": -1}, {"max_error_rate": 2}):
+    bads: list[dict[str, Any]] = [
+        {"max_open_orders": 0},
+        {"heartbeat_timeout": -1},
+        {"max_error_rate": 2},
+    ]
+    for bad in bads:
         with pytest.raises(ValidationError):
             Desk(client, **bad)
 

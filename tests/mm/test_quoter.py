@@ -93,6 +93,8 @@ async def test_partial_fills_seen_from_the_stream(
             Decimal("7.5"),
         )
         now = {o.id: o for o in q.open_orders}[target.id]
+        assert now.original_size is not None
+        assert now.size_matched is not None
         assert now.original_size - now.size_matched == Decimal("12.5")
         assert_same(sb, user, q)
         # the partly filled level no longer has the wanted size: it is replaced
@@ -114,7 +116,7 @@ async def test_fills_while_disconnected(
         listener = q._on_item
         q._on_item = lambda item: None  # type: ignore[method-assign] # deaf while we fill
         assert sb.drop_streams() == 1
-        orders = sorted(q.open_orders, key=lambda o: o.limit_price)
+        orders = sorted(q.open_orders, key=lambda o: o.limit_price or Decimal(0))
         sb.house_fill(orders[0].id, "20")  # completely
         sb.house_fill(orders[1].id, "4")  # partly
         assert q.position == 0
@@ -357,6 +359,7 @@ async def test_the_first_stream_record_carries_the_clients_key(
         async for item in stream:
             if isinstance(item, StreamMessage) and item.order is not None:
                 break
+        assert isinstance(item, StreamMessage)
         assert item.order is not None
         assert item.order.status == "pending"
         assert item.order.id == placed.order_id

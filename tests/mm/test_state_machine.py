@@ -56,7 +56,7 @@ class LadderMachine(RuleBasedStateMachine):
         self.client = self.run(self._client())
         self.q = Quoter(self.client, self.market_id, "a", user_id=self.user.user_id)
         self.run(self.q.__aenter__())
-        self.wanted: set[tuple[str, Decimal]] | None = None
+        self.wanted: set[tuple[str | int, Decimal]] | None = None
 
     async def _client(self) -> AsyncClient:
         return AsyncClient(**options(self.sb, self.user, max_retries=5))
@@ -94,6 +94,8 @@ class LadderMachine(RuleBasedStateMachine):
         if not orders:
             return
         order = orders[pick % len(orders)]
+        assert order.original_size is not None
+        assert order.size_matched is not None
         remaining = int(order.original_size - order.size_matched)
         self.sb.house_fill(order.id, 1 + part % max(remaining, 1))
 

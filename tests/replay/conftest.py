@@ -8,13 +8,16 @@ import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from clobkit import AsyncClient
 
 from ..conftest import import_extra
+
+if TYPE_CHECKING:
+    from clobkit.sandbox import Sandbox
 
 import_extra("pyarrow", "data")
 sandbox_module = import_extra("clobkit.sandbox", "sandbox")
@@ -33,7 +36,7 @@ def config(version: int = 1) -> dict[str, Any]:
     }
 
 
-def moving_market(sb: Any) -> str:
+def moving_market(sb: Sandbox) -> str:
     """A market with the house's liquidity (its book moves with set_price)."""
     return sorted(m.id for m in sb.engine.markets.values() if m.mid is not None and m.active)[0]
 

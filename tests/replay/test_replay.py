@@ -268,7 +268,7 @@ async def test_a_recording_of_markets_the_sandbox_never_had_replays(tmp_path: Pa
             assert served_event.home_team is not None
             assert served_event.home_team.name == event.home_team.name
             assert market in [m.id for m in await c.get_event_markets(event.id)]
-            seen = []
+            seen: list[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = []
             while True:
                 book = await c.get_orderbook(fx.token_id_a)
                 levels = (

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from clobkit import OrderHasher, market_amounts
-from clobkit.sandbox import Cancelled, Engine, Rejected, views
+from clobkit.sandbox import Cancelled, Engine, OrderRecord, Rejected, views
 from clobkit.sandbox.engine import EngineEvent
 
 from .conftest import (
@@ -25,7 +25,7 @@ from .conftest import (
 D = Decimal
 
 
-def place(engine: Engine, user: str = TRADER, **body: Any) -> dict[str, Any]:
+def place(engine: Engine, user: str = TRADER, **body: Any) -> OrderRecord:
     order_id = engine.place_order(user, body).order_id
     return engine.order(order_id)
 
@@ -116,6 +116,7 @@ def test_fok_buy_walks_the_book_and_signs_at_the_worst_price(engine: Engine) -> 
     o = place(engine, market_id=m.id, outcome="a", amount=amount)
     assert o.status == "matched"
     assert o.clob_price == D(book.asks[1].price)
+    assert o.avg_fill_price is not None
     assert D(book.asks[0].price) < o.avg_fill_price < D(book.asks[1].price)
     # the signed amounts are the core's market_amounts at the worst price
     amounts = market_amounts("BUY", o.clob_price, amount)
@@ -133,7 +134,7 @@ def test_fok_too_big_for_the_book_is_killed_entirely(engine: Engine) -> None:
     assert o.size_matched == 0
     assert o.tx_hashes == ()
     assert engine.balances(TRADER) == before
-    assert engine.shares(TRADER, m.fx.token_id_a) == (0, 0)
+    assert engine.shares(TRADER, m.fx.token_id_a) == (D(0), D(0))
     ok(engine)
 
 
@@ -602,7 +603,7 @@ def test_settlement_pays_winners_and_marks_orders(engine: Engine) -> None:
         "won",
         win.size_matched,
     )
-    assert (lo.status, lo.settlement_status, lo.settlement_amount) == ("lost", "lost", 0)
+    assert (lo.status, lo.settlement_status, lo.settlement_amount) == ("lost", "lost", D(0))
     assert w.settled_ms is not None
     assert engine.order(resting.id).status == "cancelled"
     assert positions(engine) == []
@@ -646,7 +647,7 @@ def test_take_profit_and_stop_loss_exit_automatically(engine: Engine) -> None:
     assert exits[0].side == "SELL"
     assert exits[0].status == "matched"
     assert exits[0].size_matched == tp.size_matched
-    assert engine.shares(TRADER, m.fx.token_id_a) == (0, 0)
+    assert engine.shares(TRADER, m.fx.token_id_a) == (D(0), D(0))
     assert engine.balances(TRADER).cash > 10_000  # profit taken
     assert not [o for o in engine.list_orders(MAKER).items if o.order_source != "manual"]
     engine.set_price(m.id, D(mid - 4) / 100)  # best bid = mid - 5: stop loss fires

@@ -449,7 +449,7 @@ def test_slow_subscriber_queue_is_capped_in_bytes() -> None:
         assert conn.queued_bytes == 0
         assert conn.queue.qsize() == 1
         assert conn.queue.get_nowait() is None
-        big = _Connection(None, None, max_queue_bytes=10_000)  # type: ignore[arg-type]
+        big = _Connection(None, None, max_queue_bytes=10_000)
         big.send({"type": "data", "data": "x" * 20_000})  # one message over the cap
         assert big.closing
 

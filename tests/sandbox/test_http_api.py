@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from typing import Any
 
@@ -88,13 +89,13 @@ def is_number(v: Any) -> bool:
 def check_types(
     obj: dict[str, Any],
     *,
-    numbers: set[str] = frozenset(),
-    ints: set[str] = frozenset(),
-    bools: set[str] = frozenset(),
-    stamps: set[str] = frozenset(),
-    uuids: set[str] = frozenset(),
-    strings: set[str] = frozenset(),
-    nullable: set[str] = frozenset(),
+    numbers: AbstractSet[str] = frozenset(),
+    ints: AbstractSet[str] = frozenset(),
+    bools: AbstractSet[str] = frozenset(),
+    stamps: AbstractSet[str] = frozenset(),
+    uuids: AbstractSet[str] = frozenset(),
+    strings: AbstractSet[str] = frozenset(),
+    nullable: AbstractSet[str] = frozenset(),
 ) -> None:
     for key in numbers:
         assert is_number(obj[key]) or (key in nullable and obj[key] is None), (key, obj[key])

@@ -238,7 +238,9 @@ def signed_request(
     return headers, content
 
 
-def send(base_url: str, method: str, path: str, headers: dict, content: bytes) -> httpx.Response:
+def send(
+    base_url: str, method: str, path: str, headers: dict[str, str], content: bytes
+) -> httpx.Response:
     return httpx.request(method, base_url + PREFIX + path, headers=headers, content=content)
 
 

@@ -55,7 +55,7 @@ def test_handshake_must_be_signed(sb: Sandbox) -> None:
     with pytest.raises(InvalidStatus) as info, connect(sb.ws_url, open_timeout=5):
         pass
     assert info.value.response.status_code == 401
-    assert loads(info.value.response.body or b"{}")["error"] == "unauthorized"
+    assert loads(bytes(info.value.response.body or b"{}"))["error"] == "unauthorized"
     user = sb.user(TRADER)
     bad = RequestSigner(user.api_key, "wrong").headers("GET", PREFIX + "/ws")
     with (
@@ -125,7 +125,7 @@ def test_user_orders_topic_streams_every_status_and_fill(fresh: Any) -> None:
     with channel(sb, user) as ws, SignedClient(sb.base_url, user) as c:
         assert subscribe(ws, topic)["topics"] == [topic]
         fok = c.place({"market_id": m.id, "outcome": "a", "amount": 10})
-        statuses = []
+        statuses: list[str | None] = []
         while not statuses or statuses[-1] != "matched":
             msg = until(ws, lambda x: x["type"] == "data")
             assert msg["topic"] == topic

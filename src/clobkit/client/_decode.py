@@ -127,24 +127,7 @@ def _readable(value: Any, typ: Any) -> Any:
     as ``typ`` in a part that is not optional (a required field, a list item).
     """
     if isinstance(typ, type) and issubclass(typ, msgspec.Struct):
-        if not isinstance(value, dict):
-            return value
-        out = dict(value)
-        for field in msgspec.structs.fields(typ):
-            key = field.encode_name
-            if key not in value:
-                continue
-            item = _readable(value[key], field.type)
-            try:
-                _check(item, field.type)
-            except msgspec.ValidationError as exc:
-                if field.required:
-                    raise
-                log.debug("ignoring an unreadable response field %s.%s: %s", typ.__name__, key, exc)
-                del out[key]
-            else:
-                out[key] = item
-        return out
+        return _readable_struct(value, typ) if isinstance(value, dict) else value
     origin, args = get_origin(typ), get_args(typ)
     if origin is list and args and isinstance(value, list):
         items = [_readable(item, args[0]) for item in value]
@@ -162,6 +145,26 @@ def _readable(value: Any, typ: Any) -> Any:
                 continue
             return item
     return value
+
+
+def _readable_struct(value: dict[str, Any], typ: type[msgspec.Struct]) -> dict[str, Any]:
+    """``_readable`` of one Struct's fields: an unreadable optional one is dropped."""
+    out = dict(value)
+    for field in msgspec.structs.fields(typ):
+        key = field.encode_name
+        if key not in value:
+            continue
+        item = _readable(value[key], field.type)
+        try:
+            _check(item, field.type)
+        except msgspec.ValidationError as exc:
+            if field.required:
+                raise
+            log.debug("ignoring an unreadable response field %s.%s: %s", typ.__name__, key, exc)
+            del out[key]
+        else:
+            out[key] = item
+    return out
 
 
 class Shape(Generic[T]):

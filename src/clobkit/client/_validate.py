@@ -159,6 +159,27 @@ def order_body(
         body["outcome"] = _outcome(outcome)
     elif side_name == "BUY" and kind == "FOK":
         raise OrderFieldError("outcome", None, "is required for a BUY FOK order ('a' or 'b')")
+    price = _limit_price(kind, limit_price, token_option)
+    _add_sizes(body, side_name, amount, shares, price)
+    body["order_type"] = kind
+    if price is not None:
+        body["limit_price"] = price
+    if token_option is not None:
+        body["token_option"] = token_option
+    seconds = _expiration(expiration, kind, now)
+    if seconds:
+        body["expiration"] = seconds
+    for field, value in (
+        ("take_profit_price", take_profit_price),
+        ("stop_loss_price", stop_loss_price),
+    ):
+        if value is not None:
+            body[field] = _price(value, field)
+    return _encoder.encode(body)
+
+
+def _limit_price(kind: OrderTypeName, limit_price: object, token_option: object) -> Decimal | None:
+    """The limit price, and a check of ``token_option``: both required unless the order is FOK."""
     price = None
     if kind != "FOK":
         if limit_price is None:
@@ -172,7 +193,14 @@ def order_body(
         price = _price(limit_price, "limit_price")
     if token_option is not None and token_option not in ("yes", "no"):
         raise OrderFieldError("token_option", token_option, "must be 'yes' or 'no'")
-    if side_name == "BUY":
+    return price
+
+
+def _add_sizes(
+    body: dict[str, Any], side: SideName, amount: object, shares: object, price: Decimal | None
+) -> None:
+    """``amount`` (USDC; a BUY's size), ``side``, then ``shares`` (a SELL's size) into ``body``."""
+    if side == "BUY":
         if amount is None:
             raise AmountError("amount", None, "is required for a BUY order (USDC)")
         usdc = _usdc(amount, "amount")
@@ -181,11 +209,10 @@ def order_body(
                 "amount", amount, f"exceeds the single-order maximum of {MAX_ORDER_USDC} USDC"
             )
         body["amount"] = usdc
-    else:
-        if amount is not None:
-            body["amount"] = _usdc(amount, "amount")
-    body["side"] = side_name
-    if side_name == "SELL":
+    elif amount is not None:
+        body["amount"] = _usdc(amount, "amount")
+    body["side"] = side
+    if side == "SELL":
         if shares is None:
             raise AmountError("shares", None, "is required for a SELL order")
         count = _usdc(shares, "shares")
@@ -198,19 +225,6 @@ def order_body(
         body["shares"] = count
     elif shares is not None:
         body["shares"] = _usdc(shares, "shares")
-    body["order_type"] = kind
-    if price is not None:
-        body["limit_price"] = price
-    if token_option is not None:
-        body["token_option"] = token_option
-    seconds = _expiration(expiration, kind, now)
-    if seconds:
-        body["expiration"] = seconds
-    if take_profit_price is not None:
-        body["take_profit_price"] = _price(take_profit_price, "take_profit_price")
-    if stop_loss_price is not None:
-        body["stop_loss_price"] = _price(stop_loss_price, "stop_loss_price")
-    return _encoder.encode(body)
 
 
 class RawOrderFields(NamedTuple):
