@@ -212,12 +212,11 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
     and (with ``server_pid``) the CPU floor of each step: see ``_floor``."""
     async with AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client:
         market_id = await pick_market(client)
-        core = client._core  # the POST alone: prepared first, as the quoter does
 
-        async def post() -> str:
-            prepared = await client._run(core.prepare_raw_order(market_id, "b", "BUY", "0.02", 50))
+        async def post() -> str:  # the POST alone: prepared first, as the quoter does
+            prepared = await client.prepare_raw_order(market_id, "b", "BUY", "0.02", 50)
             t = clock()
-            placed = await client._run(core.post_raw_order(prepared))
+            placed = await client.post_raw_order(prepared)
             took[0] = clock() - t
             return placed.order_id
 

@@ -25,10 +25,7 @@ from typing import Any, TypeVar
 
 from .._core import from_units, to_units
 from .._spec import RATE_LIMIT_PER_MINUTE
-from ..client import AsyncClient, orders_topic
-from ..client._aio import within
-from ..client._core import UNKNOWN_OUTCOME
-from ..client._stream import Stream
+from ..client import UNKNOWN_OUTCOME, AsyncClient, Stream, orders_topic, within
 from ..errors import QuoteRefused, RateLimited, ValidationError
 from ..models import Order, Reconnected, StreamMessage
 from .budget import Budget, Slots

@@ -26,10 +26,15 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from .._core import from_units, to_units
 from .._spec import SIDES, UNIT
-from ..client import AsyncClient, book_topic, orders_topic
-from ..client._aio import within
-from ..client._core import UNKNOWN_OUTCOME, PreparedRawOrder
-from ..client._stream import Stream
+from ..client import (
+    UNKNOWN_OUTCOME,
+    AsyncClient,
+    PreparedRawOrder,
+    Stream,
+    book_topic,
+    orders_topic,
+    within,
+)
 from ..errors import (
     ApiError,
     NotFound,
@@ -186,7 +191,6 @@ class Quoter:
         ):
             raise ValidationError("max_open_orders", max_open_orders, "must be a positive int")
         self._client = client
-        self._core = client._core
         self.market_id = market_id
         self.outcome = outcome
         self.max_open_orders = max_open_orders
@@ -293,10 +297,10 @@ class Quoter:
         self.market_id = market.id
         self.event_id = market.event_id
         await self._req("prepare", client.prepare([market.id]))  # wallet (hasher), fee rates
-        assert self._core.hasher is not None  # prepared above
-        # V1: ids precomputed; V2/V3: learnt from the service (tracked by client_order_id)
-        self.exchange_version = self._core.hasher.version
-        info = self._core.markets[market.id]
+        # both cached by prepare(): no request. V1: ids precomputed; V2/V3: learnt
+        # from the service (tracked by client_order_id)
+        self.exchange_version = await client.exchange_version()
+        info = await client.market_info(market.id)
         self.token_id = info.token(self.outcome)
         self.neg_risk = info.neg_risk
         self.fee_rate_bps = await self._req("GET /fee-rate", client.get_fee_rate(self.token_id))
@@ -567,10 +571,9 @@ class Quoter:
     # -- requests ------------------------------------------------------------------------
 
     async def _prepare(self, level: Level) -> _Tracked:
-        op = self._core.prepare_raw_order_amounts(
+        prepared = await self._client.prepare_raw_order_amounts(  # caches warm: no request
             self.market_id, self.outcome, level.side, level.maker, level.taker, order_type="GTC"
         )
-        prepared: PreparedRawOrder = await self._client._run(op)  # local: no request
         result = prepared.result
         t = _Tracked(
             result.client_order_id,
@@ -593,9 +596,7 @@ class Quoter:
         assert t.prepared is not None
         t.sent_at = time.time()
         try:
-            result = await self._req(
-                "POST /orders", self._client._run(self._core.post_raw_order(t.prepared))
-            )
+            result = await self._req("POST /orders", self._client.post_raw_order(t.prepared))
         except UNKNOWN as exc:
             log.info("place %s: outcome unknown (%s)", t.key, exc)
             if t.state == PLACING:
