@@ -236,6 +236,32 @@ async def test_requotes_after_a_dropped_stream_resync_every_quoter(
             assert_same(sb, user, q)
 
 
+def listings(desk: Desk) -> int:
+    return sum(
+        row["count"]
+        for row in desk.metrics()["requests"]
+        if row["endpoint"] == "GET /orders?open"
+    )
+
+
+async def test_reconcile_reads_the_live_orders_once_for_the_whole_desk(
+    sb: Any, user: Any, client: AsyncClient
+) -> None:
+    markets = two_sided(sb, 3)
+    async with Desk(client, user_id=user.user_id) as desk:  # no resync of a late user
+        quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]
+        await desk.requote({q: ladder(5) for q in quoters})
+        for q in quoters[:3]:  # one order filled whole (gone from the listing), one in part
+            sb.house_fill(q.open_orders[0].id, 20)
+            sb.house_fill(q.open_orders[1].id, 7)
+        before = listings(desk)
+        await desk.reconcile()
+        assert listings(desk) == before + 1  # one listing for six quoters
+        for q in quoters:  # equal at once: every fill up to now counted
+            assert_same(sb, user, q)
+        assert [q.position for q in quoters] == [27, 27, 27, 0, 0, 0]
+
+
 async def test_metrics_snapshot_and_prometheus(sb: Any, user: Any, client: AsyncClient) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 

@@ -207,6 +207,15 @@ class Desk(Routing):
             if not self._opening:  # the shared reads served this batch
                 self._held = self._listed = None
 
+    async def reconcile(self) -> None:
+        """Re-read the service so that every open quoter's view equals it (every fill up
+        to now counted): one listing of the live orders serves the whole desk (a
+        request per open status, whatever the number of markets), then the final
+        record of each order gone from it. Raises the first failure once all are done."""
+        failures = await self._reread(everyone=True)
+        if failures:
+            raise failures[0]
+
     async def requote(
         self, ladders: Mapping[Quoter, Iterable[Quote]]
     ) -> dict[Quoter, RequoteReport]:

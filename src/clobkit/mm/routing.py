@@ -129,22 +129,33 @@ class Routing(Gate):
         while self._resync_again:
             self._resync_again = False
             everyone, self._resync_everyone = self._resync_everyone, False
-            quoters = [q for q in self._quoters.values() if q.market is not None]
             try:
-                async with contextlib.AsyncExitStack() as stack:
-                    for q in quoters:  # one at a time, in one order: no lock cycle
-                        await stack.enter_async_context(q._lock)
-                    stale = [q for q in quoters if q._stale or everyone]
-                    if not stale:
-                        continue
-                    listed = await self.request(OPEN_ORDERS, self._client.open_orders())
-                    results = await asyncio.gather(
-                        *(q._reconcile(listed) for q in stale), return_exceptions=True
-                    )
-                    for q in stale:
-                        self.settle(q)
-                    for result in results:
-                        if isinstance(result, Exception):
-                            log.warning("re-reading orders after a reconnect failed: %s", result)
+                failures = await self._reread(everyone)
             except Exception as exc:  # each quoter's next requote re-reads what is stale
-                log.warning("re-reading orders after a reconnect failed: %s", exc)
+                failures = [exc]
+            for failure in failures:
+                log.warning("re-reading orders after a reconnect failed: %s", failure)
+
+    async def _reread(self, everyone: bool) -> list[BaseException]:
+        """Under the lock of every open quoter (taken one at a time, in one order: no
+        lock cycle), one listing of the live orders brings the stale quoters
+        (``everyone``: all of them) up to date; the failures of those it could not."""
+        quoters = [q for q in self._quoters.values() if q.market is not None]
+        async with contextlib.AsyncExitStack() as stack:
+            for q in quoters:
+                await stack.enter_async_context(q._lock)
+            stale = [q for q in quoters if q._stale or everyone]
+            if not stale:
+                return []
+            try:
+                listed = await self.request(OPEN_ORDERS, self._client.open_orders())
+            except BaseException:
+                for q in stale:  # their next requote re-reads first
+                    q._stale = True
+                raise
+            results = await asyncio.gather(
+                *(q._reconcile(listed) for q in stale), return_exceptions=True
+            )
+            for q in stale:
+                self.settle(q)
+        return [result for result in results if isinstance(result, BaseException)]
