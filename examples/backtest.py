@@ -144,14 +144,13 @@ def _best(orders: list[Any], side: str) -> str:
     return str(max(prices) if side == "BUY" else min(prices))
 
 
-async def read_market(
-    client: AsyncClient, q: Quoter, mids: dict[str, Decimal]
+def read_market(
+    q: Quoter, book: Any, mids: dict[str, Decimal]
 ) -> tuple[list[Quote], list[Any], dict[str, Any]]:
-    """One market's round after the desk's reconcile: its new fills, the book read over
-    REST, the ladder wanted, and the step's row (before the requote)."""
+    """One market's round after the desk's reconcile: its new fills, the ladder wanted
+    from its ``book`` (read over REST), and the step's row (before the requote)."""
     new_fills = list(q.fills)
     q.fills.clear()
-    book = await client.get_orderbook(q.token_id)
     bid, ask = others_touch(book, q.open_orders)
     quotes: list[Quote] = []
     if bid is not None and ask is not None:
@@ -203,8 +202,12 @@ async def run_bot(
                 ahead = virtual / speed - (time.monotonic() - wall0)
                 if ahead > 0:
                     await asyncio.sleep(ahead)
-            await desk.reconcile()  # the views equal the service's: every fill up to now
-            rounds = await asyncio.gather(*(read_market(client, q, mids) for q in quoters))
+            # the views made equal to the service's (every fill up to now) and the books
+            # read at once: nothing moves on the service between steps but the bot's orders
+            _, *books = await asyncio.gather(
+                desk.reconcile(), *(client.get_orderbook(q.token_id) for q in quoters)
+            )
+            rounds = [read_market(q, book, mids) for q, book in zip(quoters, books, strict=True)]
             await desk.requote(
                 {q: quotes for q, (quotes, _, _) in zip(quoters, rounds, strict=True)}
             )
