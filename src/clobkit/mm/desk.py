@@ -54,7 +54,8 @@ class Desk(Routing):
     is 6,000 a minute per key), queued rather than spent on 429s; room to cancel
     every open order is always kept for cancels. At most ``max_in_flight`` at once
     (a requote of thousands of orders must not time out in the service's queue, and
-    the HTTP pool's cost per request grows with its connections); cancels go first.
+    the HTTP pool's cost per request grows with its connections); cancels go first,
+    and once halted they all go at once (bounded by the client's connection pool).
 
     Kill switch: ``halt()`` cancels every open order and refuses new quotes until
     ``resume()``. It fires by itself when the last ``heartbeat()`` is older than

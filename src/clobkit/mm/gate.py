@@ -56,6 +56,10 @@ class Gate(KillSwitch):
     async def request(self, endpoint: str, call: Awaitable[T]) -> T:
         """Await ``call`` (one request to ``endpoint``) within the budget, counted."""
         urgent = endpoint == CANCEL
+        if urgent and self.halted is not None:
+            # the kill switch: every cancel at once, bounded by the client's connection
+            # pool alone (the budget always keeps room to cancel every open order)
+            return await self._send(endpoint, call, 0)
         keep = 0 if urgent else self._now.orders  # room to cancel everything
         try:
             await self.slots.acquire(urgent)
