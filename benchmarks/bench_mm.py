@@ -679,8 +679,10 @@ def show_desk(version: int, f: dict[str, float], per_message: float) -> str:
         f"{f['desk_cpu_per_order'] / f['quoter_cpu_per_order']:.2f} x (target <= 1)\n"
         f"  kill switch: {f['halted_orders']:.0f} orders cancelled in {f['halt_s'] * 1e3:.0f} ms "
         f"= {f['halt_s'] / f['cancel_round_trip']:.1f} cancel round trips "
-        f"({f['cancel_round_trip'] * 1e3:.2f} ms each; {f['halted_orders'] / 16:.0f} at "
-        f"least, 16 in flight); live after: {f['live_after_halt']:.0f}"
+        f"({f['cancel_round_trip'] * 1e3:.2f} ms each; {f['halted_orders'] / 100:.0f} at "
+        f"least, all at once through the client's 100 connections); "
+        f"{f['halt_s'] / f['halted_orders'] * 1e3:.2f} ms of the service's queue per cancel; "
+        f"live after: {f['live_after_halt']:.0f}"
     )
 
 
