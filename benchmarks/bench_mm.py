@@ -212,12 +212,11 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
     and (with ``server_pid``) the CPU floor of each step: see ``_floor``."""
     async with AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client:
         market_id = await pick_market(client)
-        core = client._core  # the POST alone: prepared first, as the quoter does
 
-        async def post() -> str:
-            prepared = await client._run(core.prepare_raw_order(market_id, "b", "BUY", "0.02", 50))
+        async def post() -> str:  # the POST alone: prepared first, as the quoter does
+            prepared = await client.prepare_raw_order(market_id, "b", "BUY", "0.02", 50)
             t = clock()
-            placed = await client._run(core.post_raw_order(prepared))
+            placed = await client.post_raw_order(prepared)
             took[0] = clock() - t
             return placed.order_id
 
@@ -680,8 +679,10 @@ def show_desk(version: int, f: dict[str, float], per_message: float) -> str:
         f"{f['desk_cpu_per_order'] / f['quoter_cpu_per_order']:.2f} x (target <= 1)\n"
         f"  kill switch: {f['halted_orders']:.0f} orders cancelled in {f['halt_s'] * 1e3:.0f} ms "
         f"= {f['halt_s'] / f['cancel_round_trip']:.1f} cancel round trips "
-        f"({f['cancel_round_trip'] * 1e3:.2f} ms each; {f['halted_orders'] / 16:.0f} at "
-        f"least, 16 in flight); live after: {f['live_after_halt']:.0f}"
+        f"({f['cancel_round_trip'] * 1e3:.2f} ms each; {f['halted_orders'] / 100:.0f} at "
+        f"least, all at once through the client's 100 connections); "
+        f"{f['halt_s'] / f['halted_orders'] * 1e3:.2f} ms of the service's queue per cancel; "
+        f"live after: {f['live_after_halt']:.0f}"
     )
 
 

@@ -1,4 +1,4 @@
-"""A backtest: the market maker's Quoter against a recorded day, replayed in the sandbox.
+"""A backtest: the market maker's Desk against a recorded day, replayed in the sandbox.
 
 Run:
   python examples/backtest.py --synthetic-hours 24       make a day of 3 markets, then test on it
@@ -9,8 +9,9 @@ Run:
 The sandbox serves the recording on a virtual clock moved by this program: every
 ``--interval`` recorded seconds it applies the updates that fell due (the recorded
 books, with which the bot's resting orders trade by the sandbox's rules), then the
-bot reads each market's book over REST and requotes its ladder with the real
-client and ``Quoter``, exactly as it would live. ``--speed X`` never lets the
+bot re-reads its orders (one listing for every market: ``Desk.reconcile``),
+reads each market's book over REST and requotes every ladder with the real
+client and ``Desk``, exactly as it would live. ``--speed X`` never lets the
 clock run more than X times real time; 0 (the default) runs as fast as the bot
 answers. The report (``--out``, default ``backtest-report/``): ``steps.csv`` (per
 step and market: book, quotes, position; cash and mark-to-mid PnL), ``fills.csv``,
@@ -38,7 +39,7 @@ from typing import Any
 import httpx
 
 from clobkit import AsyncClient
-from clobkit.mm import Quote, Quoter
+from clobkit.mm import Desk, Quote, Quoter
 from clobkit.record import RecordedMarket, RecordingWriter
 
 CENT = Decimal("0.01")
@@ -143,31 +144,39 @@ def _best(orders: list[Any], side: str) -> str:
     return str(max(prices) if side == "BUY" else min(prices))
 
 
-async def requote_one(
-    client: AsyncClient, q: Quoter, mids: dict[str, Decimal]
-) -> tuple[dict[str, Any], list[Any]]:
-    """One market's round: the view made exact, its new fills, the book read, the requote."""
-    await q.reconcile()  # the view equals the service's: every fill up to now counted
+def read_market(
+    q: Quoter, book: Any, mids: dict[str, Decimal]
+) -> tuple[list[Quote], list[Any], dict[str, Any]]:
+    """One market's round after the desk's reconcile: its new fills, the ladder wanted
+    from its ``book`` (read over REST), and the step's row (before the requote)."""
     new_fills = list(q.fills)
     q.fills.clear()
-    book = await client.get_orderbook(q.token_id)
     bid, ask = others_touch(book, q.open_orders)
     quotes: list[Quote] = []
     if bid is not None and ask is not None:
         mids[q.market_id] = (bid + ask) / 2
         quotes = ladder(mids[q.market_id], q.position, q.min_order_size)
-    await q.requote(quotes)
-    live = q.open_orders
     row = {
         "market": q.market_id[:8],
         "bid": bid or "",
         "ask": ask or "",
         "mid": mids.get(q.market_id, ""),
-        "our_bid": _best(live, "BUY"),
-        "our_ask": _best(live, "SELL"),
-        "position": q.position,
     }
-    return row, new_fills
+    return quotes, new_fills, row
+
+
+def open_desk(client: AsyncClient) -> Desk:
+    """The bot's desk: one stream (orders only: books are read over REST, in step),
+    no kill switch timers (the clock stops between steps), and a request budget
+    past anything the bot sends (the replaying sandbox has no rate limit)."""
+    return Desk(
+        client,
+        user_id=MAKER_ID,
+        rate_limit_per_minute=10_000_000,
+        heartbeat_timeout=None,
+        stream_timeout=None,
+        books=False,
+    )
 
 
 async def run_bot(
@@ -180,12 +189,10 @@ async def run_bot(
     it) and requote every market until the recording ends; the step rows and the fills."""
     steps: list[dict[str, Any]] = []
     fills: list[dict[str, Any]] = []
-    cash = Decimal(0)
     status = await step(0)
-    quoters = [Quoter(client, m, "a", max_notional=1000) for m in status["markets"]]
-    for q in quoters:
-        await q.__aenter__()
-    try:
+    async with open_desk(client) as desk:
+        quoters = [desk.quoter(m, "a", max_notional=1000) for m in status["markets"]]
+        await desk.open()
         wall0, virtual0 = time.monotonic(), status["elapsed_ms"]
         mids: dict[str, Decimal] = {}
         while not status["done"]:
@@ -195,30 +202,45 @@ async def run_bot(
                 ahead = virtual / speed - (time.monotonic() - wall0)
                 if ahead > 0:
                     await asyncio.sleep(ahead)
+            # the views made equal to the service's (every fill up to now) and the books
+            # read at once: nothing moves on the service between steps but the bot's orders
+            _, *books = await asyncio.gather(
+                desk.reconcile(), *(client.get_orderbook(q.token_id) for q in quoters)
+            )
+            rounds = [read_market(q, book, mids) for q, book in zip(quoters, books, strict=True)]
+            await desk.requote(
+                {q: quotes for q, (quotes, _, _) in zip(quoters, rounds, strict=True)}
+            )
+            cash = steps[-1]["cash"] if steps else Decimal(0)
             t = status["elapsed_ms"] / 1000
-            # the markets side by side: they share nothing on the service but the balance
-            rounds = await asyncio.gather(*(requote_one(client, q, mids) for q in quoters))
-            for q, (row, new_fills) in zip(quoters, rounds, strict=False):
-                for f in new_fills:
-                    value = (f.shares * f.price).quantize(MICRO, ROUND_DOWN)
-                    cash += value if f.side == "SELL" else -value
-                    fills.append(
-                        {
-                            "t_s": t,
-                            "market": q.market_id[:8],
-                            "side": f.side,
-                            "price": f.price,
-                            "shares": f.shares,
-                        }
-                    )
-                steps.append({"t_s": t, **row, "cash": cash})
+            for q, (_, new_fills, row) in zip(quoters, rounds, strict=True):
+                cash = book_fills(fills, new_fills, t, q.market_id, cash)
+                live = q.open_orders
+                row |= {"our_bid": _best(live, "BUY"), "our_ask": _best(live, "SELL")}
+                steps.append({"t_s": t, **row, "position": q.position, "cash": cash})
             pnl = cash + sum((q.position * mids.get(q.market_id, 0) for q in quoters), Decimal(0))
             for row in steps[-len(quoters) :]:
                 row["pnl"] = pnl
-    finally:
-        for q in quoters:
-            await q.__aexit__(None, None, None)
     return steps, fills
+
+
+def book_fills(
+    fills: list[dict[str, Any]], new: list[Any], t: float, market_id: str, cash: Decimal
+) -> Decimal:
+    """Append a market's new fills to ``fills``; the cash after them (USDC)."""
+    for f in new:
+        value = (f.shares * f.price).quantize(MICRO, ROUND_DOWN)
+        cash += value if f.side == "SELL" else -value
+        fills.append(
+            {
+                "t_s": t,
+                "market": market_id[:8],
+                "side": f.side,
+                "price": f.price,
+                "shares": f.shares,
+            }
+        )
+    return cash
 
 
 def write_report(

@@ -9,6 +9,7 @@ import asyncio
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 
 from clobkit import AsyncClient
@@ -166,6 +167,41 @@ async def test_halt_cancels_everything_and_refuses_until_resume(
         await eventually(lambda: all_same(sb, user, desk))
 
 
+class InFlight(httpx.AsyncHTTPTransport):
+    """The ordinary HTTP transport, noting the most DELETEs in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = self.most = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        cancel = request.method == "DELETE"
+        self.now += cancel
+        self.most = max(self.most, self.now)
+        try:
+            return await super().handle_async_request(request)
+        finally:
+            self.now -= cancel
+
+
+async def test_a_halt_sends_every_cancel_at_once(sb: Any, user: Any) -> None:
+    markets = two_sided(sb, 2)
+    transport = InFlight()
+    async with (
+        AsyncClient(**options(sb, user, transport=transport)) as client,
+        Desk(client, user_id=user.user_id, max_in_flight=2) as desk,
+    ):
+        quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]
+        await desk.requote({q: ladder(5) for q in quoters})
+        assert transport.most == 0
+        await desk.requote({q: ladder(9) for q in quoters})  # 12 cancels, 2 at a time
+        assert transport.most == 2
+        cancelled = await desk.halt()
+        assert len(cancelled) == 12
+        assert transport.most == 12  # not held to max_in_flight
+        assert all(service_view(sb, user, m, o) == [] for m in markets for o in "ab")
+
+
 async def test_a_stale_heartbeat_fires_the_kill_switch(
     sb: Any, user: Any, client: AsyncClient
 ) -> None:
@@ -234,6 +270,30 @@ async def test_requotes_after_a_dropped_stream_resync_every_quoter(
         await eventually(lambda: all_same(sb, user, desk))
         for q in quoters:
             assert_same(sb, user, q)
+
+
+def listings(desk: Desk) -> int:
+    return sum(
+        row["count"] for row in desk.metrics()["requests"] if row["endpoint"] == "GET /orders?open"
+    )
+
+
+async def test_reconcile_reads_the_live_orders_once_for_the_whole_desk(
+    sb: Any, user: Any, client: AsyncClient
+) -> None:
+    markets = two_sided(sb, 3)
+    async with Desk(client, user_id=user.user_id) as desk:  # no resync of a late user
+        quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]
+        await desk.requote({q: ladder(5) for q in quoters})
+        for q in quoters[:3]:  # one order filled whole (gone from the listing), one in part
+            sb.house_fill(q.open_orders[0].id, 20)
+            sb.house_fill(q.open_orders[1].id, 7)
+        before = listings(desk)
+        await desk.reconcile()
+        assert listings(desk) == before + 1  # one listing for six quoters
+        for q in quoters:  # equal at once: every fill up to now counted
+            assert_same(sb, user, q)
+        assert [q.position for q in quoters] == [27, 27, 27, 0, 0, 0]
 
 
 async def test_metrics_snapshot_and_prometheus(sb: Any, user: Any, client: AsyncClient) -> None:

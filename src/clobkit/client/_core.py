@@ -52,6 +52,8 @@ _encoder = msgspec.json.Encoder(decimal_format="number")
 
 #: Failures after which a request may or may not have taken effect.
 UNKNOWN_OUTCOME = (TransportError, ServerError, RateLimited)
+"""The exception classes after which a request may or may not have taken effect
+(catch them to resolve an order by its key: ``resolve_raw_order``)."""
 
 
 def raw_order_body(order: RawOrderResult) -> bytes:

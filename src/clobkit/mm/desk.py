@@ -14,41 +14,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
-import time
-from collections import deque
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from .._core import from_units, to_units
-from .._spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
+from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, orders_topic
-from ..client._aio import within
-from ..client._core import UNKNOWN_OUTCOME
-from ..client._stream import Stream
-from ..errors import QuoteRefused, RateLimited, ValidationError
-from ..models import Order, Reconnected, StreamMessage
-from .budget import Budget, Slots
-from .ladder import Level, Quote, read_ladder
-from .metrics import Counters, collector
+from ..errors import QuoteRefused, ValidationError
+from .ladder import Quote, read_ladder
+from .metrics import collector
 from .quoter import Quoter, RequoteReport
-from .risk import NONE, DeskLimits, Sums, exposure
+from .risk import NONE, DeskLimits, exposure
+from .routing import Routing
 
 __all__ = ["Desk"]
 
 log = logging.getLogger("clobkit.mm")
 
-T = TypeVar("T")
 Number = Decimal | str | int | float
 
-CANCEL = "DELETE /orders/:id"
-OPEN_ORDERS = "GET /orders?open"
 
-
-class Desk:
+class Desk(Routing):
     """Market making over many markets: ``async with Desk(client, ...) as desk``.
 
     ``desk.quoter(market_id, outcome)`` gives a ``Quoter`` fed by the desk's one
@@ -65,7 +54,8 @@ class Desk:
     is 6,000 a minute per key), queued rather than spent on 429s; room to cancel
     every open order is always kept for cancels. At most ``max_in_flight`` at once
     (a requote of thousands of orders must not time out in the service's queue, and
-    the HTTP pool's cost per request grows with its connections); cancels go first.
+    the HTTP pool's cost per request grows with its connections); cancels go first,
+    and once halted they all go at once (bounded by the client's connection pool).
 
     Kill switch: ``halt()`` cancels every open order and refuses new quotes until
     ``resume()``. It fires by itself when the last ``heartbeat()`` is older than
@@ -97,85 +87,41 @@ class Desk:
         user_id: str | None = None,
         books: bool = True,
     ) -> None:
-        for name, value in (
-            ("max_open_orders", max_open_orders),
-            ("rate_limit_per_minute", rate_limit_per_minute),
-            ("max_in_flight", max_in_flight),
-            ("error_window", error_window),
-        ):
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
-                raise ValidationError(name, value, "must be a positive int")
-        for name, seconds in (
-            ("heartbeat_timeout", heartbeat_timeout),
-            ("stream_timeout", stream_timeout),
-            ("room_timeout", room_timeout),
-        ):
-            if seconds is not None and (
-                isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0
-            ):
-                raise ValidationError(name, seconds, "must be a positive number of seconds")
-        if isinstance(max_error_rate, bool) or not 0 < max_error_rate <= 1:
-            raise ValidationError("max_error_rate", max_error_rate, "must be in (0, 1]")
-        self._client = client
-
-        def units(value: Number | None, name: str) -> int | None:
-            return None if value is None else to_units(value, name)
-
-        #: The limits over the whole desk, in units (1 USDC or 1 share = 1_000_000).
-        self.limits = DeskLimits(
-            max_open_orders,
-            units(max_notional, "max_notional"),
-            units(max_position_per_market, "max_position_per_market"),
-            units(max_position_per_event, "max_position_per_event"),
+        _check_options(
+            {
+                "max_open_orders": max_open_orders,
+                "rate_limit_per_minute": rate_limit_per_minute,
+                "max_in_flight": max_in_flight,
+                "error_window": error_window,
+            },
+            {
+                "heartbeat_timeout": heartbeat_timeout,
+                "stream_timeout": stream_timeout,
+                "room_timeout": room_timeout,
+            },
+            max_error_rate,
         )
-        self.budget = Budget(rate_limit_per_minute)
-        self.slots = Slots(max_in_flight)
-        self.heartbeat_timeout = heartbeat_timeout
-        self.stream_timeout = stream_timeout
-        self.max_error_rate = max_error_rate
-        self.room_timeout = room_timeout
+        self._client = client
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
         self.books = books
-        #: Why the kill switch holds (``None``: quoting is allowed).
-        self.halted: str | None = None
-        #: Times the kill switch fired.
-        self.halts = 0
-        #: Seconds between the watchdog's checks (heartbeat, stream, error rate).
-        self.watch_interval = 0.05
-        self.counters = Counters()
-        self._quoters: dict[tuple[str, str], Quoter] = {}  # (market id as given, outcome)
-        self._by_outcome: dict[tuple[str, str], Quoter] = {}  # (market id, outcome)
-        self._by_topic: dict[str, Quoter] = {}  # book topic -> quoter
-        self._now = Sums()  # what may rest on the service now
-        self._plan = Sums()  # what the requotes under way head to
-        self._waiting: list[asyncio.Future[None]] = []
-        self._outcomes: deque[bool] = deque(maxlen=error_window)  # True: unknown outcome
-        self._unknown = 0
-        self._beat: float | None = None
-        self._stream: Stream | None = None
-        self._frames = 0  # frames of streams closed before
-        self._stream_lock = asyncio.Lock()
-        self._acked = asyncio.Event()
-        self._pump: asyncio.Task[None] | None = None
+        self.room_timeout = room_timeout
+        limits = DeskLimits(
+            max_open_orders,
+            _units(max_notional, "max_notional"),
+            _units(max_position_per_market, "max_position_per_market"),
+            _units(max_position_per_event, "max_position_per_event"),
+        )
+        self._init_kill_switch(heartbeat_timeout, stream_timeout, max_error_rate, error_window)
+        self._init_gate(limits, rate_limit_per_minute, max_in_flight)
+        self._init_routing()
         self._watch: asyncio.Task[None] | None = None
-        self._resync: asyncio.Task[None] | None = None
-        self._resync_again = False
-        self._resync_everyone = False
-        self._halting: asyncio.Task[list[Order]] | None = None
         self._opening: dict[Quoter, asyncio.Task[None]] = {}
-        self._held: asyncio.Task[dict[Any, int]] | None = None
-        self._listed: asyncio.Task[list[Order]] | None = None
-        self.reconnects = 0
 
     def __repr__(self) -> str:
         return (
             f"Desk(quoters={len(self._quoters)}, open={self._now.orders}, halted={self.halted!r})"
         )
-
-    # -- lifecycle --------------------------------------------------------------------
 
     async def __aenter__(self) -> Desk:
         if self.user_id is None:
@@ -262,315 +208,14 @@ class Desk:
             if not self._opening:  # the shared reads served this batch
                 self._held = self._listed = None
 
-    # -- the Quoter's host ------------------------------------------------------------------
-
-    async def request(self, endpoint: str, call: Awaitable[T]) -> T:
-        """Await ``call`` (one request to ``endpoint``) within the budget, counted."""
-        urgent = endpoint == CANCEL
-        keep = 0 if urgent else self._now.orders  # room to cancel everything
-        try:
-            await self.slots.acquire(urgent)
-        except BaseException:
-            if inspect.iscoroutine(call):
-                call.close()  # never started
-            raise
-        try:
-            return await self._send(endpoint, call, keep)
-        finally:
-            self.slots.release()
-
-    async def _send(self, endpoint: str, call: Awaitable[T], keep: int) -> T:
-        try:
-            await self.budget.take(keep)
-        except BaseException:
-            if inspect.iscoroutine(call):
-                call.close()  # never started
-            raise
-        start = time.perf_counter()
-        try:
-            result = await call
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            if isinstance(exc, RateLimited):
-                self.counters.rate_limited += 1
-                outcome = "429"
-            else:
-                outcome = type(exc).__name__
-            self.counters.request(endpoint, outcome, time.perf_counter() - start)
-            self._outcome(isinstance(exc, UNKNOWN_OUTCOME))
-            raise
-        self.counters.request(endpoint, "ok", time.perf_counter() - start)
-        self._outcome(False)
-        if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
-            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages
-        return result
-
-    def _outcome(self, unknown: bool) -> None:
-        window = self._outcomes
-        if len(window) == window.maxlen and window[0]:
-            self._unknown -= 1
-        window.append(unknown)
-        self._unknown += unknown
-        if (
-            unknown
-            and len(window) == window.maxlen
-            and self._unknown > self.max_error_rate * len(window)
-        ):
-            self._fire(
-                f"error rate {self._unknown}/{len(window)} requests past max_error_rate "
-                f"{self.max_error_rate}"
-            )
-
-    async def attach(self, q: Quoter) -> None:
-        key = (q.market_id, q.outcome)
-        other = self._by_outcome.get(key)
-        if other is not None and other is not q:
-            raise ValidationError(
-                "market_id", q.market_id, f"already has a quoter of {q.outcome!r}"
-            )
-        self._by_outcome[key] = q
-        topics = []
-        if self.books:
-            self._by_topic[q._book_topic] = q
-            topics.append(q._book_topic)
-        if self.user_id is None and q.user_id is not None:
-            self.user_id = q.user_id
-        if self.user_id is not None:
-            topics.append(orders_topic(self.user_id))
-        if topics:
-            await self._listen(topics)
-
-    def detach(self, q: Quoter) -> None:
-        if self._by_outcome.get((q.market_id, q.outcome)) is q:
-            del self._by_outcome[(q.market_id, q.outcome)]
-        if self._by_topic.get(q._book_topic) is q:
-            del self._by_topic[q._book_topic]
-        self._now.set(q, NONE)
-        self._plan.set(q, NONE)
-        self._wake()
-
-    async def held(self, q: Quoter) -> int:
-        if self._held is None:
-            self._held = asyncio.ensure_future(self._read_positions())
-        positions = await asyncio.shield(self._held)
-        return positions.get(q.token_id, positions.get((q.market_id, q.outcome), 0))
-
-    async def _read_positions(self) -> dict[Any, int]:
-        positions: dict[Any, int] = {}
-        async for pos in self._client.iter_positions():  # one request a page of 100
-            units = to_units(pos.shares or 0, "shares")
-            if pos.token_id is not None:
-                positions[pos.token_id] = units
-            elif pos.market_id is not None and pos.raw_outcome is not None:
-                positions[(pos.market_id, pos.raw_outcome)] = units
-        return positions
-
-    async def listed(self) -> list[Order]:
-        if self._listed is None:
-            self._listed = asyncio.ensure_future(
-                self.request(OPEN_ORDERS, self._client.open_orders())
-            )
-        return await asyncio.shield(self._listed)
-
-    async def subscribe_orders(self, user_id: str) -> None:
-        if self.user_id is None:
-            self.user_id = user_id
-            for q in self._quoters.values():
-                if q.user_id is None:
-                    q.user_id = user_id
-                    q._orders_topic = orders_topic(user_id)
-            self._acked.clear()
-            await self._listen([orders_topic(user_id)])
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(self._acked.wait(), 1.0)
-            # what happened before the subscription: one read for every open quoter (the
-            # quoter that learnt the user re-reads its own at the end of its requote)
-            self._schedule_resync(everyone=True)
-
-    async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool:
-        """Check ``q``'s new ladder ``levels`` against the desk's limits (``QuoteRefused``)
-        and reserve what may rest meanwhile; True: send the cancels first, since the
-        old and new orders together (``union``) would not fit."""
-        if self.halted is not None and levels:
-            raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
-        held = q._position
-        target = exposure(levels, held)
-        refused = self._plan.breach(q, target, self.limits)
-        if refused is not None:
-            raise refused
-        self._plan.set(q, target)
-        both = exposure(union, held)
-        if self._now.breach(q, both, self.limits) is None:
-            self._now.set(q, both)
-            return False
-        return True
-
-    async def admit_places(self, q: Quoter, place: Sequence[Level]) -> None:
-        """After ``q``'s cancels: wait (``room_timeout`` s at most) until what it tracks
-        (the orders left and ``place``, prepared) fits beside the other quoters', and
-        reserve it."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.room_timeout
-        new = exposure(q.resting(), q._position)
-        while True:
-            if self.halted is not None:
-                raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
-            refused = self._now.breach(q, new, self.limits)
-            if refused is None:
-                self._now.set(q, new)
-                return
-            left = deadline - loop.time()
-            if left <= 0:
-                raise refused
-            waiter = loop.create_future()
-            self._waiting.append(waiter)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(waiter, left)
-
-    def settle(self, q: Quoter) -> None:
-        """``q``'s requote (cancel, reconcile) ended: what may rest on the service is
-        what it tracks, and what it heads to."""
-        now = exposure(q.resting(), q._position)
-        self._now.set(q, now)
-        self._plan.set(q, now)
-        self._wake()
-
-    def _wake(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        for waiter in waiting:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    # -- the stream -----------------------------------------------------------------------
-
-    async def _listen(self, topics: list[str]) -> None:
-        async with self._stream_lock:
-            if self._stream is None:
-                self._stream = self._client.stream(topics, backoff=0.05, backoff_cap=1.0)
-                await self._stream.start()
-                self._pump = asyncio.create_task(self._consume(), name="clobkit-desk")
-            else:
-                await self._stream.subscribe(topics)
-
-    async def _consume(self) -> None:
-        assert self._stream is not None
-        route = self.route
-        async for item in self._stream:
-            route(item)
-
-    def route(self, item: StreamMessage | Reconnected) -> None:
-        """Hand one stream item to the quoter it concerns (the desk's bookkeeping)."""
-        counters = self.counters
-        counters.messages += 1
-        if type(item) is StreamMessage:
-            order = item.order
-            if order is not None:
-                q = self._by_outcome.get((order.market_id or "", order.outcome or ""))
-                stamp = order.updated_at
-                if stamp is not None:
-                    counters.lag.observe(max(0.0, time.time() - stamp.timestamp()))
-            else:
-                q = self._by_topic.get(item.topic or "")
-                if q is None:
-                    if item.type == "subscribed":
-                        self._acked.set()
-                    return
-            if q is not None:
-                q._on_item(item)
-        elif type(item) is Reconnected:
-            self.reconnects += 1
-            for q in self._quoters.values():
-                q.reconnects += 1
-                q._stale = True
-            self._schedule_resync()
-
-    def _schedule_resync(self, everyone: bool = False) -> None:
-        self._resync_again = True
-        self._resync_everyone = self._resync_everyone or everyone
-        if self._resync is None or self._resync.done():
-            self._resync = asyncio.ensure_future(self._resync_all())
-
-    async def _resync_all(self) -> None:
-        """After a reconnect (or the order topic's late subscription): one read of the
-        live orders brings every quoter up to date."""
-        while self._resync_again:
-            self._resync_again = False
-            everyone, self._resync_everyone = self._resync_everyone, False
-            quoters = [q for q in self._quoters.values() if q.market is not None]
-            try:
-                async with contextlib.AsyncExitStack() as stack:
-                    for q in quoters:  # one at a time, in one order: no lock cycle
-                        await stack.enter_async_context(q._lock)
-                    stale = [q for q in quoters if q._stale or everyone]
-                    if not stale:
-                        continue
-                    listed = await self.request(OPEN_ORDERS, self._client.open_orders())
-                    results = await asyncio.gather(
-                        *(q._reconcile(listed) for q in stale), return_exceptions=True
-                    )
-                    for q in stale:
-                        self.settle(q)
-                    for result in results:
-                        if isinstance(result, Exception):
-                            log.warning("re-reading orders after a reconnect failed: %s", result)
-            except Exception as exc:  # each quoter's next requote re-reads what is stale
-                log.warning("re-reading orders after a reconnect failed: %s", exc)
-
-    # -- the kill switch ------------------------------------------------------------------
-
-    def heartbeat(self) -> None:
-        """The strategy's loop is alive (call it every round; arms ``heartbeat_timeout``)."""
-        self._beat = time.monotonic()
-
-    async def halt(self, reason: str = "halt() called") -> list[Order]:
-        """Refuse new quotes and cancel every open order of the desk; the orders cancelled."""
-        if self.halted is None:
-            self.halted = reason
-            self.halts += 1
-            log.warning("desk halted: %s", reason)
-        self._wake()  # requotes waiting for room give up
-        opened = [q for q in self._quoters.values() if q.market is not None]
-        results = await asyncio.gather(*(q.cancel_all() for q in opened), return_exceptions=True)
-        cancelled: list[Order] = []
-        failure: BaseException | None = None
-        for result in results:
-            if isinstance(result, BaseException):
-                failure = result
-            else:
-                cancelled.extend(result)
-        if failure is not None:
-            raise failure
-        return cancelled
-
-    def resume(self) -> None:
-        """Allow quoting again after ``halt()`` (and re-arm the automatic triggers)."""
-        self.halted = None
-        self._beat = None
-        self._outcomes.clear()
-        self._unknown = 0
-
-    def _fire(self, reason: str) -> None:
-        if self.halted is None and (self._halting is None or self._halting.done()):
-            self._halting = asyncio.ensure_future(self.halt(reason))
-            self._halting.add_done_callback(_log_failure)
-
-    async def _watchdog(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await asyncio.sleep(self.watch_interval)
-            if self.halted is not None:
-                continue
-            beat, limit = self._beat, self.heartbeat_timeout
-            if beat is not None and limit is not None and time.monotonic() - beat > limit:
-                self._fire(f"heartbeat older than {limit} s")
-                continue
-            stream, limit = self._stream, self.stream_timeout
-            down = None if stream is None else stream.down_since
-            if down is not None and limit is not None and loop.time() - down > limit:
-                self._fire(f"stream down for more than {limit} s")
-
-    # -- many markets at once ------------------------------------------------------------------
+    async def reconcile(self) -> None:
+        """Re-read the service so that every open quoter's view equals it (every fill up
+        to now counted): one listing of the live orders serves the whole desk (a
+        request per open status, whatever the number of markets), then the final
+        record of each order gone from it. Raises the first failure once all are done."""
+        failures = await self._reread(everyone=True)
+        if failures:
+            raise failures[0]
 
     async def requote(
         self, ladders: Mapping[Quoter, Iterable[Quote]]
@@ -612,8 +257,6 @@ class Desk:
         if failure is not None:
             raise failure
         return reports
-
-    # -- metrics ------------------------------------------------------------------------
 
     def metrics(self) -> dict[str, Any]:
         """A snapshot: requests by endpoint and outcome, latency histograms (s), retries,
@@ -662,6 +305,23 @@ class Desk:
         return collector(self.metrics)
 
 
-def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("the kill switch's cancels failed: %s", task.exception())
+def _check_options(
+    counts: dict[str, int | None], seconds: dict[str, float | None], max_error_rate: float
+) -> None:
+    """``ValidationError`` naming the first option out of its range."""
+    for name, value in counts.items():
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ValidationError(name, value, "must be a positive int")
+    for name, given in seconds.items():
+        if given is not None and (
+            isinstance(given, bool) or not isinstance(given, (int, float)) or given <= 0
+        ):
+            raise ValidationError(name, given, "must be a positive number of seconds")
+    if isinstance(max_error_rate, bool) or not 0 < max_error_rate <= 1:
+        raise ValidationError("max_error_rate", max_error_rate, "must be in (0, 1]")
+
+
+def _units(value: Number | None, name: str) -> int | None:
+    return None if value is None else to_units(value, name)

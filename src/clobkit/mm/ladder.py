@@ -9,9 +9,9 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from .._core import limit_amounts, to_units
+from .._parse import parse_side
 from .._spec import DECIMALS
 from .._types import Side
-from ..client._validate import _side_name
 from ..errors import QuoteRefused
 
 __all__ = ["Level", "Limits", "Quote", "diff", "read_ladder"]
@@ -74,7 +74,7 @@ def read_ladder(quotes: Iterable[Quote], limits: Limits, position: int) -> list[
             raise QuoteRefused(f"quotes[{i}]", quote, "must be a Quote(side, price, size)")
         side, price, size = quote
         amounts = limit_amounts(side, price, size)  # checks side, price grid, size
-        s = 0 if _side_name(side) == "BUY" else 1
+        s = parse_side(side)  # checked by limit_amounts above
         shares = amounts.taker_amount if s == 0 else amounts.maker_amount
         level = Level(s, to_units(price, "price"), shares, *amounts)
         if level.key in seen:

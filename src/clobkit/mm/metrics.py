@@ -67,75 +67,85 @@ def collector(snapshot: Callable[[], dict[str, Any]]) -> Any:
     """A ``prometheus_client`` collector reading ``snapshot()`` (``Desk.metrics``) at each
     scrape: register it with ``prometheus_client.REGISTRY.register(...)``. Needs the
     ``metrics`` extra (``pip install clobkit[metrics]``)."""
-    from prometheus_client.core import (
-        CounterMetricFamily,
-        GaugeMetricFamily,
-        HistogramMetricFamily,
-    )
     from prometheus_client.registry import Collector
 
     class DeskCollector(Collector):
         def collect(self) -> Iterator[Any]:
             snap = snapshot()
-            requests = CounterMetricFamily(
-                "clobkit_desk_requests",
-                "Requests by endpoint and outcome",
-                labels=["endpoint", "outcome"],
-            )
-            for row in snap["requests"]:
-                requests.add_metric([row["endpoint"], row["outcome"]], row["count"])
-            yield requests
-            latency = HistogramMetricFamily(
-                "clobkit_desk_request_seconds", "Request latency by endpoint", labels=["endpoint"]
-            )
-            for endpoint, hist in snap["latency"].items():
-                latency.add_metric([endpoint], list(hist["buckets"].items()), sum_value=hist["sum"])
-            yield latency
-            for name, key, text in (
-                ("clobkit_desk_retries", "retries", "Places and cancels sent again"),
-                ("clobkit_desk_rate_limited", "rate_limited", "429 answers"),
-                ("clobkit_desk_reconnects", "reconnects", "Stream reconnects"),
-                ("clobkit_desk_messages", "messages", "Stream messages routed"),
-                ("clobkit_desk_frames", "frames", "Stream frames decoded"),
-                ("clobkit_desk_halts", "halts", "Kill switch firings"),
-            ):
-                yield CounterMetricFamily(name, text, value=snap[key])
-            lag = snap["lag"]
-            yield HistogramMetricFamily(
-                "clobkit_desk_message_lag_seconds",
-                "Order updates: receipt time minus the record's updated_at",
-                buckets=list(lag["buckets"].items()),
-                sum_value=lag["sum"],
-            )
-            yield GaugeMetricFamily(
-                "clobkit_desk_halted",
-                "1 while the kill switch holds",
-                value=snap["halted"] is not None,
-            )
-            yield GaugeMetricFamily(
-                "clobkit_desk_open_orders", "Open orders", value=snap["open_orders"]
-            )
-            yield GaugeMetricFamily(
-                "clobkit_desk_notional", "Notional at risk (USDC)", value=float(snap["notional"])
-            )
-            fills = CounterMetricFamily(
-                "clobkit_desk_fills", "Fills by market", labels=["market_id"]
-            )
-            position = GaugeMetricFamily(
-                "clobkit_desk_position", "Shares held", labels=["market_id", "outcome"]
-            )
-            notional = GaugeMetricFamily(
-                "clobkit_desk_market_notional",
-                "Notional at risk by market (USDC)",
-                labels=["market_id"],
-            )
-            for market_id, row in snap["markets"].items():
-                fills.add_metric([market_id], row["fills"])
-                notional.add_metric([market_id], float(row["notional"]))
-                for outcome, shares in row["position"].items():
-                    position.add_metric([market_id, outcome], float(shares))
-            yield fills
-            yield position
-            yield notional
+            yield from _request_families(snap)
+            yield from _desk_families(snap)
+            yield from _market_families(snap)
 
     return DeskCollector()
+
+
+def _request_families(snap: dict[str, Any]) -> Iterator[Any]:
+    """Requests by endpoint and outcome, and their latency."""
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+    requests = CounterMetricFamily(
+        "clobkit_desk_requests", "Requests by endpoint and outcome", labels=["endpoint", "outcome"]
+    )
+    for row in snap["requests"]:
+        requests.add_metric([row["endpoint"], row["outcome"]], row["count"])
+    yield requests
+    latency = HistogramMetricFamily(
+        "clobkit_desk_request_seconds", "Request latency by endpoint", labels=["endpoint"]
+    )
+    for endpoint, hist in snap["latency"].items():
+        latency.add_metric([endpoint], list(hist["buckets"].items()), sum_value=hist["sum"])
+    yield latency
+
+
+def _desk_families(snap: dict[str, Any]) -> Iterator[Any]:
+    """The desk's counters, message lag, kill switch, open orders and notional."""
+    from prometheus_client.core import (
+        CounterMetricFamily,
+        GaugeMetricFamily,
+        HistogramMetricFamily,
+    )
+
+    for name, key, text in (
+        ("clobkit_desk_retries", "retries", "Places and cancels sent again"),
+        ("clobkit_desk_rate_limited", "rate_limited", "429 answers"),
+        ("clobkit_desk_reconnects", "reconnects", "Stream reconnects"),
+        ("clobkit_desk_messages", "messages", "Stream messages routed"),
+        ("clobkit_desk_frames", "frames", "Stream frames decoded"),
+        ("clobkit_desk_halts", "halts", "Kill switch firings"),
+    ):
+        yield CounterMetricFamily(name, text, value=snap[key])
+    lag = snap["lag"]
+    yield HistogramMetricFamily(
+        "clobkit_desk_message_lag_seconds",
+        "Order updates: receipt time minus the record's updated_at",
+        buckets=list(lag["buckets"].items()),
+        sum_value=lag["sum"],
+    )
+    yield GaugeMetricFamily(
+        "clobkit_desk_halted", "1 while the kill switch holds", value=snap["halted"] is not None
+    )
+    yield GaugeMetricFamily("clobkit_desk_open_orders", "Open orders", value=snap["open_orders"])
+    yield GaugeMetricFamily(
+        "clobkit_desk_notional", "Notional at risk (USDC)", value=float(snap["notional"])
+    )
+
+
+def _market_families(snap: dict[str, Any]) -> Iterator[Any]:
+    """Fills, position and notional at risk per market."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    fills = CounterMetricFamily("clobkit_desk_fills", "Fills by market", labels=["market_id"])
+    position = GaugeMetricFamily(
+        "clobkit_desk_position", "Shares held", labels=["market_id", "outcome"]
+    )
+    notional = GaugeMetricFamily(
+        "clobkit_desk_market_notional", "Notional at risk by market (USDC)", labels=["market_id"]
+    )
+    for market_id, row in snap["markets"].items():
+        fills.add_metric([market_id], row["fills"])
+        notional.add_metric([market_id], float(row["notional"]))
+        for outcome, shares in row["position"].items():
+            position.add_metric([market_id, outcome], float(shares))
+    yield fills
+    yield position
+    yield notional

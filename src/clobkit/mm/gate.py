@@ -1,0 +1,197 @@
+"""The ``Desk``'s gate: every request of its quoters within the budget (a sliding
+window like the service's, room kept to cancel every open order, a bounded number
+in flight, counted by endpoint and outcome), the reads its quoters share, and the
+limits over the whole desk checked before anything is sent."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import time
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from .._core import to_units
+from .._spec import PAGE_SIZE_MAX
+from ..client import UNKNOWN_OUTCOME, AsyncClient, within
+from ..errors import QuoteRefused, RateLimited
+from ..models import Order
+from .budget import Budget, Slots
+from .killswitch import KillSwitch
+from .ladder import Level
+from .metrics import Counters
+from .quoter import Quoter
+from .risk import NONE, DeskLimits, Sums, exposure
+
+__all__ = ["CANCEL", "OPEN_ORDERS", "Gate"]
+
+T = TypeVar("T")
+
+CANCEL = "DELETE /orders/:id"
+OPEN_ORDERS = "GET /orders?open"
+
+
+class Gate(KillSwitch):
+    """The requests, shared reads and limits of a ``Desk`` (the quoters' ``Host``)."""
+
+    _client: AsyncClient
+    _by_outcome: dict[tuple[str, str], Quoter]
+    _by_topic: dict[str, Quoter]
+    #: Seconds a requote waits for room under the desk's limits (``admit_places``).
+    room_timeout: float
+
+    def _init_gate(
+        self, limits: DeskLimits, rate_limit_per_minute: int, max_in_flight: int
+    ) -> None:
+        #: The limits over the whole desk, in units (1 USDC or 1 share = 1_000_000).
+        self.limits = limits
+        self.budget = Budget(rate_limit_per_minute)
+        self.slots = Slots(max_in_flight)
+        self.counters = Counters()
+        self._now = Sums()  # what may rest on the service now
+        self._plan = Sums()  # what the requotes under way head to
+        self._held: asyncio.Task[dict[Any, int]] | None = None
+        self._listed: asyncio.Task[list[Order]] | None = None
+
+    async def request(self, endpoint: str, call: Awaitable[T]) -> T:
+        """Await ``call`` (one request to ``endpoint``) within the budget, counted."""
+        urgent = endpoint == CANCEL
+        if urgent and self.halted is not None:
+            # the kill switch: every cancel at once, bounded by the client's connection
+            # pool alone (the budget always keeps room to cancel every open order)
+            return await self._send(endpoint, call, 0)
+        keep = 0 if urgent else self._now.orders  # room to cancel everything
+        try:
+            await self.slots.acquire(urgent)
+        except BaseException:
+            if inspect.iscoroutine(call):
+                call.close()  # never started
+            raise
+        try:
+            return await self._send(endpoint, call, keep)
+        finally:
+            self.slots.release()
+
+    async def _send(self, endpoint: str, call: Awaitable[T], keep: int) -> T:
+        try:
+            await self.budget.take(keep)
+        except BaseException:
+            if inspect.iscoroutine(call):
+                call.close()  # never started
+            raise
+        start = time.perf_counter()
+        try:
+            result = await call
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if isinstance(exc, RateLimited):
+                self.counters.rate_limited += 1
+                outcome = "429"
+            else:
+                outcome = type(exc).__name__
+            self.counters.request(endpoint, outcome, time.perf_counter() - start)
+            self._outcome(isinstance(exc, UNKNOWN_OUTCOME))
+            raise
+        self.counters.request(endpoint, "ok", time.perf_counter() - start)
+        self._outcome(False)
+        if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
+            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages
+        return result
+
+    def _outcome(self, unknown: bool) -> None:
+        window = self._outcomes
+        if len(window) == window.maxlen and window[0]:
+            self._unknown -= 1
+        window.append(unknown)
+        self._unknown += unknown
+        if (
+            unknown
+            and len(window) == window.maxlen
+            and self._unknown > self.max_error_rate * len(window)
+        ):
+            self._fire(
+                f"error rate {self._unknown}/{len(window)} requests past max_error_rate "
+                f"{self.max_error_rate}"
+            )
+
+    async def held(self, q: Quoter) -> int:
+        if self._held is None:
+            self._held = asyncio.ensure_future(self._read_positions())
+        positions = await asyncio.shield(self._held)
+        return positions.get(q.token_id, positions.get((q.market_id, q.outcome), 0))
+
+    async def _read_positions(self) -> dict[Any, int]:
+        positions: dict[Any, int] = {}
+        async for pos in self._client.iter_positions():  # one request a page of 100
+            units = to_units(pos.shares or 0, "shares")
+            if pos.token_id is not None:
+                positions[pos.token_id] = units
+            elif pos.market_id is not None and pos.raw_outcome is not None:
+                positions[(pos.market_id, pos.raw_outcome)] = units
+        return positions
+
+    async def listed(self) -> list[Order]:
+        if self._listed is None:
+            self._listed = asyncio.ensure_future(
+                self.request(OPEN_ORDERS, self._client.open_orders())
+            )
+        return await asyncio.shield(self._listed)
+
+    async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool:
+        """Check ``q``'s new ladder ``levels`` against the desk's limits (``QuoteRefused``)
+        and reserve what may rest meanwhile; True: send the cancels first, since the
+        old and new orders together (``union``) would not fit."""
+        if self.halted is not None and levels:
+            raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
+        held = q._position
+        target = exposure(levels, held)
+        refused = self._plan.breach(q, target, self.limits)
+        if refused is not None:
+            raise refused
+        self._plan.set(q, target)
+        both = exposure(union, held)
+        if self._now.breach(q, both, self.limits) is None:
+            self._now.set(q, both)
+            return False
+        return True
+
+    async def admit_places(self, q: Quoter, place: Sequence[Level]) -> None:
+        """After ``q``'s cancels: wait (``room_timeout`` s at most) until what it tracks
+        (the orders left and ``place``, prepared) fits beside the other quoters', and
+        reserve it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.room_timeout
+        new = exposure(q.resting(), q._position)
+        while True:
+            if self.halted is not None:
+                raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
+            refused = self._now.breach(q, new, self.limits)
+            if refused is None:
+                self._now.set(q, new)
+                return
+            left = deadline - loop.time()
+            if left <= 0:
+                raise refused
+            waiter = loop.create_future()
+            self._waiting.append(waiter)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await within(waiter, left)
+
+    def settle(self, q: Quoter) -> None:
+        """``q``'s requote (cancel, reconcile) ended: what may rest on the service is
+        what it tracks, and what it heads to."""
+        now = exposure(q.resting(), q._position)
+        self._now.set(q, now)
+        self._plan.set(q, now)
+        self._wake()
+
+    def detach(self, q: Quoter) -> None:
+        if self._by_outcome.get((q.market_id, q.outcome)) is q:
+            del self._by_outcome[(q.market_id, q.outcome)]
+        if self._by_topic.get(q._book_topic) is q:
+            del self._by_topic[q._book_topic]
+        self._now.set(q, NONE)
+        self._plan.set(q, NONE)
+        self._wake()

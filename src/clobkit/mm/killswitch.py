@@ -1,0 +1,110 @@
+"""The ``Desk``'s kill switch: ``halt()`` cancels every open order of the desk and
+refuses new quotes until ``resume()``; a watchdog fires it when the strategy's
+heartbeat, the stream or the error rate says the desk should stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from ..client import Stream
+from ..models import Order
+from .quoter import Quoter
+
+__all__ = ["KillSwitch"]
+
+log = logging.getLogger("clobkit.mm")
+
+
+class KillSwitch:
+    """``heartbeat``, ``halt``, ``resume`` and the watchdog of a ``Desk``."""
+
+    _quoters: dict[tuple[str, str], Quoter]
+    _stream: Stream | None
+
+    def _init_kill_switch(
+        self,
+        heartbeat_timeout: float | None,
+        stream_timeout: float | None,
+        max_error_rate: float,
+        error_window: int,
+    ) -> None:
+        self.heartbeat_timeout = heartbeat_timeout
+        self.stream_timeout = stream_timeout
+        self.max_error_rate = max_error_rate
+        #: Why the kill switch holds (``None``: quoting is allowed).
+        self.halted: str | None = None
+        #: Times the kill switch fired.
+        self.halts = 0
+        #: Seconds between the watchdog's checks (heartbeat, stream, error rate).
+        self.watch_interval = 0.05
+        self._outcomes: deque[bool] = deque(maxlen=error_window)  # True: unknown outcome
+        self._unknown = 0
+        self._beat: float | None = None
+        self._halting: asyncio.Task[list[Order]] | None = None
+        self._waiting: list[asyncio.Future[None]] = []  # requotes waiting for room
+
+    def heartbeat(self) -> None:
+        """The strategy's loop is alive (call it every round; arms ``heartbeat_timeout``)."""
+        self._beat = time.monotonic()
+
+    async def halt(self, reason: str = "halt() called") -> list[Order]:
+        """Refuse new quotes and cancel every open order of the desk; the orders cancelled."""
+        if self.halted is None:
+            self.halted = reason
+            self.halts += 1
+            log.warning("desk halted: %s", reason)
+        self._wake()  # requotes waiting for room give up
+        opened = [q for q in self._quoters.values() if q.market is not None]
+        results = await asyncio.gather(*(q.cancel_all() for q in opened), return_exceptions=True)
+        cancelled: list[Order] = []
+        failure: BaseException | None = None
+        for result in results:
+            if isinstance(result, BaseException):
+                failure = result
+            else:
+                cancelled.extend(result)
+        if failure is not None:
+            raise failure
+        return cancelled
+
+    def resume(self) -> None:
+        """Allow quoting again after ``halt()`` (and re-arm the automatic triggers)."""
+        self.halted = None
+        self._beat = None
+        self._outcomes.clear()
+        self._unknown = 0
+
+    def _fire(self, reason: str) -> None:
+        if self.halted is None and (self._halting is None or self._halting.done()):
+            self._halting = asyncio.ensure_future(self.halt(reason))
+            self._halting.add_done_callback(_log_failure)
+
+    async def _watchdog(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.watch_interval)
+            if self.halted is not None:
+                continue
+            beat, limit = self._beat, self.heartbeat_timeout
+            if beat is not None and limit is not None and time.monotonic() - beat > limit:
+                self._fire(f"heartbeat older than {limit} s")
+                continue
+            stream, limit = self._stream, self.stream_timeout
+            down = None if stream is None else stream.down_since
+            if down is not None and limit is not None and loop.time() - down > limit:
+                self._fire(f"stream down for more than {limit} s")
+
+    def _wake(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("the kill switch's cancels failed: %s", task.exception())
