@@ -93,6 +93,12 @@ def _positive(body: Mapping[str, Any], name: str) -> Decimal:
     return number
 
 
+def _floor_hundredths(number: Decimal) -> Decimal:
+    """The service takes an amount or share count with more decimals floored to 2;
+    clobkit's amount functions refuse them, so the engine floors them here."""
+    return number.quantize(Decimal("0.01"), ROUND_DOWN)
+
+
 def cents(number: Decimal, name: str) -> int:
     """A price on the 0.01 grid within [0.01, 0.99], in cents."""
     scaled = number * 100
@@ -195,7 +201,7 @@ def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderS
         if order_type == FOK:
             worst = fok_price(market, outcome, side, quantity, limit)
             price = Decimal(worst) / 100
-            amounts = market_amounts(side, price, quantity)
+            amounts = market_amounts(side, price, _floor_hundredths(quantity))
             limit_cents = worst
             amount_based = side == BUY
             size = amounts.taker_amount if side == BUY else amounts.maker_amount
@@ -209,7 +215,7 @@ def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderS
                     raise bad_body("amount is too small to buy 0.01 shares at limit_price")
                 amounts = limit_amounts(BUY, price, shares)
             else:
-                amounts = limit_amounts(SELL, price, quantity)
+                amounts = limit_amounts(SELL, price, _floor_hundredths(quantity))
             limit_cents = limit
             amount_based = False
             size = amounts.taker_amount if side == BUY else amounts.maker_amount
