@@ -165,8 +165,20 @@ def check_columns(names: list[str], layout: Layout, where: str, lacks: str, head
         raise InputError(f"{where}: duplicate column(s) {', '.join(duplicates)}")
     missing = [name for name in layout.required if name not in names]
     if missing:
-        raise InputError(f"{where}: {lacks} {', '.join(missing)}")
+        raise InputError(f"{where}: {lacks} {', '.join(missing)}{_separator_hint(names)}")
     _refuse_other_version(names, layout, header)
+
+
+def _separator_hint(names: list[str]) -> str:
+    """Why every column may seem missing: a header split on another separator
+    (a spreadsheet's semicolon CSV), said with what to do."""
+    for sep, what in ((";", "semicolon"), ("\t", "tab")):
+        if any(sep in name for name in names):
+            return (
+                f" ({what}-separated? clobkit reads comma-separated CSV: "
+                "save or convert the file with ',' as the separator)"
+            )
+    return ""
 
 
 def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
