@@ -165,8 +165,24 @@ def check_columns(names: list[str], layout: Layout, where: str, lacks: str, head
         raise InputError(f"{where}: duplicate column(s) {', '.join(duplicates)}")
     missing = [name for name in layout.required if name not in names]
     if missing:
-        raise InputError(f"{where}: {lacks} {', '.join(missing)}{_separator_hint(names)}")
+        raise InputError(
+            f"{where}: {lacks} {', '.join(missing)}"
+            f"{version_note(missing, layout)}{_separator_hint(names)}"
+        )
     _refuse_other_version(names, layout, header)
+
+
+def version_note(missing: list[str], layout: Layout) -> str:
+    """For missing columns only this wallet's order version has (a V1 file with a V2
+    wallet lacks ``timestamp``): which version asks for them and what to do."""
+    own = [name for name in missing if name not in _COMMON]
+    if not own:
+        return ""
+    version = "V1" if layout is V1 else "V2/V3"
+    return (
+        f" (the wallet is on exchange version {version}, whose orders need "
+        f"{', '.join(own)}; for orders of the other version pass --exchange-version)"
+    )
 
 
 def _separator_hint(names: list[str]) -> str:
