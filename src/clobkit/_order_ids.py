@@ -36,7 +36,8 @@ from ._order_ids_csvfast import available, engine, read_header, run_blocks
 from ._order_ids_parquet import _run_parquet
 from ._order_ids_rows import LAYOUTS, Batch, InputError, Parsed, check_signer, hash_batch
 from ._order_ids_stages import depth_for, item_threads, staged
-from .errors import ValidationError
+from ._wallet import wallet_data
+from .errors import OrderFieldError, ValidationError
 from .order_id import OrderHasher
 from .signing import OrderSigner
 
@@ -79,10 +80,10 @@ def load_wallet(path: str) -> dict[str, Any]:
         raise InputError(f"the wallet {path} is not JSON ({exc})") from None
     except RecursionError:
         raise InputError(f"the wallet {path} is not JSON (nested too deeply)") from None
-    if isinstance(obj, dict) and ("success" in obj or list(obj) == ["data"]):  # an envelope
-        if obj.get("success", True) is not True:
-            raise InputError(f"the wallet {path} is a failed response: {obj.get('error')}")
-        obj = obj.get("data")
+    try:
+        obj = wallet_data(obj)  # the envelope, read as the hashers and clobkit.dask read it
+    except OrderFieldError as exc:
+        raise InputError(f"the wallet {path} {exc.reason}") from None
     if not isinstance(obj, dict):
         raise InputError(f"the wallet {path} must hold the GET /wallet data or its envelope")
     return obj

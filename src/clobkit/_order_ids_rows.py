@@ -172,7 +172,7 @@ def check_columns(names: list[str], layout: Layout, where: str, lacks: str, head
     _refuse_other_version(names, layout, header)
 
 
-def version_note(missing: list[str], layout: Layout) -> str:
+def version_note(missing: list[str], layout: Layout, choose: str = "--exchange-version") -> str:
     """For missing columns only this wallet's order version has (a V1 file with a V2
     wallet lacks ``timestamp``): which version asks for them and what to do."""
     own = [name for name in missing if name not in _COMMON]
@@ -181,7 +181,7 @@ def version_note(missing: list[str], layout: Layout) -> str:
     version = "V1" if layout is V1 else "V2/V3"
     return (
         f" (the wallet is on exchange version {version}, whose orders need "
-        f"{', '.join(own)}; for orders of the other version pass --exchange-version)"
+        f"{', '.join(own)}; for orders of the other version pass {choose})"
     )
 
 
