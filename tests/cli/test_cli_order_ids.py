@@ -310,6 +310,17 @@ def test_default_batch_is_smaller_than_a_big_file(
     assert rows  # the helper stays exercised
 
 
+def test_help_says_when_the_progress_bar_shows(cli: Callable[..., Result]) -> None:
+    """Only on a terminal by default (logs and pipes stay clean): --help and README say so."""
+    result = cli("order-ids", "--help")
+    assert result.code == 0
+    text = " ".join(result.out.split())
+    assert (
+        "--progress, --no-progress progress bar on stderr (default: when stderr is a terminal)"
+        in text
+    )
+
+
 def test_no_progress_bar_when_not_a_terminal(
     cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
 ) -> None:
