@@ -180,8 +180,8 @@ def version_note(missing: list[str], layout: Layout, choose: str = "--exchange-v
         return ""
     version = "V1" if layout is V1 else "V2/V3"
     return (
-        f" (the wallet is on exchange version {version}, whose orders need "
-        f"{', '.join(own)}; for orders of the other version pass {choose})"
+        f" (exchange version {version} orders need {', '.join(own)}: the version comes "
+        f"from the wallet's exchange addresses unless {choose} sets it)"
     )
 
 

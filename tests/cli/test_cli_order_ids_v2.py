@@ -129,8 +129,8 @@ def test_other_versions_columns_are_refused(
 
 
 NOTE = (
-    "(the wallet is on exchange version V2/V3, whose orders need timestamp; "
-    "for orders of the other version pass --exchange-version)"
+    "(exchange version V2/V3 orders need timestamp: the version comes from the wallet's "
+    "exchange addresses unless --exchange-version sets it)"
 )
 
 

@@ -199,9 +199,10 @@ def test_missing_columns_fail_at_once(tmp_path: Path) -> None:
     df = dd.read_parquet(_write(table, tmp_path / "orders"))
     with pytest.raises(OrderFieldError, match="lacks the column") as info:
         with_order_ids(df, WALLETS[2])
-    assert "whose orders need timestamp; for orders of the other version pass version=" in str(
+    assert "V2/V3 orders need timestamp: the version comes from the wallet's exchange " in str(
         info.value
     )
+    assert "unless version= sets it" in str(info.value)
     with pytest.raises(OrderFieldError, match=r"wallet\.maker"):
         with_order_ids(df, WALLETS[2] | {"maker": "0x12"})
 
