@@ -107,13 +107,16 @@ cdef inline bint _price_ticks(uint64_t mant, int frac, int decimals, uint64_t *t
 
 
 cdef inline bint _cents(uint64_t mant, int frac, uint64_t *cents):
-    """floor(value * 100), non-zero and small enough that units fit in 64 bits."""
+    """value * 100 when it has at most 2 decimals, non-zero and small enough that units
+    fit in 64 bits (else _amounts_py decides: it refuses more decimals)."""
     cdef uint64_t c
     if frac <= 2:
         if not ck_mul_ok(mant, POW10[2 - frac], &c):
             return False
     else:
-        c = mant // POW10[frac - 2] if frac - 2 <= 19 else 0
+        if frac - 2 > 19 or mant % POW10[frac - 2]:
+            return False
+        c = mant // POW10[frac - 2]
     if c == 0 or c > 1_000_000_000_000_000ULL // 10_000:
         return False
     cents[0] = c

@@ -14,8 +14,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 # The fast loop (``-m "not slow"``, docs/development.md) runs every hypothesis
 # test with at most FAST_EXAMPLES examples; a run that includes the slow tests
-# (CI, plain ``pytest``) runs each test's full count. ``examples(n)`` is that
-# count for a test's own ``@settings(max_examples=...)``.
+# (plain ``pytest``), and every run with ``CI`` set, runs each test's full count.
+# ``examples(n)`` is that count for a test's own ``@settings(max_examples=...)``.
 FAST_EXAMPLES = 25
 _fast_loop = False
 
@@ -34,12 +34,19 @@ def _deselects_slow(markexpr: str) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     global _fast_loop
-    _fast_loop = _deselects_slow(config.getoption("markexpr", ""))
+    # CI (``.ci/run``) runs README's fast line and then the slow tests: with
+    # ``CI`` set, the fast line keeps every test's full example count, so the two
+    # runs together lose nothing against one whole run
+    _fast_loop = _deselects_slow(config.getoption("markexpr", "")) and not _ci()
     if _fast_loop and "HYPOTHESIS_PROFILE" not in os.environ:
         settings.register_profile(
             "fast", settings.get_profile("default"), max_examples=FAST_EXAMPLES
         )
         settings.load_profile("fast")
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "") not in ("", "0", "false")
 
 
 def examples(full: int) -> int:
@@ -126,7 +133,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """With ``CI`` set (``.ci/run``, CI services), any skip fails the run: CI installs
     every extra, so a skip there hides a failure. ``CLOBKIT_NO_EXTENSIONS=1`` runs skip
     the twin comparisons on purpose (there is no second twin) and are left alone."""
-    if not _skipped or os.environ.get("CI", "") in ("", "0", "false") or NO_EXTENSIONS:
+    if not _skipped or not _ci() or NO_EXTENSIONS:
         return
     if hasattr(session.config, "workerinput"):  # an xdist worker: the controller decides
         return

@@ -202,14 +202,19 @@ def parse_price(
 
 
 def _hundredths(value: object, field: str) -> int:
-    """A positive size or amount floored to 2 decimals, in hundredths."""
+    """A positive size or amount with at most 2 decimals, in hundredths.
+
+    More decimals are refused, as an off-grid price is: flooring them would
+    quietly trade less than asked (40.555 shares as 40.55).
+    """
     neg, coef, exp = parse_number(value, field)
     if neg or coef == 0:
         raise AmountError(field, value, "must be positive")
-    cents = _scaled_floor(coef, exp, 2)
-    if cents == 0:
-        raise AmountError(field, value, "rounds down to 0 at 2 decimals")
-    return cents
+    if exp < -2:
+        cents = _scaled_floor(coef, exp, 2)
+        hint = f"; rounded down it is {Decimal(cents).scaleb(-2)}" if cents else ""
+        raise AmountError(field, value, f"has more than 2 decimals (at most 2 are allowed{hint})")
+    return coef * _pow10(exp + 2)
 
 
 def _amounts(maker: int, taker: int, field: str, value: object) -> Amounts:
@@ -221,7 +226,7 @@ def _amounts(maker: int, taker: int, field: str, value: object) -> Amounts:
 def _terms(
     side: object, price: object, tick_size: object, round_price: bool, value: object, field: str
 ) -> tuple[int, int, int, int]:
-    """Side (0/1), price decimals, price in ticks, and ``value`` floored to hundredths."""
+    """Side (0/1), price decimals, price in ticks, and ``value`` in hundredths."""
     s = parse_side(side)
     decimals, step = parse_tick(tick_size)
     ticks = parse_price(price, decimals, round_price, step=step)

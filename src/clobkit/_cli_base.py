@@ -44,7 +44,12 @@ class Connection(NamedTuple):  # not a dataclass: dataclasses costs every comman
             value = getattr(args, name, None) or os.environ.get(ENV[name], "")
             return value or None
 
-        return cls(pick("base_url"), pick("api_key"), pick("api_secret"), pick("clob_url"))
+        base_url = pick("base_url")
+        if base_url is not None:  # the same base URL as the client's (.../api/ext/v1 or not)
+            from ._parse import service_base_url
+
+            base_url = service_base_url(base_url) or None
+        return cls(base_url, pick("api_key"), pick("api_secret"), pick("clob_url"))
 
     def require(self, *names: str) -> None:
         for name in names:

@@ -35,8 +35,12 @@ __all__ = [
 ]
 
 
+#: Whether ``CLOBKIT_NO_EXTENSIONS`` chose the pure twin (read here, and only here).
+PURE_BY_CHOICE = os.environ.get("CLOBKIT_NO_EXTENSIONS", "") not in ("", "0")
+
+
 def _load() -> tuple[ModuleType, str]:
-    if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") not in ("", "0"):
+    if PURE_BY_CHOICE:
         from . import _core_py
 
         return _core_py, "python"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from ._columns import FLAG, SIDE, TOKEN, UINT, WORD
-from ._spec import SALT_MAX
+from ._spec import API_PREFIX, SALT_MAX
 from ._wallet import UINT256_MAX
 from .errors import OrderFieldError, SignatureInputError
 
@@ -325,6 +325,16 @@ def parse_path(path: object) -> str:
             "path", path, "must start with '/' and be printable ASCII (percent-encode the rest)"
         )
     return str.__str__(path)
+
+
+def service_base_url(url: str) -> str:
+    """The service's base URL as clobkit joins paths to it: no trailing ``/``, and no
+    trailing ``/api/ext/v1`` either (every API path starts with it; the sandbox's
+    banner prints the API's URL with it), so both spellings reach the same host."""
+    base = url.rstrip("/")
+    if base.endswith(API_PREFIX):
+        base = base[: -len(API_PREFIX)].rstrip("/")
+    return base
 
 
 def parse_timestamp(timestamp: object) -> str:

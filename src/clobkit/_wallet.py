@@ -134,6 +134,17 @@ def _small_int(value: object, field: str, low: int, high: int) -> int:
     return value
 
 
+def wallet_data(wallet: object) -> object:
+    """The ``GET /wallet`` data of a saved answer (``{"success": true, "data": {...}}``);
+    any other wallet as given. The one reading of a wallet's envelope: the hashers,
+    ``clobkit.dask`` and ``clobkit order-ids --wallet`` all take both forms."""
+    if isinstance(wallet, Mapping) and ("success" in wallet or list(wallet) == ["data"]):
+        if wallet.get("success", True) is not True:
+            raise OrderFieldError("wallet", wallet, f"is a failed response: {wallet.get('error')}")
+        return wallet.get("data")
+    return wallet
+
+
 def _field(wallet: object, name: str) -> object:
     if isinstance(wallet, Mapping):
         if name not in wallet:
@@ -176,12 +187,14 @@ def exchange_version(ctf: bytes, neg_risk: bytes, neg_risk_text: object) -> int:
 def prepare_wallet(
     wallet: object, keccak256: Callable[[bytes], bytes], version: object = None
 ) -> PreparedWallet:
-    """Validate a ``WalletInfo`` or ``GET /wallet`` data mapping and derive the constant words.
+    """Validate a ``WalletInfo``, ``GET /wallet`` data mapping or its saved envelope and
+    derive the constant words.
 
     ``version`` None picks the order version from the exchange addresses; an
     explicit 1, 2 or 3 wins over them.
     """
     chosen = parse_version(version)
+    wallet = wallet_data(wallet)
     values = {name: _field(wallet, name) for name in _WALLET_FIELDS}
     maker = parse_address(values["maker"], "wallet.maker", keccak256)
     signer = parse_address(values["signer"], "wallet.signer", keccak256)

@@ -24,9 +24,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._orderids.rows import LAYOUTS
+from ._orderids.rows import LAYOUTS, version_note
 from ._parse import BATCH_KEYWORDS
-from ._wallet import _WALLET_FIELDS, _field
+from ._wallet import _WALLET_FIELDS, _field, wallet_data
 from .errors import MissingExtra, OrderFieldError, ValidationError
 from .order_id import OrderHasher
 
@@ -106,6 +106,7 @@ def _row_error(
 
 def _wallet_data(wallet: object) -> dict[str, Any]:
     """The wallet as plain picklable data (each worker builds its own hasher from it)."""
+    wallet = wallet_data(wallet)  # the saved {success, data} envelope too, as the CLI takes it
     if isinstance(wallet, Mapping):
         return {name: wallet[name] for name in _WALLET_FIELDS if name in wallet}
     return {name: _field(wallet, name) for name in _WALLET_FIELDS}
@@ -116,17 +117,21 @@ def with_order_ids(
 ) -> dd.DataFrame:
     """``df`` with ``column`` holding each row's ``clob_order_id`` ("0x" + 64 hex digits).
 
-    ``wallet`` is a ``WalletInfo`` or the ``GET /wallet`` data; ``version``
+    ``wallet`` is a ``WalletInfo``, the ``GET /wallet`` data or its saved
+    ``{"success": true, "data": ...}`` envelope; ``version``
     (1, 2 or 3) as in ``OrderHasher``. Lazy, like every Dask operation: a bad
     row raises ``OrderFieldError`` naming its partition, row label, column and
     value when the result is computed. An existing ``column`` is replaced.
     """
     data = _wallet_data(wallet)
     resolved = OrderHasher(data, version=version).version  # a bad wallet fails here, not later
-    required = LAYOUTS[1 if resolved == 1 else 2].required
-    missing = [name for name in required if name not in df.columns]
+    layout = LAYOUTS[1 if resolved == 1 else 2]
+    missing = [name for name in layout.required if name not in df.columns]
     if missing:
-        raise OrderFieldError("df", list(df.columns), f"lacks the column(s) {', '.join(missing)}")
+        note = version_note(missing, layout, "version=")
+        raise OrderFieldError(
+            "df", list(df.columns), f"lacks the column(s) {', '.join(missing)}{note}"
+        )
     meta = _ids(df._meta, data, resolved, column)
     out: dd.DataFrame = df.map_partitions(  # type: ignore[no-untyped-call]
         _ids, data, resolved, column, meta=meta

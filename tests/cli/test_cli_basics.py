@@ -117,13 +117,36 @@ def test_amounts_limit_is_the_core(cli: Callable[..., Result]) -> None:
 
 
 def test_amounts_market_sell_and_tick(cli: Callable[..., Result]) -> None:
-    result = cli("amounts", "sell", "0.553", "12.345", "--market", "--tick", "0.001")
+    result = cli("amounts", "SELL", "0.553", "12.34", "--market", "--tick", "0.001")
     assert result.code == 0
-    expected = market_amounts("SELL", "0.553", "12.345", "0.001")
+    expected = market_amounts("SELL", "0.553", "12.34", "0.001")
     assert str(expected.maker_amount) in result.out
     assert str(expected.taker_amount) in result.out
     assert "shares paid" in result.out
     assert "USDC received" in result.out
+
+
+def test_amounts_takes_the_side_and_size_place_raw_order_takes(
+    cli: Callable[..., Result],
+) -> None:
+    """One rule: "buy" and a size past 2 decimals are refused, as the client refuses them."""
+    from clobkit import Client
+    from clobkit.errors import AmountError, OrderFieldError
+
+    result = cli("amounts", "buy", "0.55", "10")
+    assert result.code == 2
+    assert "SIDE must be BUY or SELL, in capitals (got 'buy')" in one_line_error(result.err)
+    with (
+        Client("http://127.0.0.1:9", "key", "secret") as client,  # refused before any request
+        pytest.raises(OrderFieldError, match="side"),
+    ):
+        client.place_raw_order("market-1", "a", "buy", "0.55", "10")
+    result = cli("amounts", "SELL", "0.55", "40.555")
+    assert result.code == 2
+    assert "size: has more than 2 decimals" in one_line_error(result.err)
+    assert "rounded down it is 40.55" in result.err
+    with pytest.raises(AmountError, match="more than 2 decimals"):
+        limit_amounts("SELL", "0.55", "40.555")
 
 
 def test_amounts_round_price(cli: Callable[..., Result]) -> None:

@@ -241,11 +241,14 @@ def test_ctrl_c_while_importing() -> None:
 
 
 def test_amounts_prints_the_size_used_and_names_the_flag(cli: Callable[..., Result]) -> None:
+    # a size past 2 decimals is refused as the core refuses it (it was floored)
     result = cli("amounts", "BUY", "0.55", "10.12345")
-    assert result.code == 0
-    assert result.out.splitlines()[0].startswith("BUY 10.12 shares (10.12345 rounded) at 0.55")
+    assert result.code == 2
+    assert "size: has more than 2 decimals" in one_line_error(result.err)
     result = cli("amounts", "SELL", "0.55", "10.123", "--market")
-    assert result.out.splitlines()[0].startswith("SELL 10.12 shares (10.123 rounded) at 0.55")
+    assert "amount: has more than 2 decimals" in one_line_error(result.err)
+    result = cli("amounts", "SELL", "0.55", "10.12", "--market")
+    assert result.out.splitlines()[0].startswith("SELL 10.12 shares at 0.55")
     result = cli("amounts", "BUY", "0.55", "10")
     assert result.out.splitlines()[0].startswith("BUY 10 shares at 0.55")
     result = cli("amounts", "BUY", "0.555", "10")

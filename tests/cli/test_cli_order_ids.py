@@ -310,6 +310,17 @@ def test_default_batch_is_smaller_than_a_big_file(
     assert rows  # the helper stays exercised
 
 
+def test_help_says_when_the_progress_bar_shows(cli: Callable[..., Result]) -> None:
+    """Only on a terminal by default (logs and pipes stay clean): --help and README say so."""
+    result = cli("order-ids", "--help")
+    assert result.code == 0
+    text = " ".join(result.out.split())
+    assert (
+        "--progress, --no-progress progress bar on stderr (default: when stderr is a terminal)"
+        in text
+    )
+
+
 def test_no_progress_bar_when_not_a_terminal(
     cli: Callable[..., Result], tmp_path: Path, wallet_files: dict[str, Path]
 ) -> None:
@@ -348,6 +359,34 @@ def test_unusable_input_is_usage(
     assert result.code == 2
     assert message in one_line_error(result.err)
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["csvfast", "csv"])
+@pytest.mark.parametrize(("sep", "what"), [(";", "semicolon"), ("\t", "tab")])
+def test_a_csv_with_another_separator_is_named(
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    wallet_files: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    fast: bool,
+    sep: str,
+    what: str,
+) -> None:
+    """A spreadsheet's semicolon CSV once read as "lacks every column"."""
+    import clobkit._orderids.csv_fast as csvfast
+
+    monkeypatch.setattr(csvfast, "ENABLED", fast)
+    src = tmp_path / "in.csv"
+    src.write_text(
+        f"token_id{sep}maker_amount{sep}taker_amount{sep}side{sep}salt\n1{sep}2{sep}3{sep}BUY{sep}4\n"
+    )
+    result = cli(
+        "order-ids", "--wallet", str(wallet_files["data"]), str(src), str(tmp_path / "o.csv")
+    )
+    assert result.code == 2
+    line = one_line_error(result.err)
+    assert "line 1: the header lacks the column(s)" in line
+    assert f"({what}-separated? clobkit reads comma-separated CSV" in line
 
 
 @pytest.mark.parametrize(

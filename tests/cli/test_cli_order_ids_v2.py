@@ -128,15 +128,27 @@ def test_other_versions_columns_are_refused(
         assert got.err.count("nonce: not a field of this wallet's V2/V3 orders") == 3
 
 
-def test_missing_timestamp_column(cli: Callable[..., Result], tmp_path: Path) -> None:
+NOTE = (
+    "(exchange version V2/V3 orders need timestamp: the version comes from the wallet's "
+    "exchange addresses unless --exchange-version sets it)"
+)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_missing_timestamp_column(cli: Callable[..., Result], tmp_path: Path, fmt: str) -> None:
+    """A V1 file with a V2 wallet: the error names the wallet's version and the way out."""
     rows = v2_orders(2, full=False)
     for row in rows:
         del row["timestamp"]
-    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
-    write_csv(src, rows)
+    src, out = tmp_path / f"in.{fmt}", tmp_path / f"out.{fmt}"
+    (write_csv if fmt == "csv" else write_jsonl)(src, rows)
     got = cli("order-ids", "--wallet", str(wallet_file(tmp_path, V2_WALLET)), str(src), str(out))
-    assert got.code == 2
-    assert "timestamp" in one_line_error(got.err)
+    if fmt == "csv":
+        assert got.code == 2
+        assert f"the header lacks the column(s) timestamp {NOTE}" in one_line_error(got.err)
+    else:  # each row is rejected on its own line
+        assert got.code == 1
+        assert got.err.count(f"missing timestamp {NOTE}") == 2
 
 
 def test_sign_key_sources(

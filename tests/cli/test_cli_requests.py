@@ -180,6 +180,22 @@ def test_call_get_prints_the_envelope(cli: Callable[..., Result], env: dict[str,
     assert result.out.startswith("{\n  ")  # pretty-printed
 
 
+@pytest.mark.parametrize("suffix", ["/api/ext/v1", "/api/ext/v1/"])
+def test_a_base_url_ending_in_the_api_path_reaches_the_api(
+    cli: Callable[..., Result], env: dict[str, str], sandbox: Sandbox, suffix: str
+) -> None:
+    # the sandbox's banner prints "API http://127.0.0.1:PORT/api/ext/v1": copied
+    # into CLOBKIT_BASE_URL it once gave a bare 404 (/api/ext/v1/api/ext/v1/...)
+    url = sandbox.base_url + suffix
+    result = cli("call", "GET", "/wallet", "--base-url", url)
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["data"]["chain_id"] == 137
+    from clobkit import Client
+
+    with Client(url, TRADER_KEY, TRADER_SECRET) as client:
+        assert client.get_wallet().chain_id == 137
+
+
 def test_call_query_string_is_signed_as_sent(
     cli: Callable[..., Result], env: dict[str, str]
 ) -> None:

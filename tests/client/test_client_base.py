@@ -158,6 +158,24 @@ def test_base_url_with_prefix_is_kept_in_the_signed_path() -> None:
     assert verify(request)
 
 
+@pytest.mark.parametrize(
+    ("base", "path"),
+    [
+        ("http://api.test/api/ext/v1", b"/api/ext/v1/wallet"),
+        ("http://api.test/api/ext/v1/", b"/api/ext/v1/wallet"),
+        ("http://gw.test/prefix/api/ext/v1", b"/prefix/api/ext/v1/wallet"),
+    ],
+)
+def test_base_url_ending_in_the_api_path_is_taken_without_it(base: str, path: bytes) -> None:
+    config, signer = ClientConfig.resolve(base, KEY, SECRET)
+    assert not config.base_url.endswith("/api/ext/v1")
+    send = next(ClientCore(config, signer).get_wallet())
+    assert isinstance(send, Send)
+    request = send.request
+    assert request.url.raw_path == path
+    assert verify(request)
+
+
 def test_fee_rate_query_is_unsigned_and_goes_to_clob_url() -> None:
     core = make_core()
     fee, effects = drive(core.fee_rate(TOKEN_A), [httpx.Response(200, json={"base_fee": 25})])

@@ -1,9 +1,10 @@
 """Independent oracles the core is held to.
 
 ``decimal_*_amounts`` restate the rounding rules (README, "Decisions") literally in
-``decimal.Decimal`` (round down to 2 dp, multiply or divide, round up at
-amount decimals + 4 then down at amount decimals, scale by 10**6), the way a
-careful reader of the rules would write them, sharing no code with clobkit.
+``decimal.Decimal`` (a size or amount with more than 2 dp is refused with
+``ValueError``, multiply or divide, round up at amount decimals + 4 then down at
+amount decimals, scale by 10**6), the way a careful reader of the rules would
+write them, sharing no code with clobkit.
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ def _fit(x: Decimal, amount_dp: int) -> Decimal:
     return x
 
 
+def _hundredths(x: Decimal, name: str) -> Decimal:
+    if _dp(x) > 2:
+        raise ValueError(f"{name} {x} has more than 2 decimals")
+    return x
+
+
 def _units(x: Decimal) -> int:
     scaled = x * 10**6
     assert scaled == scaled.to_integral_value()
@@ -45,7 +52,7 @@ def decimal_limit_amounts(side: str, price: str, size: str, tick: str = "0.01") 
         ctx.prec = 120
         _, amount_dp = ROUND[tick]
         p = Decimal(price)
-        shares = _down(Decimal(size), 2)
+        shares = _hundredths(Decimal(size), "size")
         usdc = _fit(shares * p, amount_dp)
         if side == "BUY":
             return _units(usdc), _units(shares)
@@ -59,7 +66,7 @@ def decimal_market_amounts(
         ctx.prec = 120
         _, amount_dp = ROUND[tick]
         p = Decimal(price)
-        maker = _down(Decimal(amount), 2)
+        maker = _hundredths(Decimal(amount), "amount")
         taker = _fit(maker / p, amount_dp) if side == "BUY" else _fit(maker * p, amount_dp)
         return _units(maker), _units(taker)
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from decimal import Decimal
 from types import ModuleType
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -24,6 +26,14 @@ def _grid(tick: str) -> list[str]:
 
 
 SIZES = [str(Decimal(i).scaleb(-2)) for i in range(1, 3001)]  # 0.01 .. 30.00
+
+
+def outcome(amounts: Callable[..., Any], *args: object) -> object:
+    """The amounts, or "refused" (the oracle's ValueError, the core's AmountError)."""
+    try:
+        return tuple(amounts(*args))
+    except ValueError as exc:  # AmountError is a ValueError
+        return "refused" if "more than 2 decimals" in str(exc) else exc
 
 
 @pytest.mark.slow
@@ -52,12 +62,12 @@ def test_sampled_grids_of_other_ticks(core: ModuleType, tick: str) -> None:
         side = rng.choice(["BUY", "SELL"])
         price = rng.choice(prices)
         size = str(Decimal(rng.randrange(1, 10**7)).scaleb(-rng.choice([0, 1, 2, 3, 4])))
-        if core.limit_amounts(side, price, size, tick) != decimal_limit_amounts(
-            side, price, size, tick
+        if outcome(core.limit_amounts, side, price, size, tick) != outcome(
+            decimal_limit_amounts, side, price, size, tick
         ):
             bad.append(("limit", side, price, size))
-        if core.market_amounts(side, price, size, tick) != decimal_market_amounts(
-            side, price, size, tick
+        if outcome(core.market_amounts, side, price, size, tick) != outcome(
+            decimal_market_amounts, side, price, size, tick
         ):
             bad.append(("market", side, price, size))
     assert bad == []
@@ -79,11 +89,11 @@ def test_hypothesis_against_decimal(
         arg = kind(size) if kind is not float else float(str(size))
         if kind is float and Decimal(repr(arg)) != size:
             continue  # a float that does not read back as the same decimal is another input
-        assert core.limit_amounts(side, price, arg, tick) == decimal_limit_amounts(
-            side, price, str(size), tick
+        assert outcome(core.limit_amounts, side, price, arg, tick) == outcome(
+            decimal_limit_amounts, side, price, str(size), tick
         )
-        assert core.market_amounts(side, price, arg, tick) == decimal_market_amounts(
-            side, price, str(size), tick
+        assert outcome(core.market_amounts, side, price, arg, tick) == outcome(
+            decimal_market_amounts, side, price, str(size), tick
         )
 
 
@@ -115,9 +125,23 @@ def test_examples(core: ModuleType) -> None:
     assert core.market_amounts("BUY", "0.3", "10") == Amounts(10_000_000, 33_333_300)
     assert core.market_amounts("SELL", "0.3", "10") == Amounts(10_000_000, 3_000_000)
     assert core.market_amounts("BUY", "0.0007", "1", "0.0001") == Amounts(1_000_000, 1_428_571_428)
-    # sizes beyond 2 decimals are floored, exactly
-    assert core.limit_amounts("BUY", "0.5", "1.019999") == Amounts(505_000, 1_010_000)
+    assert core.limit_amounts("BUY", "0.5", "1.010000") == Amounts(505_000, 1_010_000)
     assert isinstance(core.limit_amounts("BUY", "0.5", "1"), Amounts)
+
+
+@pytest.mark.parametrize("size", ["40.555", 40.555, Decimal("40.555"), "1.019999", "0.001"])
+def test_a_size_or_amount_with_more_than_2_decimals_is_refused(
+    core: ModuleType, size: object
+) -> None:
+    """As an off-grid price is: flooring 40.555 to 40.55 would trade less than asked."""
+    for fn, field in ((core.limit_amounts, "size"), (core.market_amounts, "amount")):
+        for side in ("BUY", "SELL"):
+            with pytest.raises(AmountError, match="has more than 2 decimals") as info:
+                fn(side, "0.5", size)
+            assert info.value.field == field
+            assert info.value.value == size
+    with pytest.raises(AmountError, match=r"rounded down it is 40\.55"):
+        core.limit_amounts("BUY", "0.5", "40.555")
 
 
 def test_round_price(core: ModuleType) -> None:

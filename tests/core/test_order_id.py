@@ -261,6 +261,20 @@ def test_wallet_spellings(core: ModuleType) -> None:
     )
 
 
+def test_the_saved_wallet_envelope_is_the_wallet(core: ModuleType) -> None:
+    """``{"success": true, "data": ...}`` as ``GET /wallet`` answers and a user saves it:
+    the hashers take it as clobkit order-ids --wallet and clobkit.dask do."""
+    args = {"token_id": 1, "maker_amount": 1, "taker_amount": 1, "side": 0, "salt": 1}
+    want = core.OrderHasher(WALLET).order_id(**args)
+    for envelope in ({"success": True, "data": WALLET}, {"data": WALLET}):
+        assert core.OrderHasher(envelope).order_id(**args) == want
+    with pytest.raises(OrderFieldError, match="is a failed response: unauthorized") as info:
+        core.OrderHasher({"success": False, "error": "unauthorized"})
+    assert info.value.field == "wallet"
+    with pytest.raises(OrderFieldError, match=r"wallet\.maker: is missing"):
+        core.OrderHasher({"success": True, "data": [1]})
+
+
 def test_forced_keccak_paths_agree() -> None:
     """Each compiled Keccak path, forced in turn, against eth-account."""
     core_c = pytest.importorskip("clobkit._core_c")

@@ -197,10 +197,25 @@ def test_null_and_wrong_type_are_named(tmp_path: Path) -> None:
 def test_missing_columns_fail_at_once(tmp_path: Path) -> None:
     table = _table(2, 10).drop_columns(["timestamp", "salt"])
     df = dd.read_parquet(_write(table, tmp_path / "orders"))
-    with pytest.raises(OrderFieldError, match="lacks the column"):
+    with pytest.raises(OrderFieldError, match="lacks the column") as info:
         with_order_ids(df, WALLETS[2])
+    assert "V2/V3 orders need timestamp: the version comes from the wallet's exchange " in str(
+        info.value
+    )
+    assert "unless version= sets it" in str(info.value)
     with pytest.raises(OrderFieldError, match=r"wallet\.maker"):
         with_order_ids(df, WALLETS[2] | {"maker": "0x12"})
+
+
+def test_the_saved_wallet_envelope_is_taken(tmp_path: Path) -> None:
+    """The ``{"success": true, "data": ...}`` file clobkit order-ids --wallet reads."""
+    df = dd.read_parquet(_write(_table(2, 10), tmp_path / "orders"))
+    envelope = json.loads(json.dumps({"success": True, "data": WALLETS[2]}))
+    got = with_order_ids(df, envelope).compute(scheduler="sync")
+    want = with_order_ids(df, WALLETS[2]).compute(scheduler="sync")
+    assert list(got["order_id"]) == list(want["order_id"])
+    with pytest.raises(OrderFieldError, match="is a failed response: unauthorized"):
+        with_order_ids(df, {"success": False, "error": "unauthorized"})
 
 
 def test_without_dask_one_line_says_what_to_install() -> None:

@@ -7,7 +7,7 @@ import sys
 from decimal import ROUND_HALF_EVEN, Decimal
 
 from .._cli_base import Usage
-from .._spec import SALT_RANGE
+from .._spec import SALT_RANGE, SIDES
 from ..errors import ValidationError
 from . import EXIT_OK, Commands
 
@@ -65,9 +65,9 @@ def _units(value: int) -> str:
 def _cmd_amounts(args: argparse.Namespace) -> int:
     from ..amounts import limit_amounts, market_amounts
 
-    side = args.side.upper()
-    if side not in ("BUY", "SELL"):
-        raise Usage(f"SIDE must be BUY or SELL (got {args.side!r})")
+    side = args.side
+    if side not in SIDES:  # the API's spelling, as place_raw_order and the core take it
+        raise Usage(f"SIDE must be BUY or SELL, in capitals (got {side!r})")
     compute = market_amounts if args.market else limit_amounts
     try:
         amounts = compute(side, args.price, args.size, args.tick, round_price=args.round_price)
@@ -76,14 +76,12 @@ def _cmd_amounts(args: argparse.Namespace) -> int:
         raise Usage(str(exc).replace("round_price=True", "--round-price")) from None
     paid, received = ("USDC", "shares") if side == "BUY" else ("shares", "USDC")
     maker, taker = amounts.maker_amount, amounts.taker_amount
-    # the size the amounts are for: SIZE rounded as the exchange rounds it
+    # the size the amounts are for (the core refuses one with more than 2 decimals)
     if args.market:
         used, unit, kind = maker, paid, "market"
     else:
         used, unit, kind = (taker if side == "BUY" else maker), "shares", "limit"
     what = f"{_units(used)} {unit}"
-    if Decimal(_units(used)) != Decimal(args.size):
-        what += f" ({args.size} rounded)"
     width = len(str(max(maker, taker)))
     price = args.price
     if args.round_price:

@@ -23,6 +23,7 @@ from .rows import (
     _lookup,
     _other_version,
     _union_keys,
+    version_note,
 )
 
 _decode = msgspec.json.decode
@@ -145,7 +146,8 @@ class JsonlOrders:
                     missing = [name for name in layout.required if obj.get(name) is None]
                     other = _other_version(obj, layout)
                     if missing:
-                        rejects.append((numbers[k], f"missing {', '.join(missing)}"))
+                        note = version_note(missing, layout)
+                        rejects.append((numbers[k], f"missing {', '.join(missing)}{note}"))
                     elif other:
                         rejects.append((numbers[k], other))
                     else:

@@ -165,8 +165,36 @@ def check_columns(names: list[str], layout: Layout, where: str, lacks: str, head
         raise InputError(f"{where}: duplicate column(s) {', '.join(duplicates)}")
     missing = [name for name in layout.required if name not in names]
     if missing:
-        raise InputError(f"{where}: {lacks} {', '.join(missing)}")
+        raise InputError(
+            f"{where}: {lacks} {', '.join(missing)}"
+            f"{version_note(missing, layout)}{_separator_hint(names)}"
+        )
     _refuse_other_version(names, layout, header)
+
+
+def version_note(missing: list[str], layout: Layout, choose: str = "--exchange-version") -> str:
+    """For missing columns only this wallet's order version has (a V1 file with a V2
+    wallet lacks ``timestamp``): which version asks for them and what to do."""
+    own = [name for name in missing if name not in _COMMON]
+    if not own:
+        return ""
+    version = "V1" if layout is V1 else "V2/V3"
+    return (
+        f" (exchange version {version} orders need {', '.join(own)}: the version comes "
+        f"from the wallet's exchange addresses unless {choose} sets it)"
+    )
+
+
+def _separator_hint(names: list[str]) -> str:
+    """Why every column may seem missing: a header split on another separator
+    (a spreadsheet's semicolon CSV), said with what to do."""
+    for sep, what in ((";", "semicolon"), ("\t", "tab")):
+        if any(sep in name for name in names):
+            return (
+                f" ({what}-separated? clobkit reads comma-separated CSV: "
+                "save or convert the file with ',' as the separator)"
+            )
+    return ""
 
 
 def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:

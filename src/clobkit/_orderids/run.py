@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from .._core import IMPLEMENTATION
 from .._jsondepth import json_too_deep
-from ..errors import ValidationError
+from .._wallet import wallet_data
+from ..errors import OrderFieldError, ValidationError
 from ..order_id import OrderHasher
 from ..signing import OrderSigner
 from .csv_exact import CsvOrders
@@ -79,10 +80,10 @@ def load_wallet(path: str) -> dict[str, Any]:
         raise InputError(f"the wallet {path} is not JSON ({exc})") from None
     except RecursionError:
         raise InputError(f"the wallet {path} is not JSON (nested too deeply)") from None
-    if isinstance(obj, dict) and ("success" in obj or list(obj) == ["data"]):  # an envelope
-        if obj.get("success", True) is not True:
-            raise InputError(f"the wallet {path} is a failed response: {obj.get('error')}")
-        obj = obj.get("data")
+    try:
+        obj = wallet_data(obj)  # the envelope, read as the hashers and clobkit.dask read it
+    except OrderFieldError as exc:
+        raise InputError(f"the wallet {path} {exc.reason}") from None
     if not isinstance(obj, dict):
         raise InputError(f"the wallet {path} must hold the GET /wallet data or its envelope")
     return obj

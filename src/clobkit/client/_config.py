@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from .._core import RequestSigner
+from .._parse import service_base_url
 from .._spec import API_PREFIX, ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
 from ..errors import (
     SignatureInputError,
@@ -74,12 +75,13 @@ class ClientConfig:
         """Settings from the arguments, else from the environment.
 
         ``CLOBKIT_BASE_URL``, ``CLOBKIT_API_KEY``, ``CLOBKIT_API_SECRET``,
-        ``CLOBKIT_CLOB_URL`` (falls back to the base URL).
+        ``CLOBKIT_CLOB_URL`` (falls back to the base URL). A base URL ending in
+        ``/api/ext/v1`` is taken without it (clobkit adds it to every path).
         """
         base = base_url or _env(ENV_BASE_URL)
         if not base:
             raise ValidationError("base_url", None, f"is required (argument or {ENV_BASE_URL})")
-        base = _check_url(base.rstrip("/"), "base_url", ("http", "https"))
+        base = _check_url(service_base_url(base), "base_url", ("http", "https"))
         key = api_key or _env(ENV_API_KEY)
         if not key:
             raise SignatureInputError("api_key", None, f"is required (argument or {ENV_API_KEY})")

@@ -105,6 +105,12 @@ def _positive(body: Mapping[str, Any], name: str) -> Decimal:
     return number
 
 
+def _floor_hundredths(number: Decimal) -> Decimal:
+    """The service takes an amount or share count with more decimals floored to 2;
+    clobkit's amount functions refuse them, so the engine floors them here."""
+    return number.quantize(Decimal("0.01"), ROUND_DOWN)
+
+
 def cents(number: Decimal, name: str) -> int:
     """A price on the 0.01 grid within [0.01, 0.99], in cents."""
     scaled = number * 100
@@ -255,11 +261,11 @@ def _order_amounts(
         if order_type == FOK:
             worst = fok_price(market, outcome, side, quantity, limit)
             price = Decimal(worst) / 100
-            return worst, price, market_amounts(side, price, quantity)
+            return worst, price, market_amounts(side, price, _floor_hundredths(quantity))
         assert limit is not None
         price = Decimal(limit) / 100
         if side == SELL:
-            return limit, price, limit_amounts(SELL, price, quantity)
+            return limit, price, limit_amounts(SELL, price, _floor_hundredths(quantity))
         cents = int((quantity * 100).to_integral_value(ROUND_DOWN))
         shares = Decimal(cents * 100 // limit) / 100
         if shares <= 0:
