@@ -263,28 +263,34 @@ class _Finder(ast.NodeVisitor):
             ):
                 return True  # a table of statuses
             node, parent = parent, self.parents.get(id(parent))
-        if isinstance(parent, ast.Dict):
-            keys = [k for k in parent.keys if k is not None]
-            return len(keys) > 1 and all(
-                isinstance(k, ast.Constant) and k.value in STATUSES for k in keys
-            )
-        if isinstance(parent, ast.Compare):  # a status word compared is a status
-            return True
-        if isinstance(parent, ast.keyword):
-            return (parent.arg or "").endswith("status")
-        if isinstance(parent, ast.Assign):
-            return any(_name(t).endswith("status") for t in parent.targets)
-        if isinstance(parent, (ast.AnnAssign, ast.AugAssign)):
-            return _name(parent.target).endswith("status")
-        if isinstance(parent, ast.arguments):  # a parameter's default
-            defaults = parent.defaults
-            params = (parent.posonlyargs + parent.args)[-len(defaults) :] if defaults else []
-            pairs = [
-                *zip(params, defaults, strict=True),
-                *zip(parent.kwonlyargs, parent.kw_defaults, strict=True),
-            ]
-            return any(d is node and a.arg.endswith("status") for a, d in pairs)
-        return False
+        return _status_slot(node, parent)
+
+
+def _status_slot(node: ast.AST, parent: ast.AST | None) -> bool:
+    """Whether ``parent`` makes its child ``node`` a status: a key of a status table, a side
+    of a comparison, or the value of a keyword, variable or parameter named ``*status``."""
+    if isinstance(parent, ast.Dict):
+        keys = [k for k in parent.keys if k is not None]
+        return len(keys) > 1 and all(
+            isinstance(k, ast.Constant) and k.value in STATUSES for k in keys
+        )
+    if isinstance(parent, ast.Compare):  # a status word compared is a status
+        return True
+    if isinstance(parent, ast.keyword):
+        return (parent.arg or "").endswith("status")
+    if isinstance(parent, ast.Assign):
+        return any(_name(t).endswith("status") for t in parent.targets)
+    if isinstance(parent, (ast.AnnAssign, ast.AugAssign)):
+        return _name(parent.target).endswith("status")
+    if isinstance(parent, ast.arguments):  # a parameter's default
+        defaults = parent.defaults
+        params = (parent.posonlyargs + parent.args)[-len(defaults) :] if defaults else []
+        pairs = [
+            *zip(params, defaults, strict=True),
+            *zip(parent.kwonlyargs, parent.kw_defaults, strict=True),
+        ]
+        return any(d is node and a.arg.endswith("status") for a, d in pairs)
+    return False
 
 
 def status_params(tree: ast.AST, into: dict[str, set[int]]) -> dict[str, set[int]]:

@@ -311,135 +311,159 @@ def test_order_lifecycle_and_shapes(fresh: Any) -> None:
     sb: Sandbox = fresh()
     m = book_market(sb.engine)
     with SignedClient(sb.base_url, sb.user(TRADER)) as c:
-        placed = c.data(
-            "POST", "/orders", {"market_id": m.id, "outcome": "a", "amount": 25}, expect=201
-        )
-        assert set(placed) == {"order_id", "notification_id"}
-        assert UUID.match(placed["order_id"])
-        assert UUID.match(placed["notification_id"])
-        order = c.order(placed["order_id"])
-        assert set(order) == ORDER | ORDER_EXTRAS
-        check_types(
-            order,
-            numbers={
-                "amount",
-                "making_amount",
-                "taking_amount",
-                "odds",
-                "potential_profit",
-                "original_size",
-                "size_matched",
-                "clob_price",
-                "settlement_amount",
-            },
-            stamps={"settled_at", "submitted_at", "matched_at", "created_at", "updated_at"},
-            uuids={"id", "user_id", "market_id"},
-            nullable={"settled_at"},
-            strings={"order_source", "clob_order_id", "status", "side", "order_type"},
-        )
-        assert order["status"] == "matched"
-        assert order["side"] == "BUY"
-        assert order["order_type"] == "FOK"
-        assert order["order_source"] == "manual"
-        assert order["order_source_id"] is None
-        assert re.fullmatch(r"0x[0-9a-f]{64}", order["clob_order_id"])
-        assert order["user_id"] == TRADER
-        assert isinstance(order["tx_hashes"], list)
-        limit = c.place(
-            {
-                "market_id": m.id,
-                "order_type": "GTC",
-                "token_option": "no",
-                "limit_price": "0.05",
-                "amount": 5,
-            }
-        )
-        assert c.order(limit)["status"] == "live"
-        listed = c.data("GET", "/orders")
-        assert set(listed) == {"orders", "total_count", "page", "page_size"}
-        assert listed["total_count"] == 2
-        assert [o["id"] for o in listed["orders"]] == [
-            limit,
-            order["id"],
-        ]
-        assert c.data("GET", "/orders", status="live")["total_count"] == 1
-        assert c.data("GET", "/orders", status="matched")["orders"][0]["id"] == order["id"]
-        assert c.data("GET", "/orders", status="pending")["total_count"] == 0
-        cancelled = c.data("DELETE", f"/orders/{limit}")
-        assert cancelled == {"order_id": limit, "status": "cancelled"}
-        assert c.order(limit)["status"] == "cancelled"
-        page = c.data("GET", "/orders", page=2, page_size=1)
-        assert page["page"] == 2
-        assert page["page_size"] == 1
-        assert [o["id"] for o in page["orders"]] == [order["id"]]
-        assert c.data("GET", "/orders", page=3, page_size=1)["orders"] == []
+        order = _placed_market_order(c, m.id)
+        limit = _listed_limit_order(c, m.id, order)
+        _check_wallet(c)
+        _check_positions(c, order)
+        _check_order_history(c, limit, order)
 
-        wallet = c.data("GET", "/wallet")
-        assert set(wallet) == WALLET
-        assert wallet["chain_id"] == 137
-        assert wallet["signature_type"] == 2
-        assert wallet["ctf_exchange"] == "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
-        assert wallet["neg_risk_exchange"] == "0xC5d563A36AE78145C45a50134d48A1215220f80a"
-        assert ADDRESS.match(wallet["maker"])
-        assert ADDRESS.match(wallet["signer"])
-        assert wallet["maker"] != wallet["signer"]
 
-        positions = c.data("GET", "/portfolio/positions")
-        assert set(positions) == {"positions", "pagination"}
-        assert set(positions["pagination"]) == PAGINATION
-        assert positions["pagination"] == {
-            "current_page": 1,
-            "total_pages": 1,
-            "total_count": 1,
-            "per_page": 10,
+def _placed_market_order(c: SignedClient, market_id: str) -> dict[str, Any]:
+    """A FOK buy placed and read back in the order shape."""
+    placed = c.data(
+        "POST", "/orders", {"market_id": market_id, "outcome": "a", "amount": 25}, expect=201
+    )
+    assert set(placed) == {"order_id", "notification_id"}
+    assert UUID.match(placed["order_id"])
+    assert UUID.match(placed["notification_id"])
+    order = c.order(placed["order_id"])
+    assert set(order) == ORDER | ORDER_EXTRAS
+    check_types(
+        order,
+        numbers={
+            "amount",
+            "making_amount",
+            "taking_amount",
+            "odds",
+            "potential_profit",
+            "original_size",
+            "size_matched",
+            "clob_price",
+            "settlement_amount",
+        },
+        stamps={"settled_at", "submitted_at", "matched_at", "created_at", "updated_at"},
+        uuids={"id", "user_id", "market_id"},
+        nullable={"settled_at"},
+        strings={"order_source", "clob_order_id", "status", "side", "order_type"},
+    )
+    assert order["status"] == "matched"
+    assert order["side"] == "BUY"
+    assert order["order_type"] == "FOK"
+    assert order["order_source"] == "manual"
+    assert order["order_source_id"] is None
+    assert re.fullmatch(r"0x[0-9a-f]{64}", order["clob_order_id"])
+    assert order["user_id"] == TRADER
+    assert isinstance(order["tx_hashes"], list)
+    return order
+
+
+def _listed_limit_order(c: SignedClient, market_id: str, order: dict[str, Any]) -> str:
+    """A resting GTC order listed, filtered, cancelled and paged beside ``order``; its id."""
+    limit = c.place(
+        {
+            "market_id": market_id,
+            "order_type": "GTC",
+            "token_option": "no",
+            "limit_price": "0.05",
+            "amount": 5,
         }
-        pos = positions["positions"][0]
-        assert set(pos) == POSITION
-        check_team(pos["home_team"], POSITION_TEAM)
-        check_types(
-            pos,
-            ints={"id"},
-            uuids={"market_id", "event_id"},
-            numbers={
-                "shares",
-                "available_shares",
-                "reserved_shares",
-                "avg_cost",
-                "bet_amount",
-                "expected_win_amount",
-                "initial_win_rate",
-                "current_win_rate",
-                "current_value",
-                "pnl",
-                "pnl_percent",
-                "best_bid",
-                "best_ask",
-            },
-            bools={"ended", "can_cashout", "confirming", "is_bonus", "is_future"},
-            stamps={"updated_at"},
-        )
-        assert pos["shares"] == order["size_matched"]
-        assert pos["raw_outcome"] == "a"
+    )
+    assert c.order(limit)["status"] == "live"
+    listed = c.data("GET", "/orders")
+    assert set(listed) == {"orders", "total_count", "page", "page_size"}
+    assert listed["total_count"] == 2
+    assert [o["id"] for o in listed["orders"]] == [
+        limit,
+        order["id"],
+    ]
+    assert c.data("GET", "/orders", status="live")["total_count"] == 1
+    assert c.data("GET", "/orders", status="matched")["orders"][0]["id"] == order["id"]
+    assert c.data("GET", "/orders", status="pending")["total_count"] == 0
+    cancelled = c.data("DELETE", f"/orders/{limit}")
+    assert cancelled == {"order_id": limit, "status": "cancelled"}
+    assert c.order(limit)["status"] == "cancelled"
+    page = c.data("GET", "/orders", page=2, page_size=1)
+    assert page["page"] == 2
+    assert page["page_size"] == 1
+    assert [o["id"] for o in page["orders"]] == [order["id"]]
+    assert c.data("GET", "/orders", page=3, page_size=1)["orders"] == []
+    return limit
 
-        history = c.data("GET", "/portfolio/orders")
-        assert set(history) == {"orders", "pagination"}
-        assert [o["id"] for o in history["orders"]] == [limit, order["id"]]
-        for item in history["orders"]:
-            assert set(item) == PORTFOLIO_ORDER
-            assert set(item["home_team"]) == {"name", "logo"} == set(item["away_team"])
-            check_types(
-                item,
-                numbers={"making_amount", "taking_amount"},
-                bools={"is_bonus"},
-                stamps={"created_at"},
-            )
-        assert c.data("GET", "/portfolio/orders", side="SELL")["orders"] == []
-        assert c.data("GET", "/portfolio/orders", side="BUY", per_page=1)["pagination"] == {
-            "current_page": 1,
-            "total_pages": 2,
-            "total_count": 2,
-            "per_page": 1,
-        }
+
+def _check_wallet(c: SignedClient) -> None:
+    """The wallet shape: chain, exchanges, a maker apart from its signer."""
+    wallet = c.data("GET", "/wallet")
+    assert set(wallet) == WALLET
+    assert wallet["chain_id"] == 137
+    assert wallet["signature_type"] == 2
+    assert wallet["ctf_exchange"] == "0x4bFb41d5B3570DeFd03C39a9A4D8dE6Bd8B8982E"
+    assert wallet["neg_risk_exchange"] == "0xC5d563A36AE78145C45a50134d48A1215220f80a"
+    assert ADDRESS.match(wallet["maker"])
+    assert ADDRESS.match(wallet["signer"])
+    assert wallet["maker"] != wallet["signer"]
+
+
+def _check_positions(c: SignedClient, order: dict[str, Any]) -> None:
+    """The one position ``order`` opened, in the positions shape."""
+    positions = c.data("GET", "/portfolio/positions")
+    assert set(positions) == {"positions", "pagination"}
+    assert set(positions["pagination"]) == PAGINATION
+    assert positions["pagination"] == {
+        "current_page": 1,
+        "total_pages": 1,
+        "total_count": 1,
+        "per_page": 10,
+    }
+    pos = positions["positions"][0]
+    assert set(pos) == POSITION
+    check_team(pos["home_team"], POSITION_TEAM)
+    check_types(
+        pos,
+        ints={"id"},
+        uuids={"market_id", "event_id"},
+        numbers={
+            "shares",
+            "available_shares",
+            "reserved_shares",
+            "avg_cost",
+            "bet_amount",
+            "expected_win_amount",
+            "initial_win_rate",
+            "current_win_rate",
+            "current_value",
+            "pnl",
+            "pnl_percent",
+            "best_bid",
+            "best_ask",
+        },
+        bools={"ended", "can_cashout", "confirming", "is_bonus", "is_future"},
+        stamps={"updated_at"},
+    )
+    assert pos["shares"] == order["size_matched"]
+    assert pos["raw_outcome"] == "a"
+
+
+def _check_order_history(c: SignedClient, limit: str, order: dict[str, Any]) -> None:
+    """Both orders in the portfolio history, newest first, filtered and paged."""
+    history = c.data("GET", "/portfolio/orders")
+    assert set(history) == {"orders", "pagination"}
+    assert [o["id"] for o in history["orders"]] == [limit, order["id"]]
+    for item in history["orders"]:
+        assert set(item) == PORTFOLIO_ORDER
+        assert set(item["home_team"]) == {"name", "logo"} == set(item["away_team"])
+        check_types(
+            item,
+            numbers={"making_amount", "taking_amount"},
+            bools={"is_bonus"},
+            stamps={"created_at"},
+        )
+    assert c.data("GET", "/portfolio/orders", side="SELL")["orders"] == []
+    assert c.data("GET", "/portfolio/orders", side="BUY", per_page=1)["pagination"] == {
+        "current_page": 1,
+        "total_pages": 2,
+        "total_count": 2,
+        "per_page": 1,
+    }
 
 
 def test_post_orders_precision_and_limit_orders_over_http(fresh: Any) -> None:

@@ -439,75 +439,86 @@ def test_concurrent_requests_then_a_restart_conserve_money(tmp_path: Path) -> No
     with serve_in_thread(config, state=path) as sb:
         markets = [m for m in sb.engine.markets.values() if m.active and m.mid is not None][:2]
         stop = threading.Event()
-
-        def client(index: int) -> None:
-            rng = random.Random(index)
-            live: list[str] = []
-            with SignedClient(sb.base_url, sb.users[index]) as c:
-                while not stop.is_set():
-                    m = rng.choice(markets)
-                    roll = rng.random()
-                    if roll < 0.5:
-                        cents = max(1, min(99, (m.mid or 50) + rng.randint(-3, 2)))
-                        body = {
-                            "market_id": m.id,
-                            "order_type": "GTC",
-                            "token_option": "yes",
-                            "limit_price": str(Decimal(cents) / 100),
-                            "amount": rng.randint(2, 20),
-                        }
-                        r = c.post("/orders", body)
-                        if r.status_code == 201:
-                            live.append(loads(r.content)["data"]["order_id"])
-                    elif roll < 0.7:
-                        r = c.post(
-                            "/orders", {"market_id": m.id, "outcome": rng.choice("ab"), "amount": 3}
-                        )
-                    elif roll < 0.8:
-                        body = {"market_id": m.id, "side": "SELL", "outcome": "a", "shares": 2}
-                        r = c.post("/orders", body)
-                    elif live:
-                        r = c.delete(f"/orders/{live.pop(rng.randrange(len(live)))}")
-                    else:
-                        continue
-                    if r.status_code >= 500 or r.status_code in (401, 403):
-                        errors.append(f"{r.status_code} {r.text}")
-
-        def filler() -> None:
-            rng = random.Random(99)
-            while not stop.wait(0.02):
-                with sb.engine._lock:
-                    resting = [
-                        o.id for o in sb.engine.open_orders.values() if o.resting and not o.house
-                    ]
-                if resting:
-                    with contextlib.suppress(Rejected):  # it matched or was cancelled meanwhile
-                        sb.engine.house_fill(rng.choice(resting), rng.randint(1, 10))
-
-        threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
-        threads.append(threading.Thread(target=filler))
+        threads = [
+            threading.Thread(target=_random_trader, args=(sb, i, markets, stop, errors))
+            for i in range(4)
+        ]
+        threads.append(threading.Thread(target=_house_filler, args=(sb, stop)))
         for th in threads:
             th.start()
         time.sleep(4)
         stop.set()
         for th in threads:
             th.join(30)
-        engine = sb.engine
-        assert engine.check_invariants() == []
-        totals = engine.totals()
-        records = {oid: engine.order(oid) for oid in engine.orders}
-        balances = {u["user_id"]: engine.balances(u["user_id"]) for u in users}
-        stats = dict(engine.stats)
+        assert sb.engine.check_invariants() == []
+        before = _money_state(sb.engine, users)
     assert errors == []
-    assert stats["fills"] > 10
-    assert stats["cancels"] > 0
+    assert before[3]["fills"] > 10
+    assert before[3]["cancels"] > 0
     with serve_in_thread(config, state=path) as sb:
-        engine = sb.engine
-        assert engine.check_invariants() == []
-        assert engine.totals() == totals
-        assert {oid: engine.order(oid) for oid in engine.orders} == records
-        assert {u["user_id"]: engine.balances(u["user_id"]) for u in users} == balances
-        assert engine.stats == stats
+        assert sb.engine.check_invariants() == []
+        assert _money_state(sb.engine, users) == before
+
+
+def _random_trader(
+    sb: Sandbox, index: int, markets: list[Any], stop: threading.Event, errors: list[str]
+) -> None:
+    """User ``index`` orders and cancels at random until ``stop``; odd answers go to ``errors``."""
+    rng = random.Random(index)
+    live: list[str] = []
+    with SignedClient(sb.base_url, sb.users[index]) as c:
+        while not stop.is_set():
+            r = _random_request(c, rng, rng.choice(markets), live)
+            if r is not None and (r.status_code >= 500 or r.status_code in (401, 403)):
+                errors.append(f"{r.status_code} {r.text}")
+
+
+def _random_request(
+    c: SignedClient, rng: random.Random, m: Any, live: list[str]
+) -> httpx.Response | None:
+    """One random order request on market ``m`` (None: nothing to cancel)."""
+    roll = rng.random()
+    if roll < 0.5:
+        cents = max(1, min(99, (m.mid or 50) + rng.randint(-3, 2)))
+        body = {
+            "market_id": m.id,
+            "order_type": "GTC",
+            "token_option": "yes",
+            "limit_price": str(Decimal(cents) / 100),
+            "amount": rng.randint(2, 20),
+        }
+        r = c.post("/orders", body)
+        if r.status_code == 201:
+            live.append(loads(r.content)["data"]["order_id"])
+        return r
+    if roll < 0.7:
+        return c.post("/orders", {"market_id": m.id, "outcome": rng.choice("ab"), "amount": 3})
+    if roll < 0.8:
+        return c.post("/orders", {"market_id": m.id, "side": "SELL", "outcome": "a", "shares": 2})
+    if live:
+        return c.delete(f"/orders/{live.pop(rng.randrange(len(live)))}")
+    return None
+
+
+def _house_filler(sb: Sandbox, stop: threading.Event) -> None:
+    """Every 20 ms the house fills part of a random resting user order, until ``stop``."""
+    rng = random.Random(99)
+    while not stop.wait(0.02):
+        with sb.engine._lock:
+            resting = [o.id for o in sb.engine.open_orders.values() if o.resting and not o.house]
+        if resting:
+            with contextlib.suppress(Rejected):  # it matched or was cancelled meanwhile
+                sb.engine.house_fill(rng.choice(resting), rng.randint(1, 10))
+
+
+def _money_state(engine: Engine, users: list[dict[str, str]]) -> tuple[Any, ...]:
+    """(totals, every order, every user's balances, stats): what a restart must keep."""
+    return (
+        engine.totals(),
+        {oid: engine.order(oid) for oid in engine.orders},
+        {u["user_id"]: engine.balances(u["user_id"]) for u in users},
+        dict(engine.stats),
+    )
 
 
 def test_bad_state_files_give_one_clear_error(tmp_path: Path) -> None:
@@ -680,52 +691,9 @@ def test_random_engine_operations_survive_every_restart(tmp_path: Path) -> None:
     engine, store = open_engine()
     rng = random.Random(2026)
     markets = [m.id for m in engine.markets.values() if m.active][:6]
-    users = [TRADER, MAKER]
     restarts = 0
     for step in range(1, 401):
-        uid = rng.choice(users)
-        market = engine.markets[rng.choice(markets)]
-        mid = market.mid or 50
-        roll = rng.random()
-        with contextlib.suppress(Rejected):
-            if roll < 0.3:
-                cents = max(1, min(99, mid + rng.randint(-5, 4)))
-                body: dict[str, Any] = {
-                    "market_id": market.id,
-                    "order_type": rng.choice(["GTC", "GTD"]),
-                    "token_option": rng.choice(["yes", "no"]),
-                    "limit_price": str(Decimal(cents) / 100),
-                    "amount": rng.randint(1, 30),
-                    "expiration": int(clock()) + rng.randint(1, 5),
-                }
-                if rng.random() < 0.3:
-                    body["take_profit_price"] = str(Decimal(min(99, cents + 3)) / 100)
-                engine.place_order(uid, body)
-            elif roll < 0.5:
-                engine.place_order(
-                    uid, {"market_id": market.id, "outcome": rng.choice("ab"), "amount": 4}
-                )
-            elif roll < 0.6:
-                body = {"market_id": market.id, "side": "SELL", "outcome": rng.choice("ab")}
-                engine.place_order(uid, body | {"shares": rng.randint(1, 6)})
-            elif roll < 0.7:
-                own = [o.id for o in engine.accounts[uid].orders if o.status == "live"]
-                if own:
-                    engine.cancel_order(uid, rng.choice(own))
-            elif roll < 0.8:
-                resting = [o.id for o in engine.open_orders.values() if o.resting and not o.house]
-                if resting:
-                    engine.house_fill(rng.choice(resting), rng.randint(1, 8))
-            elif roll < 0.85:
-                engine.set_price(market.id, str(Decimal(rng.randint(20, 80)) / 100))
-            elif roll < 0.9:
-                engine.deposit(uid, rng.randint(1, 50), bonus=rng.random() < 0.5)
-            elif roll < 0.92 and len(markets) > 3:
-                markets.remove(market.id)
-                engine.settle(market.id, rng.choice("ab"))
-            else:
-                clock.advance(rng.choice([0.02, 0.06, 0.5, 2]))
-                engine.tick()
+        _random_engine_step(engine, clock, rng, markets)
         if rng.random() < 0.1:  # a restart after any kind of operation
             restarts += 1
             assert engine.check_invariants() == []
@@ -738,6 +706,80 @@ def test_random_engine_operations_survive_every_restart(tmp_path: Path) -> None:
     assert engine.stats["settlements"] == 3
     assert restarts > 20
     store.close()
+
+
+def _random_engine_step(
+    engine: Engine, clock: Clock, rng: random.Random, markets: list[str]
+) -> None:
+    """One seeded operation by a random user on a random market (a refusal is one too)."""
+    uid = rng.choice([TRADER, MAKER])
+    market = engine.markets[rng.choice(markets)]
+    roll = rng.random()
+    with contextlib.suppress(Rejected):
+        if roll < 0.6:
+            _random_order(engine, clock, rng, uid, market.id, market.mid or 50, roll)
+        else:
+            _random_event(engine, clock, rng, uid, market.id, markets, roll)
+
+
+def _random_order(
+    engine: Engine,
+    clock: Clock,
+    rng: random.Random,
+    uid: str,
+    market_id: str,
+    mid: int,
+    roll: float,
+) -> None:
+    """A limit order (GTC or GTD, maybe with a take-profit), a market buy or a sell."""
+    if roll < 0.3:
+        cents = max(1, min(99, mid + rng.randint(-5, 4)))
+        body: dict[str, Any] = {
+            "market_id": market_id,
+            "order_type": rng.choice(["GTC", "GTD"]),
+            "token_option": rng.choice(["yes", "no"]),
+            "limit_price": str(Decimal(cents) / 100),
+            "amount": rng.randint(1, 30),
+            "expiration": int(clock()) + rng.randint(1, 5),
+        }
+        if rng.random() < 0.3:
+            body["take_profit_price"] = str(Decimal(min(99, cents + 3)) / 100)
+        engine.place_order(uid, body)
+    elif roll < 0.5:
+        engine.place_order(uid, {"market_id": market_id, "outcome": rng.choice("ab"), "amount": 4})
+    else:
+        body = {"market_id": market_id, "side": "SELL", "outcome": rng.choice("ab")}
+        engine.place_order(uid, body | {"shares": rng.randint(1, 6)})
+
+
+def _random_event(
+    engine: Engine,
+    clock: Clock,
+    rng: random.Random,
+    uid: str,
+    market_id: str,
+    markets: list[str],
+    roll: float,
+) -> None:
+    """A cancel, a house fill, a price move, a deposit, a settlement or time passing."""
+    if roll < 0.7:
+        own = [o.id for o in engine.accounts[uid].orders if o.status == "live"]
+        if own:
+            engine.cancel_order(uid, rng.choice(own))
+    elif roll < 0.8:
+        resting = [o.id for o in engine.open_orders.values() if o.resting and not o.house]
+        if resting:
+            engine.house_fill(rng.choice(resting), rng.randint(1, 8))
+    elif roll < 0.85:
+        engine.set_price(market_id, str(Decimal(rng.randint(20, 80)) / 100))
+    elif roll < 0.9:
+        engine.deposit(uid, rng.randint(1, 50), bonus=rng.random() < 0.5)
+    elif roll < 0.92 and len(markets) > 3:
+        markets.remove(market_id)
+        engine.settle(market_id, rng.choice("ab"))
+    else:
+        clock.advance(rng.choice([0.02, 0.06, 0.5, 2]))
+        engine.tick()
 
 
 @pytest.mark.slow

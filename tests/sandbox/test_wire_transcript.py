@@ -22,10 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.sync.client import connect
+from websockets.sync.client import ClientConnection, connect
 
 from clobkit import RequestSigner
 from clobkit.sandbox import Sandbox
+from clobkit.sandbox.engine import MarketState
 
 from .conftest import MAKER, TRADER, Clock, book_market, bookless_market
 from .signed import PREFIX, dumps
@@ -84,114 +85,146 @@ def run_session(sb: Sandbox, clock: Clock) -> list[str]:
     m = book_market(sb.engine)
     other = book_market(sb.engine, skip=1)
     bare = bookless_market(sb.engine)
-    token_a, token_b = m.fx.token_id_a, m.fx.token_id_b
     event = next(iter(sb.engine.events.values()))
     ws_url = PREFIX + "/ws"
     ws_headers = s.headers(TRADER, "GET", ws_url, b"")
     with connect(sb.ws_url, additional_headers=ws_headers, open_timeout=5) as ws:
+        token_a, token_b = m.fx.token_id_a, m.fx.token_id_b
         topics = [f"user:{TRADER}:orders", f"market:{token_a}:book", f"market:{token_b}:price"]
         ws.send(dumps({"action": "subscribe", "topics": topics}))
         for _ in range(3):  # subscribed, then the book and price snapshots
             s.lines.append(json.dumps({"at": "ws", "text": ws.recv(timeout=5)}))
-        s.api("GET", "/events?limit=2")
-        s.api("GET", "/events?limit=2&offset=1&sort_by=volume&status=active")
-        s.api("GET", f"/events/{event.id}")
-        s.api("GET", f"/events/{event.slug}/markets")
-        s.api("GET", "/markets?q=win&limit=3")
-        s.api("GET", f"/markets/{m.id}")
-        s.api("GET", f"/orderbooks/{token_a}")
-        s.api("GET", f"/orderbooks/{token_b}")
-        s.api("GET", f"/orderbooks/{bare.fx.token_id_a}")
-        s.api("GET", "/wallet")
-        s.plain("GET", f"/fee-rate?token_id={token_a}")
-        s.plain("GET", "/fee-rate?token_id=1")
-        fok = s.api("POST", "/orders", {"market_id": m.id, "outcome": "a", "amount": 25})
-        limit = s.api(
-            "POST",
-            "/orders",
-            {
-                "market_id": m.id,
-                "order_type": "GTC",
-                "token_option": "no",
-                "limit_price": "0.05",
-                "amount": 5,
-            },
-        )
-        tp = s.api(
-            "POST",
-            "/orders",
-            {
-                "market_id": other.id,
-                "order_type": "GTC",
-                "token_option": "yes",
-                "limit_price": "0.03",
-                "amount": 3,
-            },
-        )
-        raw = {
-            "market_id": m.id,
-            "outcome": "b",
-            "token_id": token_b,
-            "maker_amount": "1500000",
-            "taker_amount": "30000000",
-            "side": 0,
-            "fee_rate_bps": m.fx.fee_rate_bps,
-            "order_type": "GTC",
-            "salt": "424242",
-            "client_order_id": "mm-0001",
-        }
-        placed = s.api("POST", "/orders/raw", raw)
-        s.api("POST", "/orders/raw", raw)  # the same client_order_id: the same order
-        s.api("POST", "/orders/raw", dict(raw, salt="x"))
-        s.api("GET", "/orders")
-        s.api("GET", "/orders?status=live&page_size=2")
-        s.api("GET", f"/orders/{fok['data']['order_id']}")
-        resting = placed["data"]["order_id"]
-        s.plain("POST", f"/admin/orders/{resting}/fill", {"shares": "7.5"})
-        s.api("GET", f"/orders/{resting}")
-        s.plain("POST", f"/admin/markets/{m.id}/price", {"price": "0.40"})
-        s.api("GET", f"/orderbooks/{token_a}")
-        s.api("DELETE", f"/orders/{limit['data']['order_id']}")
-        s.api("DELETE", f"/orders/{limit['data']['order_id']}")
-        s.api("DELETE", f"/orders/{uuid.UUID(int=7)}")
-        s.api("GET", "/portfolio/positions")
-        s.api("GET", "/portfolio/orders?side=BUY&per_page=2")
-        s.plain("POST", f"/admin/users/{TRADER}/deposit", {"amount": "12.5"})
-        s.plain("GET", f"/admin/users/{TRADER}/balances")
-        s.plain("POST", f"/admin/markets/{m.id}/settle", {"winner": "b"})
-        s.plain("POST", f"/admin/markets/{m.id}/settle", {"winner": "b"})
-        s.api("GET", f"/orders/{resting}")
-        s.api("GET", f"/orders/{tp['data']['order_id']}")
-        s.api("GET", "/portfolio/positions?per_page=1&page=2")
-        s.api("GET", f"/markets/{m.id}")
-        s.plain("GET", "/admin/invariants")
-        # refusals
-        s.api("GET", "/events?limit=0")
-        s.api("GET", "/events?live=maybe")
-        s.api("GET", "/markets")
-        s.api("GET", "/nowhere")
-        s.api("GET", f"/orders/{fok['data']['order_id']}", user=MAKER)
-        s.api("POST", "/orders", {"market_id": m.id})
-        s.api("POST", "/orders", [1])
-        s.plain("GET", PREFIX + "/orders")
-        s.plain("DELETE", PREFIX + "/events")
-        # paths at the edges of the routes ({id} is one non-empty segment)
-        s.api("GET", "/orders/raw")
-        s.api("DELETE", "/orders/raw")
-        s.api("PUT", "/orders/raw")
-        s.api("GET", "/orders/")
-        s.api("GET", "/orderbooks/")
-        s.api("GET", "/orders//x")
-        s.api("GET", "/events/x/markets")
-        s.api("HEAD", "/orders")
-        s.api("GET", "/orders?page=0")
-        ws.send(dumps({"action": "ping"}))
-        while True:
-            text = ws.recv(timeout=5)
-            s.lines.append(json.dumps({"at": "ws", "text": text}))
-            if json.loads(text).get("type") == "pong":
-                break
+        _reads(s, m, bare, event)
+        fok, limit, tp, resting = _placed(s, m, other)
+        _lifecycle(s, m, fok, limit, tp, resting)
+        _refusals(s, m, fok)
+        _edge_paths(s)
+        _ping(s, ws)
     return s.lines
+
+
+def _reads(s: Session, m: MarketState, bare: MarketState, event: Any) -> None:
+    """Events, markets, books, the wallet and fee rates read."""
+    token_a, token_b = m.fx.token_id_a, m.fx.token_id_b
+    s.api("GET", "/events?limit=2")
+    s.api("GET", "/events?limit=2&offset=1&sort_by=volume&status=active")
+    s.api("GET", f"/events/{event.id}")
+    s.api("GET", f"/events/{event.slug}/markets")
+    s.api("GET", "/markets?q=win&limit=3")
+    s.api("GET", f"/markets/{m.id}")
+    s.api("GET", f"/orderbooks/{token_a}")
+    s.api("GET", f"/orderbooks/{token_b}")
+    s.api("GET", f"/orderbooks/{bare.fx.token_id_a}")
+    s.api("GET", "/wallet")
+    s.plain("GET", f"/fee-rate?token_id={token_a}")
+    s.plain("GET", "/fee-rate?token_id=1")
+
+
+def _placed(s: Session, m: MarketState, other: MarketState) -> tuple[str, str, str, str]:
+    """A FOK, two limit orders and a raw order (sent twice, then with a bad salt): their ids."""
+    token_b = m.fx.token_id_b
+    fok = s.api("POST", "/orders", {"market_id": m.id, "outcome": "a", "amount": 25})
+    limit = s.api(
+        "POST",
+        "/orders",
+        {
+            "market_id": m.id,
+            "order_type": "GTC",
+            "token_option": "no",
+            "limit_price": "0.05",
+            "amount": 5,
+        },
+    )
+    tp = s.api(
+        "POST",
+        "/orders",
+        {
+            "market_id": other.id,
+            "order_type": "GTC",
+            "token_option": "yes",
+            "limit_price": "0.03",
+            "amount": 3,
+        },
+    )
+    raw = {
+        "market_id": m.id,
+        "outcome": "b",
+        "token_id": token_b,
+        "maker_amount": "1500000",
+        "taker_amount": "30000000",
+        "side": 0,
+        "fee_rate_bps": m.fx.fee_rate_bps,
+        "order_type": "GTC",
+        "salt": "424242",
+        "client_order_id": "mm-0001",
+    }
+    placed = s.api("POST", "/orders/raw", raw)
+    s.api("POST", "/orders/raw", raw)  # the same client_order_id: the same order
+    s.api("POST", "/orders/raw", dict(raw, salt="x"))
+    ids = [o["data"]["order_id"] for o in (fok, limit, tp, placed)]
+    return ids[0], ids[1], ids[2], ids[3]
+
+
+def _lifecycle(s: Session, m: MarketState, fok: str, limit: str, tp: str, resting: str) -> None:
+    """The orders listed, filled, repriced, cancelled, settled and read back."""
+    token_a = m.fx.token_id_a
+    s.api("GET", "/orders")
+    s.api("GET", "/orders?status=live&page_size=2")
+    s.api("GET", f"/orders/{fok}")
+    s.plain("POST", f"/admin/orders/{resting}/fill", {"shares": "7.5"})
+    s.api("GET", f"/orders/{resting}")
+    s.plain("POST", f"/admin/markets/{m.id}/price", {"price": "0.40"})
+    s.api("GET", f"/orderbooks/{token_a}")
+    s.api("DELETE", f"/orders/{limit}")
+    s.api("DELETE", f"/orders/{limit}")
+    s.api("DELETE", f"/orders/{uuid.UUID(int=7)}")
+    s.api("GET", "/portfolio/positions")
+    s.api("GET", "/portfolio/orders?side=BUY&per_page=2")
+    s.plain("POST", f"/admin/users/{TRADER}/deposit", {"amount": "12.5"})
+    s.plain("GET", f"/admin/users/{TRADER}/balances")
+    s.plain("POST", f"/admin/markets/{m.id}/settle", {"winner": "b"})
+    s.plain("POST", f"/admin/markets/{m.id}/settle", {"winner": "b"})
+    s.api("GET", f"/orders/{resting}")
+    s.api("GET", f"/orders/{tp}")
+    s.api("GET", "/portfolio/positions?per_page=1&page=2")
+    s.api("GET", f"/markets/{m.id}")
+    s.plain("GET", "/admin/invariants")
+
+
+def _refusals(s: Session, m: MarketState, fok: str) -> None:
+    """Requests the service refuses: bad queries, unknown paths, another user's order."""
+    s.api("GET", "/events?limit=0")
+    s.api("GET", "/events?live=maybe")
+    s.api("GET", "/markets")
+    s.api("GET", "/nowhere")
+    s.api("GET", f"/orders/{fok}", user=MAKER)
+    s.api("POST", "/orders", {"market_id": m.id})
+    s.api("POST", "/orders", [1])
+    s.plain("GET", PREFIX + "/orders")
+    s.plain("DELETE", PREFIX + "/events")
+
+
+def _edge_paths(s: Session) -> None:
+    """Paths at the edges of the routes ({id} is one non-empty segment)."""
+    s.api("GET", "/orders/raw")
+    s.api("DELETE", "/orders/raw")
+    s.api("PUT", "/orders/raw")
+    s.api("GET", "/orders/")
+    s.api("GET", "/orderbooks/")
+    s.api("GET", "/orders//x")
+    s.api("GET", "/events/x/markets")
+    s.api("HEAD", "/orders")
+    s.api("GET", "/orders?page=0")
+
+
+def _ping(s: Session, ws: ClientConnection) -> None:
+    """A ping, and every frame up to its pong."""
+    ws.send(dumps({"action": "ping"}))
+    while True:
+        text = ws.recv(timeout=5)
+        s.lines.append(json.dumps({"at": "ws", "text": text}))
+        if json.loads(text).get("type") == "pong":
+            break
 
 
 def test_the_wire_bytes_of_a_session_are_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:

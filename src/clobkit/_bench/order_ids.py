@@ -245,23 +245,42 @@ def order_id_operation(s: Settings, notes: list[str], say: Callable[[str], None]
     op.contenders.append(Contender("clobkit order_id", "clobkit", single, len(timing_rows)))
     op.contenders[0].correctness = "reference"
 
-    step = max(1, s.batch // 20_000)
-    sample = range(0, s.batch, step)
+    op.contenders += _batch_contenders(hasher, batch, clobkit_id)
+    op.contenders += _peer_contenders(timing_rows, checks, expected, notes)
+    return op
+
+
+def _batch_contenders(
+    hasher: OrderHasher, batch: dict[str, list[Any]], clobkit_id: OrderIdFn
+) -> list[Contender]:
+    """order_ids over the whole batch, threads 1 and 2, each sampled against order_id."""
+    n = len(batch["salts"])
+    step = max(1, n // 20_000)
+    sample = range(0, n, step)
+    out_contenders = []
     for threads in (1, 2):
 
         def many(reps: int, threads: int = threads) -> None:
             for _ in range(reps):
                 hasher.order_ids(**batch, threads=threads)
 
-        c = Contender(
-            f"clobkit order_ids ×{s.batch:,}, threads={threads}", "clobkit", many, s.batch
-        )
+        c = Contender(f"clobkit order_ids ×{n:,}, threads={threads}", "clobkit", many, n)
         out = hasher.order_ids(**batch, threads=threads)
         bad = sum(out[i] != clobkit_id(*row, False) for i, row in _indexed(batch, sample))
         tally(c, len(sample), bad, "= order_id")
         del out
-        op.contenders.append(c)
+        out_contenders.append(c)
+    return out_contenders
 
+
+def _peer_contenders(
+    timing_rows: list[tuple[str, int, int, int, int]],
+    checks: list[tuple[str, int, int, int, int, bool]],
+    expected: list[str],
+    notes: list[str],
+) -> list[Contender]:
+    """Each installed peer, timed per order and checked against clobkit's ids."""
+    out = []
     for package, name, factory in ORDER_ID_PEERS:
         try:
             fn = factory()
@@ -277,8 +296,8 @@ def order_id_operation(s: Settings, notes: list[str], say: Callable[[str], None]
         c = Contender(name, "peer", peer, len(timing_rows))
         bad = sum(fn(*row) != want for row, want in zip(checks, expected, strict=True))
         tally(c, len(checks), bad, "ids equal")
-        op.contenders.append(c)
-    return op
+        out.append(c)
+    return out
 
 
 def _indexed(

@@ -210,6 +210,7 @@ def run_blocks(
     rest: bytes,
     start: int,
     first: int,
+    *,
     write: Callable[[Any], None],
     exact: Callable[[int, bytes, int], int],
     done: Callable[[int, int], None],

@@ -113,13 +113,7 @@ class JsonlOrders:
 
     def parse(self, first: int, lines: list[str]) -> Parsed:
         texts = _lines(lines, str.rstrip)
-        try:
-            # lines one by one only when the batch as a whole may nest too deeply
-            if json_too_deep("\n".join(texts).encode("utf-8", "surrogatepass")):
-                raise RecursionError
-            objs: list[Any] = list(map(_decode, texts))
-        except (msgspec.DecodeError, RecursionError):
-            objs = list(map(_decode_line, texts))
+        objs = _decode_batch(texts)
         numbers = list(range(first, first + len(texts)))
         rejects: list[tuple[int, str]] = []
         for k, why in _with_duplicates(texts, objs).items():
@@ -133,45 +127,13 @@ class JsonlOrders:
             not dicts
             or any(None in columns[name] for name in layout.required)
             or _other_version(_union_keys(objs), layout)
-        ):
-            keep = []
-            for k, obj in enumerate(objs):
-                if obj is _BLANK:
-                    continue
-                if isinstance(obj, _Bad):
-                    rejects.append((numbers[k], str(obj)))
-                elif not isinstance(obj, dict):
-                    rejects.append((numbers[k], "not a JSON object"))
-                else:
-                    missing = [name for name in layout.required if obj.get(name) is None]
-                    other = _other_version(obj, layout)
-                    if missing:
-                        note = version_note(missing, layout)
-                        rejects.append((numbers[k], f"missing {', '.join(missing)}{note}"))
-                    elif other:
-                        rejects.append((numbers[k], other))
-                    else:
-                        keep.append(k)
+        ):  # the slow path: some line is refused, each is looked at
+            keep = _keep_rows(objs, numbers, layout, rejects)
             objs = [objs[k] for k in keep]
             texts = [texts[k] for k in keep]
             numbers = [numbers[k] for k in keep]
             columns = {name: list(map(dict.get, objs, repeat(name))) for name in layout.fields}
-        final: dict[str, object] = {}
-        for name, values in columns.items():
-            if name == "side":
-                final[name] = _lookup(values, SIDE_KEYS)
-            elif name == "neg_risk":
-                final[name] = _lookup(values, FLAGS, null=False)  # an absent flag
-            elif name in DEFAULTS:
-                if values.count(None) == len(values):
-                    final[name] = DEFAULTS[name]
-                elif None in values:
-                    final[name] = [DEFAULTS[name] if v is None else v for v in values]
-                else:
-                    final[name] = values
-            else:
-                final[name] = values
-        return Parsed(numbers, texts, final, objs, rejects)
+        return Parsed(numbers, texts, _final_columns(columns), objs, rejects)
 
     def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:
         assert parsed.objects is not None
@@ -191,6 +153,69 @@ class JsonlOrders:
             obj.update(zip(self.added, values, strict=True))
             parts.append(json.dumps(obj, ensure_ascii=False) + "\n")
         return "".join(parts)
+
+
+def _decode_batch(texts: list[str]) -> list[Any]:
+    """Every line decoded, the batch in one go unless it may nest too deeply."""
+    try:
+        # lines one by one only when the batch as a whole may nest too deeply
+        if json_too_deep("\n".join(texts).encode("utf-8", "surrogatepass")):
+            raise RecursionError
+        return list(map(_decode, texts))
+    except (msgspec.DecodeError, RecursionError):
+        return list(map(_decode_line, texts))
+
+
+def _keep_rows(
+    objs: list[Any], numbers: list[int], layout: Layout, rejects: list[tuple[int, str]]
+) -> list[int]:
+    """Indexes of the usable objects; each other non-blank line's refusal goes to ``rejects``."""
+    keep = []
+    for k, obj in enumerate(objs):
+        if obj is _BLANK:
+            continue
+        why = _refusal(obj, layout)
+        if why is None:
+            keep.append(k)
+        else:
+            rejects.append((numbers[k], why))
+    return keep
+
+
+def _refusal(obj: Any, layout: Layout) -> str | None:
+    """Why a decoded line is refused; None when it is an order of ``layout``."""
+    if isinstance(obj, _Bad):
+        return str(obj)
+    if not isinstance(obj, dict):
+        return "not a JSON object"
+    missing = [name for name in layout.required if obj.get(name) is None]
+    if missing:
+        return f"missing {', '.join(missing)}{version_note(missing, layout)}"
+    return _other_version(obj, layout) or None
+
+
+def _final_columns(columns: dict[str, list[Any]]) -> dict[str, object]:
+    """The columns as the hasher takes them: sides and flags looked up, defaults filled."""
+    final: dict[str, object] = {}
+    for name, values in columns.items():
+        if name == "side":
+            final[name] = _lookup(values, SIDE_KEYS)
+        elif name == "neg_risk":
+            final[name] = _lookup(values, FLAGS, null=False)  # an absent flag
+        elif name in DEFAULTS:
+            final[name] = _defaulted(values, DEFAULTS[name])
+        else:
+            final[name] = values
+    return final
+
+
+def _defaulted(values: list[Any], default: object) -> object:
+    """A column with its absent values as ``default`` (one value when all are absent)."""
+    if values.count(None) == len(values):
+        return default
+    if None in values:
+        return [default if v is None else v for v in values]
+    return values
 
 
 _CUT_LAST = itemgetter(slice(None, -1))

@@ -303,6 +303,7 @@ def _run_parquet(
     signer: OrderSigner | None,
     input_path: str,
     part: Path,
+    *,
     threads: int | None,
     batch_size: int,
     bar: Progress,

@@ -204,12 +204,12 @@ def run(
         kind,
         input_path,
         output_path,
-        threads,
-        batch_size,
-        progress,
-        report,
-        version,
-        signer,
+        threads=threads,
+        batch_size=batch_size,
+        progress=progress,
+        report=report,
+        version=version,
+        signer=signer,
     )
     target = Path(output_path)
     part = target.with_name(f".{target.name}.part")
@@ -223,6 +223,7 @@ def _job(
     kind: str,
     input_path: str,
     output_path: str,
+    *,
     threads: int | None,
     batch_size: int | None,
     progress: bool | None,
@@ -265,10 +266,10 @@ def _parquet_file(job: _Job, input_path: str, output_path: str, part: Path) -> S
             job.signer,
             input_path,
             part,
-            job.threads,
-            job.batch_size,
-            bar,
-            job.say,
+            threads=job.threads,
+            batch_size=job.batch_size,
+            bar=bar,
+            say=job.say,
         )
         os.replace(part, output_path)
     except OSError as exc:
@@ -367,7 +368,17 @@ def _csv_blocks(job: _Job, raw: Any, sink: _Sink) -> None:
         sink.out.buffer.write(data)
 
     start = len(header) + len(rest)
-    run_blocks(fast, raw, rest, start, 2, write, exact, sink.done, depth_for(job.threads))
+    run_blocks(
+        fast,
+        raw,
+        rest,
+        start,
+        2,
+        write=write,
+        exact=exact,
+        done=sink.done,
+        depth=depth_for(job.threads),
+    )
 
 
 def _line_batches(job: _Job, kind: str, source: TextIO, sink: _Sink) -> None:

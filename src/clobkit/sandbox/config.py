@@ -26,7 +26,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
 
@@ -300,28 +301,22 @@ class SandboxConfig:
     def __post_init__(self) -> None:
         if _optional_count(self.extra_games, "extra_games") is None:
             raise ConfigError("extra_games must be a non-negative integer")
-        if isinstance(self.faults, Mapping):
-            object.__setattr__(self, "faults", FaultConfig.from_dict(self.faults))
-        elif self.faults is not None and not isinstance(self.faults, FaultConfig):
-            raise ConfigError(f"faults must be an object or null, got {self.faults!r}")
-        users = tuple(self.users)
-        if not users:
-            raise ConfigError("at least one user is needed")
-        for u in users:
-            if not isinstance(u, UserConfig):
-                raise ConfigError(f"users must be UserConfig instances, got {u!r}")
-        for attr in ("user_id", "api_key"):
-            values = [getattr(u, attr) for u in users]
-            if len(set(values)) != len(values):
-                raise ConfigError(f"duplicate {attr} among users")
-        object.__setattr__(self, "users", users)
-        object.__setattr__(
-            self,
+        set_ = partial(object.__setattr__, self)  # the dataclass is frozen
+        set_("faults", _faults(self.faults))
+        set_("users", _users(self.users))
+        set_(
             "rate_limit_per_minute",
             _optional_count(self.rate_limit_per_minute, "rate_limit_per_minute"),
         )
         if isinstance(self.risk, Mapping):
-            object.__setattr__(self, "risk", RiskConfig.from_dict(self.risk))
+            set_("risk", RiskConfig.from_dict(self.risk))
+        self._check_scalars()
+        set_("limits", _limits(self.limits))
+        set_("forwarded_allow_ips", _proxies(self.forwarded_allow_ips))
+        _check_admin_token(self.admin_token)
+
+    def _check_scalars(self) -> None:
+        """The clock skew, the delay, the signing flag and the exchange version checked."""
         if isinstance(self.skew_seconds, bool) or not isinstance(self.skew_seconds, (int, float)):
             raise ConfigError("skew_seconds must be a number")
         if self.skew_seconds <= 0:
@@ -332,23 +327,6 @@ class SandboxConfig:
             raise ConfigError("strict_query_signing must be a boolean")
         if type(self.exchange_version) is not int or self.exchange_version not in (1, 2, 3):
             raise ConfigError(f"exchange_version must be 1, 2 or 3, got {self.exchange_version!r}")
-        if isinstance(self.limits, Mapping):
-            object.__setattr__(self, "limits", LimitsConfig.from_dict(self.limits))
-        if not isinstance(self.limits, LimitsConfig):
-            raise ConfigError("limits must be an object")
-        if self.forwarded_allow_ips is not None:
-            if isinstance(self.forwarded_allow_ips, str):
-                raise ConfigError("forwarded_allow_ips must be a list of addresses or null")
-            proxies = tuple(self.forwarded_allow_ips)
-            bad = [p for p in proxies if p != "*" and not _is_network(p)]
-            if bad or not proxies:
-                raise ConfigError(f"bad forwarded_allow_ips entries {bad or proxies!r}")
-            object.__setattr__(self, "forwarded_allow_ips", proxies)
-        token = self.admin_token
-        if token is not None and not (
-            isinstance(token, str) and token and token.isascii() and token.isprintable()
-        ):
-            raise ConfigError("admin_token must be a non-empty printable ASCII string or null")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SandboxConfig:
@@ -381,6 +359,60 @@ class SandboxConfig:
 
     def user_by_key(self) -> dict[str, UserConfig]:
         return {u.api_key: u for u in self.users}
+
+
+def _faults(value: object) -> FaultConfig | None:
+    """``faults`` as a FaultConfig (from a mapping) or None."""
+    if isinstance(value, Mapping):
+        return FaultConfig.from_dict(value)
+    if value is not None and not isinstance(value, FaultConfig):
+        raise ConfigError(f"faults must be an object or null, got {value!r}")
+    return value
+
+
+def _users(value: Iterable[object]) -> tuple[UserConfig, ...]:
+    """``users`` as a non-empty tuple of UserConfig with distinct ids and keys."""
+    users = tuple(value)
+    if not users:
+        raise ConfigError("at least one user is needed")
+    for u in users:
+        if not isinstance(u, UserConfig):
+            raise ConfigError(f"users must be UserConfig instances, got {u!r}")
+    checked = cast("tuple[UserConfig, ...]", users)
+    for attr in ("user_id", "api_key"):
+        values = [getattr(u, attr) for u in checked]
+        if len(set(values)) != len(values):
+            raise ConfigError(f"duplicate {attr} among users")
+    return checked
+
+
+def _limits(value: object) -> LimitsConfig:
+    """``limits`` as a LimitsConfig (from a mapping)."""
+    if isinstance(value, Mapping):
+        value = LimitsConfig.from_dict(value)
+    if not isinstance(value, LimitsConfig):
+        raise ConfigError("limits must be an object")
+    return value
+
+
+def _proxies(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    """``forwarded_allow_ips`` as a non-empty tuple of networks or ``*``, or None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise ConfigError("forwarded_allow_ips must be a list of addresses or null")
+    proxies = tuple(value)
+    bad = [p for p in proxies if p != "*" and not _is_network(p)]
+    if bad or not proxies:
+        raise ConfigError(f"bad forwarded_allow_ips entries {bad or proxies!r}")
+    return proxies
+
+
+def _check_admin_token(token: object) -> None:
+    if token is not None and not (
+        isinstance(token, str) and token and token.isascii() and token.isprintable()
+    ):
+        raise ConfigError("admin_token must be a non-empty printable ASCII string or null")
 
 
 def load_config(

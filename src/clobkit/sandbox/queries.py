@@ -71,24 +71,20 @@ def select_events(
     """Every event that passes the filters, in the order of ``sort_by`` (default start_time)."""
 
     def keep(e: EventFixture) -> bool:
-        if league is not None and e.league.id != league:
-            return False
-        if sport is not None and e.league.sport != sport:
-            return False
-        if category is not None and e.league.category != category:
-            return False
-        if subcategory is not None and e.league.subcategory != subcategory:
-            return False
-        if live is not None and e.live != live:
+        wanted = (
+            (league, e.league.id),
+            (sport, e.league.sport),
+            (category, e.league.category),
+            (subcategory, e.league.subcategory),
+            (live, e.live),
+            (is_featured, e.is_featured),
+            (is_future, e.is_future),
+        )
+        if any(want is not None and got != want for want, got in wanted):
             return False
         if status == "ended":
-            if not e.ended:
-                return False
-        elif (status == "active" or not ended) and e.ended:
-            return False
-        if is_featured is not None and e.is_featured != is_featured:
-            return False
-        return not (is_future is not None and e.is_future != is_future)
+            return e.ended
+        return not ((status == "active" or not ended) and e.ended)
 
     events = [e for e in engine.events.values() if keep(e)]
     events.sort(key=lambda e: e.id)

@@ -140,55 +140,73 @@ class Hub:
             conn.send({"type": "data", "topic": topic, "data": data})
 
     def _refusal(self, conn: Connection, topic: object) -> str | None:
+        """Why ``conn`` may not subscribe to ``topic``; None when it may."""
         if not isinstance(topic, str):
             return "topics must be strings"
         parts = topic.split(":")
         if len(parts) == 3 and parts[0] == "market" and parts[2] in MARKET_TOPIC_KINDS:
             if "markets:read" not in conn.user.scopes:
                 return forbidden_scope("markets:read")
-            if not self.engine.has_token(parts[1]):
-                return "unknown token"
-            return None
+            return None if self.engine.has_token(parts[1]) else "unknown token"
         if len(parts) == 3 and parts[0] == "user" and parts[2] == "orders":
-            if parts[1] != conn.user.user_id:
-                return "forbidden: cannot subscribe to another user's orders"
-            if "orders:read" not in conn.user.scopes:
-                return forbidden_scope("orders:read")
-            return None
+            return _orders_refusal(conn, parts[1])
         return "unknown topic"
 
     def handle(self, conn: Connection, text: str) -> None:
-        try:
-            message = decode_json(text)
-        except ValueError as exc:
-            conn.send({"type": "error", "error": f"invalid message: {exc}"})
-            return
-        if not isinstance(message, dict):
-            conn.send({"type": "error", "error": "invalid message: expected a JSON object"})
-            return
-        action = message.get("action")
-        if action == "ping":
+        """One client message: a ping, a subscribe or an unsubscribe (or an error sent back)."""
+        request = self._request(text)
+        if isinstance(request, str):
+            conn.send({"type": "error", "error": request})
+        elif request[0] == "ping":
             conn.send({"type": "pong"})
-            return
-        if action not in ("subscribe", "unsubscribe"):
-            conn.send({"type": "error", "error": "unknown action (subscribe, unsubscribe or ping)"})
-            return
-        raw_topics = message.get("topics")
-        if not isinstance(raw_topics, list) or not raw_topics:
-            conn.send({"type": "error", "error": "topics must be a non-empty array of strings"})
-            return
-        if len(raw_topics) > self.max_topics:  # checked before any work on them
-            conn.send({"type": "error", "error": f"at most {self.max_topics} topics per message"})
-            return
-        # De-duplicated in order: a topic listed twice is one subscription (and one watch).
-        unique = {(isinstance(t, str), t if isinstance(t, str) else repr(t)): t for t in raw_topics}
-        topics: list[object] = list(unique.values())
-        if action == "unsubscribe":
-            gone = [t for t in topics if isinstance(t, str) and t in conn.topics]
+        elif request[0] == "unsubscribe":
+            gone = [t for t in request[1] if isinstance(t, str) and t in conn.topics]
             for topic in gone:
                 self._unsubscribe(conn, topic)
             conn.send({"type": "unsubscribed", "topics": gone})
-            return
+        else:
+            self._subscribe(conn, request[1])
+
+    def _request(self, text: str) -> tuple[str, list[object]] | str:
+        """(action, its distinct topics in order) of a message, or why it is refused."""
+        try:
+            message = decode_json(text)
+        except ValueError as exc:
+            return f"invalid message: {exc}"
+        if not isinstance(message, dict):
+            return "invalid message: expected a JSON object"
+        action = message.get("action")
+        if action == "ping":
+            return "ping", []
+        if action not in ("subscribe", "unsubscribe"):
+            return "unknown action (subscribe, unsubscribe or ping)"
+        raw_topics = message.get("topics")
+        if not isinstance(raw_topics, list) or not raw_topics:
+            return "topics must be a non-empty array of strings"
+        if len(raw_topics) > self.max_topics:  # checked before any work on them
+            return f"at most {self.max_topics} topics per message"
+        # De-duplicated in order: a topic listed twice is one subscription (and one watch).
+        unique = {(isinstance(t, str), t if isinstance(t, str) else repr(t)): t for t in raw_topics}
+        return str(action), list(unique.values())
+
+    def _subscribe(self, conn: Connection, topics: list[object]) -> None:
+        """The topics ``conn`` may have subscribed, confirmed, and each market's snapshot sent."""
+        accepted = self._accepted(conn, topics)
+        for topic in accepted:
+            conn.topics.add(topic)
+            self.subscribers.setdefault(topic, set()).add(conn)
+            if topic.startswith("user:"):
+                self.engine.watch_user(conn.user.user_id, +1)
+        conn.send({"type": "subscribed", "topics": accepted})
+        for topic in accepted:
+            _, token, kind = topic.split(":")
+            if topic.startswith("market:"):
+                found = self._payload(token, kind)
+                if found is not None:
+                    conn.send({"type": "snapshot", "topic": topic, "data": found[0]})
+
+    def _accepted(self, conn: Connection, topics: list[object]) -> list[str]:
+        """The new topics ``conn`` may subscribe to, within its cap; an error sent for the rest."""
         accepted: list[str] = []
         for item in topics:
             refusal = self._refusal(conn, item)
@@ -203,18 +221,7 @@ class Hub:
                 conn.send({"type": "error", "error": refusal, "topic": topic})
                 continue
             accepted.append(topic)
-        for topic in accepted:
-            conn.topics.add(topic)
-            self.subscribers.setdefault(topic, set()).add(conn)
-            if topic.startswith("user:"):
-                self.engine.watch_user(conn.user.user_id, +1)
-        conn.send({"type": "subscribed", "topics": accepted})
-        for topic in accepted:
-            _, token, kind = topic.split(":")
-            if topic.startswith("market:"):
-                found = self._payload(token, kind)
-                if found is not None:
-                    conn.send({"type": "snapshot", "topic": topic, "data": found[0]})
+        return accepted
 
     def _unsubscribe(self, conn: Connection, topic: str) -> None:
         conn.topics.discard(topic)
@@ -230,3 +237,12 @@ class Hub:
     def drop(self, conn: Connection) -> None:
         for topic in list(conn.topics):
             self._unsubscribe(conn, topic)
+
+
+def _orders_refusal(conn: Connection, user_id: str) -> str | None:
+    """Why ``conn`` may not follow ``user_id``'s orders; None when it may."""
+    if user_id != conn.user.user_id:
+        return "forbidden: cannot subscribe to another user's orders"
+    if "orders:read" not in conn.user.scopes:
+        return forbidden_scope("orders:read")
+    return None
