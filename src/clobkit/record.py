@@ -30,25 +30,31 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
 from decimal import Decimal
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-import msgspec
-
-from ._jsondepth import json_too_deep
+from ._record_frames import (
+    Book,
+    Columns,
+    Level,
+    arrow,
+    decode_book_frame,
+    rest_levels,
+    schema,
+    text_levels,
+)
+from ._record_markets import RecordedEvent, RecordedMarket, resolve_events, resolve_markets
 from ._spec import book_topic
-from .errors import ClobkitError, MissingExtra, NotFound, OrderBookNotFound, ValidationError
-from .models import StreamMessage
+from .errors import ClobkitError, OrderBookNotFound, ValidationError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from .client import AsyncClient, Stream
-    from .models import Market, Orderbook
+    from .models import Orderbook
 
 __all__ = [
     "BOOK",
@@ -79,129 +85,6 @@ _ROW_BYTES = 200  # estimated bytes a row holds besides its levels (ints, column
 _LEVEL_BYTES = 130  # estimated bytes of one level held (two strings, two column slots)
 _PRICE = attrgetter("price")
 _SIZE = attrgetter("size")
-
-
-def _pa() -> Any:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet
-    except ModuleNotFoundError as exc:
-        raise MissingExtra(
-            f"recording needs the data extra (missing {exc.name}): pip install 'clobkit[data]'"
-        ) from None
-    return pa
-
-
-def _schema() -> pa.Schema:
-    pa = _pa()
-    level = pa.list_(pa.struct([("price", pa.string()), ("size", pa.string())]))
-    return pa.schema(
-        [
-            ("seq", pa.int64()),  # the message's number in the recording, from 0
-            ("recv_ns", pa.int64()),  # receive time, ns since the epoch (this machine)
-            ("service_ms", pa.int64()),  # the book's updated_at_ms (the service's clock)
-            ("kind", pa.dictionary(pa.int8(), pa.string())),  # book | snapshot | gap
-            ("market_id", pa.dictionary(pa.int32(), pa.string())),
-            ("token_id", pa.dictionary(pa.int32(), pa.string())),
-            ("bids", level),  # best first, as sent
-            ("asks", level),
-        ]
-    )
-
-
-# gc=False: none of these can be part of a reference cycle (strings, ints, lists of
-# levels), and tracking them made the collector's passes the recorder's main cost
-class _Level(msgspec.Struct, gc=False):
-    """One level of a book as sent (the API sends prices and sizes as strings)."""
-
-    price: str
-    size: str
-
-
-class _Book(msgspec.Struct, gc=False):
-    """A book message's data, only what a row keeps (other fields are skipped unread)."""
-
-    bids: list[_Level]
-    asks: list[_Level]
-    updated_at_ms: int | None = None
-
-
-class _BookFrame(msgspec.Struct, gc=False):
-    type: str
-    topic: str
-    data: _Book
-
-
-_decode_book_frame = msgspec.json.Decoder(_BookFrame).decode
-_BOOK_PREFIX, _BOOK_SUFFIX = book_topic("@").split("@")
-
-
-def decode_book_frame(raw: bytes) -> StreamMessage | None:
-    """A stream frame of a book, decoded straight into what a row holds (``Stream.decode``);
-    ``None`` for any other frame, or a book of another shape (numbers for prices, ``null``
-    levels), which the stream then reads as usual and ``add`` turns into text."""
-    if json_too_deep(raw):
-        return None
-    try:
-        frame = _decode_book_frame(raw)
-    except (msgspec.DecodeError, UnicodeDecodeError):
-        return None
-    topic = frame.topic
-    if not (topic.startswith(_BOOK_PREFIX) and topic.endswith(_BOOK_SUFFIX)):
-        return None  # another topic's data that happens to have bids and asks
-    return StreamMessage(type=frame.type, topic=topic, data=frame.data)
-
-
-def _text_levels(levels: Any) -> list[_Level]:
-    """Levels as decoded into dicts, their price and size as text (a number as written)."""
-    if not isinstance(levels, list | tuple):
-        return []
-    return [
-        _Level(_text(lv.get("price")), _text(lv.get("size")))
-        for lv in levels
-        if isinstance(lv, dict)
-    ]
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
-class RecordedMarket(NamedTuple):
-    """A market being recorded: its id, event, question and the two outcome tokens, and
-    what a replay needs to serve it as the service did (``None``: not known; the replay
-    then takes the sandbox's default). The API names no tick size: its grid is 0.01."""
-
-    market_id: str
-    event_id: str | None
-    question: str | None
-    token_id_a: str
-    token_id_b: str
-    outcome_a: str | None = None  # the outcomes' names
-    outcome_b: str | None = None
-    condition_id: str | None = None
-    neg_risk: bool | None = None
-    market_type: str | None = None
-    group_item_title: str | None = None
-    min_order_size: str | None = None  # USDC, as the first book read said
-    fee_rate_bps: int | None = None  # the exchange's fee for its tokens
-
-
-class RecordedEvent(NamedTuple):
-    """The event of recorded markets, as the service described it (``get_event``)."""
-
-    event_id: str
-    title: str | None = None
-    slug: str | None = None
-    league_id: str | None = None
-    series_id: str | None = None
-    category: str | None = None
-    subcategory: str | None = None
-    start_time_ms: int | None = None  # kickoff, ms since the epoch
-    end_date_ms: int | None = None
-    is_future: bool | None = None
-    home_team: dict[str, Any] | None = None  # the team as sent (id, name, abbreviation...)
-    away_team: dict[str, Any] | None = None
 
 
 class BookRow(NamedTuple):
@@ -242,122 +125,6 @@ class RecordStats:
         )
 
 
-async def resolve_markets(
-    client: AsyncClient,
-    *,
-    market_ids: Iterable[str] = (),
-    event_ids: Iterable[str] = (),
-    leagues: Iterable[str] = (),
-) -> list[RecordedMarket]:
-    """The markets named by id, by event (all its markets) and by league (the markets of
-    its events not ended), each once, in that order."""
-    found: dict[str, RecordedMarket] = {}
-
-    def add(m: Market, event_id: str | None) -> None:
-        if m.token_id_a and m.token_id_b and m.id not in found:
-            found[m.id] = RecordedMarket(
-                m.id,
-                m.event_id or event_id,
-                m.question,
-                m.token_id_a,
-                m.token_id_b,
-                outcome_a=m.outcome_a,
-                outcome_b=m.outcome_b,
-                condition_id=m.condition_id,
-                neg_risk=m.neg_risk,
-                market_type=m.market_type,
-                group_item_title=m.group_item_title,
-            )
-
-    for market_id in market_ids:
-        add(await client.get_market(market_id), None)
-    events = list(event_ids)
-    for league in leagues:
-        events += [e.id async for e in client.iter_events(league=league) if not e.ended]
-    for event_id in events:
-        for m in await client.get_event_markets(event_id):
-            add(m, event_id)
-    return list(found.values())
-
-
-def _ms(stamp: datetime | None) -> int | None:
-    return None if stamp is None else int(stamp.timestamp() * 1000)
-
-
-def _team(team: Any) -> dict[str, Any] | None:
-    return None if team is None else msgspec.to_builtins(team)
-
-
-async def resolve_events(client: AsyncClient, event_ids: Iterable[str]) -> list[RecordedEvent]:
-    """The events named, as the service describes them (one ``get_event`` each); an event
-    it cannot find is left out (a replay then serves its markets under a plain event)."""
-    events = []
-    for event_id in dict.fromkeys(event_ids):
-        try:
-            e = await client.get_event(event_id)
-        except NotFound:
-            continue
-        events.append(
-            RecordedEvent(
-                e.id,
-                title=e.title,
-                slug=e.slug,
-                league_id=e.league_id,
-                series_id=e.series_id,
-                category=e.category,
-                subcategory=e.subcategory,
-                start_time_ms=_ms(e.start_time),
-                end_date_ms=_ms(e.end_date),
-                is_future=e.is_future,
-                home_team=_team(e.home_team),
-                away_team=_team(e.away_team),
-            )
-        )
-    return events
-
-
-def _levels(levels: Any) -> list[_Level]:
-    return [_Level(str(lv.price), str(lv.size)) for lv in levels]
-
-
-class _Columns:
-    """The rows held until the next rotation, column by column, a book's levels flattened
-    (prices, sizes, and the count per row): nothing held per level but its two strings,
-    and no container per row for the garbage collector to walk."""
-
-    __slots__ = (
-        "ask_counts",
-        "ask_prices",
-        "ask_sizes",
-        "bid_counts",
-        "bid_prices",
-        "bid_sizes",
-        "kind",
-        "market",
-        "recv_ns",
-        "seq",
-        "service_ms",
-        "token",
-    )
-
-    def __init__(self) -> None:
-        self.seq: list[int] = []
-        self.recv_ns: list[int] = []
-        self.service_ms: list[int | None] = []
-        self.kind: list[str] = []
-        self.market: list[str | None] = []
-        self.token: list[str | None] = []
-        self.bid_prices: list[str] = []
-        self.bid_sizes: list[str] = []
-        self.bid_counts: list[int] = []
-        self.ask_prices: list[str] = []
-        self.ask_sizes: list[str] = []
-        self.ask_counts: list[int] = []
-
-    def __len__(self) -> int:
-        return len(self.seq)
-
-
 class RecordingWriter:
     """The files of a recording: rows held, then written at each rotation (module doc).
 
@@ -382,8 +149,8 @@ class RecordingWriter:
             raise ValidationError("rotate_seconds", rotate_seconds, "must be positive")
         if isinstance(rotate_bytes, bool) or not isinstance(rotate_bytes, int) or rotate_bytes < 1:
             raise ValidationError("rotate_bytes", rotate_bytes, "must be a positive int")
-        self._pa = _pa()
-        self._schema = _schema()
+        self._pa = arrow()
+        self._schema = schema()
         self.directory = Path(directory)
         self.markets = list(markets)
         self._token_market: dict[str, str] = {}
@@ -398,7 +165,7 @@ class RecordingWriter:
         self.events: list[RecordedEvent] = []
         self.stats = RecordStats(len(self.markets), time.time_ns())
         self._seq = 0
-        self._rows = _Columns()
+        self._rows = Columns()
         self._held = 0  # estimated bytes of the rows held
         self._opened = time.monotonic()
         self._writing: asyncio.Task[None] | None = None
@@ -408,14 +175,14 @@ class RecordingWriter:
     def add(self, kind: str, token: str | None, data: Any, recv_ns: int) -> None:
         """Hold one row: a book message's ``data`` (as ``decode_book_frame`` gives it, or a
         dict as decoded), or a gap (``data`` None)."""
-        if isinstance(data, _Book):  # the hot path: the levels are kept as decoded
+        if isinstance(data, Book):  # the hot path: the levels are kept as decoded
             self._hold(kind, token, data.bids, data.asks, data.updated_at_ms, recv_ns)
             return
-        bids: list[_Level] = []
-        asks: list[_Level] = []
+        bids: list[Level] = []
+        asks: list[Level] = []
         service_ms = None
         if isinstance(data, dict):
-            bids, asks = _text_levels(data.get("bids")), _text_levels(data.get("asks"))
+            bids, asks = text_levels(data.get("bids")), text_levels(data.get("asks"))
             stamp = data.get("updated_at_ms")
             if isinstance(stamp, int) and not isinstance(stamp, bool):
                 service_ms = stamp
@@ -425,8 +192,8 @@ class RecordingWriter:
         self,
         kind: str,
         token: str | None,
-        bids: list[_Level],
-        asks: list[_Level],
+        bids: list[Level],
+        asks: list[Level],
         service_ms: int | None,
         recv_ns: int,
     ) -> None:
@@ -459,7 +226,7 @@ class RecordingWriter:
 
     # -- files -------------------------------------------------------------------------------
 
-    def _table(self, rows: _Columns) -> pa.Table:
+    def _table(self, rows: Columns) -> pa.Table:
         pa = self._pa
         kind_type = self._schema.field("kind").type
         arrays = [
@@ -485,7 +252,7 @@ class RecordingWriter:
         offsets = pa.array([0, *accumulate(counts)], pa.int32())
         return pa.ListArray.from_arrays(offsets, values, type=level_type)
 
-    def _write(self, rows: _Columns) -> None:
+    def _write(self, rows: Columns) -> None:
         """One complete file of ``rows``, under a ``.part`` name until it is whole."""
         table = self._table(rows)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(rows.recv_ns[0] / 1e9))
@@ -499,7 +266,7 @@ class RecordingWriter:
     async def rotate(self) -> None:
         """Write the rows held as one file (in a thread; at most one write in flight)."""
         await self._drain()
-        rows, self._rows, self._held = self._rows, _Columns(), 0
+        rows, self._rows, self._held = self._rows, Columns(), 0
         self._opened = time.monotonic()
         if rows:
             self.stats.rows += len(rows)
@@ -579,7 +346,7 @@ class Recorder(RecordingWriter):
             if book is None:
                 self._hold(SNAPSHOT, token, [], [], None, now)
             else:
-                bids, asks = _levels(book.bids), _levels(book.asks)
+                bids, asks = rest_levels(book.bids), rest_levels(book.asks)
                 self._hold(SNAPSHOT, token, bids, asks, book.updated_at_ms, now)
                 if book.min_order_size is not None:
                     self._min_sizes.setdefault(token, str(book.min_order_size))
@@ -713,7 +480,7 @@ def _records(
 
 def iter_rows(directory: str | os.PathLike[str]) -> Iterator[BookRow]:
     """Every row of a recording, in the order received."""
-    pq = _pa().parquet
+    pq = arrow().parquet
     for path in recording_files(directory):
         table = pq.read_table(path)
         for r in table.to_pylist():

@@ -95,18 +95,3 @@ def test_the_seam_is_exported() -> None:
             "exchange_version",
         ):
             assert getattr(cls, method).__doc__, (cls, method)
-
-
-def test_mm_files_and_functions_stay_small() -> None:
-    """Issue #23's bounds over mm/: no file over 600 lines, no function over 60."""
-    long: list[str] = []
-    for path in sorted(MM.glob("*.py")):
-        text = path.read_text()
-        if text.count("\n") > 600:
-            long.append(f"{path.name}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                size = (node.end_lineno or node.lineno) - node.lineno + 1
-                if size > 60:
-                    long.append(f"{path.name}: {node.name} {size} lines")
-    assert long == []

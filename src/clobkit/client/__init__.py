@@ -20,8 +20,9 @@ from ._async import AsyncClient
 from ._config import ClientConfig
 from ._core import UNKNOWN_OUTCOME, PreparedRawOrder
 from ._endpoints import MarketInfo
-from ._stream import Stream, StreamItem, SyncStream, book_topic, orders_topic
+from ._stream import Stream, StreamItem, book_topic, orders_topic
 from ._sync import Client
+from ._sync_stream import SyncStream
 
 __all__ = [
     "MAX_ORDER_USDC",

@@ -1,7 +1,7 @@
 """The WebSocket channel (section 6): typed messages, reconnects, resubscription.
 
-``Stream`` is an async iterator; ``SyncStream`` runs one on a private event
-loop in a background thread for synchronous code. After a reconnect a stream
+``Stream`` is an async iterator; ``SyncStream`` (``_sync_stream.py``) runs one on
+a private event loop in a background thread for synchronous code. After a reconnect a stream
 yields ``Reconnected``: messages sent while it was down are lost, so the
 caller resynchronises over REST (``Client.open_orders()``).
 """
@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import queue
 import re
-import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import Any
 
@@ -33,7 +31,7 @@ from ._core import ClientCore, StreamItem
 from ._decode import tolerant_convert
 from ._errors import api_error
 
-__all__ = ["Stream", "StreamItem", "SyncStream", "book_topic", "orders_topic", "parse_message"]
+__all__ = ["Stream", "StreamItem", "book_topic", "orders_topic", "parse_message"]
 
 log = logging.getLogger("clobkit.client.stream")
 
@@ -437,168 +435,3 @@ def _handshake_error(status: int, body: bytes) -> ClobkitError:
     if status < 400:
         return TransportError(message)
     return api_error(status, message, code)
-
-
-class SyncStream:
-    """A ``Stream`` for synchronous code: runs on its own loop in a daemon thread.
-
-    Iterate it (``for msg in client.stream([...])``) or call ``get(timeout)``;
-    ``close()`` (or leaving a ``with`` block) stops the thread. Listeners are
-    called on the stream's thread.
-    """
-
-    def __init__(self, core: ClientCore, topics: Iterable[str] | str, **options: Any) -> None:
-        self._core = core
-        self._topics = _topics(topics)
-        self._options = options
-        self._max_queue = options.get("max_queue", 10_000)
-        # bounded by _amain (the end marker and a failure always fit)
-        self._items: queue.Queue[StreamItem | _End | BaseException] = queue.Queue()
-        self._listeners: list[Listener] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stream: Stream | None = None
-        self._thread: threading.Thread | None = None
-        self._started = threading.Event()
-        self._error: BaseException | None = None
-        self._closed = False
-        self._closing: asyncio.Future[None] | None = None
-
-    def __repr__(self) -> str:
-        return f"SyncStream(topics={self.topics!r}, {'closed' if self._closed else 'open'})"
-
-    @property
-    def topics(self) -> list[str]:
-        """The subscribed topics."""
-        return self._stream.topics if self._stream is not None else list(self._topics)
-
-    @property
-    def closed(self) -> bool:
-        """True once ``close()`` ran or the stream failed for good."""
-        return self._closed or (self._stream is not None and self._stream.closed)
-
-    @property
-    def reconnects(self) -> int:
-        """Reconnects so far."""
-        return self._stream.reconnects if self._stream is not None else 0
-
-    @property
-    def bad_frames(self) -> int:
-        """Frames skipped because they were not JSON."""
-        return self._stream.bad_frames if self._stream is not None else 0
-
-    def add_listener(self, listener: Listener) -> None:
-        """Call ``listener(item)`` for every item (on the stream's thread)."""
-        self._listeners.append(listener)
-
-    def remove_listener(self, listener: Listener) -> None:
-        """Stop calling ``listener``."""
-        with contextlib.suppress(ValueError):
-            self._listeners.remove(listener)
-
-    def start(self) -> None:
-        """Connect and subscribe (blocks until subscribed or failed)."""
-        if self._thread is None:
-            if self._closed:
-                raise TransportError("stream is closed")
-            self._thread = threading.Thread(target=self._main, name="clobkit-stream", daemon=True)
-            self._thread.start()
-        self._started.wait()
-        if self._error is not None:
-            raise self._error
-
-    def subscribe(self, topics: Iterable[str] | str) -> None:
-        """Add topics; sent at once when connected, and after every reconnect."""
-        self.start()
-        loop, stream = self._loop, self._stream
-        assert loop is not None
-        assert stream is not None
-        asyncio.run_coroutine_threadsafe(stream.subscribe(topics), loop).result()
-
-    def get(self, timeout: float | None = None) -> StreamItem | None:
-        """The next item, or ``None`` when none came within ``timeout`` seconds."""
-        self.start()
-        try:
-            item = self._items.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        if isinstance(item, _End):
-            self._items.put(item)
-            raise StopIteration
-        if isinstance(item, BaseException):
-            self._items.put(_END)
-            raise item
-        return item
-
-    def __iter__(self) -> Iterator[StreamItem]:
-        return self
-
-    def __next__(self) -> StreamItem:
-        item = self.get()
-        assert item is not None
-        return item
-
-    def close(self) -> None:
-        """Close the connection, end iteration and stop the thread."""
-        self._closed = True
-        loop, thread = self._loop, self._thread
-        if loop is not None and thread is not None and thread.is_alive():
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                loop.call_soon_threadsafe(self._close_on_loop)
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5)
-        with contextlib.suppress(queue.Empty):
-            while True:  # closing ends iteration: drop what was not read
-                self._items.get_nowait()
-        self._items.put(_END)
-
-    def __enter__(self) -> SyncStream:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def _close_on_loop(self) -> None:
-        if self._stream is not None:
-            self._closing = asyncio.ensure_future(self._stream.close())
-
-    def _dispatch(self, item: StreamItem) -> None:
-        for listener in tuple(self._listeners):
-            try:
-                listener(item)
-            except Exception:  # noqa: PERF203
-                log.exception("stream listener failed")
-
-    def _main(self) -> None:
-        asyncio.run(self._amain())
-
-    async def _amain(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        stream = Stream(self._core, self._topics, **self._options)
-        stream.add_listener(self._dispatch)
-        self._stream = stream
-        try:
-            await stream.start()
-        except BaseException as exc:
-            self._error = exc
-            self._closed = True
-            self._started.set()
-            self._items.put(exc)
-            return
-        self._started.set()
-        try:
-            async for item in stream:
-                # a consumer that does not read pauses the stream (see Stream)
-                while self._items.qsize() >= self._max_queue and not self._closed:
-                    await asyncio.sleep(0.01)
-                self._items.put(item)
-        except BaseException as exc:
-            self._items.put(exc)
-        finally:
-            await stream.close()
-            self._items.put(_END)

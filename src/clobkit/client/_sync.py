@@ -36,12 +36,13 @@ from ..models import (
     WalletInfo,
 )
 from ._config import ClientConfig
-from ._core import ClientCore, OrderFeed, PreparedRawOrder
-from ._endpoints import MarketInfo
+from ._core import ClientCore, OrderFeed
 from ._errors import attempt_timeout_error
 from ._ops import Gather, Operation, Receive, Send, Sleep
 from ._paging import Pager
-from ._stream import StreamItem, SyncStream
+from ._seam_sync import RawOrderSeam
+from ._stream import StreamItem
+from ._sync_stream import SyncStream
 from ._transport import SyncConnections, read_whole_sync
 from ._validate import EventFilters, event_params
 
@@ -57,7 +58,7 @@ T = TypeVar("T")
 Number = Decimal | str | int | float
 
 
-class Client:
+class Client(RawOrderSeam):
     """Synchronous client of the External Trading API; see ``AsyncClient`` for asyncio.
 
     ``base_url``, ``api_key``, ``api_secret`` and ``clob_url`` default to the
@@ -362,106 +363,6 @@ class Client:
                 fee_rate_bps=fee_rate_bps,
             )
         )
-
-    # -- the raw-order seam: build an order, know its ids, send it later ----------------
-
-    def prepare_raw_order(
-        self,
-        market_id: str,
-        outcome: str,
-        side: Side | str | int,
-        price: Number,
-        size: Number | None = None,
-        order_type: OrderType | str = "GTC",
-        expiration: int | datetime | None = None,
-        client_order_id: str | None = None,
-        *,
-        amount: Number | None = None,
-        salt: int | None = None,
-        nonce: int = 0,
-        tick_size: Number = "0.01",
-        round_price: bool = False,
-    ) -> PreparedRawOrder:
-        """Everything of ``place_raw_order`` but the POST: the order's amounts (6-decimal
-        units), salt, ``client_order_id`` and, on a V1 wallet, its ``clob_order_id``
-        (``result``), and the body to send (``post_raw_order``). No request once
-        ``prepare([market_id])`` warmed the wallet, market and fee-rate caches."""
-        return self._run(
-            self._core.prepare_raw_order(
-                market_id,
-                outcome,
-                side,
-                price,
-                size,
-                order_type,
-                expiration,
-                client_order_id,
-                amount=amount,
-                salt=salt,
-                nonce=nonce,
-                tick_size=tick_size,
-                round_price=round_price,
-            )
-        )
-
-    def prepare_raw_order_amounts(
-        self,
-        market_id: str,
-        outcome: str,
-        side: Side | str | int,
-        maker_amount: int | str,
-        taker_amount: int | str,
-        *,
-        order_type: OrderType | str = "GTC",
-        expiration: int | datetime | None = None,
-        client_order_id: str | None = None,
-        salt: int | None = None,
-        nonce: int = 0,
-        fee_rate_bps: int | None = None,
-    ) -> PreparedRawOrder:
-        """``prepare_raw_order`` with explicit amounts in 6-decimal units (1 USDC =
-        1_000_000): the order built and hashed, not sent; no request once the caches
-        are warm. ``result.clob_order_id`` is precomputed on a V1 wallet, empty on
-        V2/V3 (the service signs its own timestamp: read it from the order's record)."""
-        return self._run(
-            self._core.prepare_raw_order_amounts(
-                market_id,
-                outcome,
-                side,
-                maker_amount,
-                taker_amount,
-                order_type=order_type,
-                expiration=expiration,
-                client_order_id=client_order_id,
-                salt=salt,
-                nonce=nonce,
-                fee_rate_bps=fee_rate_bps,
-            )
-        )
-
-    def post_raw_order(self, prepared: PreparedRawOrder) -> PlacedOrder:
-        """``POST /orders/raw`` of a prepared order, once: the service's answer
-        (``order_id``). Safe to send again (the very same body, under its
-        ``client_order_id``); a failure of unknown outcome (``UNKNOWN_OUTCOME``)
-        carries the order as ``error.order``. A V2/V3 order's ``clob_order_id`` is
-        not read back (``send_raw_order`` does)."""
-        return self._run(self._core.post_raw_order(prepared))
-
-    def send_raw_order(self, prepared: PreparedRawOrder) -> RawOrderResult:
-        """``post_raw_order`` with retries, and on a V2/V3 wallet the read of the
-        ``clob_order_id`` the service stored: ``place_raw_order`` of a prepared order."""
-        return self._run(self._core.send_raw_order(prepared))
-
-    def market_info(self, market_id: str) -> MarketInfo:
-        """The market's two token ids and ``neg_risk``, as orders are signed with them
-        (``GET /markets/:id`` once; cached for the client's life)."""
-        return self._run(self._core.market_info(market_id))
-
-    def exchange_version(self) -> int:
-        """The wallet's exchange version (1, 2 or 3), which fixes how order ids are
-        computed (``GET /wallet`` once; cached for the client's life)."""
-        hasher = self._run(self._core.ensure_hasher())
-        return hasher.version
 
     def resolve_raw_order(self, order: RawOrderResult) -> Order | None:
         """Settle a raw order whose outcome was unknown: the order as the service holds
