@@ -527,3 +527,25 @@ def test_a_mistyped_sandbox_status_fails_mypy(
         assert status == expected, out + err
         if expected:
             assert "Literal['pending'" in out, out
+
+
+def test_the_version_is_spelled_once() -> None:
+    """The version's literal lives in ``__init__.py`` alone (``pyproject.toml`` reads it
+    there: tests/test_packaging.py); everything else says ``clobkit.__version__``."""
+    import clobkit
+
+    version = clobkit.__version__
+    where = [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted(SRC.rglob("*.py"))
+        if any(
+            isinstance(node, ast.Constant) and node.value == version
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    ]
+    where += [
+        path.relative_to(ROOT).as_posix()
+        for path in sorted((ROOT / "ext").glob("*.p*x*"))
+        if f'"{version}"' in path.read_text(encoding="utf-8")
+    ]
+    assert where == ["src/clobkit/__init__.py"]
