@@ -241,8 +241,12 @@ def test_verdict_words() -> None:
 
 
 def test_install_hints_fit_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From a checkout (this one) the hint is ``pip install '.[extra]'`` there, else by name."""
-    assert _timing.install_hint("data") == f"pip install '.[data]' in {ROOT}"
+    """From a checkout the hint is ``pip install '.[extra]'`` there, else by name."""
+    # run from this checkout's src/ (PYTHONPATH) it is found; installed (CI) it is not
+    from_source = Path(_timing.__file__).resolve().is_relative_to(ROOT / "src")
+    assert _timing.checkout() == (ROOT if from_source else None)
+    monkeypatch.setattr(_timing, "checkout", lambda: tmp_path)
+    assert _timing.install_hint("data") == f"pip install '.[data]' in {tmp_path}"
     monkeypatch.setattr(_timing, "checkout", lambda: None)
     assert _timing.install_hint("data") == "pip install 'clobkit[data]'"
 
