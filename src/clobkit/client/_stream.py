@@ -40,7 +40,7 @@ Listener = Callable[[StreamItem], None]
 _ORDERS_TOPIC = re.compile(re.escape(orders_topic("@")).replace("@", "[^:]+") + r"\Z")
 
 
-def _topics(topics: Iterable[str] | str) -> list[str]:
+def topic_list(topics: Iterable[str] | str) -> list[str]:
     chosen = [topics] if isinstance(topics, str) else list(topics)
     for topic in chosen:
         if not isinstance(topic, str) or not topic:
@@ -86,11 +86,11 @@ def parse_message(raw: str | bytes) -> StreamMessage:
     )
 
 
-class _End:
+class End:
     """Queue sentinel: the stream is over."""
 
 
-_END = _End()
+END = End()
 
 
 class Stream:
@@ -131,7 +131,7 @@ class Stream:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValidationError(name, value, "must be a positive int")
         self._core = core
-        self._topics = _topics(topics)
+        self._topics = topic_list(topics)
         self._backoff = backoff
         self._backoff_cap = backoff_cap
         self._open_timeout = open_timeout
@@ -141,7 +141,7 @@ class Stream:
         self._max_size = max_size
         # unbounded as a container, bounded by _put (the end marker and a
         # failure always fit: they must reach the consumer)
-        self._queue: asyncio.Queue[StreamItem | _End | BaseException] = asyncio.Queue()
+        self._queue: asyncio.Queue[StreamItem | End | BaseException] = asyncio.Queue()
         self._room = asyncio.Event()
         self._listeners: list[Listener] = []
         self._task: asyncio.Task[None] | None = None
@@ -197,7 +197,7 @@ class Stream:
 
     async def subscribe(self, topics: Iterable[str] | str) -> None:
         """Add topics; sent at once when connected, and after every reconnect."""
-        new = [t for t in _topics(topics) if t not in self._topics]
+        new = [t for t in topic_list(topics) if t not in self._topics]
         self._topics.extend(new)
         ws = self._ws
         if new and ws is not None:
@@ -220,7 +220,7 @@ class Stream:
             ready.exception()  # mark retrieved: a waiting start() raises it
         while not self._queue.empty():  # closing ends iteration: drop what was not read
             self._queue.get_nowait()
-        self._queue.put_nowait(_END)
+        self._queue.put_nowait(END)
 
     async def __aenter__(self) -> Stream:
         await self.start()
@@ -242,11 +242,11 @@ class Stream:
             await self.start()
         item = await self._queue.get()
         self._room.set()
-        if isinstance(item, _End):
+        if isinstance(item, End):
             self._queue.put_nowait(item)
             raise StopAsyncIteration
         if isinstance(item, BaseException):
-            self._queue.put_nowait(_END)
+            self._queue.put_nowait(END)
             raise item
         return item
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TransportError
 from ._core import ClientCore, StreamItem
-from ._stream import _END, Listener, Stream, _End, _topics
+from ._stream import END, End, Listener, Stream, topic_list
 
 __all__ = ["SyncStream"]
 
@@ -31,11 +31,11 @@ class SyncStream:
 
     def __init__(self, core: ClientCore, topics: Iterable[str] | str, **options: Any) -> None:
         self._core = core
-        self._topics = _topics(topics)
+        self._topics = topic_list(topics)
         self._options = options
         self._max_queue = options.get("max_queue", 10_000)
         # bounded by _amain (the end marker and a failure always fit)
-        self._items: queue.Queue[StreamItem | _End | BaseException] = queue.Queue()
+        self._items: queue.Queue[StreamItem | End | BaseException] = queue.Queue()
         self._listeners: list[Listener] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stream: Stream | None = None
@@ -103,11 +103,11 @@ class SyncStream:
             item = self._items.get(timeout=timeout)
         except queue.Empty:
             return None
-        if isinstance(item, _End):
+        if isinstance(item, End):
             self._items.put(item)
             raise StopIteration
         if isinstance(item, BaseException):
-            self._items.put(_END)
+            self._items.put(END)
             raise item
         return item
 
@@ -131,7 +131,7 @@ class SyncStream:
         with contextlib.suppress(queue.Empty):
             while True:  # closing ends iteration: drop what was not read
                 self._items.get_nowait()
-        self._items.put(_END)
+        self._items.put(END)
 
     def __enter__(self) -> SyncStream:
         self.start()
@@ -183,4 +183,4 @@ class SyncStream:
             self._items.put(exc)
         finally:
             await stream.close()
-            self._items.put(_END)
+            self._items.put(END)
