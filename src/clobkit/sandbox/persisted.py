@@ -18,12 +18,11 @@ module existed are read unchanged.
 
 from __future__ import annotations
 
-import sys
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from operator import attrgetter
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
 import msgspec
 
@@ -183,12 +182,12 @@ _NON_NEGATIVE = frozenset(
 )
 
 
-def _field_type(cls: type, annotation: Any, name: str) -> Any:
+def _field_type(cls: type, name: str) -> Any:
     """A dataclass field's type in the file: its annotation, a deque as a list, >= 0 where due."""
-    space = vars(sys.modules[cls.__module__])
-    typ = eval(annotation, space) if isinstance(annotation, str) else annotation  # our own
+    typ = get_type_hints(cls)[name]
     if get_origin(typ) is deque:  # written as a JSON array
-        typ = list[get_args(typ)]  # type: ignore[misc]
+        (item,) = get_args(typ)
+        typ = list[item]  # type: ignore[valid-type]  # a type built at run time
     if typ is int and name in _NON_NEGATIVE:
         typ = Count
     return typ
@@ -212,7 +211,7 @@ def _dataclass_fields(
             default = f.default
         elif f.default_factory is not MISSING:
             default = msgspec.field(default_factory=f.default_factory)
-        out.append(plain(f.name, _field_type(cls, f.type, f.name), default=default))
+        out.append(plain(f.name, _field_type(cls, f.name), default=default))
     return (*out, *extra)
 
 
