@@ -34,6 +34,7 @@ from clobkit._types import CORE_API
 from clobkit.cli import main
 from clobkit.errors import ClobkitError
 
+from ..conftest import import_extra
 from ..sandbox.state_files import TABLES, base_state, load
 
 pytestmark = pytest.mark.slow  # minutes of fuzzing; CI runs it, the fast loop does not
@@ -243,8 +244,8 @@ def _write(path: Path, fmt: str, names: list[str], rows: list[dict[str, Any]]) -
             out.append("{" + body + "}")
         path.write_text("\n".join(out) + "\n")
     else:
-        pa = pytest.importorskip("pyarrow")
-        pq = pytest.importorskip("pyarrow.parquet")
+        pa = import_extra("pyarrow", "data")
+        pq = import_extra("pyarrow.parquet", "data")
         pq.write_table(pa.table({n: [_text(r[n]) for r in rows] for n in names}), path)
 
 

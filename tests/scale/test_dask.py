@@ -15,13 +15,14 @@ import pytest
 from clobkit.errors import OrderFieldError
 from clobkit.order_id import OrderHasher
 
+from ..conftest import import_extra
 from ..core.oracle import eth_account_order_id, eth_account_order_id_v2
 from ..core.test_columns import WALLETS
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
+pa = import_extra("pyarrow", "dask")
+pq = import_extra("pyarrow.parquet", "dask")
+dd = import_extra("dask.dataframe", "dask")
+distributed = import_extra("distributed", "dask")
 
 from clobkit.dask import with_order_ids  # noqa: E402 - after the extras are known present
 

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import import_extra
+
 ROOT = Path(__file__).resolve().parents[2]
 
-pytest.importorskip("dask.dataframe")
-pytest.importorskip("distributed")
-pytest.importorskip("coincurve")
+import_extra("dask.dataframe", "dask")
+import_extra("distributed", "dask")
 
 
 @pytest.mark.slow
