@@ -25,6 +25,7 @@ cdef class _Bytes:
     """A read-only view of any bytes-like object (bytes without a buffer request)."""
     cdef Py_buffer buf
     cdef bint held
+    cdef object obj  # the bytes ``data`` points into: alive as long as this view
     cdef const uint8_t *data
     cdef Py_ssize_t n
 
@@ -36,6 +37,7 @@ cdef class _Bytes:
 cdef _Bytes _bytes(object data):
     cdef _Bytes v = _Bytes.__new__(_Bytes)
     if type(data) is bytes:
+        v.obj = data  # a converted copy (see _data) has no other owner
         v.data = <const uint8_t *>PyBytes_AS_STRING(data)
         v.n = PyBytes_GET_SIZE(data)
         return v
