@@ -16,14 +16,22 @@ For each thread (or worker) count 1, 2, 4, ... up to ``os.cpu_count()``
   ``--parts`` Parquet files (``--dask-rows`` orders), a ``LocalCluster`` of N
   single-threaded worker processes.
 
+What the machine itself gives N cores' worth of one core's work, measured in
+the same run with no clobkit code: N processes at once, each hashing with
+OpenSSL's Keccak (``hashlib.sha3_256``) or signing with coincurve
+(libsecp256k1), their throughput over one process's. Where these fall short
+of N (hyperthreads sharing a core, a VM's noisy neighbours, a clock that
+drops as more cores run), clobkit's rows cannot do better; the machine line
+also gives the processor's cores and threads per core where Linux tells.
+
 The floors are measured in the same run: F, five Keccak-f[1600] permutations
 through OpenSSL (the Keccak work of one order id, as benchmarks/bench_core.py
 and order_ids_command.py define it), and E, one bare libsecp256k1 signature
 through coincurve (``PrivateKey.sign_recoverable(digest, hasher=None)``).
 Hashing rows are also given in F, signing rows in E.
 
-Per order, the time the call holds the GIL (lists and Arrow, at one thread
-and at the most threads below the core count): a second Python thread ticks
+Per order, the time the call holds the GIL (lists, Arrow and ``sign_many``,
+at one thread and at the most threads below the core count): a second Python thread ticks
 (``os.sched_yield()``, which gives the GIL up at once) while the call runs;
 every gap between two ticks longer than 20 µs is time it could not get the
 GIL, less the gaps of an idle moment of the same length. The ticking thread
@@ -116,6 +124,84 @@ def _timed(fn: Callable[[], object]) -> float:
 
 def best_of(fn: Callable[[], object], rounds: int) -> float:
     return min(_timed(fn) for _ in range(rounds))
+
+
+# ---------------------------------------------------------------------------
+# what the machine gives: N processes, no clobkit code
+
+CEILING_UNITS = {"keccak": 12_000, "secp": 2_000}  # per process: F (5 permutations) or E
+
+
+def _ceiling_worker(kind: str, barrier: Any, queue: Any) -> None:
+    """One process of a ceiling run: set up, wait for the others, work, report (t0, t1)."""
+    if kind == "keccak":
+        data = bytes(136 * 5 * CEILING_UNITS[kind])  # 5 permutations a unit
+
+        def work() -> None:
+            hashlib.sha3_256(data).digest()
+
+    else:
+        from coincurve import PrivateKey
+
+        sign = PrivateKey(bytes.fromhex(KEY[2:])).sign_recoverable
+        digests = [hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(500)]
+
+        def work() -> None:
+            for _ in range(CEILING_UNITS[kind] // len(digests)):
+                for d in digests:
+                    sign(d, hasher=None)
+
+    work()  # warm
+    barrier.wait()
+    t0 = time.perf_counter()
+    work()
+    queue.put((t0, time.perf_counter()))
+
+
+def ceiling(kind: str, n: int) -> float:
+    """Seconds per unit of work with ``n`` processes at once: wall clock from the first
+    start to the last end, over n x the units of one."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    barrier, queue = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=_ceiling_worker, args=(kind, barrier, queue)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    spans = [queue.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join()
+    wall = max(t1 for _, t1 in spans) - min(t0 for t0, _ in spans)
+    return wall / (n * CEILING_UNITS[kind])
+
+
+def ceiling_rows(opts: argparse.Namespace, counts: list[int]) -> list[Row]:
+    rows = []
+    for kind, work, unit in (
+        ("keccak", "machine: OpenSSL Keccak (`hashlib.sha3_256`), processes", "F"),
+        ("secp", "machine: libsecp256k1 signatures (coincurve), processes", "E"),
+    ):
+        row = Row(work, 1, unit)
+        for n in counts:
+            row.add(n, min(ceiling(kind, n) for _ in range(opts.rounds)))
+        rows.append(row)
+    return rows
+
+
+def topology() -> str:
+    """``8 cores x 2 threads`` from Linux's CPU topology (empty where it does not tell)."""
+    try:
+        ids = [
+            ((cpu / "physical_package_id").read_text(), (cpu / "core_id").read_text())
+            for cpu in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/topology")
+        ]
+    except OSError:
+        return ""
+    cores, threads = set(ids), len(ids)
+    if not cores:
+        return ""
+    per = threads / len(cores)
+    return f"{len(cores)} cores x {per:g} thread{'s' * (per != 1)} per core"
 
 
 # ---------------------------------------------------------------------------
@@ -273,19 +359,8 @@ def core_rows(opts: argparse.Namespace, counts: list[int], gil: list[dict[str, A
                 row.add(t, best_of(call, opts.rounds))
             rows.append(row)
             for t in gil_counts(counts):
-                held, queued = gil_held(partial(hasher.order_ids, **args, threads=t, out=out))
-                held, queued = held / n, queued / n
-                share = held / row.per[1]
-                gil.append(
-                    {
-                        "work": row.work,
-                        "threads": t,
-                        "held_per_order": held,
-                        "share": share,
-                        "ticker_waited_for_a_core_per_order": queued,
-                    }
-                )
-                print(f"  GIL held at {t}: {_time(held)}/order ({share:.1%} of one thread's)")
+                call = partial(hasher.order_ids, **args, threads=t, out=out)
+                gil.append(_gil_entry(row, t, *gil_held(call), n))
     hasher = OrderHasher(V2_WALLET)
     signer = OrderSigner(KEY)
     args = arguments(orders(0, opts.sign_rows, 2), lists=True)
@@ -293,7 +368,22 @@ def core_rows(opts: argparse.Namespace, counts: list[int], gil: list[dict[str, A
     for t in counts:
         row.add(t, best_of(lambda t=t: hasher.sign_many(signer, **args, threads=t), opts.rounds))
     rows.append(row)
+    for t in gil_counts(counts):
+        call = partial(hasher.sign_many, signer, **args, threads=t)
+        gil.append(_gil_entry(row, t, *gil_held(call), opts.sign_rows))
     return rows
+
+
+def _gil_entry(row: Row, threads: int, held: float, queued: float, n: int) -> dict[str, Any]:
+    share = held / n / row.per[1]
+    print(f"  GIL held at {threads}: {_time(held / n)}/order ({share:.1%} of one thread's)")
+    return {
+        "work": row.work,
+        "threads": threads,
+        "held_per_order": held / n,
+        "share": share,
+        "ticker_waited_for_a_core_per_order": queued / n,
+    }
 
 
 # The children run as an installed package does: with bytecode
@@ -488,7 +578,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rounds", type=int, default=3, help="best of this many calls")
     parser.add_argument("--command-runs", type=int, default=1, help="best of this many runs")
-    parser.add_argument("--skip", default="", help="comma list of: core, command, dask")
+    parser.add_argument("--skip", default="", help="comma list of: machine, core, command, dask")
     parser.add_argument("--tmp", default=None, help="where the input files go")
     parser.add_argument("--json", default=None, metavar="PATH")
     parser.add_argument("--markdown", default=None, metavar="PATH")
@@ -506,12 +596,15 @@ def main(argv: list[str] | None = None) -> None:
     counts = thread_counts(max(1, opts.max_threads))
     m = machine()
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    info = f"{machine_line(m)}; pyarrow {pa.__version__}; {when}"
+    shape = topology()
+    info = f"{machine_line(m)}{f' ({shape})' if shape else ''}; pyarrow {pa.__version__}; {when}"
     print(info, flush=True)
     started = time.perf_counter()
     f, e = floor_f(), floor_e()
     rows: list[Row] = []
     gil: list[dict[str, Any]] = []
+    if "machine" not in skip:
+        rows += ceiling_rows(opts, counts)
     if "core" not in skip:
         rows += core_rows(opts, counts, gil)
     with tempfile.TemporaryDirectory(dir=opts.tmp) as tmp:
@@ -528,6 +621,7 @@ def main(argv: list[str] | None = None) -> None:
     if opts.json:
         data = {
             "machine": m,
+            "topology": shape,
             "python": platform.python_version(),
             "pyarrow": pa.__version__,
             "counts": counts,

@@ -3,6 +3,9 @@
 cdef Py_ssize_t CHUNK = 16384  # rows a round when the GIL has per-row work (sequences, list out)
 cdef int64_t BLOCK = 256  # rows a thread takes at a time (whole SIMD groups)
 cdef int64_t SIGN_BLOCK = 8  # rows a thread takes at a time when signing (~0.2 ms)
+# bytes of text a sequence's str / bytes element may have to be copied for the workers
+# (a decimal uint256 has at most 78 digits, a hex word 66 chars); longer: the Python path
+cdef Py_ssize_t TEXT_MAX = 80
 
 
 cdef class _Signer:
@@ -30,12 +33,14 @@ cdef class _Plan:
     cdef ck_src seqsrc[2][9]
     cdef ck_ref *refs[2][9]
     cdef ck_u256 *big[2][9]  # ints past 63 bits of a sequence, read under the GIL
+    cdef char *text[2][9]  # the str / bytes elements' text, copied under the GIL
     cdef char *ids[2]
     cdef char *sigs[2]
     cdef uint8_t *missed[2]
     cdef ck_batch jobs[2]
     cdef int ncols
     cdef int _workers
+    cdef Py_ssize_t n  # rows
     cdef long long free_ns  # the calling thread's CPU time with the GIL released
 
     def __cinit__(self):
@@ -53,13 +58,16 @@ cdef class _Plan:
             for k in range(9):
                 free(self.refs[b][k])
                 free(self.big[b][k])
+                free(self.text[b][k])
 
     cdef list take(self, dict columns, const int *kinds, Py_ssize_t n):
         """Each argument into the plan: scalars parsed once into the template order,
-        sequences as tuples (lists are copied: the workers read the objects' text
-        without the GIL, and a list mutated meanwhile must not free our items).
-        Returns the (kind, its runs, field offset) of the columnar arguments."""
+        lists and tuples as they are (each round copies what the workers read out of
+        its objects under the GIL: no copy of the list, no reference per item), other
+        sequences as tuples. Returns the (kind, its runs, field offset) of the
+        columnar arguments."""
         cdef int c
+        self.n = n
         self.names = list(columns)
         memset(&self.tmpl, 0, sizeof(ck_order))
         fast = []
@@ -79,9 +87,9 @@ cdef class _Plan:
             if _p.is_scalar(value):
                 _set(&self.tmpl, kinds[c], value, self.names[c], -1)
             else:
-                value = value if type(value) is tuple else tuple(value)
-                if len(<tuple>value) != n:
-                    raise OrderFieldError(self.names[c], f"<{len(value)} items>", "changed length")
+                if type(value) is not tuple and type(value) is not list:
+                    value = tuple(value)
+                _same_length(value, self.names[c], n)
                 self.seqs.append((c, kinds[c], _offset(&self.tmpl, kinds[c]), value))
                 self.slow.append((c, value))
         self.slow.sort()
@@ -220,7 +228,9 @@ cdef class _Plan:
         cdef ck_batch *job = &self.jobs[b]
         for k in range(len(self.seqs)):
             idx, kind, off, seq = self.seqs[k]
-            _refs(<tuple>seq, lo, m, kind, self.refs[b][k], &self.big[b][k])
+            if type(seq) is list:  # another thread may change it between two rounds
+                _same_length(seq, self.names[idx], self.n)
+            _refs(seq, lo, m, kind, self.refs[b][k], &self.big[b][k], &self.text[b][k])
             self.seqsrc[b][k].fmt = CK_F_REFS
             self.seqsrc[b][k].data = <const uint8_t *>self.refs[b][k]
             self.seqsrc[b][k].start = lo
@@ -264,6 +274,8 @@ cdef class _Plan:
             for r in range(job.lo + blk * job.block, r1 if r1 < job.hi else job.hi):
                 o = self.tmpl
                 for c, seq in self.slow:
+                    if type(seq) is list:  # a value's own code may have changed it
+                        _same_length(seq, self.names[c], self.n)
                     value = seq[r]
                     if value is COL_NULL:
                         raise _col.null_error(f"{self.names[c]}[{r}]")
@@ -339,24 +351,36 @@ cdef inline object _signed(const char *order_id, const char *sig):
     return t
 
 
-cdef int _refs(tuple seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
-               ck_u256 **big) except -1:
-    """Rows lo .. lo + m - 1 of a sequence as the workers read them (see ck_ref): the
-    least CPython allows under the GIL, one type check and one pointer or int per object.
+cdef int _same_length(object seq, str name, Py_ssize_t n) except -1:
+    """A sequence argument still has the batch's ``n`` items (another thread may change a list)."""
+    if len(seq) != n:
+        raise _p.changed_length_error(name, len(seq))
+    return 0
 
+
+cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
+               ck_u256 **big, char **text) except -1:
+    """Rows lo .. lo + m - 1 of a list or tuple as the workers read them (see ck_ref): the
+    least CPython allows under the GIL, one type check and one value per object.
+
+    Nothing the workers read points into an object: an int's value is taken here,
+    and a str's or bytes' text copied into ``text[0]`` (at most TEXT_MAX bytes each,
+    one round's worth), so another thread may change the list while they run.
     Whatever is not plainly taken here is CK_REF_MISS: its block goes through the
     Python path, which parses it or words its error as the list path does.
     """
     cdef PyObject **items = PySequence_Fast_ITEMS(seq) + lo
     cdef PyObject *o
     cdef PyObject *last = NULL
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, size, used = 0
     cdef long long v
     cdef int overflow
     cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
     cdef bint word = kind == C_METADATA or kind == C_BUILDER
+    cdef const char *at
     cdef ck_ref r
     for i in range(m):
+        ck_prefetch_item(items, i, m)
         o = items[i]
         if o == last:
             out[i] = out[i - 1]
@@ -364,9 +388,10 @@ cdef int _refs(tuple seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
         last = o
         r.p = CK_REF_MISS
         r.v = 0
+        at = NULL
         if ck_is_ascii_str(o):
-            r.p = <const char *>PyUnicode_DATA(<object>o)
-            r.v = <uint64_t>PyUnicode_GET_LENGTH(<object>o)
+            at = <const char *>PyUnicode_DATA(<object>o)
+            size = PyUnicode_GET_LENGTH(<object>o)
         elif ck_is_int(o):
             if kind != C_NEG_RISK and not word:
                 overflow = 0
@@ -391,8 +416,17 @@ cdef int _refs(tuple seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
             if o == <PyObject *>None:
                 r.p, r.v = NULL, 0
             elif ck_is_bytes(o):
-                r.p = PyBytes_AS_STRING(<object>o)
-                r.v = <uint64_t>PyBytes_GET_SIZE(<object>o) | CK_REF_RAW
+                at = PyBytes_AS_STRING(<object>o)
+                size = PyBytes_GET_SIZE(<object>o)
+        if at != NULL and size <= TEXT_MAX:
+            if text[0] == NULL:
+                text[0] = <char *>malloc(CHUNK * TEXT_MAX)
+                if text[0] == NULL:
+                    raise MemoryError()
+            memcpy(text[0] + used, at, size)
+            r.p = text[0] + used
+            r.v = <uint64_t>size if ck_is_ascii_str(o) else <uint64_t>size | CK_REF_RAW
+            used += size
         out[i] = r
     return 0
 

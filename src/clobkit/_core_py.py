@@ -35,6 +35,7 @@ from ._parse import (
     _now_ms,
     as_bytes,
     batch_length,
+    changed_length_error,
     check_version_fields,
     column_size_error,
     is_scalar,
@@ -399,9 +400,15 @@ def _parse_columns(columns: dict[str, Any]) -> list[list[Any]]:
             column: list[Any] = [None] * n
             parsed.append(column)
             sequences.append((column, value, name, parse))
-    for i in range(n):
-        for column, value, name, parse in sequences:
-            column[i] = parse(value[i], f"{name}[{i}]")
+    try:
+        for i in range(n):
+            for column, value, name, parse in sequences:
+                column[i] = parse(value[i], f"{name}[{i}]")
+    except IndexError:  # a list shortened meanwhile (by another thread, or a value's code)
+        for _, value, name, _ in sequences:
+            if len(value) != n:
+                raise changed_length_error(name, len(value)) from None
+        raise
     return parsed
 
 

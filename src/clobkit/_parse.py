@@ -143,6 +143,12 @@ def column_size_error(size: int, lines: int, width: int) -> OrderFieldError:
     )
 
 
+def changed_length_error(name: str, size: int) -> OrderFieldError:
+    """A sequence argument of ``order_ids`` no longer has the batch's length (a list
+    another thread, or a value's own code, changed during the call)."""
+    return OrderFieldError(name, f"<{size} items>", "changed length")
+
+
 def is_scalar(value: object) -> bool:
     """A batch argument given once for every order (broadcast); bytes are one bytes32."""
     return isinstance(value, (str, int, bytes, bytearray, memoryview)) or not isinstance(

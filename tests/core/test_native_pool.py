@@ -11,8 +11,11 @@ those of the single-threaded list path, of the pure twin and of eth-account.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from typing import Any
@@ -246,6 +249,103 @@ def test_many_python_threads_share_the_pool() -> None:
 
     with ThreadPoolExecutor(8) as pool:
         assert all(pool.map(work, range(24)))
+
+
+def _racing(cols: dict[str, list[Any]], change: Any, calls: int) -> list[Any]:
+    """``calls`` batches of ``cols`` (threads=2) while another thread runs ``change``
+    until they end: each call's ids, or its ClobkitError."""
+    hasher = core_c.OrderHasher(WALLETS[1])
+    stop = threading.Event()
+
+    def changer() -> None:
+        while not stop.is_set():
+            change()
+
+    def call() -> Any:
+        try:
+            return hasher.order_ids(**cols, threads=2)
+        except OrderFieldError as exc:
+            return exc
+
+    thread = threading.Thread(target=changer)
+    thread.start()
+    try:
+        results = [call() for _ in range(calls)]
+    finally:
+        stop.set()
+        thread.join()
+    return results
+
+
+def test_a_list_another_thread_changes_meanwhile() -> None:
+    """The compiled twin reads a list in place, a round at a time, and copies what the
+    workers read out of its objects: another thread replacing items (freeing the old
+    ones) while the workers run never makes it read freed memory (ASan would tell:
+    scripts/sanitize.sh), and each row's id is that of a value the row held."""
+    n = 2 * ROUND + 5
+    olds, news = [str(MAX - 1), str(10**70)], [str(MAX - 2), str(10**71)]
+    cols = {**_big_batch(n, 1), "token_ids": [olds[i % 2] for i in range(n)]}
+    hasher = core_c.OrderHasher(WALLETS[1])
+    old = hasher.order_ids(**cols, threads=1)
+    new = hasher.order_ids(**{**cols, "token_ids": [news[i % 2] for i in range(n)]}, threads=1)
+    tokens = cols["token_ids"]
+    flip = [0]
+
+    def change() -> None:  # every 97th row to a fresh str of the other value, and back
+        flip[0] ^= 1
+        for i in range(0, n, 97):
+            tokens[i] = str(int((news if flip[0] else olds)[i % 2]))
+
+    for ids in _racing(cols, change, 12):
+        assert isinstance(ids, list)
+        assert len(ids) == n
+        assert all(ids[i] in (old[i], new[i]) for i in range(n))
+        assert all(ids[i] == old[i] for i in range(n) if i % 97)
+
+
+def test_a_list_another_thread_resizes_meanwhile() -> None:
+    """A list whose length another thread changes during the call: the batch of the
+    length it had is returned, or ``changed length`` naming it; never an IndexError."""
+    n = 2 * ROUND + 5
+    cols = _big_batch(n, 2)
+    want = core_c.OrderHasher(WALLETS[1]).order_ids(**cols, threads=1)
+    salts = cols["salts"]
+
+    def change() -> None:  # longer for a moment now and then (calls see either, or both)
+        salts.append(5)
+        time.sleep(0.002)
+        salts.pop()
+        time.sleep(0.01)
+
+    results = _racing(cols, change, 12)
+    for got in results:
+        if isinstance(got, OrderFieldError):
+            # seen before the call ("has a different length") or between two rounds
+            assert re.match(r"salts: (changed length|has a different length)", str(got)), got
+        else:
+            assert got == want
+    assert salts == _big_batch(n, 2)["salts"]
+
+
+def test_a_list_a_value_shortens_is_refused_by_name() -> None:
+    """A value the workers leave to Python (a str subclass) whose own code shortens
+    another list of the batch: both twins refuse it as ``changed length``, naming
+    the list and its new length; never an IndexError or a read past its end."""
+    n = 3 * ROUND
+    for twin in (core_c, core_py):
+        cols = _big_batch(n, 3)
+        salts = cols["salts"]
+
+        class Shrinks(str):
+            def isascii(self, salts: list[Any] = salts) -> bool:
+                del salts[-10:]
+                return super().isascii()
+
+        cols["token_ids"] = [str(MAX - 1)] * n
+        cols["token_ids"][5] = Shrinks(str(MAX - 1))
+        with pytest.raises(OrderFieldError) as info:
+            twin.OrderHasher(WALLETS[1]).order_ids(**cols, threads=2)
+        assert str(info.value) == f"salts: changed length (got '<{n - 10} items>')"
 
 
 # ---------------------------------------------------------------- signing

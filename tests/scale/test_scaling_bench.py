@@ -1,5 +1,6 @@
-"""benchmarks/scaling.py runs end to end at tiny sizes (#20): every row, the floors, JSON and
-markdown. Its figures are not checked (no timing asserts): only that each is there."""
+"""benchmarks/scaling.py runs end to end at tiny sizes (#20): every row, the machine's
+ceiling, the floors, JSON and markdown. Its figures are not checked (no timing asserts):
+only that each is there."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     assert data["F_seconds"] > 0
     assert data["E_seconds"] > 0
     works = [row["work"] for row in data["rows"]]
-    assert len(works) == 8
+    assert len(works) == 10
+    assert sum(w.startswith("machine:") for w in works) == 2  # the ceiling: no clobkit code
     assert sum("`order_ids`" in w for w in works) == 4
     assert any("sign_many" in w for w in works)
     assert sum("clobkit order-ids" in w for w in works) == 2
@@ -50,11 +52,12 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
         assert set(row["seconds_per_order"]) == {"1", "2"}
         assert all(s > 0 for s in row["seconds_per_order"].values())
     assert {g["threads"] for g in data["gil"]} == {1}  # 2 threads would leave no core to tick
-    assert len(data["gil"]) == 4
+    assert len(data["gil"]) == 5  # four order_ids rows and sign_many
     assert all(g["held_per_order"] >= 0 for g in data["gil"])
     assert all(g["ticker_waited_for_a_core_per_order"] >= 0 for g in data["gil"])
     text = out_md.read_text()
     assert text in done.stdout
     assert "| work | rows | 1 thread | 2 threads | best |" in text
-    assert text.count("\n| V") == 5 + 4  # the table's order_ids and sign_many rows, GIL rows
+    assert text.count("\n| V") == 5 + 5  # the table's order_ids and sign_many rows, GIL rows
+    assert text.count("\n| machine: ") == 2
     assert set(tmp_path.iterdir()) == {out_json, out_md}  # the inputs are removed
