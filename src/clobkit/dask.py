@@ -35,6 +35,9 @@ try:
     import numpy as np
     import pandas as pd
     import pyarrow as pa
+
+    # documented here (docs.dask.org: dask.dataframe.utils.make_meta), defined in .dispatch
+    from dask.dataframe.utils import make_meta  # type: ignore[attr-defined]
 except ImportError:
     raise MissingExtra("clobkit.dask needs Dask: pip install 'clobkit[dask]'") from None
 
@@ -132,7 +135,10 @@ def with_order_ids(
         raise OrderFieldError(
             "df", list(df.columns), f"lacks the column(s) {', '.join(missing)}{note}"
         )
-    meta = _ids(df._meta, data, resolved, column)
+    # make_meta is Dask's public way to a collection's empty partition (it may hand
+    # back the collection's own: _ids copies before it adds the column)
+    empty: pd.DataFrame = make_meta(df)  # type: ignore[no-untyped-call]
+    meta = _ids(empty, data, resolved, column)
     out: dd.DataFrame = df.map_partitions(  # type: ignore[no-untyped-call]
         _ids, data, resolved, column, meta=meta
     )
