@@ -45,23 +45,67 @@ static const uint64_t POW10[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 10000
     10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
     10000000000000000000ULL};
 
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) || \
+    defined(_M_X64) || defined(_M_ARM64) || defined(_M_IX86)
+/* The value of the 8 ASCII digits at s (s[0] the most significant), or -1 when a
+ * byte is not a digit: 8 at once in one word (byte i of it is s[i]). */
+static inline int64_t eight_digits(const char *s) {
+    uint64_t x;
+    memcpy(&x, s, 8);
+    /* every high nibble 3, and no low nibble past 9 (adding 6 would carry into it) */
+    if ((x & 0xF0F0F0F0F0F0F0F0ULL) != 0x3030303030303030ULL ||
+        ((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) != 0x3030303030303030ULL)
+        return -1;
+    x -= 0x3030303030303030ULL;
+    /* byte 2k becomes the pair 10 * s[2k] + s[2k + 1] (at most 99: nothing carries) */
+    x = x * 10 + (x >> 8);
+    /* the pairs p0..p3 (bytes 0, 2, 4, 6) make p0 10^6 + p1 10^4 + p2 100 + p3: it is the
+     * sum of the high halves of two products, whose low halves stay below 2**32 */
+    uint64_t even = x & 0x000000FF000000FFULL, odd = (x >> 16) & 0x000000FF000000FFULL;
+    return (int64_t)((even * (100ULL + (1000000ULL << 32)) + odd * (1ULL + (10000ULL << 32))) >>
+                     32);
+}
+#define CK_SIXTEEN_AT_ONCE 1
+#endif
+
+/* The value of the k <= 16 ASCII digits at s into *v; 0 on a non-digit. */
+static inline int digits_chunk(const char *s, size_t k, uint64_t *v) {
+#ifdef CK_SIXTEEN_AT_ONCE
+    if (k == 16) {
+        int64_t hi = eight_digits(s), lo = eight_digits(s + 8);
+        if (hi < 0 || lo < 0) return 0;
+        *v = (uint64_t)hi * 100000000ULL + (uint64_t)lo;
+        return 1;
+    }
+#endif
+    uint64_t chunk = 0;
+    for (size_t j = 0; j < k; j++) {
+        unsigned d = (unsigned)(unsigned char)s[j] - 48u;
+        if (d > 9) return 0;
+        chunk = chunk * 10 + d;
+    }
+    *v = chunk;
+    return 1;
+}
+
 int ck_u256_digits(const char *s, size_t n, ck_u256 *out) {
-    size_t i = 0;
     /* longer (leading zeros) goes to the Python path */
     if (n == 0 || n > 128) return 0;
     out->w[0] = out->w[1] = out->w[2] = out->w[3] = 0;
+    /* the first n % 16 digits, then 16 at a time: value = value * 10^k + chunk, over
+     * only the limbs the value has reached (a 77-digit token id: 13, then 4 x 16) */
+    size_t i = 0, k = n % 16 ? n % 16 : 16;
+    int used = 1;
     while (i < n) {
-        size_t k = n - i < 19 ? n - i : 19;
-        uint64_t chunk = 0, carry;
-        for (size_t j = 0; j < k; j++) {
-            unsigned d = (unsigned)(unsigned char)s[i + j] - 48u;
-            if (d > 9) return 0;
-            chunk = chunk * 10 + d;
+        uint64_t carry;
+        if (!digits_chunk(s + i, k, &carry)) return 0;
+        for (int w = 0; w < used; w++) out->w[w] = muladd(out->w[w], POW10[k], carry, &carry);
+        if (carry) {
+            if (used == 4) return 0; /* past 2**256 - 1 */
+            out->w[used++] = carry;
         }
-        carry = chunk;
-        for (int j = 0; j < 4; j++) out->w[j] = muladd(out->w[j], POW10[k], carry, &carry);
-        if (carry) return 0;
         i += k;
+        k = 16;
     }
     return 1;
 }

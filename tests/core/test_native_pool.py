@@ -251,6 +251,46 @@ def test_many_python_threads_share_the_pool() -> None:
         assert all(pool.map(work, range(24)))
 
 
+def _digit_strings() -> list[str]:
+    """Decimal strings of every length the workers parse (1 to 128: 16 digits at a time
+    after the first n % 16) and past it, leading zeros beyond 78 digits, and the edges
+    of uint256."""
+    out = [str(MAX), str(MAX + 1), str(10**77), str(10**77 - 1), "0", "0" * 16, "9" * 16]
+    for n in range(1, 131):
+        digits = "".join(str((k * 7 + n) % 10) for k in range(n))
+        out.append(digits if n <= 77 else "0" * (n - 77) + digits[-77:])
+    return out
+
+
+def test_decimal_strings_of_every_length_and_bad_byte_equal_the_pure_twin() -> None:
+    """The workers' digit parser (ext/batch.c: 8 digits in one word) against the pure
+    twin: every length, every non-digit byte next to the digits' range, at the first,
+    a middle and the last place of each length, from a list and from an Arrow column."""
+    fast, pure = core_c.OrderHasher(WALLETS[1]), core_py.OrderHasher(WALLETS[1])
+    values = _digit_strings()
+    bad = [":", "/", "*", "\x00", "\x7f", " ", "a", "\u0663", "+", "-"]
+    for text in list(values):
+        for at in sorted({0, len(text) // 2, len(text) - 1}):
+            values += [text[:at] + b + text[at + 1 :] for b in bad]
+    args = {"maker_amounts": 1, "taker_amounts": 2, "sides": 0, "salts": 3}
+    for text in values:
+        want = _outcome(lambda t=text: pure.order_ids(token_ids=[t], **args))
+        assert _outcome(lambda t=text: fast.order_ids(token_ids=[t], **args)) == want, text
+        column = pa.array([text], pa.string())
+        got = _outcome(lambda c=column: fast.order_ids(token_ids=c, **args, out="arrow"))
+        if want[0] == "ok":
+            assert got == ("ok", pa.array(want[1])), text
+        else:
+            assert got == want, text
+
+
+def _outcome(fn: Any) -> tuple[str, Any]:
+    try:
+        return ("ok", fn())
+    except OrderFieldError as exc:
+        return (type(exc).__name__, str(exc).replace("token_ids[0]", "token_ids"))
+
+
 def _racing(cols: dict[str, list[Any]], change: Any, calls: int) -> list[Any]:
     """``calls`` batches of ``cols`` (threads=2) while another thread runs ``change``
     until they end: each call's ids, or its ClobkitError."""
