@@ -9,7 +9,8 @@ out. The same code runs on a laptop (the default scheduler or a
 ``LocalCluster``) and on any Dask cluster
 (``dask.distributed.Client("tcp://scheduler:8786")``).
 ``parquet_options(df)`` gives ``to_parquet`` the writer settings of
-``clobkit order-ids`` for the id column. See docs/scale.md.
+``clobkit order-ids`` for the id column (and no dictionary where values never
+repeat). See docs/scale.md.
 
 The columns are those of ``clobkit order-ids``: ``token_id``,
 ``maker_amount``, ``taker_amount``, ``side``, ``salt``; ``fee_rate_bps``,
@@ -150,19 +151,23 @@ def parquet_options(
 ) -> dict[str, Any]:
     """Keyword arguments of ``df.to_parquet`` that write ``column`` as ``clobkit order-ids`` does.
 
-    ``df`` is ``with_order_ids``'s result. Every other column (and the index)
-    is written as ``to_parquet`` writes it by default, with ``compression``
-    and dictionaries; the ids (random hex) are written plain, uncompressed
-    and without min/max statistics, which only cost time on them: on the
-    project's 2-core machine that is about half of a partition's writing
-    (docs/scale.md). The file's columns and values are the same either way.
+    ``df`` is ``with_order_ids``'s result. The ids (random hex) are written
+    plain, uncompressed and without min/max statistics, which only cost time on
+    them: on the project's 2-core machine that is about half of a partition's
+    writing (docs/scale.md). The salts (random by rule) and Dask's unnamed
+    index (0, 1, 2, ... per file) are written without a dictionary, which on
+    values that never repeat costs a hash per value until the writer gives it
+    up (a tenth of a partition's time); every other column is written as
+    ``to_parquet`` writes it by default, with ``compression`` and dictionaries.
+    The file's columns and values are the same either way.
     """
     if column not in df.columns:
         raise OrderFieldError("column", column, "is not a column of df (call with_order_ids first)")
     others = [str(name) for name in df.columns if name != column]
     others += [_DASK_INDEX] if df.index.name is None else [str(df.index.name)]
+    distinct = {"salt", _DASK_INDEX}  # never repeat: a dictionary only costs
     return {
         "compression": {**dict.fromkeys(others, compression), column: "none"},
-        "use_dictionary": others,
+        "use_dictionary": [name for name in others if name not in distinct],
         "write_statistics": others,
     }

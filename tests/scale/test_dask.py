@@ -307,8 +307,8 @@ def test_arrow_ids_written_with_the_commands_settings_equal_an_independent_hashe
     back = pq.read_table(tmp_path / "out")
     assert back["order_id"].to_pylist() == _independent_v1_ids(table, WALLETS[1])
     assert back["note"].to_pylist() == table["note"].to_pylist()
-    # the ids plain, uncompressed, without statistics; every other column (index too) as
-    # to_parquet writes it by default
+    # the ids plain, uncompressed, without statistics; the salts and the unnamed index
+    # without a dictionary; every other column as to_parquet writes it by default
     out.to_parquet(tmp_path / "default")
     for path in sorted((tmp_path / "out").glob("*.parquet")):
         group = pq.ParquetFile(path).metadata.row_group(0)
@@ -319,6 +319,9 @@ def test_arrow_ids_written_with_the_commands_settings_equal_an_independent_hashe
             got = (chunk.compression, chunk.is_stats_set, chunk.has_dictionary_page)
             if chunk.path_in_schema == "order_id":
                 assert got == ("UNCOMPRESSED", False, False)
+            elif chunk.path_in_schema in ("salt", "__null_dask_index__"):
+                assert got == (usual.compression, usual.is_stats_set, False)
+                assert usual.has_dictionary_page  # what the option saves the writer
             else:
                 assert got == (usual.compression, usual.is_stats_set, usual.has_dictionary_page)
                 assert chunk.compression == "SNAPPY", chunk.path_in_schema
@@ -348,3 +351,5 @@ def test_parquet_options_need_the_id_column(tmp_path: Path) -> None:
     assert options["compression"]["salt"] == "zstd"  # a named index: its own name
     assert options["compression"]["clob_id"] == "none"
     assert "clob_id" not in options["use_dictionary"] + options["write_statistics"]
+    assert "salt" not in options["use_dictionary"]  # the index here: its values never repeat
+    assert "maker_amount" in options["use_dictionary"]
