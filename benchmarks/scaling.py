@@ -9,7 +9,8 @@ For each thread (or worker) count 1, 2, 4, ... up to ``os.cpu_count()``
 
 - ``order_ids`` on Python lists, V1 and V2 orders (``--list-rows``);
 - ``order_ids`` on Arrow columns with ``out="arrow"``, V1 and V2 (``--arrow-rows``);
-- ``OrderHasher.sign_many`` on V2 orders, hashed and signed (``--sign-rows``);
+- ``OrderHasher.sign_many`` on V2 orders, hashed and signed (``--sign-rows``), for a
+  signer's own wallet and for a deposit wallet (POLY_1271: each order wrapped, ERC-7739);
 - the whole ``clobkit order-ids`` command in a child process, CSV -> CSV and
   Parquet -> Parquet, ``--threads N`` (``--rows`` orders, generated here);
 - Dask: ``with_order_ids`` -> ``to_parquet`` (with ``parquet_options``) from
@@ -80,6 +81,7 @@ from clobkit._bench.order_ids import WALLET as V1_WALLET
 
 KEY = "0x" + "42" * 32
 SIGNER = OrderSigner(KEY).address
+DEPOSIT = "0x" + "d3" * 20  # a deposit wallet: the maker and signer of POLY_1271 orders
 V2_WALLET: dict[str, Any] = {
     "maker": SIGNER,
     "signer": SIGNER,
@@ -371,6 +373,12 @@ def core_rows(opts: argparse.Namespace, counts: list[int], gil: list[dict[str, A
     for t in gil_counts(counts):
         call = partial(hasher.sign_many, signer, **args, threads=t)
         gil.append(_gil_entry(row, t, *gil_held(call), opts.sign_rows))
+    # a deposit wallet (POLY_1271): each order's struct hash wrapped (ERC-7739), then signed
+    deposit = OrderHasher({**V2_WALLET, "signature_type": 3, "maker": DEPOSIT, "signer": DEPOSIT})
+    row = Row("V2 `sign_many`, POLY_1271 deposit wallet (hash, wrap, sign)", opts.sign_rows, "E")
+    for t in counts:
+        row.add(t, best_of(lambda t=t: deposit.sign_many(signer, **args, threads=t), opts.rounds))
+    rows.append(row)
     return rows
 
 

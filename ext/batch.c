@@ -339,6 +339,27 @@ int ck_sign_digest(const ck_signer *s, const uint8_t digest[32], char *out) {
     return 1;
 }
 
+int ck_sign_order(const ck_batch *b, const ck_order *order, const uint8_t id[32], char *out) {
+    if (b->wrap == NULL) return ck_sign_digest(b->signer, id, out);
+    const ck_wrap *w = b->wrap;
+    const uint8_t *domain = b->ctx->domain[order->neg_risk ? 1 : 0];
+    uint8_t contents[32], wrapped[224], message[66], digest[32];
+    ck_order_struct_hash(b->ctx, order, contents);
+    memcpy(wrapped, w->head, 32);
+    memcpy(wrapped + 32, contents, 32);
+    memcpy(wrapped + 64, w->tail, 160);
+    message[0] = 0x19;
+    message[1] = 0x01;
+    memcpy(message + 2, domain, 32);
+    ck_keccak256(wrapped, sizeof wrapped, message + 34); /* hashStruct(TypedDataSign) */
+    ck_keccak256(message, sizeof message, digest);
+    if (!ck_sign_digest(b->signer, digest, out)) return 0;
+    ck_hex(domain, 32, out + CK_SIG_CHARS);
+    ck_hex(contents, 32, out + CK_SIG_CHARS + 64);
+    memcpy(out + CK_SIG_CHARS + 128, w->type_hex, w->type_hex_len);
+    return 1;
+}
+
 enum { SUB = 64 }; /* orders filled and hashed at a time: ~15 KiB of structs, in L1 */
 
 static void run_block(ck_batch *b, int64_t b0, int64_t b1) {
@@ -366,9 +387,10 @@ static void run_block(ck_batch *b, int64_t b0, int64_t b1) {
             }
         }
         if (b->signer != NULL) {
-            for (int64_t i = 0; i < m; i++)
-                if (!ck_sign_digest(b->signer, d + 32 * i, b->sigs + CK_SIG_CHARS * (s0 + i - b->base)))
-                    CK_STORE_INT(&b->failed, 1);
+            for (int64_t i = 0; i < m; i++) {
+                char *at = b->sigs + b->sig_chars * (size_t)(s0 + i - b->base);
+                if (!ck_sign_order(b, orders + i, d + 32 * i, at)) CK_STORE_INT(&b->failed, 1);
+            }
         }
     }
 }

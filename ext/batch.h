@@ -108,6 +108,19 @@ int ck_sign_digest(const ck_signer *s, const uint8_t digest[32], char *out);
 
 enum { CK_ID_CHARS = 66, CK_SIG_CHARS = 132 };
 
+/* POLY_1271 (a deposit wallet, ERC-7739): what wraps each order's struct hash
+ * before its owner signs it, the same for a whole batch (clobkit.signing's
+ * _Wrapper). The signed digest is keccak(0x1901 || domain || keccak(head ||
+ * contents || tail)), and the signature's text is the ECDSA signature's
+ * followed by the hex of domain, contents and ``type_hex`` (the Order type
+ * string and its uint16 length, already hex). */
+typedef struct {
+    uint8_t head[32];     /* keccak256 of the TypedDataSign type string + the Order type's */
+    uint8_t tail[160];    /* name hash, version hash, chain id, the wallet, zero salt */
+    const char *type_hex;
+    size_t type_hex_len;
+} ck_wrap;
+
 /* Rows lo .. hi - 1 of a batch, taken by every thread ``block`` rows at a time. */
 typedef struct {
     ck_task task;             /* first: the pool runs ck_batch_run through it */
@@ -120,12 +133,19 @@ typedef struct {
     char *ids;            /* out, or NULL: 66 chars per row, row r at ids + 66 * (r - base) */
     const uint8_t *digests; /* in, when ctx is NULL: 32 bytes per row, from base */
     const ck_signer *signer; /* or NULL */
-    char *sigs;           /* out with signer: 132 chars per row, from base */
+    const ck_wrap *wrap;  /* with signer: NULL (the id is signed), or POLY_1271's wrapper */
+    char *sigs;           /* out with signer: sig_chars per row, from base */
+    size_t sig_chars;     /* CK_SIG_CHARS, or with wrap CK_SIG_CHARS + 128 + type_hex_len */
     int64_t base;
     uint8_t *missed;      /* out: per block ((r - lo) / block), 1 when a value was not taken */
     int failed;           /* out: set when a signature could not be made */
     size_t next;          /* shared counter, advanced atomically */
 } ck_batch;
+
+/* The signature text of one order of the batch into ``out`` (b->sig_chars chars):
+ * of its id, or through b->wrap (``order``, the filled order, is then read). 0
+ * when libsecp256k1 refuses. */
+int ck_sign_order(const ck_batch *b, const ck_order *order, const uint8_t id[32], char *out);
 
 /* Take blocks of the batch until none is left (any thread, no GIL). */
 void ck_batch_run(ck_task *task);

@@ -9,17 +9,35 @@ cdef Py_ssize_t TEXT_MAX = 80
 
 
 cdef class _Signer:
-    """libsecp256k1's functions, its context and a key, for the workers (see ck_signer)."""
+    """libsecp256k1's functions, its context and a key, for the workers (see ck_signer);
+    with ``wrap``, POLY_1271's wrapper of each order (see ck_wrap)."""
     cdef ck_signer s
     cdef object handle  # keeps nothing alive by itself: clobkit.signing owns the context and key
+    cdef ck_wrap w
+    cdef bytes type_hex  # the text w.type_hex points into
+    cdef const ck_wrap *wrap  # &w, or NULL: the id itself is signed
+    cdef size_t sig_chars
 
-    def __cinit__(self, handle, key):
+    def __cinit__(self, handle, key, wrap=None):
         sign, serialize, ctx = handle
         self.s.sign = <ck_secp_sign_fn><uintptr_t>sign
         self.s.serialize = <ck_secp_serialize_fn><uintptr_t>serialize
         self.s.ctx = <const void *><uintptr_t>ctx
         self.s.key = <const unsigned char *><uintptr_t>key
         self.handle = handle
+        self.sig_chars = CK_SIG_CHARS
+        if wrap is None:
+            return
+        head, tail, type_text = wrap  # clobkit.signing._Wrapper's words, checked there
+        if len(head) != 32 or len(tail) != 160:
+            raise ValueError("a POLY_1271 wrapper is a 32-byte head and a 160-byte tail")
+        memcpy(self.w.head, <const char *>head, 32)
+        memcpy(self.w.tail, <const char *>tail, 160)
+        self.type_hex = type_text.hex().encode()
+        self.w.type_hex = <const char *>self.type_hex
+        self.w.type_hex_len = len(self.type_hex)
+        self.wrap = &self.w
+        self.sig_chars = CK_SIG_CHARS + 128 + len(self.type_hex)
 
 
 cdef class _Plan:
@@ -178,7 +196,7 @@ cdef class _Plan:
                 if self.ids[b] == NULL:
                     raise MemoryError()
             if signer is not None:
-                self.sigs[b] = <char *>malloc(chunk * CK_SIG_CHARS)
+                self.sigs[b] = <char *>malloc(chunk * signer.sig_chars)
                 if self.sigs[b] == NULL:
                     raise MemoryError()
             for k in range(len(self.seqs)):
@@ -253,6 +271,8 @@ cdef class _Plan:
             job.ids = self.ids[b]
             job.base = lo
         job.signer = &signer.s if signer is not None else NULL
+        job.wrap = signer.wrap if signer is not None else NULL
+        job.sig_chars = signer.sig_chars if signer is not None else CK_SIG_CHARS
         job.sigs = self.sigs[b]
         job.missed = self.missed[b]
         memset(self.missed[b], 0, (m + block - 1) // block)
@@ -287,7 +307,7 @@ cdef class _Plan:
                 ck_hex(d, 32, at + 2)
                 if signer is not None:
                     with nogil:
-                        ok = ck_sign_digest(&signer.s, d, job.sigs + CK_SIG_CHARS * (r - job.base))
+                        ok = ck_sign_order(job, &o, d, job.sigs + job.sig_chars * (r - job.base))
                     if not ok:
                         job.failed = 1
         if job.failed:
@@ -305,7 +325,7 @@ cdef class _Plan:
                 PyList_SET_ITEM(result, job.lo + i, s)
             return 0
         for i in range(job.hi - job.lo):
-            t = _signed(job.ids + CK_ID_CHARS * i, job.sigs + CK_SIG_CHARS * i)
+            t = _signed(job.ids + CK_ID_CHARS * i, job.sigs + job.sig_chars * i, job.sig_chars)
             Py_INCREF(t)
             PyList_SET_ITEM(result, job.lo + i, t)
         return 0
@@ -333,7 +353,7 @@ def _gil_held_ns():
 cdef PyTypeObject *SIGNED = NULL
 
 
-cdef inline object _signed(const char *order_id, const char *sig):
+cdef inline object _signed(const char *order_id, const char *sig, Py_ssize_t sig_chars):
     """A ``SignedOrder`` (clobkit.signing) of two texts, allocated directly."""
     global SIGNED
     if SIGNED == NULL:
@@ -341,9 +361,9 @@ cdef inline object _signed(const char *order_id, const char *sig):
         SIGNED = <PyTypeObject *>SignedOrder
     cdef object t = <object>SIGNED.tp_alloc(SIGNED, 2)
     Py_DECREF(t)  # tp_alloc's reference now belongs to t
-    cdef str a = PyUnicode_New(CK_ID_CHARS, 127), b = PyUnicode_New(CK_SIG_CHARS, 127)
+    cdef str a = PyUnicode_New(CK_ID_CHARS, 127), b = PyUnicode_New(sig_chars, 127)
     memcpy(PyUnicode_DATA(a), order_id, CK_ID_CHARS)
-    memcpy(PyUnicode_DATA(b), sig, CK_SIG_CHARS)
+    memcpy(PyUnicode_DATA(b), sig, sig_chars)
     Py_INCREF(a)
     Py_INCREF(b)
     PyTuple_SET_ITEM(t, 0, a)
@@ -489,6 +509,7 @@ def sign_digests(handle, key, digests, threads):
         job.digests = v.data
         job.signer = &signer.s
         job.sigs = sigs
+        job.sig_chars = CK_SIG_CHARS
         job.lo, job.hi, job.base, job.block = 0, n, 0, SIGN_BLOCK
         with nogil:
             free_ns = ck_thread_ns()

@@ -179,6 +179,11 @@ cdef extern from "batch.h":
         ck_secp_serialize_fn serialize
         const void *ctx
         const unsigned char *key
+    ctypedef struct ck_wrap:
+        uint8_t head[32]
+        uint8_t tail[160]
+        const char *type_hex
+        size_t type_hex_len
     ctypedef struct ck_batch:
         ck_task task
         const ck_order_ctx *ctx
@@ -190,7 +195,9 @@ cdef extern from "batch.h":
         char *ids
         const uint8_t *digests
         const ck_signer *signer
+        const ck_wrap *wrap
         char *sigs
+        size_t sig_chars
         int64_t base
         uint8_t *missed
         int failed
@@ -200,6 +207,8 @@ cdef extern from "batch.h":
     bint ck_u256_digits(const char *s, size_t n, ck_u256 *out) nogil
     bint ck_hex_limbs(const char *s, ck_u256 *out) nogil
     int ck_sign_digest(const ck_signer *s, const uint8_t *digest, char *out) nogil
+    int ck_sign_order(const ck_batch *b, const ck_order *order, const uint8_t *id,
+                      char *out) nogil
     void ck_batch_run(ck_task *task) noexcept nogil
     void ck_batch_go(ck_batch *b, int helpers) nogil
 

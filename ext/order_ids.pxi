@@ -313,11 +313,12 @@ cdef class OrderHasher:
                            nonces, expirations, timestamps, metadatas, builders, neg_risk,
                            threads, out, None)
 
-    def _sign_many(self, handle, key, threads, kwargs):
+    def _sign_many(self, handle, key, threads, kwargs, wrap=None):
         """``sign_many``'s native path (see clobkit.signing): ``SignedOrder`` of each order,
         hashed and signed in the worker threads. ``handle``: ``_secp_handle``'s tuple;
-        ``key``: the address of the 32 key bytes, alive for the call."""
-        cdef _Signer signer = _Signer(handle, key)
+        ``key``: the address of the 32 key bytes, alive for the call; ``wrap``: None, or
+        POLY_1271's (head, tail, Order type text) words (clobkit.signing._Wrapper)."""
+        cdef _Signer signer = _Signer(handle, key, wrap)
         get = kwargs.get
         if "out" in kwargs:  # order_ids' choice of result: the signed orders have one shape
             raise OrderFieldError("out", kwargs["out"], "is not an argument of sign_many")

@@ -82,7 +82,12 @@ class OrderHasher:
     def sign(self, signer: Any, **order: Any) -> Any: ...
     def sign_many(self, signer: Any, *, threads: int | None = None, **columns: Any) -> Any: ...
     def _sign_many(
-        self, handle: tuple[int, int, int], key: int, threads: object, kwargs: dict[str, Any]
+        self,
+        handle: tuple[int, int, int],
+        key: int,
+        threads: object,
+        kwargs: dict[str, Any],
+        wrap: tuple[bytes, bytes, bytes] | None = None,
     ) -> list[Any]: ...
 
 class RequestSigner:

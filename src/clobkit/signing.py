@@ -517,17 +517,27 @@ def sign_orders(
 
     A bad value is named by its index and nothing is returned. With the
     compiled twin each order is hashed and signed in its native workers
-    (``threads`` of them); POLY_1271 digests are made here, then signed there.
-    The pure twin hashes the batch, then signs over ``threads`` Python threads.
+    (``threads`` of them), POLY_1271's ERC-7739 wrapper included. The pure twin
+    hashes the batch, then signs over ``threads`` Python threads.
     """
     _check_signer_object(signer)
     if "out" in columns:  # order_ids' choice of result: the signed orders have one shape
         raise OrderFieldError("out", columns["out"], "is not an argument of sign_many")
     workers = parse_threads(threads)
     core = _native()
+    native = core is not None and isinstance(hasher, core.OrderHasher) and _batch_keys(columns)
+    if native and _is_poly_1271(hasher):
+        # each order's struct hash wrapped (ERC-7739), signed and its signature's text
+        # made in the native workers, from the wrapper's words computed once here
+        wrapper = _wrapper(hasher)
+        wrap = (wrapper.head, wrapper.tail, wrapper.type_text)
+        wrapped: list[SignedOrder] = hasher._sign_many(
+            _HANDLE, signer._key_at(), threads, columns, wrap
+        )
+        return wrapped
     if not _is_poly_1271(hasher):
         _check_signer(hasher, signer)
-        if core is not None and isinstance(hasher, core.OrderHasher) and _batch_keys(columns):
+        if native:
             # hashed and signed in the native workers, no Python object per order
             signed: list[SignedOrder] = hasher._sign_many(
                 _HANDLE, signer._key_at(), threads, columns
@@ -536,6 +546,14 @@ def sign_orders(
         ids: list[str] = hasher.order_ids(**columns, threads=threads)
         digests = [bytes.fromhex(i[2:]) for i in ids]
         return list(map(SignedOrder, ids, _sign_batch(signer._key, digests, workers)))
+    return _sign_poly_1271_rows(hasher, signer, columns, threads, workers)
+
+
+def _sign_poly_1271_rows(
+    hasher: Any, signer: OrderSigner, columns: Mapping[str, Any], threads: Any, workers: int
+) -> list[SignedOrder]:
+    """POLY_1271 ``sign_many`` row by row in Python: the pure twin's way (the compiled
+    twin wraps and signs in its workers)."""
     ids = hasher.order_ids(**columns, threads=threads)  # checks every row (nulls included)
     columns = {
         k: Column(v, k, COLUMN_KINDS[k]).values() if is_columnar(v) else v
@@ -555,10 +573,7 @@ def sign_orders(
         contents = hasher.struct_hash(**row)
         digests.append(wrapper.digest(app_domain, contents))
         tails.append(wrapper.suffix(app_domain, contents))
-    if core is not None and isinstance(hasher, core.OrderHasher):
-        signatures = core.sign_digests(_HANDLE, signer._key_at(), b"".join(digests), workers)
-    else:  # the pure twin signs through cffi
-        signatures = _sign_batch(signer._key, digests, workers)
+    signatures = _sign_batch(signer._key, digests, workers)  # through cffi
     return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
 
 

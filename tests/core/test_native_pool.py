@@ -472,6 +472,11 @@ def test_hasher_sign_many_native_equals_pure_twin_and_eth_account(signature_type
     for threads in (1, 2, 5, 32):
         assert hasher.sign_many(signer, **cols, threads=threads) == want
         assert hasher.sign_many(signer, **_arrow(cols, "chunked"), threads=threads) == want
+    # an IntEnum side is left to the Python path: its block is signed by the calling thread
+    odd = {**cols, "sides": [Side.SELL if i % 7 == 0 else i % 2 for i in range(n)]}
+    want_odd = core_py.OrderHasher(w).sign_many(signer, **odd)
+    for threads in (1, 3):
+        assert hasher.sign_many(signer, **odd, threads=threads) == want_odd
     if signature_type != 3:  # the id is the signed digest: eth-account's signature of it
         key = int(DEV_KEY, 16)
         for got in want[:20]:

@@ -42,10 +42,11 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     assert data["F_seconds"] > 0
     assert data["E_seconds"] > 0
     works = [row["work"] for row in data["rows"]]
-    assert len(works) == 10
+    assert len(works) == 11
     assert sum(w.startswith("machine:") for w in works) == 2  # the ceiling: no clobkit code
     assert sum("`order_ids`" in w for w in works) == 4
-    assert any("sign_many" in w for w in works)
+    assert sum("sign_many" in w for w in works) == 2
+    assert any("POLY_1271" in w for w in works)
     assert sum("clobkit order-ids" in w for w in works) == 2
     assert any("Dask" in w for w in works)
     for row in data["rows"]:
@@ -58,6 +59,6 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     text = out_md.read_text()
     assert text in done.stdout
     assert "| work | rows | 1 thread | 2 threads | best |" in text
-    assert text.count("\n| V") == 5 + 5  # the table's order_ids and sign_many rows, GIL rows
+    assert text.count("\n| V") == 6 + 5  # the table's order_ids and sign_many rows, GIL rows
     assert text.count("\n| machine: ") == 2
     assert set(tmp_path.iterdir()) == {out_json, out_md}  # the inputs are removed
