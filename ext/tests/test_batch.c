@@ -106,6 +106,7 @@ static void batch(ck_batch *b, char *ids, char *sigs, uint8_t *missed, int64_t l
     b->base = lo;
     b->signer = &SIGNER;
     b->sigs = sigs;
+    b->sig_chars = CK_SIG_CHARS; /* the id itself signed (wrap NULL) */
     b->missed = missed;
 }
 
