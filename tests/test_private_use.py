@@ -29,7 +29,6 @@ ALLOWED = {
     # outside the client, met by this test when it was written (issue #21) and left to
     # their owners; each dependency carries an upper bound in pyproject.toml
     ("_arrow_compute.py", "pyarrow._compute"): "import time; falls back to pyarrow.compute",
-    ("dask.py", "_meta"): "dask's frame meta; pyproject bounds dask",
     ("_bench/order_ids.py", "_hash_eip191_message"): "oracle timing (eth-account)",
     ("_bench/orders_v2.py", "_hash_eip191_message"): "oracle timing (eth-account)",
     ("_bench/order_ids.py", "_create_struct_hash"): "oracle timing (py-order-utils)",
