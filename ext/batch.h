@@ -131,6 +131,9 @@ typedef struct {
     int64_t lo, hi;
     int64_t block;
     char *ids;            /* out, or NULL: 66 chars per row, row r at ids + 66 * (r - base) */
+    void *offs;           /* out, or NULL: an Arrow string array's offsets (base 0), each
+                           * row's offs[r + 1] = 66 (r + 1); offs[0] is the glue's */
+    int offs_wide;        /* int64 offsets (a large_string array), else int32 */
     const uint8_t *digests; /* in, when ctx is NULL: 32 bytes per row, from base */
     const ck_signer *signer; /* or NULL */
     const ck_wrap *wrap;  /* with signer: NULL (the id is signed), or POLY_1271's wrapper */

@@ -50,6 +50,8 @@ cdef class _Plan:
     cdef ck_u256 *big[2][9]  # ints past 63 bits of a sequence, read under the GIL
     cdef char *text[2][9]  # the str / bytes elements' text, copied under the GIL
     cdef char *ids[2]
+    cdef void *offs  # an Arrow result's offsets, written by the workers (see ck_batch)
+    cdef bint offs_wide
     cdef char *sigs[2]
     cdef uint8_t *missed[2]
     cdef ck_batch jobs[2]
@@ -115,8 +117,8 @@ cdef class _Plan:
         each round's buffers taken, then the rounds."""
         cdef bint arrow = pa is not None
         cdef int64_t block = BLOCK if signer is None else SIGN_BLOCK
-        cdef object data = None
-        cdef _Out view = None
+        cdef object data = None, offsets = None
+        cdef _Out view = None, ends = None
         cdef char *text = NULL
         cdef list result = None
         self._lay_out(fast)
@@ -129,6 +131,13 @@ cdef class _Plan:
             if n == 0:
                 view.release()
                 return _ids.id_array(pa, data, _ids.offsets(0), 0)
+            # the offsets too, filled by the workers beside the ids (a string array's
+            # offsets are int32 up to _arrow_ids.INT32_IDS ids, int64 past it)
+            self.offs_wide = n > _ids.INT32_IDS
+            offsets = pa.allocate_buffer((n + 1) * (8 if self.offs_wide else 4))
+            ends = _Out(offsets)
+            self.offs = ends.buf.buf
+            memset(self.offs, 0, 8 if self.offs_wide else 4)
         else:
             result = PyList_New(n)
             if n == 0:
@@ -142,7 +151,8 @@ cdef class _Plan:
         self._rounds(hasher, n, chunk, nchunks, text, result, pa, signer, block)
         if arrow:
             view.release()
-            return _ids.id_array(pa, data, _id_offsets(pa, n), n)
+            ends.release()
+            return _ids.id_array(pa, data, offsets, n)
         return result
 
     cdef int _lay_out(self, list fast) except -1:
@@ -271,6 +281,8 @@ cdef class _Plan:
         job.wrap = signer.wrap if signer is not None else NULL
         job.sig_chars = signer.sig_chars if signer is not None else CK_SIG_CHARS
         job.sigs = self.sigs[b]
+        job.offs = self.offs
+        job.offs_wide = self.offs_wide
         job.missed = self.missed[b]
         memset(self.missed[b], 0, (m + block - 1) // block)
         return 0

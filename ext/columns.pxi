@@ -145,22 +145,3 @@ cdef class _Out:
 
     def __dealloc__(self):
         self.release()
-
-
-cdef object _id_offsets(object pa, Py_ssize_t n):
-    """Offsets of ``n`` 66-byte ids: int32, or int64 past ``_arrow_ids.INT32_IDS`` (as there)."""
-    cdef bint narrow = n <= _ids.INT32_IDS
-    buf = pa.allocate_buffer((n + 1) * (4 if narrow else 8))
-    cdef _Out view = _Out(buf)
-    cdef int32_t *o32 = <int32_t *>view.buf.buf
-    cdef int64_t *o64 = <int64_t *>view.buf.buf
-    cdef Py_ssize_t i
-    with nogil:
-        if narrow:
-            for i in range(n + 1):
-                o32[i] = <int32_t>(66 * i)
-        else:
-            for i in range(n + 1):
-                o64[i] = 66 * i
-    view.release()
-    return buf

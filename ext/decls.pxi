@@ -193,6 +193,8 @@ cdef extern from "batch.h":
         int64_t lo, hi
         int64_t block
         char *ids
+        void *offs
+        int offs_wide
         const uint8_t *digests
         const ck_signer *signer
         const ck_wrap *wrap
