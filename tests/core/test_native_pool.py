@@ -477,6 +477,10 @@ def test_hasher_sign_many_native_equals_pure_twin_and_eth_account(signature_type
     want_odd = core_py.OrderHasher(w).sign_many(signer, **odd)
     for threads in (1, 3):
         assert hasher.sign_many(signer, **odd, threads=threads) == want_odd
+    if signature_type == 3:  # a V3 exchange's deposit wallet: its own domain, same wrapper
+        want3 = core_py.OrderHasher(w, version=3).sign_many(signer, **cols)
+        assert want3 != want
+        assert core_c.OrderHasher(w, version=3).sign_many(signer, **cols, threads=3) == want3
     if signature_type != 3:  # the id is the signed digest: eth-account's signature of it
         key = int(DEV_KEY, 16)
         for got in want[:20]:
