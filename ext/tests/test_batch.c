@@ -1,4 +1,5 @@
-/* The native batch (batch.c) and worker pool (workers.c) under many callers.
+/* The native batch (batch.c) and worker pool (workers.c) under many callers,
+ * and its decimal parser against a reference.
  *
  * Builds batches of every column storage (Python-sequence refs, Arrow-style
  * strings, little-endian ints, big-endian 32-byte words), runs each alone as
@@ -132,8 +133,65 @@ static void *caller(void *arg) {
     return NULL;
 }
 
+/* The decimal parser against a digit-at-a-time reference: every length 1..130
+ * (past 128: refused), leading zeros, values around 2**256, and a non-digit byte
+ * at every place. Each text is malloc'ed to its exact length, so ASan / valgrind
+ * see any read past it (the parser loads 8 bytes at a time). */
+static int digits_reference(const char *s, size_t n, ck_u256 *x) {
+    if (n == 0 || n > 128) return 0;
+    memset(x, 0, sizeof *x);
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned)(unsigned char)s[i] - 48u;
+        if (d > 9) return 0;
+        unsigned __int128 carry = d;
+        for (int w = 0; w < 4; w++) {
+            unsigned __int128 t = (unsigned __int128)x->w[w] * 10 + carry;
+            x->w[w] = (uint64_t)t;
+            carry = t >> 64;
+        }
+        if (carry) return 0;
+    }
+    return 1;
+}
+
+static void check_digits(const char *text, size_t n) {
+    char *s = malloc(n ? n : 1);
+    memcpy(s, text, n);
+    ck_u256 got, want;
+    int ok = ck_u256_digits(s, n, &got), ok_want = digits_reference(s, n, &want);
+    CHECK(ok == ok_want && (!ok || memcmp(&got, &want, sizeof got) == 0),
+          "digits of length %zu: %d, want %d", n, ok, ok_want);
+    free(s);
+}
+
+static void test_digits(void) {
+    /* 2**256 - 1, 2**256, 10**77 */
+    static const char *edges[] = {
+        "115792089237316195423570985008687907853269984665640564039457584007913129639935",
+        "115792089237316195423570985008687907853269984665640564039457584007913129639936",
+        "100000000000000000000000000000000000000000000000000000000000000000000000000000",
+        "999999999999999999999999999999999999999999999999999999999999999999999999999999",
+    };
+    static const char bad[] = {'/', ':', '*', ' ', 0, 0x7f, (char)0xb0, 'a', '+', '-'};
+    char text[131];
+    for (size_t e = 0; e < sizeof edges / sizeof *edges; e++) check_digits(edges[e], strlen(edges[e]));
+    for (size_t n = 1; n <= 130; n++) {
+        for (size_t i = 0; i < n; i++) text[i] = (char)('0' + (i * 7 + n) % 10);
+        if (n > 77) memset(text, '0', n - 77); /* leading zeros: still below 2**256 */
+        check_digits(text, n);
+        for (size_t at = 0; at < n; at++) {
+            char keep = text[at];
+            text[at] = bad[(at + n) % sizeof bad];
+            check_digits(text, n);
+            text[at] = keep;
+        }
+    }
+    check_digits("", 0);
+}
+
 int main(void) {
     setup();
+    test_digits();
     uint8_t missed[N / BLOCK + 1] = {0};
     ck_batch b;
     batch(&b, want_ids, want_sigs, missed, 0, N);
