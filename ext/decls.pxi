@@ -223,9 +223,9 @@ cdef extern from *:
     }
     static inline int ck_is_int(PyObject *o) { return PyLong_CheckExact(o); }
     static inline int ck_is_bytes(PyObject *o) { return PyBytes_CheckExact(o); }
-    /* Ask for the object ``ahead`` items on (its header and the next line, where
-       a str's text starts) while this one is read: a sequence's objects lie
-       anywhere in memory, and each is a cache miss the loop would wait for. */
+    /* Ask for the object 16 items on (its header and the next line, where a
+       str's text goes on) while item i is read: a sequence's objects lie anywhere
+       in memory, and each is a cache miss the loop would otherwise wait for. */
     static inline void ck_prefetch_item(PyObject *const *items, Py_ssize_t i, Py_ssize_t m) {
     #if defined(__GNUC__) || defined(__clang__)
         if (i + 16 < m) {

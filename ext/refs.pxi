@@ -33,6 +33,7 @@ cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
     cdef bint flag = kind == C_SIDE or kind == C_NEG_RISK
     cdef bint word = kind == C_METADATA or kind == C_BUILDER
     cdef const char *at
+    cdef bint raw
     cdef ck_ref r
     for i in range(m):
         ck_prefetch_item(items, i, m)
@@ -44,6 +45,7 @@ cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
         r.p = CK_REF_MISS
         r.v = 0
         at = NULL
+        raw = False
         if ck_is_ascii_str(o):
             at = <const char *>PyUnicode_DATA(<object>o)
             size = PyUnicode_GET_LENGTH(<object>o)
@@ -73,6 +75,7 @@ cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
             elif ck_is_bytes(o):
                 at = PyBytes_AS_STRING(<object>o)
                 size = PyBytes_GET_SIZE(<object>o)
+                raw = True
         if at != NULL and size <= TEXT_MAX:
             if text[0] == NULL:
                 text[0] = <char *>malloc(CHUNK * TEXT_MAX)
@@ -80,7 +83,7 @@ cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
                     raise MemoryError()
             memcpy(text[0] + used, at, size)
             r.p = text[0] + used
-            r.v = <uint64_t>size if ck_is_ascii_str(o) else <uint64_t>size | CK_REF_RAW
+            r.v = <uint64_t>size | CK_REF_RAW if raw else <uint64_t>size
             used += size
         out[i] = r
     return 0

@@ -526,27 +526,24 @@ def sign_orders(
     workers = parse_threads(threads)
     core = _native()
     native = core is not None and isinstance(hasher, core.OrderHasher) and _batch_keys(columns)
-    if native and _is_poly_1271(hasher):
-        # each order's struct hash wrapped (ERC-7739), signed and its signature's text
-        # made in the native workers, from the wrapper's words computed once here
+    wrap = None
+    if _is_poly_1271(hasher):
+        if not native:
+            return _sign_poly_1271_rows(hasher, signer, columns, threads, workers)
+        # each order's struct hash wrapped (ERC-7739) in the native workers too, from
+        # the wrapper's words computed once here
         wrapper = _wrapper(hasher)
         wrap = (wrapper.head, wrapper.tail, wrapper.type_text)
-        wrapped: list[SignedOrder] = hasher._sign_many(
+    else:
+        _check_signer(hasher, signer)
+    if native:  # hashed and signed in the native workers, no Python object per order
+        signed: list[SignedOrder] = hasher._sign_many(
             _HANDLE, signer._key_at(), threads, columns, wrap
         )
-        return wrapped
-    if not _is_poly_1271(hasher):
-        _check_signer(hasher, signer)
-        if native:
-            # hashed and signed in the native workers, no Python object per order
-            signed: list[SignedOrder] = hasher._sign_many(
-                _HANDLE, signer._key_at(), threads, columns
-            )
-            return signed
-        ids: list[str] = hasher.order_ids(**columns, threads=threads)
-        digests = [bytes.fromhex(i[2:]) for i in ids]
-        return list(map(SignedOrder, ids, _sign_batch(signer._key, digests, workers)))
-    return _sign_poly_1271_rows(hasher, signer, columns, threads, workers)
+        return signed
+    ids: list[str] = hasher.order_ids(**columns, threads=threads)
+    digests = [bytes.fromhex(i[2:]) for i in ids]
+    return list(map(SignedOrder, ids, _sign_batch(signer._key, digests, workers)))
 
 
 def _sign_poly_1271_rows(
