@@ -15,12 +15,15 @@ while the call runs (whatever it could not count is GIL-held time; on a
 machine whose cores are taken by other jobs this over-counts, as the counter
 then waits for a core, not the GIL), and the calling thread's own CPU time
 outside its GIL-free part (``clobkit._core_c._gil_held_ns``), which other
-jobs do not inflate.
+jobs do not inflate. Then what the GIL part of lists is made of (``lists_parts``):
+each column alone a list, the objects shuffled in memory, and the result strs
+of ``out="list"`` with the calling thread's system time.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import os
 import sys
@@ -149,6 +152,22 @@ def main(argv: list[str] | None = None) -> None:
         )
     # (a build before #20 has no such hook: its CPU column then reads nan)
     held_ns = getattr(_core_c, "_gil_held_ns", lambda: float("nan"))
+    gil_table(hasher, signer, arrow, lists, ids, best, args.rounds, held_ns)
+    lists_parts(hasher, n, args.rounds, held_ns)
+
+
+def gil_table(
+    hasher: Any,
+    signer: Any,
+    arrow: dict[str, Any],
+    lists: dict[str, Any],
+    ids: list[str],
+    best: dict[str, float],
+    rounds: int,
+    held_ns: Callable[[], float],
+) -> None:
+    """The time per order one thread's call holds the GIL, counted and as CPU."""
+    n, ns = len(lists["salts"]), len(ids)
     print("GIL held on one thread: counted (a second thread counting) | CPU (the core's own clock)")
     for name, cols, out in (
         ("arrow -> arrow", arrow, "arrow"),
@@ -158,16 +177,87 @@ def main(argv: list[str] | None = None) -> None:
     ):
         one = best[f"{name.split()[0]} 1"]
         call = lambda c=cols, o=out: hasher.order_ids(**c, threads=1, out=o)  # noqa: E731
-        counted = min(gil_held(call) for _ in range(args.rounds)) / n
-        cpu = min((call(), held_ns())[1] for _ in range(args.rounds)) / n / 1e9
+        counted = min(gil_held(call) for _ in range(rounds)) / n
+        cpu = min((call(), held_ns())[1] for _ in range(rounds)) / n / 1e9
         print(
             f"  {name:15} {counted * 1e9:6.1f} ns/order = {counted / one * 100:5.1f}% | "
             f"{cpu * 1e9:6.1f} ns/order = {cpu / one * 100:5.1f}% of the one-thread time"
         )
     sign = lambda: signer.sign_many(ids, threads=1)  # noqa: E731
-    counted = min(gil_held(sign) for _ in range(args.rounds)) / ns
-    cpu = min((sign(), held_ns())[1] for _ in range(args.rounds)) / ns / 1e9
+    counted = min(gil_held(sign) for _ in range(rounds)) / ns
+    cpu = min((sign(), held_ns())[1] for _ in range(rounds)) / ns / 1e9
     print(f"  {'sign_many':15} {counted * 1e9:6.1f} ns/signature | {cpu * 1e9:6.1f} ns/signature")
+
+
+def lists_parts(hasher: Any, n: int, rounds: int, held_ns: Callable[[], float]) -> None:
+    """What the GIL part of a batch from Python lists is made of: each column alone a
+    list (the rest Arrow), every object of each list its own (a distinct token id str
+    per row, as ``to_pylist`` makes them), the same objects shuffled in memory, and the
+    result strs of ``out="list"`` with the calling thread's system time (Linux)."""
+    import random
+
+    import pyarrow as pa
+
+    tokens = [str(int(TOKEN) - i % 5000) for i in range(n)]  # a new str object per row
+    lists: dict[str, Any] = {
+        "token_ids": tokens,
+        "maker_amounts": [9_295_000 + i % 1000 for i in range(n)],
+        "taker_amounts": [16_900_000 + i % 7 for i in range(n)],
+        "sides": [i & 1 for i in range(n)],
+        "salts": [(i * 7919) % 10**12 for i in range(n)],
+    }
+    arrow = {k: pa.array(v) for k, v in lists.items()}
+    order = list(range(n))
+    random.Random(1).shuffle(order)
+    # new objects made in shuffled order, then put back in row order: the objects of
+    # neighbouring rows lie far apart, as in a list built up over time
+    made = {k: {i: _copy(v[i]) for i in order} for k, v in lists.items()}
+    scattered = {k: [made[k][i] for i in range(n)] for k in lists}
+    del made
+    threads = min(2, os.cpu_count() or 1)
+    # the millions of objects made here are the benchmark's, not the call's: out of
+    # the collector's way, so a full collection never lands inside a measured call
+    gc.collect()
+    gc.freeze()
+
+    def held(cols: dict[str, Any], out: str) -> float:
+        call = lambda: hasher.order_ids(**cols, threads=threads, out=out)  # noqa: E731
+        return min((call(), held_ns())[1] for _ in range(rounds)) / n
+
+    print(f"GIL held per order, CPU, {threads} threads, {n:,} V1 orders, lists of own objects:")
+    for name in lists:
+        alone = held({**arrow, name: lists[name]}, "arrow")
+        print(f"  {name + ' alone a list -> arrow':36} {alone:6.1f} ns")
+    print(f"  {'all lists -> arrow':36} {held(lists, 'arrow'):6.1f} ns")
+    print(f"  {'all lists, objects shuffled -> arrow':36} {held(scattered, 'arrow'):6.1f} ns")
+    system = _system_ns(hasher, arrow, threads, n)
+    print(f"  {'arrow -> list':36} {held(arrow, 'list'):6.1f} ns", end="")
+    print(f", of it the calling thread's system time {system:.1f} ns")
+    print(f"  {'all lists -> list':36} {held(lists, 'list'):6.1f} ns")
+    gc.unfreeze()
+
+
+def _copy(value: Any) -> Any:
+    """An equal object of its own (ints past the small-int cache and strs: new ones)."""
+    if isinstance(value, str):
+        return (value + " ")[:-1]  # str(value) would hand back the same object
+    return int(str(value)) if isinstance(value, int) else value
+
+
+def _system_ns(hasher: Any, cols: dict[str, Any], threads: int, n: int) -> float:
+    """The calling thread's system time per order over 10 calls, each result dropped
+    before the next (the kernel's first touch of the memory the result strs take)."""
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return float("nan")
+    who = getattr(resource, "RUSAGE_THREAD", None)
+    if who is None:
+        return float("nan")
+    before = resource.getrusage(who).ru_stime
+    for _ in range(10):
+        hasher.order_ids(**cols, threads=threads, out="list")
+    return (resource.getrusage(who).ru_stime - before) / 10 / n * 1e9
 
 
 if __name__ == "__main__":
