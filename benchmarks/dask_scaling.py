@@ -1,7 +1,7 @@
 """How ``clobkit.dask.with_order_ids`` scales with rows and workers (#14; docs/scale.md).
 
 Run: PYTHONPATH=src python benchmarks/dask_scaling.py [--rows 1000000] [--files 8]
-     [--dtype-backend pyarrow] [--command-writer] [--in-process]
+     [--dtype-backend pyarrow] [--command-writer] [--in-process] [--v1]
 
 Writes V2 orders as Parquet to a temporary directory, then times Parquet ->
 order ids -> Parquet on a LocalCluster of 1 and 2 worker processes (one
@@ -34,6 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
 
+from clobkit._bench.order_ids import WALLET as V1_WALLET
+from clobkit._parse import BATCH_KEYWORDS as KEYWORDS
 from clobkit.dask import with_order_ids
 from clobkit.order_id import OrderHasher
 
@@ -61,6 +63,11 @@ def orders(n: int) -> pa.Table:
     )
 
 
+def orders_v1(n: int) -> pa.Table:
+    """The same orders as V1 ones (no timestamp), for ``V1_WALLET``."""
+    return orders(n).drop_columns(["timestamp"])
+
+
 def write(table: pa.Table, path: Path, files: int) -> None:
     path.mkdir()
     step = -(-table.num_rows // files)
@@ -77,6 +84,7 @@ def main() -> None:
     parser.add_argument(
         "--command-writer", action="store_true", help="to_parquet(**parquet_options(df))"
     )
+    parser.add_argument("--v1", action="store_true", help="V1 orders (no timestamp column)")
     parser.add_argument(
         "--in-process",
         action="store_true",
@@ -84,8 +92,10 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    wallet = V1_WALLET if args.v1 else WALLET
+
     def job(path: Path, out: Path) -> None:
-        df = with_order_ids(dd.read_parquet(path, dtype_backend=args.dtype_backend), WALLET)
+        df = with_order_ids(dd.read_parquet(path, dtype_backend=args.dtype_backend), wallet)
         if args.command_writer:
             from clobkit.dask import parquet_options  # not in clobkit before #20
 
@@ -98,20 +108,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sizes = sorted({max(args.rows // 4, 1), args.rows})
-        tables = {n: orders(n) for n in sizes}
+        tables = {n: (orders_v1 if args.v1 else orders)(n) for n in sizes}
         for n, table in tables.items():
             write(table, root / f"in-{n}", args.files)
         print(f"{'run':<44}{'rows':>10}{'seconds':>10}{'orders/s':>12}")
-        hasher = OrderHasher(WALLET)
+        hasher = OrderHasher(wallet)
         for n, table in tables.items():
-            cols = {
-                "token_ids": table["token_id"],
-                "maker_amounts": table["maker_amount"],
-                "taker_amounts": table["taker_amount"],
-                "sides": table["side"],
-                "salts": table["salt"],
-                "timestamps": table["timestamp"],
-            }
+            cols = {KEYWORDS[name]: table[name] for name in table.column_names}
             best = min(_timed(partial(hasher.order_ids, **cols)) for _ in range(args.rounds))
             label = "order_ids on Arrow columns, this process"
             print(f"{label:<44}{n:>10}{best:>10.3f}{n / best:>12,.0f}")
