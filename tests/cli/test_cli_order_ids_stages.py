@@ -11,13 +11,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 import clobkit._orderids.csv_fast as csvfast
-from clobkit._orderids.stages import depth_for, item_threads, staged
+from clobkit._orderids.stages import item_threads, staged, workers_for
+from clobkit.order_id import OrderHasher
 
 from .conftest import WALLET, Result
 from .test_cli_order_ids import orders, write_csv, write_jsonl
@@ -149,26 +151,81 @@ def _slow_work(item: int) -> int:
     return item * item
 
 
-def test_the_items_in_flight_stay_within_the_cores() -> None:
-    """Every item hashes on at least one thread; the items in flight (one on the core's
-    pool, the others on their own threads) never take more threads than the cores
-    (16 here) or the depth; up to half the cores, an item gets all of --threads."""
-    for threads in (None, *THREADS):
-        depth, per_item = depth_for(threads), item_threads(threads)
-        assert per_item >= 1
-        assert depth - 1 + per_item <= max(16, depth), threads
-        if (threads or 1) <= 8:
-            assert per_item == (threads or 1), threads
+def test_threads_is_the_most_hashing_threads_at_once() -> None:
+    """``--threads N``: N items at once hashing on one thread each up to the cores (16
+    here), the pool's item getting the rest beyond them; never more than N in all."""
+    for threads in (None, *THREADS, 17, 64):
+        n = threads or 1
+        workers, per_item = workers_for(threads), item_threads(threads)
+        assert workers - 1 + per_item == n, threads
+        assert (workers, per_item) == ((n, 1) if n <= 16 else (16, n - 15)), threads
 
 
-def test_items_are_finished_in_order_whatever_the_depth() -> None:
-    for depth in (1, 2, 5, 16):
+class _Counting(OrderHasher):
+    """An OrderHasher that notes the most hashing threads its calls took at once.
+
+    The native pool serves one call at a time and a concurrent call runs on
+    its caller's thread alone: calls at once take one thread each, and the
+    one with the pool its ``threads`` (the most asked, at the most).
+    """
+
+    lock = threading.Lock()
+    now: ClassVar[list[int]] = []
+    most = calls = 0
+
+    def _counted(self, call: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+        cls = type(self)
+        asked = kwargs.get("threads") or 1
+        with cls.lock:
+            cls.now.append(asked)
+            cls.most = max(cls.most, len(cls.now) - 1 + max(cls.now))
+            cls.calls += 1
+        try:
+            time.sleep(0.005)  # long enough for calls that may overlap to overlap
+            return call(**kwargs)
+        finally:
+            with cls.lock:
+                cls.now.remove(asked)
+
+    def order_ids(self, **kwargs: Any) -> Any:
+        return self._counted(super().order_ids, kwargs)
+
+    def sign_many(self, signer: Any, **kwargs: Any) -> Any:
+        return self._counted(partial(super().sign_many, signer), kwargs)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet", "signed"])
+def test_the_command_hashes_on_at_most_threads_at_once(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
+) -> None:
+    monkeypatch.setattr("clobkit._orderids.run.OrderHasher", _Counting)
+    monkeypatch.setattr(csvfast, "BLOCK", 16_384)  # many CSV blocks
+    monkeypatch.setenv("CLOBKIT_PRIVATE_KEY", KEY)
+    rows = v2_orders(1_200, full=True)
+    src = tmp_path / f"in.{'parquet' if fmt == 'signed' else fmt}"
+    {"csv": write_csv, "jsonl": write_jsonl}.get(src.suffix[1:], partial(_parquet, group=600))(
+        src, rows
+    )
+    extra = ["--sign"] if fmt == "signed" else []
+    for threads in (1, 2, 3, 8, 20):
+        _Counting.most = _Counting.calls = 0
+        got = cli("order-ids", "--wallet", str(wallet_file(tmp_path, V2_WALLET)), str(src),
+                  str(tmp_path / f"out-{threads}{src.suffix}"), "--batch-size", "50",
+                  "--threads", str(threads), *extra)  # fmt: skip
+        assert got.code == 0, got.err
+        assert _Counting.calls >= 4, fmt
+        assert _Counting.most <= threads, (fmt, threads, _Counting.most)
+    assert _Counting.most > 1, fmt  # items were hashed at once at 20 threads
+
+
+def test_items_are_finished_in_order_whatever_the_workers() -> None:
+    for workers in (1, 2, 5, 16):
         seen: list[tuple[int, int]] = []
 
         def finish(item: int, result: int, seen: list[tuple[int, int]] = seen) -> None:
             seen.append((item, result))
 
-        staged(range(40), _slow_work, finish, depth)
+        staged(range(40), _slow_work, finish, workers)
         assert seen == [(i, i * i) for i in range(40)]
 
 
@@ -216,8 +273,8 @@ def test_a_finish_error_stops_the_reader_of_an_endless_source() -> None:
     assert threading.active_count() == before  # the reader and the pool are gone
 
 
-def test_depth_follows_threads_up_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_workers_follow_threads_up_to_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("os.cpu_count", lambda: 16)
-    assert [depth_for(t) for t in (None, 1, 2, 3, 16, 64)] == [2, 2, 2, 3, 16, 16]
+    assert [workers_for(t) for t in (None, 1, 2, 3, 16, 64)] == [1, 1, 2, 3, 16, 16]
     monkeypatch.setattr("os.cpu_count", lambda: None)
-    assert depth_for(8) == 2
+    assert (workers_for(8), item_threads(8)) == (1, 8)

@@ -20,7 +20,7 @@ reader's for every input. Memory is bounded by the block, not the file.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from .._arrow_ids import ID_CHARS
 from .._arrow_values import scalar, values
@@ -36,6 +36,8 @@ from .rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
 from .stages import staged
 
 __all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
+
+T = TypeVar("T")  # what the exact reader makes of a block in doubt
 
 BLOCK = 8 << 20  # bytes read at a time; a block grows only to hold one longer line
 ENABLED = True  # tests turn the fast path off to compare with the exact reader
@@ -212,39 +214,44 @@ def run_blocks(
     first: int,
     *,
     write: Callable[[Any], None],
-    exact: Callable[[int, bytes, int], int],
+    exact: Callable[[bytes], tuple[T, int]],
+    emit: Callable[[int, T, int], None],
     done: Callable[[int, int], None],
-    depth: int = 2,
+    workers: int = 1,
 ) -> None:
     """Every line after the header: blocks read, hashed and written in overlapping stages.
 
-    ``depth`` blocks are in flight (``_orderids.stages.staged``): a reader
-    thread cuts them, pool threads run ``fast.block`` on them (the RE2 check,
+    ``workers`` blocks are worked on at once (``_orderids.stages.staged``): a
+    reader thread cuts them, pool threads run ``fast.block`` on them (the RE2 check,
     pyarrow's reader and kernels, the core's hashing and ``append_column``,
     all without the GIL), and this thread writes them in order. With ``fast``
     None every block goes to the exact reader.
 
     ``start`` is the offset of ``rest`` in the file (no ``tell``: a pipe has
-    none). ``exact(first_line, block, bytes_read)`` runs a block through the exact reader and
-    returns its line count (it reports and counts its own rows);
-    ``done(bytes_read, rows)`` counts the rows of a fast block.
+    none). ``exact(block)`` runs a block in doubt through the exact reader, in
+    the pool like a fast block, and returns (what it made, its line count);
+    ``emit(first_line, made, bytes_read)`` writes that here, in order (it
+    reports and counts its own rows); ``done(bytes_read, rows)`` counts the
+    rows of a fast block.
     """
     line = first
 
-    def work(entry: tuple[bytes, int]) -> tuple[Any, int] | None:
-        return fast.block(entry[0]) if fast is not None else None
+    def work(entry: tuple[bytes, int]) -> tuple[bool, Any, int]:
+        """(whether fast, the output or what ``exact`` made, the line count)."""
+        made = fast.block(entry[0]) if fast is not None else None
+        return (True, *made) if made is not None else (False, *exact(entry[0]))
 
-    def finish(entry: tuple[bytes, int], result: tuple[Any, int] | None) -> None:
+    def finish(entry: tuple[bytes, int], result: tuple[bool, Any, int]) -> None:
         nonlocal line
-        block, at = entry
-        if result is None:
-            line += exact(line, block, at)
+        is_fast, made, lines = result
+        if is_fast:
+            write(made)
+            done(entry[1], lines)
         else:
-            write(result[0])
-            line += result[1]
-            done(at, result[1])
+            emit(line, made, entry[1])
+        line += lines
 
-    staged(_blocks(raw, rest, start), work, finish, depth)
+    staged(_blocks(raw, rest, start), work, finish, workers)
 
 
 def _blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:

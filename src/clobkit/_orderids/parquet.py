@@ -36,7 +36,7 @@ from .rows import (
     check_columns,
     hash_batch,
 )
-from .stages import depth_for, item_threads, staged
+from .stages import item_threads, staged, workers_for
 
 if TYPE_CHECKING:
     from .run import Progress
@@ -348,7 +348,7 @@ def _run_parquet(
             bar.update(int(done / total * bar.total), written)
 
         try:
-            staged(_numbered(_batches(source, batch_size)), work, finish, depth_for(threads))
+            staged(_numbered(_batches(source, batch_size)), work, finish, workers_for(threads))
         except pa.ArrowException as exc:
             raise InputError(f"{input_path}: {exc}") from None
     return written, rejected

@@ -39,7 +39,7 @@ from .csv_exact import CsvOrders
 from .csv_fast import available, engine, read_header, run_blocks
 from .parquet import _run_parquet
 from .rows import LAYOUTS, Batch, InputError, Layout, Parsed, check_signer, hash_batch
-from .stages import depth_for, item_threads, staged
+from .stages import item_threads, staged, workers_for
 
 if TYPE_CHECKING:
     from .jsonl import JsonlOrders
@@ -354,14 +354,24 @@ def _csv_blocks(job: _Job, raw: Any, sink: _Sink) -> None:
     fast = engine(job.hasher, job.layout, fmt, per_item)
     sink.out.write(fmt.header + "\n")
 
-    def exact(first: int, block: bytes, at: int) -> int:
+    def exact(block: bytes) -> tuple[list[tuple[Parsed, Batch]], int]:
+        """(its batches parsed and hashed, its line count), lines numbered from 0 (a pool
+        thread: a block in doubt hashes among the other items, within --threads)."""
         lines = io.StringIO(block.decode("utf-8"), newline="")
+        done: list[tuple[Parsed, Batch]] = []
         count = 0
         while batch := list(islice(lines, job.batch_size)):
-            parsed = fmt.parse(first + count, batch)
+            parsed = fmt.parse(count, batch)
             count += len(batch)
-            sink.emit(fmt, parsed, hash_batch(job.hasher, parsed, per_item, job.layout), at)
-        return count
+            done.append((parsed, hash_batch(job.hasher, parsed, per_item, job.layout)))
+        return done, count
+
+    def emit(first: int, done: list[tuple[Parsed, Batch]], at: int) -> None:
+        """Those batches written, their lines numbered from ``first`` (this thread)."""
+        for parsed, (ids, sigs, late) in done:
+            parsed.rejects = [(line + first, reason) for line, reason in parsed.rejects]
+            late = [(line + first, reason) for line, reason in late]
+            sink.emit(fmt, parsed, (ids, sigs, late), at)
 
     def write(data: Any) -> None:
         sink.out.flush()
@@ -376,8 +386,9 @@ def _csv_blocks(job: _Job, raw: Any, sink: _Sink) -> None:
         2,
         write=write,
         exact=exact,
+        emit=emit,
         done=sink.done,
-        depth=depth_for(job.threads),
+        workers=workers_for(job.threads),
     )
 
 
@@ -411,7 +422,7 @@ def _line_batches(job: _Job, kind: str, source: TextIO, sink: _Sink) -> None:
     def finish(entry: tuple[int, list[str]], result: tuple[Parsed, Batch]) -> None:
         sink.emit(fmt, *result)  # the bar: the share of the input read by now
 
-    staged(batches(), work, finish, depth_for(job.threads))
+    staged(batches(), work, finish, workers_for(job.threads))
 
 
 def describe(summary: Summary, output_path: str) -> str:

@@ -1,11 +1,11 @@
 """The stages of ``clobkit order-ids``: read, work and write overlapped across threads.
 
-``staged(source, work, finish, depth)`` runs three stages at once:
+``staged(source, work, finish, workers)`` runs three stages at once:
 
 - a reader thread takes the items of ``source`` (a CSV block, a Parquet
   record batch, a parsed batch of lines) and hands each to ``work`` in a
-  pool of ``depth`` threads; at most ``depth`` items wait for their writer,
-  so memory is bounded by them, whatever the file's size;
+  pool of ``workers`` threads; at most ``workers + 1`` items wait for their
+  writer, so memory is bounded by them, whatever the file's size;
 - the pool's threads run ``work`` (parsing, hashing, building the output),
   several items at once; the core and pyarrow's kernels do their part
   without the GIL;
@@ -14,7 +14,7 @@
   and worked on.
 
 So the output and the messages are those of a one-item-at-a-time loop, for
-every ``depth``. An exception of the reader or of ``work`` is raised in the
+every ``workers``. An exception of the reader or of ``work`` is raised in the
 caller's thread at that item's turn, after every earlier item is finished;
 an exception of ``finish`` (or a KeyboardInterrupt) stops the reader and the
 pool before it propagates.
@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from typing import Any, TypeVar
 
-__all__ = ["depth_for", "item_threads", "staged"]
+__all__ = ["item_threads", "staged", "workers_for"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,44 +39,44 @@ _END = object()  # the reader's last item
 _NAME = "clobkit-order-ids"
 
 
-def depth_for(threads: int | None) -> int:
-    """Items in flight for ``--threads``: 2, or one per thread up to the cores here.
+def workers_for(threads: int | None) -> int:
+    """Items worked on at once for ``--threads``: one per thread, up to the cores here.
 
-    Two keep the reader, one item's work and the writer busy at once; more
-    threads get more items worked on at once (each item's Python-side steps,
-    pyarrow's kernels and the core's call, run in its own pool thread). A
-    thread beyond the cores would only hold one more item in memory.
+    Each item's Python-side steps, pyarrow's kernels and the core's call run
+    in its own pool thread, so more threads get more items worked on at once,
+    not only more native threads inside one ``order_ids`` call. A thread
+    beyond the cores would only hold one more item in memory.
     """
-    return max(2, min(threads or 1, os.cpu_count() or 1))
+    return max(1, min(threads or 1, os.cpu_count() or 1))
 
 
 def item_threads(threads: int | None) -> int:
-    """The core's threads for one item's hashing: ``--threads``, less what the other
-    items in flight already take of the cores, and at least 1.
+    """The core's threads for one item's hashing: ``--threads`` less the other items at
+    work (each hashing on one thread), at least 1.
 
-    The native pool serves one call at a time (a concurrent call runs on its
-    caller's thread alone), so ``depth`` items in flight use up to
-    ``depth - 1 + item_threads`` threads. Giving each item all of ``--threads``
-    put 31 on 16 cores at ``--threads 16``, where CSV -> CSV fell from 7.1 M
-    orders/s (8 threads) to 6.4 M/s; giving each item an equal share
-    (``threads // depth``) kept 16 rising but lost up to 40% at 2 to 8 threads
-    (docs/scale.md).
+    ``--threads N`` is the most hashing threads at once, whatever the cores:
+    the native pool serves one call at a time (a concurrent call runs on its
+    caller's thread alone), so ``workers`` items at once hash on at most
+    ``workers - 1 + item_threads`` = N threads. Up to the cores that is N
+    items of one thread each; beyond them, the item that has the pool gets
+    the rest.
     """
-    cores = os.cpu_count() or 1
-    return max(1, min(threads or 1, cores - depth_for(threads) + 1))
+    return max(1, (threads or 1) - workers_for(threads) + 1)
 
 
 def staged(
     source: Iterable[T],
     work: Callable[[T], R],
     finish: Callable[[T, R], None],
-    depth: int,
+    workers: int,
 ) -> None:
     """``finish(item, work(item))`` for every item of ``source``, in order, overlapped.
 
     See the module's docstring.
     """
-    handoff: queue.Queue[Any] = queue.Queue(depth)
+    # one item more than the pool works on: a finished item waits for the writer
+    # while the next ``workers`` are worked on
+    handoff: queue.Queue[Any] = queue.Queue(workers + 1)
     stop = threading.Event()
 
     def put(entry: object) -> bool:
@@ -97,7 +97,7 @@ def staged(
             return
         put(_END)
 
-    with ThreadPoolExecutor(depth, thread_name_prefix=_NAME) as pool:
+    with ThreadPoolExecutor(workers, thread_name_prefix=_NAME) as pool:
         reader = threading.Thread(target=read, args=(pool,), name=f"{_NAME}-read", daemon=True)
         reader.start()
         try:
