@@ -464,7 +464,33 @@ def command_rows(opts: argparse.Namespace, counts: list[int], root: Path) -> lis
     return rows
 
 
-def dask_rows(opts: argparse.Namespace, counts: list[int], root: Path) -> list[Row]:
+# task-name prefixes of the Dask job (dask's own names, and with_order_ids' function)
+DASK_STAGES = {"read_parquet": "read", "_ids": "order ids", "toparquetdata": "write"}
+DASK_COLUMNS = ("read", "order ids", "write", "other tasks", "outside tasks")
+
+
+def dask_breakdown(run: Callable[[], object], workers: int, n: int) -> dict[str, Any]:
+    """One more run of the Dask job under distributed's task stream: per order, the
+    compute time of each stage's tasks summed over the workers, and the workers' time
+    outside any task (the client's graph, the scheduler, each task's hand-offs, the
+    job's ends)."""
+    from distributed import get_task_stream
+
+    with get_task_stream() as stream:
+        wall = _timed(run)
+    spent = dict.fromkeys(DASK_COLUMNS, 0.0)
+    for task in stream.data:
+        key = task["key"]
+        name = str(key[0] if isinstance(key, tuple) else key).rsplit("-", 1)[0]
+        busy = sum(s["stop"] - s["start"] for s in task["startstops"] if s["action"] == "compute")
+        spent[DASK_STAGES.get(name, "other tasks")] += busy
+    spent["outside tasks"] = max(0.0, wall * workers - sum(spent.values()))
+    return {"workers": workers, "wall": wall / n, **{k: v / n for k, v in spent.items()}}
+
+
+def dask_rows(
+    opts: argparse.Namespace, counts: list[int], root: Path, parts: list[dict[str, Any]]
+) -> list[Row]:
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
@@ -500,6 +526,10 @@ def dask_rows(opts: argparse.Namespace, counts: list[int], root: Path) -> list[R
                 out = root / f"dask-out-{workers}-{r}"
                 best = min(best, _timed(lambda out=out: job(out)))
                 _remove(out)
+            if workers in (counts[0], counts[-1]):  # where one worker's and all's time goes
+                out = root / f"dask-out-{workers}-stages"
+                parts.append(dask_breakdown(lambda out=out: job(out), workers, opts.dask_rows))
+                _remove(out)
             _remove(root / "dask-warm")
             row.add(workers, best)
     return [row]
@@ -525,7 +555,13 @@ def _time(seconds: float) -> str:
 
 
 def markdown(
-    rows: list[Row], counts: list[int], f: float, e: float, gil: list[dict[str, Any]], info: str
+    rows: list[Row],
+    counts: list[int],
+    f: float,
+    e: float,
+    gil: list[dict[str, Any]],
+    info: str,
+    dask_parts: list[dict[str, Any]],
 ) -> str:
     lines = [
         f"{info}",
@@ -571,7 +607,24 @@ def markdown(
             held, share = _time(g["held_per_order"]), f"{g['share']:.1%}"
             queued = _time(g["ticker_waited_for_a_core_per_order"])
             lines.append(f"| {g['work']} | {g['threads']} | {held} | {share} | {queued} |")
+    if dask_parts:
+        lines += ["", *_dask_table(dask_parts)]
     return "\n".join(lines) + "\n"
+
+
+def _dask_table(parts: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "Where the Dask workers' time goes (per order, summed over the workers: the compute",
+        "time of each stage's tasks, and the workers' time outside any task):",
+        "",
+        "| workers | wall | " + " | ".join(DASK_COLUMNS) + " | all |",
+        "|---:|---:|" + "---:|" * (len(DASK_COLUMNS) + 1),
+    ]
+    for part in parts:
+        cells = [_time(part["wall"])] + [_time(part[k]) for k in DASK_COLUMNS]
+        cells.append(_time(sum(part[k] for k in DASK_COLUMNS)))
+        lines.append(f"| {part['workers']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -611,6 +664,7 @@ def main(argv: list[str] | None = None) -> None:
     f, e = floor_f(), floor_e()
     rows: list[Row] = []
     gil: list[dict[str, Any]] = []
+    dask_parts: list[dict[str, Any]] = []
     if "machine" not in skip:
         rows += ceiling_rows(opts, counts)
     if "core" not in skip:
@@ -619,9 +673,9 @@ def main(argv: list[str] | None = None) -> None:
         if "command" not in skip:
             rows += command_rows(opts, counts, Path(tmp))
         if "dask" not in skip:
-            rows += dask_rows(opts, counts, Path(tmp))
+            rows += dask_rows(opts, counts, Path(tmp), dask_parts)
     f, e = (f + floor_f()) / 2, (e + floor_e()) / 2  # before and after, on a machine that drifts
-    text = markdown(rows, counts, f, e, gil, info)
+    text = markdown(rows, counts, f, e, gil, info, dask_parts)
     total = time.perf_counter() - started
     print(text + f"\n({total:.0f} s in all)")
     if opts.markdown:
@@ -645,6 +699,7 @@ def main(argv: list[str] | None = None) -> None:
                 for r in rows
             ],
             "gil": gil,
+            "dask_stages_seconds_per_order": dask_parts,
             "sizes": {
                 k: getattr(opts, k)
                 for k in ("list_rows", "arrow_rows", "sign_rows", "rows", "dask_rows", "parts")

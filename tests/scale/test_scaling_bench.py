@@ -56,7 +56,15 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     assert len(data["gil"]) == 5  # four order_ids rows and sign_many
     assert all(g["held_per_order"] >= 0 for g in data["gil"])
     assert all(g["ticker_waited_for_a_core_per_order"] >= 0 for g in data["gil"])
+    stages = data["dask_stages_seconds_per_order"]  # at one worker and at the most
+    assert [s["workers"] for s in stages] == [1, 2]
+    for s in stages:  # every stage's tasks were seen, and the parts add up to the wall
+        assert min(s["read"], s["order ids"], s["write"]) > 0
+        parts = sum(s[k] for k in ("read", "order ids", "write", "other tasks", "outside tasks"))
+        if s["outside tasks"] > 0:  # else the tasks alone filled the workers' wall time
+            assert parts == pytest.approx(s["wall"] * s["workers"], rel=1e-6)
     text = out_md.read_text()
+    assert "Where the Dask workers' time goes" in text
     assert text in done.stdout
     assert "| work | rows | 1 thread | 2 threads | best |" in text
     assert text.count("\n| V") == 6 + 5  # the table's order_ids and sign_many rows, GIL rows
