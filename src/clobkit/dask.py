@@ -21,6 +21,7 @@ The columns are those of ``clobkit order-ids``: ``token_id``,
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -61,8 +62,12 @@ def _argument(series: pd.Series) -> Any:
     dtype = series.dtype
     if isinstance(dtype, np.dtype) and dtype.kind in "iub":
         return series.to_numpy()
+    values = series.array
+    # an Arrow-backed (or masked) array hands pyarrow its own data through the
+    # __arrow_array__ protocol, as pa.array(series) would, without the Series' checks
+    given = values if hasattr(values, "__arrow_array__") else series
     try:
-        arr = pa.array(series, from_pandas=True)
+        arr = pa.array(given, from_pandas=True)
     except (pa.ArrowException, TypeError, ValueError):
         return series.tolist()  # mixed Python objects (ints beyond 64 bits...): the list path
     if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
@@ -78,7 +83,7 @@ def _ids(
     partition_info: dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """One partition with its order ids (a bad row raises an error naming it)."""
-    hasher = OrderHasher(wallet, version=version)
+    hasher = _hasher(wallet, version)
     args = {_KEYWORDS[name]: _argument(part[name]) for name in _columns(version) if name in part}
     try:
         # the ids straight into an Arrow buffer; the column holds that array, no copy per id
@@ -86,8 +91,22 @@ def _ids(
     except ValidationError as exc:
         raise _row_error(exc, part, partition_info) from None
     out = part.copy(deep=False)
-    out[column] = pd.Series(ids, index=part.index, dtype=_ID_DTYPE)
+    out[column] = pd.array(ids, dtype=_ID_DTYPE)  # an array, row for row: no index to align
     return out
+
+
+def _hasher(wallet: dict[str, Any], version: int) -> OrderHasher:
+    """The partition's hasher: one per wallet and version in each worker process (building
+    one checks each address's EIP-55 checksum, tens of µs a partition)."""
+    try:
+        return _cached_hasher(frozenset(wallet.items()), version)
+    except TypeError:  # a value that cannot be a key: the hasher refuses it, by name
+        return OrderHasher(wallet, version=version)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_hasher(wallet: frozenset[tuple[str, Any]], version: int) -> OrderHasher:
+    return OrderHasher(dict(wallet), version=version)
 
 
 def _row_error(
