@@ -353,3 +353,24 @@ def test_parquet_options_need_the_id_column(tmp_path: Path) -> None:
     assert "clob_id" not in options["use_dictionary"] + options["write_statistics"]
     assert "salt" not in options["use_dictionary"]  # the index here: its values never repeat
     assert "maker_amount" in options["use_dictionary"]
+
+
+class _Unhashable(str):
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_a_partition_reuses_its_workers_hasher() -> None:
+    """One hasher per wallet and version in a worker process; a wallet whose values
+    cannot be a key (a str subclass without a hash) still gets its own."""
+    from clobkit.dask import _hasher
+
+    wallet = dict(WALLETS[2])
+    assert _hasher(wallet, 2) is _hasher(dict(wallet), 2)
+    assert _hasher(wallet, 2) is not _hasher(wallet, 3)
+    odd = wallet | {"maker": _Unhashable(wallet["maker"])}
+    assert _hasher(odd, 2) is not _hasher(odd, 2)
+    assert _hasher(odd, 2).order_id(
+        token_id=1, maker_amount=2, taker_amount=1, side=0, salt=5, timestamp=9
+    ) == _hasher(wallet, 2).order_id(
+        token_id=1, maker_amount=2, taker_amount=1, side=0, salt=5, timestamp=9
+    )
