@@ -150,8 +150,10 @@ def main(argv: list[str] | None = None) -> None:
             f"| {s * 1e6:15.2f} {s / e:6.3f} {best['sign 1'] / s:5.2f} "
             f"| {hs * 1e6:15.2f} {hs / e:6.3f} {best['hsign 1'] / hs:5.2f}"
         )
-    # (a build before #20 has no such hook: its CPU column then reads nan)
+    # (a build before #20 has no such hook: its CPU column then reads nan; one before
+    # 2026-11-26 12:30 UTC has it always on, with no _gil_meter)
     held_ns = getattr(_core_c, "_gil_held_ns", lambda: float("nan"))
+    getattr(_core_c, "_gil_meter", bool)(True)
     gil_table(hasher, signer, arrow, lists, ids, best, args.rounds, held_ns)
     lists_parts(hasher, n, args.rounds, held_ns)
 

@@ -101,7 +101,7 @@ cdef class _Plan:
                         self.slow.append((c, value))
                         continue
                     value = value.values()  # a big-endian host: through Python objects
-            if _p.is_scalar(value):
+            if _scalar(value):
                 _set(&self.tmpl, kinds[c], value, self.names[c], -1)
             else:
                 if type(value) is not tuple and type(value) is not list:
@@ -238,11 +238,11 @@ cdef class _Plan:
             finally:
                 # the helpers read this round's buffers: join them before anything else
                 with nogil:
-                    t = ck_thread_ns()
+                    t = _clock()
                     ck_batch_run(&self.jobs[b].task)
                     if helpers:
                         ck_pool_wait()
-                    self.free_ns += ck_thread_ns() - t
+                    self.free_ns += _clock() - t
         self._finish((nchunks - 1) & 1, hasher, result, pa, signer)
         return 0
 
@@ -349,13 +349,30 @@ _KINDS2[0], _KINDS2[1], _KINDS2[2], _KINDS2[3], _KINDS2[4], _KINDS2[5], _KINDS2[
 
 
 cdef long long _held_ns = 0
+# Off unless a benchmark asks: the thread's CPU clock is a system call (about a µs in
+# a VM), four of them a batch, a tenth of a few orders' call.
+cdef bint _metered = False
+
+
+cdef inline long long _clock() noexcept nogil:
+    """The calling thread's CPU time (ns) while ``_gil_meter`` is on, else 0."""
+    return ck_thread_ns() if _metered else 0
+
+
+def _gil_meter(on):
+    """Turn the clock of ``_gil_held_ns`` on or off (off by default); the previous state."""
+    global _metered
+    before = _metered
+    _metered = bool(on)
+    return before
 
 
 def _gil_held_ns():
     """CPU time (ns) the last ``order_ids`` / ``sign_many`` batch spent on its calling
     thread holding the GIL: everything but the workers' share it took with the GIL
-    released. A benchmark hook (benchmarks/native_pool.py): unlike wall time it is
-    not inflated when other processes take the cores."""
+    released; 0 unless ``_gil_meter(True)``. A benchmark hook
+    (benchmarks/native_pool.py): unlike wall time it is not inflated when other
+    processes take the cores."""
     return _held_ns
 
 
@@ -421,7 +438,7 @@ def sign_digests(handle, key, digests, threads):
     """Signatures (``"0x"`` + 130 hex) of 32-byte digests back to back, over ``threads``
     native threads (see clobkit.signing); ``handle`` and ``key`` as ``_sign_many``'s."""
     global _held_ns
-    cdef long long t0 = ck_thread_ns(), free_ns
+    cdef long long t0 = _clock(), free_ns
     cdef _Signer signer = _Signer(handle, key)
     cdef _Bytes v = _bytes(digests)
     cdef int workers = _p.parse_threads(threads)
@@ -441,9 +458,9 @@ def sign_digests(handle, key, digests, threads):
         job.sig_chars = CK_SIG_CHARS
         job.lo, job.hi, job.base, job.block = 0, n, 0, SIGN_BLOCK
         with nogil:
-            free_ns = ck_thread_ns()
+            free_ns = _clock()
             ck_batch_go(&job, workers - 1)
-            free_ns = ck_thread_ns() - free_ns
+            free_ns = _clock() - free_ns
         if job.failed:
             raise OrderFieldError("private_key", _p.HIDDEN, "could not sign (libsecp256k1 refused)")
         for i in range(n):
@@ -453,5 +470,5 @@ def sign_digests(handle, key, digests, threads):
             PyList_SET_ITEM(result, i, s)
     finally:
         free(sigs)
-    _held_ns = ck_thread_ns() - t0 - free_ns
+    _held_ns = _clock() - t0 - free_ns
     return result

@@ -333,19 +333,19 @@ cdef class OrderHasher:
                        out, _Signer signer):
         """A batch in four steps: the call's choices, its nine arguments by name, the
         plan (template order, sequences, columnar runs), the plan run."""
-        cdef long long t0 = ck_thread_ns()
+        cdef long long t0 = _clock()
         cdef int workers = _p.parse_threads(threads)
         pa = _ids.pyarrow() if _ids.parse_out(out) else None
         columns = _arguments(self.version, token_ids, maker_amounts, taker_amounts, sides, salts,
                              fee_rate_bps, nonces, expirations, timestamps, metadatas, builders,
                              neg_risk)
-        cdef Py_ssize_t n = _p.batch_length(columns)
+        cdef Py_ssize_t n = _length(columns)
         cdef _Plan plan = _Plan.__new__(_Plan)
         fast = plan.take(columns, &_KINDS[0] if self.version == 1 else &_KINDS2[0], n)
         plan._workers = workers
         result = plan.run(self, n, fast, pa, signer)
         global _held_ns
-        _held_ns = ck_thread_ns() - t0 - plan.free_ns
+        _held_ns = _clock() - t0 - plan.free_ns
         return result
 
 
@@ -385,6 +385,36 @@ cdef dict _arguments(int version, token_ids, maker_amounts, taker_amounts, sides
             "neg_risk": neg_risk,
         }
     for name, value in columns.items():
-        if _col.is_columnar(value):
+        if type(value) not in _PLAIN and _col.is_columnar(value):
             columns[name] = _col.Column(value, name, _p.COLUMN_KINDS[name])
     return columns
+
+
+# Types whose answers _parse.is_scalar and _columns.is_columnar are known to give,
+# so a batch of a few orders makes no Python call per argument to ask them: lists and
+# tuples are sequences, the others scalars, and none is columnar.
+cdef frozenset _PLAIN = frozenset((list, tuple, int, str, bool, float, bytes, type(None)))
+
+
+cdef inline bint _scalar(object value) except -1:
+    """``_parse.is_scalar(value)``: its rule, asked only for a type not in _PLAIN."""
+    cdef type t = type(value)
+    if t is list or t is tuple:
+        return False
+    if t in _PLAIN:
+        return True
+    return _p.is_scalar(value)
+
+
+cdef Py_ssize_t _length(dict columns) except -1:
+    """``_parse.batch_length(columns)``, which raises for sequences of other lengths."""
+    cdef Py_ssize_t n = -1, size
+    for value in columns.values():
+        if _scalar(value):
+            continue
+        size = len(value)
+        if n < 0:
+            n = size
+        elif size != n:
+            return _p.batch_length(columns)  # its error, naming both arguments
+    return 1 if n < 0 else n

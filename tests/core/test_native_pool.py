@@ -515,12 +515,19 @@ def test_clobkit_keccak_forces_a_path() -> None:
 
 
 def test_gil_held_hook_reports_the_last_batch() -> None:
-    """benchmarks/native_pool.py reads the GIL-held CPU time of the last batch here."""
+    """benchmarks/native_pool.py reads the GIL-held CPU time of the last batch here,
+    once it turns the meter on (off, no batch reads the thread's clock: 0)."""
     hasher = core_c.OrderHasher(WALLETS[1])
-    cols = _big_batch(500, 4)
+    cols = _big_batch(20_000, 4)
+    assert core_c._gil_meter(True) is False  # off by default
+    try:
+        hasher.order_ids(**cols, threads=2)
+        held = core_c._gil_held_ns()
+        assert isinstance(held, int)
+        assert held > 0  # the plan and the 20,000 result strs, at least
+        OrderSigner(DEV_KEY).sign_many(["0x" + "ab" * 32] * 3, threads=2)
+        assert core_c._gil_held_ns() > 0
+    finally:
+        assert core_c._gil_meter(False) is True
     hasher.order_ids(**cols, threads=2)
-    held = core_c._gil_held_ns()
-    assert isinstance(held, int)
-    assert held >= 0
-    OrderSigner(DEV_KEY).sign_many(["0x" + "ab" * 32] * 3, threads=2)
-    assert core_c._gil_held_ns() >= 0
+    assert core_c._gil_held_ns() == 0
