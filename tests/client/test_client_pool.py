@@ -83,10 +83,22 @@ def server() -> Iterator[Server]:
     try:
         yield state
     finally:
+        # the kept connections' handlers end on the loop, before it stops: left
+        # pending, each would close its writer on a closed loop when collected
+        asyncio.run_coroutine_threadsafe(_shut(listening), loop).result(5)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
-        listening.close()
         loop.close()
+
+
+async def _shut(listening: asyncio.Server) -> None:
+    """Stop listening, cancel every connection's handler and wait for them."""
+    listening.close()
+    handlers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in handlers:
+        task.cancel()
+    await asyncio.gather(*handlers, return_exceptions=True)
+    await listening.wait_closed()
 
 
 def client_of(server: Server) -> AsyncClient:
