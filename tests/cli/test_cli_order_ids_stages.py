@@ -207,6 +207,7 @@ def test_the_command_hashes_on_at_most_threads_at_once(
         src, rows
     )
     extra = ["--sign"] if fmt == "signed" else []
+    seen = 0
     for threads in (1, 2, 3, 8, 20):
         _Counting.most = _Counting.calls = 0
         got = cli("order-ids", "--wallet", str(wallet_file(tmp_path, V2_WALLET)), str(src),
@@ -215,7 +216,8 @@ def test_the_command_hashes_on_at_most_threads_at_once(
         assert got.code == 0, got.err
         assert _Counting.calls >= 4, fmt
         assert _Counting.most <= threads, (fmt, threads, _Counting.most)
-    assert _Counting.most > 1, fmt  # items were hashed at once at 20 threads
+        seen = max(seen, _Counting.most)
+    assert seen > 1, fmt  # items were hashed at once: the count can see too many
 
 
 def test_items_are_finished_in_order_whatever_the_workers() -> None:
