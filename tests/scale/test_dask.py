@@ -322,6 +322,8 @@ def test_arrow_ids_written_with_the_commands_settings_equal_an_independent_hashe
             elif chunk.path_in_schema in ("salt", "__null_dask_index__"):
                 assert got == (usual.compression, usual.is_stats_set, False)
                 assert usual.has_dictionary_page  # what the option saves the writer
+                delta = chunk.path_in_schema == "__null_dask_index__"  # row numbers
+                assert ("DELTA_BINARY_PACKED" in chunk.encodings) is delta
             else:
                 assert got == (usual.compression, usual.is_stats_set, usual.has_dictionary_page)
                 assert chunk.compression == "SNAPPY", chunk.path_in_schema
@@ -353,6 +355,13 @@ def test_parquet_options_need_the_id_column(tmp_path: Path) -> None:
     assert "clob_id" not in options["use_dictionary"] + options["write_statistics"]
     assert "salt" not in options["use_dictionary"]  # the index here: its values never repeat
     assert "maker_amount" in options["use_dictionary"]
+    assert "column_encoding" not in options  # a named index: the user's values, as they are
+    rows = parquet_options(with_order_ids(df, WALLETS[2]))  # Dask's unnamed row numbers
+    assert rows["column_encoding"] == {"__null_dask_index__": "DELTA_BINARY_PACKED"}
+    texts = df.compute()
+    texts.index = [f"r{i}" for i in range(len(texts))]  # unnamed, but not numbers
+    labelled = with_order_ids(dd.from_pandas(texts, npartitions=2), WALLETS[2])
+    assert "column_encoding" not in parquet_options(labelled)
 
 
 class _Unhashable(str):
