@@ -2,6 +2,8 @@
 # the small inline C helpers (fork watch, thread clock, 128-bit products, wipe, int limbs).
 
 cdef extern from "Python.h":
+    PyObject *Py_True
+    PyObject *Py_False
     ctypedef struct PyTypeObject:
         PyObject *(*tp_alloc)(PyTypeObject *, Py_ssize_t) except NULL
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, object v)

@@ -50,7 +50,7 @@ cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
             at = <const char *>PyUnicode_DATA(<object>o)
             size = PyUnicode_GET_LENGTH(<object>o)
         elif ck_is_int(o):
-            if kind != C_NEG_RISK and not word:
+            if not word:  # a flag (side, neg_risk) is checked to be 0 or 1 by the workers
                 overflow = 0
                 v = PyLong_AsLongLongAndOverflow(<object>o, &overflow)
                 if overflow == 0 and v >= 0:
@@ -65,9 +65,10 @@ cdef int _refs(object seq, Py_ssize_t lo, Py_ssize_t m, int kind, ck_ref *out,
                         r.p = <const char *>&big[0][i]
                         r.v = CK_REF_LIMBS
         elif kind == C_NEG_RISK:
-            if o == <PyObject *>True:
+            # the objects themselves: Cython reads <PyObject *>True as the C int 1
+            if o == Py_True:
                 r.p, r.v = NULL, 1
-            elif o == <PyObject *>False:
+            elif o == Py_False:
                 r.p, r.v = NULL, 0
         elif word:
             if o == <PyObject *>None:

@@ -514,6 +514,27 @@ def test_clobkit_keccak_forces_a_path() -> None:
     assert "CLOBKIT_KECCAK='sse9'" in err
 
 
+@pytest.mark.parametrize("flags", ["bools", "ints"])
+def test_a_list_of_flags_is_read_by_the_workers(flags: str) -> None:
+    """neg_risk in a list (True/False or 0/1, as a JSONL or CSV file gives it) is read by
+    the workers: no row goes through the Python path (which once took every such list,
+    at three times the cost), and a bad flag still gets the rule's error, by its row."""
+    cols = _big_batch(3 * ROUND // 2, 7)  # two rounds
+    if flags == "ints":
+        cols["neg_risk"] = [int(v) for v in cols["neg_risk"]]
+    want = core_py.OrderHasher(WALLETS[1]).order_ids(**cols)
+    hasher = core_c.OrderHasher(WALLETS[1])
+    for threads in (1, 4):
+        assert _ids(hasher, cols, threads=threads) == want
+        assert core_c._missed_rows() == 0
+    cols["neg_risk"][ROUND + 5] = 2
+    with pytest.raises(OrderFieldError, match=re.escape(f"neg_risk[{ROUND + 5}]: must be a bool")):
+        hasher.order_ids(**cols, threads=2)
+    cols["neg_risk"][ROUND + 5] = Side.BUY  # an int subclass: the Python path, the same id
+    assert _ids(hasher, cols, threads=2) == want
+    assert 0 < core_c._missed_rows() <= 256  # its block (BLOCK rows), the others not
+
+
 def test_gil_held_hook_reports_the_last_batch() -> None:
     """benchmarks/native_pool.py reads the GIL-held CPU time of the last batch here,
     once it turns the meter on (off, no batch reads the thread's clock: 0)."""
