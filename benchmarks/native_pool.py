@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 TOKEN = "71321045679252212594626385532706912750332728571942532289631379312455583992563"
@@ -223,7 +224,7 @@ def lists_parts(hasher: Any, n: int, rounds: int, held_ns: Callable[[], float]) 
     gc.freeze()
 
     def held(cols: dict[str, Any], out: str) -> float:
-        call = lambda: hasher.order_ids(**cols, threads=threads, out=out)  # noqa: E731
+        call = partial(hasher.order_ids, **cols, threads=threads, out=out)
         return min((call(), held_ns())[1] for _ in range(rounds)) / n
 
     print(f"GIL held per order, CPU, {threads} threads, {n:,} V1 orders, lists of own objects:")

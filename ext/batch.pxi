@@ -361,6 +361,8 @@ def _missed_rows():
     """Rows of the last ``order_ids`` / ``sign_many`` batch whose block the workers left
     to the Python path (a value they do not take plainly, or an error): a test hook."""
     return _missed
+
+
 # Off unless a benchmark asks: the thread's CPU clock is a system call (about a µs in
 # a VM), four of them a batch, a tenth of a few orders' call.
 cdef bint _metered = False
