@@ -73,3 +73,21 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     assert text.count("\n| V") == 6 + 5  # the table's order_ids and sign_many rows, GIL rows
     assert text.count("\n| machine: ") == 2
     assert set(tmp_path.iterdir()) == {out_json, out_md}  # the inputs are removed
+
+
+def test_call_cost_prints_every_row() -> None:
+    """benchmarks/call_cost.py (a batch's fixed cost, neg_risk lists, a Dask partition's
+    step) runs end to end; its figures are not checked, only that each row is there."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/call_cost.py", "--rounds", "1"],
+        cwd=ROOT,
+        env=os.environ | {"PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.count("x order_id\n") == 5
+    assert done.stdout.count("x the scalar's\n") == 2
+    assert "x order_ids alone\n" in done.stdout
