@@ -127,9 +127,11 @@ def main() -> None:
                         job(root / f"in-{n}", root / f"out-sync-{n}-{r}")
                     walls.append(time.perf_counter() - w0)
                     cpus.append(time.process_time() - c0)
+                out = root / f"out-sync-{n}-{args.rounds - 1}"
+                size = sum(f.stat().st_size for f in out.glob("*.parquet")) / n  # the files
                 label = "Parquet -> ids -> Parquet, sync, in process"
                 print(f"{label:<44}{n:>10}{min(walls):>10.3f}{n / min(walls):>12,.0f}"
-                      f"  CPU {min(cpus):.3f} s")  # fmt: skip
+                      f"  CPU {min(cpus):.3f} s, {size:.1f} bytes an order written")  # fmt: skip
             return
         results: dict[tuple[int, int], float] = {}
         for workers in (1, 2):

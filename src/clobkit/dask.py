@@ -177,7 +177,7 @@ def parquet_options(
     index (0, 1, 2, ... per file) are written without a dictionary, which on
     values that never repeat costs a hash per value until the writer gives it
     up (about 6% of a partition's CPU in a profile); an unnamed integer index
-    (row numbers) is delta-encoded, half the time and a few bytes a page. Every
+    (row numbers) is delta-encoded, a few bytes a page where plain takes 8 a row. Every
     other column is written as ``to_parquet`` writes it by default, with
     ``compression`` and dictionaries.
     The file's columns and values are the same either way.
