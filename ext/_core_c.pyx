@@ -72,6 +72,8 @@ include "bytes.pxi"
 include "order_ids.pxi"
 # A batch's rounds under the GIL (the workers' side is ext/batch.c); parse_ids, sign_digests
 include "batch.pxi"
+# A batch's hooks: its calling thread's GIL-held CPU time (benchmarks), rows left to Python
+include "meters.pxi"
 # A list's objects taken for the workers under the GIL, a round at a time
 include "refs.pxi"
 # Arrow / numpy arguments of order_ids read from their buffers

@@ -1,6 +1,10 @@
 # The batch: per-call setup under the GIL; every order in ext/batch.c.
 
 cdef Py_ssize_t CHUNK = 16384  # rows a round when the GIL has per-row work (sequences, list out)
+# rows a round when signing (about 55 ms of one thread's work): the first round's
+# objects and the last round's results are made with no worker beside them, so
+# on many cores a round of CHUNK signed orders left them idle for tens of ms
+cdef Py_ssize_t SIGN_ROUND = 2048
 cdef int64_t BLOCK = 256  # rows a thread takes at a time (whole SIMD groups)
 cdef int64_t SIGN_BLOCK = 8  # rows a thread takes at a time when signing (~0.2 ms)
 
@@ -59,6 +63,7 @@ cdef class _Plan:
     cdef int _workers
     cdef Py_ssize_t n  # rows
     cdef long long free_ns  # the calling thread's CPU time with the GIL released
+    cdef long long window_ns  # its CPU time from the first round's start to the last's join
 
     def __cinit__(self):
         self.names = []
@@ -147,7 +152,8 @@ cdef class _Plan:
         # One round for the whole batch when the GIL has nothing to do per row
         # (columnar input, Arrow output); else rounds of CHUNK rows, the GIL's
         # share of round k + 1 and k - 1 done while the workers run round k.
-        cdef Py_ssize_t chunk = n if arrow and not self.seqs else (CHUNK if n > CHUNK else n)
+        cdef Py_ssize_t most = CHUNK if signer is None else SIGN_ROUND
+        cdef Py_ssize_t chunk = n if arrow and not self.seqs else (most if n > most else n)
         cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk
         self._allocate(2 if nchunks > 1 else 1, chunk, (chunk + block - 1) // block, arrow, signer)
         self._rounds(hasher, n, chunk, nchunks, text, result, pa, signer, block)
@@ -223,6 +229,7 @@ cdef class _Plan:
         cdef int workers_ = self._workers
         cdef long long t
         self._prepare(0, 0, chunk if chunk < n else n, hasher, text, signer, block)
+        self.window_ns = _clock()
         for k in range(nchunks):
             b = k & 1
             lo = k * chunk
@@ -245,6 +252,7 @@ cdef class _Plan:
                     if helpers:
                         ck_pool_wait()
                     self.free_ns += _clock() - t
+        self.window_ns = _clock() - self.window_ns
         self._finish((nchunks - 1) & 1, hasher, result, pa, signer)
         return 0
 
@@ -353,43 +361,6 @@ _KINDS2[0], _KINDS2[1], _KINDS2[2], _KINDS2[3], _KINDS2[4], _KINDS2[5], _KINDS2[
     C_TOKEN, C_MAKER, C_TAKER, C_SIDE, C_SALT, C_TIMESTAMP, C_METADATA, C_BUILDER, C_NEG_RISK
 
 
-cdef long long _held_ns = 0
-cdef Py_ssize_t _missed = 0  # rows of the last batch the Python path took
-
-
-def _missed_rows():
-    """Rows of the last ``order_ids`` / ``sign_many`` batch whose block the workers left
-    to the Python path (a value they do not take plainly, or an error): a test hook."""
-    return _missed
-
-
-# Off unless a benchmark asks: the thread's CPU clock is a system call (about a µs in
-# a VM), four of them a batch, a tenth of a few orders' call.
-cdef bint _metered = False
-
-
-cdef inline long long _clock() noexcept nogil:
-    """The calling thread's CPU time (ns) while ``_gil_meter`` is on, else 0."""
-    return ck_thread_ns() if _metered else 0
-
-
-def _gil_meter(on):
-    """Turn the clock of ``_gil_held_ns`` on or off (off by default); the previous state."""
-    global _metered
-    before = _metered
-    _metered = bool(on)
-    return before
-
-
-def _gil_held_ns():
-    """CPU time (ns) the last ``order_ids`` / ``sign_many`` batch spent on its calling
-    thread holding the GIL: everything but the workers' share it took with the GIL
-    released; 0 unless ``_gil_meter(True)``. A benchmark hook
-    (benchmarks/native_pool.py): unlike wall time it is not inflated when other
-    processes take the cores."""
-    return _held_ns
-
-
 cdef PyTypeObject *SIGNED = NULL
 
 
@@ -451,7 +422,7 @@ def parse_ids(ids):
 def sign_digests(handle, key, digests, threads):
     """Signatures (``"0x"`` + 130 hex) of 32-byte digests back to back, over ``threads``
     native threads (see clobkit.signing); ``handle`` and ``key`` as ``_sign_many``'s."""
-    global _held_ns
+    global _held_ns, _alone_ns
     cdef long long t0 = _clock(), free_ns
     cdef _Signer signer = _Signer(handle, key)
     cdef _Bytes v = _bytes(digests)
@@ -485,4 +456,5 @@ def sign_digests(handle, key, digests, threads):
     finally:
         free(sigs)
     _held_ns = _clock() - t0 - free_ns
+    _alone_ns = _held_ns  # one round: the strs are made once every signature is
     return result

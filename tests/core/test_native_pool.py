@@ -41,6 +41,7 @@ core_py: Any = pytest.importorskip("clobkit._core_py")
 
 MAX = 2**256 - 1
 ROUND = 16_384  # rows per round of the pipeline (ext/batch.pxi CHUNK)
+SIGN_ROUND = 2_048  # rows per round when signing (ext/batch.pxi SIGN_ROUND)
 THREADS = (1, 2, 3, 4, 7, 8, 16, 32)
 
 # Each field's spellings the list path takes: plain ones the workers read,
@@ -546,9 +547,44 @@ def test_gil_held_hook_reports_the_last_batch() -> None:
         held = core_c._gil_held_ns()
         assert isinstance(held, int)
         assert held > 0  # the plan and the 20,000 result strs, at least
+        # the part no round overlaps: the setup and the first and last rounds' GIL
+        # work (these 20,000 rows are two rounds), within the GIL-held time
+        assert 0 <= core_c._gil_alone_ns() <= held
         OrderSigner(DEV_KEY).sign_many(["0x" + "ab" * 32] * 3, threads=2)
         assert core_c._gil_held_ns() > 0
+        assert core_c._gil_alone_ns() == core_c._gil_held_ns()  # one round: all of it
     finally:
         assert core_c._gil_meter(False) is True
     hasher.order_ids(**cols, threads=2)
     assert core_c._gil_held_ns() == 0
+    assert core_c._gil_alone_ns() == 0
+
+
+def test_sign_many_in_rounds_of_its_own() -> None:
+    """Signing runs in rounds of SIGN_ROUND rows (a round of CHUNK signed orders left
+    many cores idle while the first and last were made): a batch of three such rounds,
+    odd rows on their boundaries, equals the pure twin, and a bad row in the last
+    round is named by its row."""
+    n = 2 * SIGN_ROUND + 37
+    cols = {**_big_batch(n, 5), "timestamps": [1_777_000_000_000 + i for i in range(n)]}
+    for r in (0, SIGN_ROUND - 1, SIGN_ROUND, 2 * SIGN_ROUND + 36):
+        cols["sides"][r] = Side.SELL  # an IntEnum: its block goes through the Python path
+    signer = OrderSigner(DEV_KEY)
+    w = wallet(0, DEV_ADDRESS)
+    want = core_py.OrderHasher(w).sign_many(signer, **cols)
+    hasher = core_c.OrderHasher(w)
+    core_c._gil_meter(True)
+    try:
+        for threads in (1, 3):
+            assert hasher.sign_many(signer, **cols, threads=threads) == want
+            assert 0 < core_c._missed_rows() <= 4 * 8  # the four odd rows' blocks
+            # the first two rounds' results were made beside the workers: most of the
+            # GIL's work (the CPU time of 4,096 of 4,133 SignedOrder, not a wall time);
+            # in one round none is, only the pool's start
+            held, alone = core_c._gil_held_ns(), core_c._gil_alone_ns()
+            assert held - alone > held // 3
+    finally:
+        core_c._gil_meter(False)
+    cols["maker_amounts"][2 * SIGN_ROUND + 30] = -1
+    with pytest.raises(OrderFieldError, match=re.escape(f"maker_amounts[{2 * SIGN_ROUND + 30}]")):
+        hasher.sign_many(signer, **cols, threads=3)
