@@ -15,9 +15,15 @@ while the call runs (whatever it could not count is GIL-held time; on a
 machine whose cores are taken by other jobs this over-counts, as the counter
 then waits for a core, not the GIL), and the calling thread's own CPU time
 outside its GIL-free part (``clobkit._core_c._gil_held_ns``), which other
-jobs do not inflate. Then what the GIL part of lists is made of (``lists_parts``):
-each column alone a list, the objects shuffled in memory, and the result strs
-of ``out="list"`` with the calling thread's system time.
+jobs do not inflate; the part of that no worker overlaps at any thread count
+(``_gil_alone_ns``: the call's setup, the first round's objects taken, the last
+round's results made); and what those two leave possible at 16 threads, the
+GIL's bound: one thread's time over the lone part plus the larger of the rest
+of the GIL part and the rest of the work shared by 16 (no machine limit in
+it: the bound two cores can show for #20's machine). Then what the GIL part
+of lists is made of (``lists_parts``): each column alone a list, the objects
+shuffled in memory, and the result strs of ``out="list"`` with the calling
+thread's system time.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ WALLET = {
 }
 KEY = bytes.fromhex("ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80")
 BIG = bytes(16 << 20)
+BOUND_AT = 16  # threads: #20's machine
 
 
 def seconds(fn: Callable[[], object]) -> float:
@@ -154,42 +161,64 @@ def main(argv: list[str] | None = None) -> None:
     # (a build before #20 has no such hook: its CPU column then reads nan; one before
     # 2026-11-26 12:30 UTC has it always on, with no _gil_meter)
     held_ns = getattr(_core_c, "_gil_held_ns", lambda: float("nan"))
+    # (a build before 2026-11-26 14:30 UTC has no _gil_alone_ns: that column reads nan)
+    alone_ns = getattr(_core_c, "_gil_alone_ns", lambda: float("nan"))
     getattr(_core_c, "_gil_meter", bool)(True)
-    gil_table(hasher, signer, arrow, lists, ids, best, args.rounds, held_ns)
+    inputs = {"arrow": arrow, "lists": lists, "ids": ids, "orders": orders}
+    gil_table(hasher, signer, own, inputs, best, args.rounds, (held_ns, alone_ns))
     lists_parts(hasher, n, args.rounds, held_ns)
 
 
 def gil_table(
     hasher: Any,
     signer: Any,
-    arrow: dict[str, Any],
-    lists: dict[str, Any],
-    ids: list[str],
+    own: Any,
+    inputs: dict[str, Any],
     best: dict[str, float],
     rounds: int,
-    held_ns: Callable[[], float],
+    hooks: tuple[Callable[[], float], Callable[[], float]],
 ) -> None:
-    """The time per order one thread's call holds the GIL, counted and as CPU."""
-    n, ns = len(lists["salts"]), len(ids)
-    print("GIL held on one thread: counted (a second thread counting) | CPU (the core's own clock)")
-    for name, cols, out in (
-        ("arrow -> arrow", arrow, "arrow"),
-        ("arrow -> list", arrow, "list"),
-        ("lists -> list", lists, "list"),
-        ("lists -> arrow", lists, "arrow"),
-    ):
-        one = best[f"{name.split()[0]} 1"]
-        call = lambda c=cols, o=out: hasher.order_ids(**c, threads=1, out=o)  # noqa: E731
-        counted = min(gil_held(call) for _ in range(rounds)) / n
-        cpu = min((call(), held_ns())[1] for _ in range(rounds)) / n / 1e9
-        print(
-            f"  {name:15} {counted * 1e9:6.1f} ns/order = {counted / one * 100:5.1f}% | "
-            f"{cpu * 1e9:6.1f} ns/order = {cpu / one * 100:5.1f}% of the one-thread time"
+    """The time per order one thread's call holds the GIL, counted and as CPU; the part
+    of it no worker overlaps at any thread count; what those two allow at BOUND_AT
+    threads."""
+    arrow, lists, ids, orders = (inputs[k] for k in ("arrow", "lists", "ids", "orders"))
+    held_ns, alone_ns = hooks
+    print(
+        "GIL held on one thread: counted (a second thread counting) | CPU (the core's own "
+        f"clock) | of it with no worker beside it | the GIL's bound at {BOUND_AT} threads"
+    )
+    calls: list[tuple[str, Callable[[], object], int, float]] = [
+        (name, partial(hasher.order_ids, **cols, threads=1, out=out), len(ids_), best[key])
+        for name, cols, out, ids_, key in (
+            ("arrow -> arrow", arrow, "arrow", lists["salts"], "arrow 1"),
+            ("arrow -> list", arrow, "list", lists["salts"], "arrow 1"),
+            ("lists -> list", lists, "list", lists["salts"], "lists 1"),
+            ("lists -> arrow", lists, "arrow", lists["salts"], "lists 1"),
         )
-    sign = lambda: signer.sign_many(ids, threads=1)  # noqa: E731
-    counted = min(gil_held(sign) for _ in range(rounds)) / ns
-    cpu = min((sign(), held_ns())[1] for _ in range(rounds)) / ns / 1e9
-    print(f"  {'sign_many':15} {counted * 1e9:6.1f} ns/signature | {cpu * 1e9:6.1f} ns/signature")
+    ]
+    calls.append(
+        ("sign_many(ids)", partial(signer.sign_many, ids, threads=1), len(ids), best["sign 1"])
+    )
+    calls.append(
+        (
+            "hasher.sign_many",
+            partial(own.sign_many, signer, **orders, threads=1),
+            len(ids),
+            best["hsign 1"],
+        )
+    )
+    for name, call, n, one in calls:
+        counted = min(gil_held(call) for _ in range(rounds)) / n
+        cpu = min((call(), held_ns(), alone_ns())[1:] for _ in range(rounds))
+        held, alone = cpu[0] / n / 1e9, cpu[1] / n / 1e9
+        # n threads at best: the lone part, then the rest shared out, but never faster
+        # than the calling thread can do its GIL part of every round
+        bound = one / (alone + max(held - alone, (one - alone) / BOUND_AT))
+        print(
+            f"  {name:16} {counted * 1e9:8.1f} ns/order = {counted / one * 100:5.1f}% | "
+            f"{held * 1e9:8.1f} ns/order = {held / one * 100:5.1f}% | "
+            f"{alone * 1e9:8.1f} ns = {alone / one * 100:5.1f}% | {bound:5.2f}x"
+        )
 
 
 def lists_parts(hasher: Any, n: int, rounds: int, held_ns: Callable[[], float]) -> None:

@@ -41,7 +41,16 @@ count time it waited for a core (a ``zlib.compress``, which runs without
 the GIL, then reads as partly held). So the table also gives the time the
 ticking thread waited on a run queue for a core meanwhile (Linux's
 ``/proc/self/task/TID/schedstat``; 0 where it is not given): near 0, the
-GIL figure is sound; large, it is an upper bound.
+GIL figure is sound; large, it is an upper bound. Beside it, the compiled
+core's own meter (``_gil_held_ns``: the calling thread's CPU time holding the
+GIL, which other jobs do not inflate; ``_gil_alone_ns``: the part of it outside
+the batch's rounds, which no worker overlaps) and what the two allow at 16
+threads, #20's machine: one thread's time over the lone part plus the larger
+of the rest of the GIL part and the rest of the work shared by 16. That
+bound has no machine limit in it (the ceiling rows give those), so two cores
+can show what the GIL would allow sixteen. A core row whose last batch left
+rows to the Python path (``_missed_rows``) stops the run: the ids stay right
+there, only slower.
 
 The command's and Dask's inputs (V1 orders over 5,000 markets, int64 amounts
 and salts, BUY/SELL; a fully quoted CSV as pyarrow writes it) are generated
@@ -79,6 +88,11 @@ from clobkit import OrderHasher, OrderSigner
 from clobkit._bench.machine import machine, machine_line
 from clobkit._bench.order_ids import WALLET as V1_WALLET
 
+try:
+    from clobkit import _core_c  # its meters; the pure twin has none
+except ImportError:  # pragma: no cover - a build without the compiled core
+    _core_c = None
+
 KEY = "0x" + "42" * 32
 SIGNER = OrderSigner(KEY).address
 DEPOSIT = "0x" + "d3" * 20  # a deposit wallet: the maker and signer of POLY_1271 orders
@@ -95,6 +109,7 @@ MARKETS = 5_000
 PIECE = 1_000_000  # rows generated (and held) at a time
 BIG = b"\x00" * (16 << 20)
 GAP = 20e-6  # s: a pause between two ticks longer than this is a GIL wait
+BOUND_AT = 16  # threads: #20's machine, for the GIL's bound
 
 
 # ---------------------------------------------------------------------------
@@ -360,37 +375,78 @@ def core_rows(opts: argparse.Namespace, counts: list[int], gil: list[dict[str, A
                 call = partial(hasher.order_ids, **args, threads=t, out=out)
                 row.add(t, best_of(call, opts.rounds))
             rows.append(row)
+            _check_missed(row)
             for t in gil_counts(counts):
                 call = partial(hasher.order_ids, **args, threads=t, out=out)
-                gil.append(_gil_entry(row, t, *gil_held(call), n))
+                gil.append(_gil_entry(row, t, *gil_held(call), gil_cpu(call), n))
     hasher = OrderHasher(V2_WALLET)
     signer = OrderSigner(KEY)
     args = arguments(orders(0, opts.sign_rows, 2), lists=True)
     row = Row("V2 `sign_many` (hash and sign)", opts.sign_rows, "E")
     for t in counts:
         row.add(t, best_of(lambda t=t: hasher.sign_many(signer, **args, threads=t), opts.rounds))
+    _check_missed(row)
     rows.append(row)
     for t in gil_counts(counts):
         call = partial(hasher.sign_many, signer, **args, threads=t)
-        gil.append(_gil_entry(row, t, *gil_held(call), opts.sign_rows))
+        gil.append(_gil_entry(row, t, *gil_held(call), gil_cpu(call), opts.sign_rows))
     # a deposit wallet (POLY_1271): each order's struct hash wrapped (ERC-7739), then signed
     deposit = OrderHasher({**V2_WALLET, "signature_type": 3, "maker": DEPOSIT, "signer": DEPOSIT})
     row = Row("V2 `sign_many`, POLY_1271 deposit wallet (hash, wrap, sign)", opts.sign_rows, "E")
     for t in counts:
         row.add(t, best_of(lambda t=t: deposit.sign_many(signer, **args, threads=t), opts.rounds))
+    _check_missed(row)
     rows.append(row)
     return rows
 
 
-def _gil_entry(row: Row, threads: int, held: float, queued: float, n: int) -> dict[str, Any]:
-    share = held / n / row.per[1]
-    print(f"  GIL held at {threads}: {_time(held / n)}/order ({share:.1%} of one thread's)")
+def _check_missed(row: Row) -> None:
+    """Refuse a row whose last batch left rows to the Python path: the ids stay right
+    there, only slower, so nothing else would show it (once every neg_risk list did)."""
+    missed = getattr(_core_c, "_missed_rows", lambda: 0)() if _core_c is not None else 0
+    if missed:
+        raise SystemExit(f"{row.work}: {missed:,} rows of the last batch took the Python path")
+
+
+def gil_cpu(fn: Callable[[], object]) -> tuple[float, float]:
+    """(seconds of its calling thread's CPU ``fn`` spent holding the GIL, and of them
+    the seconds outside its rounds, which no worker overlaps): the compiled core's own
+    meter (``_gil_held_ns``, ``_gil_alone_ns``), best of 3; nan where a build lacks it."""
+    held = getattr(_core_c, "_gil_held_ns", None)
+    alone = getattr(_core_c, "_gil_alone_ns", None)
+    if _core_c is None or held is None or alone is None:
+        return float("nan"), float("nan")
+    before = _core_c._gil_meter(True)
+    try:
+        runs = [(fn(), held(), alone())[1:] for _ in range(3)]
+    finally:
+        _core_c._gil_meter(before)
+    h, a = min(runs)
+    return h / 1e9, a / 1e9
+
+
+def _gil_entry(
+    row: Row, threads: int, held: float, queued: float, cpu: tuple[float, float], n: int
+) -> dict[str, Any]:
+    one = row.per[1]
+    share = held / n / one
+    cpu_held, alone = cpu[0] / n, cpu[1] / n
+    # BOUND_AT threads at best: the lone part, then the rest shared out, but never
+    # faster than the calling thread does its GIL part of every round
+    bound = one / (alone + max(cpu_held - alone, (one - alone) / BOUND_AT))
+    print(
+        f"  GIL held at {threads}: {_time(held / n)}/order ({share:.1%} of one thread's); "
+        f"CPU {_time(cpu_held)}, {_time(alone)} of it alone; bound at {BOUND_AT}: {bound:.2f}x"
+    )
     return {
         "work": row.work,
         "threads": threads,
         "held_per_order": held / n,
         "share": share,
         "ticker_waited_for_a_core_per_order": queued / n,
+        "cpu_held_per_order": cpu_held,
+        "cpu_alone_per_order": alone,
+        "gil_bound_at_16": bound,
     }
 
 
@@ -625,17 +681,26 @@ def markdown(
     if gil:
         lines += [
             "",
-            "GIL held per order (a ticking thread's gaps; share of one thread's time):",
+            "GIL held per order (a ticking thread's gaps; share of one thread's time), "
+            "the calling thread's CPU holding it (the core's meter), the part of that",
+            f"no worker overlaps, and what those two allow at {BOUND_AT} threads (the GIL's bound,",
+            "no machine limit in it):",
             "",
         ]
         lines += [
-            "| work | threads | GIL held per order | share | the ticker's wait for a core |",
-            "|---|---:|---:|---:|---:|",
+            "| work | threads | GIL held per order | share | the ticker's wait for a core "
+            f"| CPU holding it | of it alone | GIL's bound at {BOUND_AT} |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for g in gil:
             held, share = _time(g["held_per_order"]), f"{g['share']:.1%}"
             queued = _time(g["ticker_waited_for_a_core_per_order"])
-            lines.append(f"| {g['work']} | {g['threads']} | {held} | {share} | {queued} |")
+            cpu, alone = _time(g["cpu_held_per_order"]), _time(g["cpu_alone_per_order"])
+            bound = f"{g['gil_bound_at_16']:.2f}x"
+            lines.append(
+                f"| {g['work']} | {g['threads']} | {held} | {share} | {queued} "
+                f"| {cpu} | {alone} | {bound} |"
+            )
     if dask_parts:
         lines += ["", *_dask_table(dask_parts)]
     return "\n".join(lines) + "\n"
@@ -688,6 +753,8 @@ def main(argv: list[str] | None = None) -> None:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     shape = topology()
     info = f"{machine_line(m)}{f' ({shape})' if shape else ''}; pyarrow {pa.__version__}; {when}"
+    if os.environ.get("PYTHONMALLOC"):  # the allocator the list rows' result strs came from
+        info += f"; PYTHONMALLOC={os.environ['PYTHONMALLOC']}"
     print(info, flush=True)
     started = time.perf_counter()
     f, e = floor_f(), floor_e()

@@ -6,7 +6,8 @@
 #   machine lacks (default .whl). They are installed into /tmp/site, which goes
 #   first on PYTHONPATH (the command's and Dask's child processes inherit it).
 #   The figures go to $OUT (default ./scaling-out): scaling.json, scaling.md and
-#   the whole log, scaling.log.
+#   the whole log, scaling.log; then the core rows again with PYTHONMALLOC=malloc,
+#   scaling-malloc.{json,md,log}.
 set -euo pipefail
 wheels="${1:-.whl}"
 [ $# -gt 0 ] && shift
@@ -29,3 +30,10 @@ bench="$(cd "$OLDPWD" && pwd)/benchmarks/scaling.py"
 set -o pipefail
 python3 "$bench" --rows 16000000 --dask-rows 16000000 --parts 64 --tmp /tmp \
     --json "$out/scaling.json" --markdown "$out/scaling.md" "$@" 2>&1 | tee "$out/scaling.log"
+# The core rows again under glibc's malloc: CPython's own allocator returns each
+# emptied arena to the system, so every batch of list results is paid again in
+# the kernel's page faults, under the GIL (docs/scale.md); this shows what that
+# costs on many cores.
+PYTHONMALLOC=malloc python3 "$bench" --skip machine,command,dask \
+    --json "$out/scaling-malloc.json" --markdown "$out/scaling-malloc.md" 2>&1 \
+    | tee "$out/scaling-malloc.log"

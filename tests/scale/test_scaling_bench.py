@@ -4,11 +4,13 @@ only that each is there."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,6 +60,9 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     assert len(data["gil"]) == 5  # four order_ids rows and sign_many
     assert all(g["held_per_order"] >= 0 for g in data["gil"])
     assert all(g["ticker_waited_for_a_core_per_order"] >= 0 for g in data["gil"])
+    for g in data["gil"]:  # the core's meter: the lone part within the GIL part; a bound
+        assert 0 <= g["cpu_alone_per_order"] <= g["cpu_held_per_order"]
+        assert 1 <= g["gil_bound_at_16"] <= 16
     stages = data["dask_stages_seconds_per_order"]  # at one worker and at the most
     assert [s["workers"] for s in stages] == [1, 2]
     for s in stages:  # every stage's tasks were seen, and the parts add up to the wall
@@ -91,3 +96,21 @@ def test_call_cost_prints_every_row() -> None:
     assert done.stdout.count("x order_id\n") == 5
     assert done.stdout.count("x the scalar's\n") == 2
     assert "x order_ids alone\n" in done.stdout
+
+
+def test_a_row_the_workers_left_to_python_stops_the_run() -> None:
+    """scaling.py refuses a row whose batch took the Python path (right ids, only slower:
+    how every neg_risk list once went unseen)."""
+    core_c = pytest.importorskip("clobkit._core_c")
+    # a script, not typed as src/ is: imported by name, out of mypy's view
+    scaling: Any = importlib.import_module("benchmarks.scaling")
+
+    from clobkit._enums import Side
+
+    hasher = core_c.OrderHasher(scaling.V1_WALLET)  # the meter's twin, whichever clobkit runs
+    cols = {"token_ids": 1, "maker_amounts": 2, "taker_amounts": 3, "salts": 4}
+    hasher.order_ids(**cols, sides=[0, 1, 0])
+    scaling._check_missed(scaling.Row("plain", 3, "F"))  # the workers took every row
+    hasher.order_ids(**cols, sides=[0, Side.SELL, 0])  # an IntEnum: its block in Python
+    with pytest.raises(SystemExit, match="odd: 3 rows of the last batch took the Python path"):
+        scaling._check_missed(scaling.Row("odd", 3, "F"))
