@@ -681,10 +681,10 @@ def markdown(
     if gil:
         lines += [
             "",
-            "GIL held per order (a ticking thread's gaps; share of one thread's time), "
-            "the calling thread's CPU holding it (the core's meter), the part of that",
-            f"no worker overlaps, and what those two allow at {BOUND_AT} threads (the GIL's bound,",
-            "no machine limit in it):",
+            "GIL held per order (a ticking thread's gaps; share of one thread's time);",
+            "the calling thread's CPU holding it (the core's meter), the part of that no",
+            f"worker overlaps, and what those two allow at {BOUND_AT} threads (the GIL's",
+            "bound, no machine limit in it):",
             "",
         ]
         lines += [
