@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import platform
@@ -84,14 +85,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from clobkit import OrderHasher, OrderSigner
+from clobkit import IMPLEMENTATION, OrderHasher, OrderSigner
 from clobkit._bench.machine import machine, machine_line
 from clobkit._bench.order_ids import WALLET as V1_WALLET
 
-try:
-    from clobkit import _core_c  # its meters; the pure twin has none
-except ImportError:  # pragma: no cover - a build without the compiled core
-    _core_c = None
+# the compiled core's meters, where its twin is the one running (the pure twin has none)
+_core_c = importlib.import_module("clobkit._core_c") if IMPLEMENTATION == "c" else None
 
 KEY = "0x" + "42" * 32
 SIGNER = OrderSigner(KEY).address
