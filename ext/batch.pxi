@@ -150,8 +150,9 @@ cdef class _Plan:
             if n == 0:
                 return result
         # One round for the whole batch when the GIL has nothing to do per row
-        # (columnar input, Arrow output); else rounds of CHUNK rows, the GIL's
-        # share of round k + 1 and k - 1 done while the workers run round k.
+        # (columnar input, Arrow output); else rounds of CHUNK rows (SIGN_ROUND when
+        # signing), the GIL's share of round k + 1 and k - 1 done while the workers
+        # run round k.
         cdef Py_ssize_t most = CHUNK if signer is None else SIGN_ROUND
         cdef Py_ssize_t chunk = n if arrow and not self.seqs else (most if n > most else n)
         cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk

@@ -13,7 +13,7 @@ def _missed_rows():
 
 
 # Off unless a benchmark asks: the thread's CPU clock is a system call (about a µs in
-# a VM), four of them a batch, a tenth of a few orders' call.
+# a VM), six of them a batch: a good part of a few orders' call.
 cdef bint _metered = False
 
 
