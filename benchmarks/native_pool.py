@@ -181,39 +181,32 @@ def gil_table(
     """The time per order one thread's call holds the GIL, counted and as CPU; the part
     of it no worker overlaps at any thread count; what those two allow at BOUND_AT
     threads."""
+    from clobkit._bench._timing import gil_bound
+
     arrow, lists, ids, orders = (inputs[k] for k in ("arrow", "lists", "ids", "orders"))
     held_ns, alone_ns = hooks
     print(
         "GIL held on one thread: counted (a second thread counting) | CPU (the core's own "
         f"clock) | of it with no worker beside it | the GIL's bound at {BOUND_AT} threads"
     )
+    n, ns = len(lists["salts"]), len(ids)
     calls: list[tuple[str, Callable[[], object], int, float]] = [
-        (name, partial(hasher.order_ids, **cols, threads=1, out=out), len(ids_), best[key])
-        for name, cols, out, ids_, key in (
-            ("arrow -> arrow", arrow, "arrow", lists["salts"], "arrow 1"),
-            ("arrow -> list", arrow, "list", lists["salts"], "arrow 1"),
-            ("lists -> list", lists, "list", lists["salts"], "lists 1"),
-            ("lists -> arrow", lists, "arrow", lists["salts"], "lists 1"),
+        (name, partial(hasher.order_ids, **cols, threads=1, out=out), n, best[f"{key} 1"])
+        for name, cols, out, key in (
+            ("arrow -> arrow", arrow, "arrow", "arrow"),
+            ("arrow -> list", arrow, "list", "arrow"),
+            ("lists -> list", lists, "list", "lists"),
+            ("lists -> arrow", lists, "arrow", "lists"),
         )
     ]
-    calls.append(
-        ("sign_many(ids)", partial(signer.sign_many, ids, threads=1), len(ids), best["sign 1"])
-    )
-    calls.append(
-        (
-            "hasher.sign_many",
-            partial(own.sign_many, signer, **orders, threads=1),
-            len(ids),
-            best["hsign 1"],
-        )
-    )
-    for name, call, n, one in calls:
-        counted = min(gil_held(call) for _ in range(rounds)) / n
+    calls.append(("sign_many(ids)", partial(signer.sign_many, ids, threads=1), ns, best["sign 1"]))
+    hsign = partial(own.sign_many, signer, **orders, threads=1)
+    calls.append(("hasher.sign_many", hsign, ns, best["hsign 1"]))
+    for name, call, rows, one in calls:
+        counted = min(gil_held(call) for _ in range(rounds)) / rows
         cpu = min((call(), held_ns(), alone_ns())[1:] for _ in range(rounds))
-        held, alone = cpu[0] / n / 1e9, cpu[1] / n / 1e9
-        # n threads at best: the lone part, then the rest shared out, but never faster
-        # than the calling thread can do its GIL part of every round
-        bound = one / (alone + max(held - alone, (one - alone) / BOUND_AT))
+        held, alone = cpu[0] / rows / 1e9, cpu[1] / rows / 1e9
+        bound = gil_bound(one, held, alone, BOUND_AT)
         print(
             f"  {name:16} {counted * 1e9:8.1f} ns/order = {counted / one * 100:5.1f}% | "
             f"{held * 1e9:8.1f} ns/order = {held / one * 100:5.1f}% | "

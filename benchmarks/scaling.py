@@ -86,6 +86,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from clobkit import IMPLEMENTATION, OrderHasher, OrderSigner
+from clobkit._bench._timing import gil_bound
 from clobkit._bench.machine import machine, machine_line
 from clobkit._bench.order_ids import WALLET as V1_WALLET
 
@@ -430,9 +431,7 @@ def _gil_entry(
     one = row.per[1]
     share = held / n / one
     cpu_held, alone = cpu[0] / n, cpu[1] / n
-    # BOUND_AT threads at best: the lone part, then the rest shared out, but never
-    # faster than the calling thread does its GIL part of every round
-    bound = one / (alone + max(cpu_held - alone, (one - alone) / BOUND_AT))
+    bound = gil_bound(one, cpu_held, alone, BOUND_AT)
     print(
         f"  GIL held at {threads}: {_time(held / n)}/order ({share:.1%} of one thread's); "
         f"CPU {_time(cpu_held)}, {_time(alone)} of it alone; bound at {BOUND_AT}: {bound:.2f}x"

@@ -382,3 +382,14 @@ def test_memory_peak_within_twice_inputs_and_outputs() -> None:
         assert r["outputs_bytes"] >= orders * 66
         assert r["peak_increase_bytes"] > 0
         assert r["ratio"] <= 2, r
+
+
+def test_gil_bound() -> None:
+    """The GIL's bound the scaling benchmarks print (docs/scale.md): no GIL part leaves
+    every thread's share; a GIL part the workers overlap caps at one over its share; a
+    lone part adds to every thread count's time."""
+    assert _timing.gil_bound(100.0, 0.0, 0.0, 16) == 16
+    assert _timing.gil_bound(100.0, 25.0, 0.0, 16) == 4  # 25 a round on the calling thread
+    assert _timing.gil_bound(100.0, 25.0, 0.0, 2) == 2  # 50 each: the GIL part fits beside
+    assert _timing.gil_bound(100.0, 10.0, 10.0, 16) == pytest.approx(100 / (10 + 90 / 16))
+    assert _timing.gil_bound(100.0, 30.0, 30.0, 1) == 1

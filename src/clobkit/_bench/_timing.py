@@ -23,6 +23,14 @@ def checkout() -> Path | None:
     return root if (root / "pyproject.toml").is_file() and (root / "setup.py").is_file() else None
 
 
+def gil_bound(one: float, held: float, alone: float, threads: int) -> float:
+    """The most speed-up ``threads`` can give a batch costing ``one`` per order on one
+    thread, of which ``held`` holds the GIL and ``alone`` of that has no worker beside it
+    (one unit for all three): the lone part, then the rest shared out, but never faster
+    than the calling thread does its GIL part of every round."""
+    return one / (alone + max(held - alone, (one - alone) / threads))
+
+
 def install_hint(extra: str) -> str:
     """The pip line that installs ``extra``: from the checkout clobkit runs from, else by name."""
     root = checkout()
