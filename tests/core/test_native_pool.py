@@ -18,6 +18,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -534,6 +535,29 @@ def test_a_list_of_flags_is_read_by_the_workers(flags: str) -> None:
     cols["neg_risk"][ROUND + 5] = Side.BUY  # an int subclass: the Python path, the same id
     assert _ids(hasher, cols, threads=2) == want
     assert 0 < core_c._missed_rows() <= 256  # its block (BLOCK rows), the others not
+
+
+def test_the_compiled_twins_plain_types_answer_as_the_rules_do() -> None:
+    """ext/order_ids.pxi answers ``_parse.is_scalar`` and ``_columns.is_columnar`` itself
+    for the types in its ``_PLAIN`` (lists and tuples are sequences; int, str, bool,
+    float, bytes and None are scalars; none is columnar), so a few orders cost no Python
+    call per argument. Those answers are the rules' own: if a rule changes for one of
+    these types, this fails, and ``_PLAIN`` must change with it."""
+    from clobkit import _columns, _parse
+
+    pxi = (Path(__file__).parents[2] / "ext" / "order_ids.pxi").read_text(encoding="utf-8")
+    plain = re.search(r"_PLAIN = frozenset\(\((.*)\)\)", pxi)
+    assert plain is not None
+    names = {"list", "tuple", "int", "str", "bool", "float", "bytes", "type(None)"}
+    assert {name.strip() for name in plain.group(1).split(",")} == names  # each one below
+    sequences: tuple[object, ...] = ([1], (1,))
+    scalars: tuple[object, ...] = (1, "1", True, 1.5, b"\x01" * 32, None)
+    for value in sequences:
+        assert not _parse.is_scalar(value)
+        assert not _columns.is_columnar(value)
+    for value in scalars:
+        assert _parse.is_scalar(value)
+        assert not _columns.is_columnar(value)
 
 
 def test_gil_held_hook_reports_the_last_batch() -> None:
