@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clobkit import AsyncClient, Client, errors
 from clobkit.client import _decode as shapes
@@ -216,6 +218,34 @@ def test_json_depth_check(body: bytes, deep: bool) -> None:
     from clobkit._jsondepth import json_too_deep
 
     assert json_too_deep(body) is deep
+
+
+def _depth(value: object) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+# strings full of what the check must not count: brackets, quotes, backslashes
+_TEXT = st.text(alphabet='[]{}"\\a', max_size=4)
+_JSON = st.recursive(
+    st.none() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=60,
+)
+
+
+@given(_JSON, st.integers(0, 14), st.integers(0, 40))
+def test_json_depth_check_is_exact_on_json(value: object, limit: int, wrap: int) -> None:
+    # wrapped in up to 40 more arrays: past the check's few passes, into its linear one
+    import json
+
+    from clobkit._jsondepth import json_too_deep
+
+    body = ("[" * wrap + json.dumps(value) + "]" * wrap).encode()
+    assert json_too_deep(body, limit) is (wrap + _depth(value) > limit)
 
 
 @pytest.mark.slow
