@@ -49,6 +49,9 @@ TEXTS = frozenset(
     [value.casefold() for name, value in vars(_spec).items() if name.startswith("ERROR_")]
     + [_spec.forbidden_scope("").strip().casefold()]
 )
+#: The texts also found within a message: each of several words, but the status
+#: table's bare "not found", which ends texts of their own ("user not found").
+WITHIN = frozenset(t for t in TEXTS if " " in t) - {_spec.ERROR_NOT_FOUND.casefold()}
 #: The environment names of ``_spec`` (spelled only there) and the core's own
 #: switches, each read in one place (see docs/architecture.md, "Rules").
 ENV_NAMES = frozenset(value for name, value in vars(_spec).items() if name.startswith("ENV_"))
@@ -238,7 +241,7 @@ class _Finder(ast.NodeVisitor):
         code = CODE_SHAPE.fullmatch(value) and not hasattr(_spec, value)  # not a name
         folded = value.casefold()
         # a code, a text, or a text of several words within a message
-        if value in CODES or code or any(t == folded or (" " in t and t in folded) for t in TEXTS):
+        if value in CODES or code or folded in TEXTS or any(t in folded for t in WITHIN):
             self.flag(node, ERRORS)
         if SALT_TEXT.search(value):
             self.flag(node, SALT)
@@ -423,6 +426,10 @@ BAD_PY = [
     ('if "order book not found" in lower: pass', ERRORS),
     ('raise Rejected(404, "Event not found")', ERRORS),
     ('prefix = "forbidden: missing scope "', ERRORS),
+    ('raise Rejected(429, "rate limit exceeded", code="RATE_LIMITED")', ERRORS),
+    ('raise Rejected(400, "x", code="MARKET_NOT_ACTIVE")', ERRORS),
+    ('body = {"error": "internal error (injected fault)"}', ERRORS),
+    ('message = {404: "not found"}[status]', ERRORS),
     ("UNIT = 1_000_000", UNIT),
     ("x = usdc * 1_000_000", UNIT),
     ("x = usdc * 10**6", UNIT),

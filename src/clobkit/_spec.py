@@ -38,8 +38,10 @@ __all__ = [
     "CODE_INVALID_SALT",
     "CODE_INVALID_TAKER_AMOUNT",
     "CODE_INVALID_TOKEN",
+    "CODE_MARKET_NOT_ACTIVE",
     "CODE_NOT_CANCELLABLE",
     "CODE_ORDER_NOT_FOUND",
+    "CODE_RATE_LIMITED",
     "DECIMALS",
     "ENV_API_KEY",
     "ENV_API_SECRET",
@@ -50,9 +52,14 @@ __all__ = [
     "ERROR_BODY",
     "ERROR_BOOK_NOT_FOUND",
     "ERROR_EVENT_NOT_FOUND",
+    "ERROR_INTERNAL",
+    "ERROR_IP_FORBIDDEN",
     "ERROR_MARKET_NOT_FOUND",
+    "ERROR_METHOD_NOT_ALLOWED",
+    "ERROR_NOT_FOUND",
     "ERROR_ORDER_NOT_FOUND",
     "ERROR_PARAMS",
+    "ERROR_RATE_LIMITED",
     "ERROR_UNAUTHORIZED",
     "FINAL_STATUSES",
     "LIST_STATUSES",
@@ -184,6 +191,13 @@ ERROR_ORDER_NOT_FOUND: Final = "order not found"
 ERROR_MARKET_NOT_FOUND: Final = "Market not found"
 ERROR_EVENT_NOT_FOUND: Final = "Event not found"
 ERROR_BOOK_NOT_FOUND: Final = "Order book not found"
+#: The status table's texts (section 7), as the sandbox answers them.
+ERROR_NOT_FOUND: Final = "not found"
+ERROR_RATE_LIMITED: Final = "rate limit exceeded"
+ERROR_INTERNAL: Final = "internal error"
+#: The sandbox's own texts, where the API text gives a status only (docs/sandbox.md).
+ERROR_METHOD_NOT_ALLOWED: Final = "method not allowed"
+ERROR_IP_FORBIDDEN: Final = "forbidden: ip not whitelisted"
 #: Code of a risk-control breach (answered 500).
 RISK_CODE: Final = "ORDER_FAILED_PLACE_BET"
 #: Code of an order detail (``GET /orders/{id}``) that is unknown or not the caller's.
@@ -207,6 +221,10 @@ CODE_INVALID_TOKEN: Final = "ORDER_INVALID_TOKEN"
 CODE_INVALID_FEE_RATE: Final = "ORDER_INVALID_FEE_RATE"
 #: A raw order's implied price is off the grid or outside (0, 1).
 CODE_INVALID_PRICE: Final = "ORDER_INVALID_PRICE"
+#: An order on a market that is not active, or a settlement of a settled one.
+CODE_MARKET_NOT_ACTIVE: Final = "MARKET_NOT_ACTIVE"
+#: A 429's code (the API text shows no body for it).
+CODE_RATE_LIMITED: Final = "RATE_LIMITED"
 
 
 def forbidden_scope(scope: str) -> str:

@@ -15,6 +15,7 @@ from .._spec import (
     CODE_ORDER_NOT_FOUND,
     ERROR_BALANCE,
     ERROR_BOOK_NOT_FOUND,
+    ERROR_NOT_FOUND,
     RISK_CODE,
 )
 from ..errors import (
@@ -120,7 +121,7 @@ def api_error(
         cls = InvalidRequest
     elif status >= 500:
         cls = ServerError
-    elif lower.endswith("not found"):
+    elif lower.endswith(ERROR_NOT_FOUND):
         cls = NotFound
     return cls(message, status=status, code=code, detail=detail)
 

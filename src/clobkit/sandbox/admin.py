@@ -27,7 +27,7 @@ from .context import SandboxState
 from .errors import Rejected, bad_body
 from .faults import drop_streams
 from .replay import Replay
-from .wire import client_ip, decode_body, failure, json_response, log
+from .wire import client_ip, crash_answer, decode_body, failure, json_response
 
 __all__ = ["admin_routes"]
 
@@ -65,9 +65,8 @@ def admin_async(
             return failure(rejected)
         except ClientDisconnect:  # nobody is left to answer
             return Response(status_code=400)
-        except Exception:
-            log.exception("internal error on %s %s", request.method, request.url.path)
-            return json_response({"success": False, "error": "internal error"}, 500)
+        except Exception as exc:
+            return crash_answer(request.method, request.url.path, exc)
 
     return endpoint
 

@@ -32,7 +32,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from clobkit._spec import ERROR_BOOK_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
+from clobkit._spec import ERROR_BOOK_NOT_FOUND, ERROR_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
 
 from . import views
 from .admin import admin_routes
@@ -48,6 +48,7 @@ from .store import StateStore
 from .wire import (
     PREFIX,
     client_ip,
+    crash_answer,
     decode_body,
     failure,
     header_map,
@@ -100,9 +101,8 @@ def api(
             return failure(rejected)
         except ClientDisconnect:  # nobody is left to answer
             return Response(status_code=400)
-        except Exception:
-            log.exception("internal error on %s %s", request.method, request.url.path)
-            return json_response({"success": False, "error": "internal error"}, 500)
+        except Exception as exc:
+            return crash_answer(request.method, request.url.path, exc)
 
     return endpoint
 
@@ -236,6 +236,19 @@ async def fee_rate(request: Request) -> Response:
     return json_response({"base_fee": fee})
 
 
+async def _deny(websocket: WebSocket, rejected: Rejected) -> None:
+    """Refuse a WebSocket handshake with an HTTP answer in the envelope."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(failure(rejected))
+    else:  # pragma: no cover - every server we run supports denial responses
+        await websocket.close(code=1008, reason=rejected.error)
+
+
+async def stray_websocket(websocket: WebSocket) -> None:
+    """A handshake on any other path: 404 in the envelope (Starlette's own is a bare 403)."""
+    await _deny(websocket, Rejected(404, ERROR_NOT_FOUND))
+
+
 async def websocket_endpoint(websocket: WebSocket) -> None:
     st: SandboxState = websocket.app.state.sandbox
     try:
@@ -248,10 +261,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             client_ip=client_ip(websocket.scope),
         )
     except Rejected as rejected:
-        if "websocket.http.response" in websocket.scope.get("extensions", {}):
-            await websocket.send_denial_response(failure(rejected))
-        else:  # pragma: no cover - every server we run supports denial responses
-            await websocket.close(code=1008, reason=rejected.error)
+        await _deny(websocket, rejected)
         return
     await websocket.accept()
     conn = Connection(websocket, user, st.config.limits.ws_max_queue_bytes)
@@ -269,6 +279,9 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
             st.hub.handle(conn, text)
             if pump.done():
                 break
+            # frames already queued would be handled back to back without a
+            # suspension: let the HTTP requests waiting on the loop run between them
+            await asyncio.sleep(0)
     finally:
         st.streams.discard(conn)
         st.hub.drop(conn)
@@ -473,6 +486,7 @@ def _app(
         WebSocketRoute(f"{PREFIX}/ws", websocket_endpoint),
         Route("/fee-rate", fee_rate, methods=["GET"]),
         *admin_routes(),
+        WebSocketRoute("/{path:path}", stray_websocket),  # last: what no route above took
     ]
     direct = {(m, path): e for m, path, e in endpoints if "{" not in path}
     by_id = {(m, path[: -len("{id}")]): e for m, path, e in endpoints if path.endswith("/{id}")}

@@ -29,7 +29,13 @@ from collections import deque
 from collections.abc import Callable, Mapping
 
 from clobkit import verify_signature
-from clobkit._spec import ERROR_UNAUTHORIZED, forbidden_scope
+from clobkit._spec import (
+    CODE_RATE_LIMITED,
+    ERROR_IP_FORBIDDEN,
+    ERROR_RATE_LIMITED,
+    ERROR_UNAUTHORIZED,
+    forbidden_scope,
+)
 
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected
@@ -158,9 +164,7 @@ class Authenticator:
         except ValueError:
             address = None
         if address is None or not any(address in n for n in networks):
-            raise Rejected(
-                403, "forbidden: ip not whitelisted", detail=f"client address {client_ip}"
-            )
+            raise Rejected(403, ERROR_IP_FORBIDDEN, detail=f"client address {client_ip}")
 
     def _check_rate(self, user: UserConfig, now: int) -> None:
         """Count a request of ``user`` at ``now`` (ms), or raise 429; the caller holds the lock."""
@@ -173,8 +177,8 @@ class Authenticator:
             wait = max(1, math.ceil((hits[0] + WINDOW_MS - now) / 1000))
             raise Rejected(
                 429,
-                "rate limit exceeded",
-                code="RATE_LIMITED",
+                ERROR_RATE_LIMITED,
+                code=CODE_RATE_LIMITED,
                 detail=f"at most {self._rate} requests per minute per API key",
                 headers={"Retry-After": str(wait)},
             )

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from clobkit import WalletInfo
 from clobkit._spec import (
     CANCELLED,
+    CODE_MARKET_NOT_ACTIVE,
     CODE_ORDER_NOT_FOUND,
     ERROR_EVENT_NOT_FOUND,
     ERROR_MARKET_NOT_FOUND,
@@ -264,7 +265,7 @@ class Engine(House):
             if winner not in ("a", "b"):
                 raise bad_body('winner must be "a" or "b"')
             if not market.active:
-                raise Rejected(400, "market already settled", code="MARKET_NOT_ACTIVE")
+                raise Rejected(400, "market already settled", code=CODE_MARKET_NOT_ACTIVE)
             for order in sorted(self.open_orders.values(), key=lambda o: o.seq):
                 if order.market is market:
                     self._finish(order, CANCELLED, now, reason="market settled")

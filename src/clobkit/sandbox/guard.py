@@ -12,23 +12,24 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from clobkit._spec import ERROR_METHOD_NOT_ALLOWED, ERROR_NOT_FOUND
+
 from .config import LimitsConfig
 from .errors import Rejected
-from .wire import failure, json_response, log
+from .wire import crash_answer, failure, json_response
 
 __all__ = ["BodyTooLarge", "Guard", "crashed", "not_found", "not_routed"]
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
-    message = {404: "not found", 405: "method not allowed"}.get(status, "error")
+    message = {404: ERROR_NOT_FOUND, 405: ERROR_METHOD_NOT_ALLOWED}.get(status, "error")
     return json_response({"success": False, "error": message}, status)
 
 
 async def crashed(request: Request, exc: Exception) -> Response:
     """Whatever escaped a route still answers in the envelope (Starlette's default is text)."""
-    log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
-    return json_response({"success": False, "error": "internal error"}, 500)
+    return crash_answer(request.method, request.url.path, exc)
 
 
 async def not_routed(scope: Scope, receive: Receive, send: Send) -> None:

@@ -16,7 +16,7 @@ from clobkit._spec import CANCELLED, ERROR_ORDER_NOT_FOUND, LIVE, MATCHED
 
 from .book import Book
 from .errors import Rejected, bad_body
-from .parse import OrderSpec, cents, decimal, fok_price
+from .parse import OrderSpec, cents, decimal, fok_price, scaled
 from .state import ASK, BID, BUY, FOK, GTC, HOUSE, SELL, UNIT, EngineEvent, MarketState, Order
 
 __all__ = ["HOUSE_LEVELS", "House"]
@@ -114,7 +114,7 @@ class House(Book):
         number = decimal({"shares": shares}, "shares")
         if number is None:
             raise bad_body("shares is required")
-        units = int((number * UNIT).to_integral_value(ROUND_DOWN))
+        units = int(scaled(number, UNIT).to_integral_value(ROUND_DOWN))
         if units <= 0:
             raise bad_body("shares must be positive")
         n = min(units, order.open_shares)

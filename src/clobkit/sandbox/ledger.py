@@ -12,7 +12,7 @@ import time
 from clobkit._spec import LOST, MATCHED, WON
 
 from .errors import bad_body, risk
-from .parse import decimal
+from .parse import decimal, scaled
 from .state import BUY, UNIT, Account, EngineState, MarketState, Order
 
 __all__ = ["RISK_MINUTE_MS", "Ledger"]
@@ -140,10 +140,10 @@ class Ledger(EngineState):
         number = decimal({"amount": amount}, "amount")
         if number is None:
             raise bad_body("amount is required")
-        scaled = number * UNIT
-        if scaled != scaled.to_integral_value():
+        exact = scaled(number, UNIT)
+        if exact != exact.to_integral_value():
             raise bad_body(f"amount has more than 6 decimals: {amount}")
-        units = int(scaled)
+        units = int(exact)
         if units <= 0:
             raise bad_body("amount must be positive")
         if bonus:

@@ -11,7 +11,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal, InvalidOperation
+from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from typing import Any
 
 from clobkit import Amounts, limit_amounts, market_amounts, market_price, new_salt
@@ -23,6 +23,7 @@ from clobkit._spec import (
     CODE_INVALID_SALT,
     CODE_INVALID_TAKER_AMOUNT,
     CODE_INVALID_TOKEN,
+    CODE_MARKET_NOT_ACTIVE,
     ORDER_TYPES,
     SALT_MAX,
     SIDES,
@@ -41,10 +42,16 @@ __all__ = [
     "fok_price",
     "parse_order",
     "parse_raw",
+    "scaled",
     "units_text",
 ]
 
 UINT256_MAX = (1 << 256) - 1
+#: Arithmetic on a request's numbers (64 characters at most, exponents within 40),
+#: exactly: the default context keeps 28 digits, which would round a long price onto
+#: the grid, or raise on a large amount's cents (a 500 instead of an answer)
+_EXACT = Context(prec=200, traps=[InvalidOperation])
+_HUNDREDTH = Decimal("0.01")
 
 
 @dataclass
@@ -108,15 +115,20 @@ def _positive(body: Mapping[str, Any], name: str) -> Decimal:
 def _floor_hundredths(number: Decimal) -> Decimal:
     """The service takes an amount or share count with more decimals floored to 2;
     clobkit's amount functions refuse them, so the engine floors them here."""
-    return number.quantize(Decimal("0.01"), ROUND_DOWN)
+    return number.quantize(_HUNDREDTH, ROUND_DOWN, _EXACT)
+
+
+def scaled(number: Decimal, factor: int) -> Decimal:
+    """``number * factor``, exactly (a request's number into cents or 6-decimal units)."""
+    return _EXACT.multiply(number, factor)
 
 
 def cents(number: Decimal, name: str) -> int:
     """A price on the 0.01 grid within [0.01, 0.99], in cents."""
-    scaled = number * 100
-    if scaled != scaled.to_integral_value():
+    hundredths = scaled(number, 100)
+    if hundredths != hundredths.to_integral_value():
         raise bad_body(f"{name} must be a multiple of 0.01 (the tick size)")
-    cents = int(scaled)
+    cents = int(hundredths)
     if not 1 <= cents <= 99:
         raise bad_body(f"{name} must lie between 0.01 and 0.99")
     return cents
@@ -237,13 +249,15 @@ def _order_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int
         raise bad_body("expiration (integer Unix seconds) is required for a GTD order")
     if raw <= now // 1000:
         raise bad_body("expiration must be in the future")
+    if raw > UINT256_MAX:  # the order's hashed field, as /orders/raw bounds it
+        raise bad_body("expiration must fit in uint256")
     return raw
 
 
 def _check_active(market: MarketState) -> None:
     if not market.active:
         raise bad_body(
-            f"market {market.id} is not active (status {market.fx.status})", "MARKET_NOT_ACTIVE"
+            f"market {market.id} is not active (status {market.fx.status})", CODE_MARKET_NOT_ACTIVE
         )
 
 
@@ -266,8 +280,8 @@ def _order_amounts(
         price = Decimal(limit) / 100
         if side == SELL:
             return limit, price, limit_amounts(SELL, price, _floor_hundredths(quantity))
-        cents = int((quantity * 100).to_integral_value(ROUND_DOWN))
-        shares = Decimal(cents * 100 // limit) / 100
+        cents = int(scaled(quantity, 100).to_integral_value(ROUND_DOWN))
+        shares = _EXACT.divide(Decimal(cents * 100 // limit), 100)
         if shares <= 0:
             raise bad_body("amount is too small to buy 0.01 shares at limit_price")
         return limit, price, limit_amounts(BUY, price, shares)

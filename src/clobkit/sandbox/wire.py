@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.types import Scope
 
 from clobkit._jsondepth import MAX_JSON_DEPTH, json_too_deep
-from clobkit._spec import API_PREFIX
+from clobkit._spec import API_PREFIX, ERROR_INTERNAL
 
 from .errors import Rejected, bad_body, bad_params
 
@@ -61,7 +61,13 @@ def json_response(
 
 
 def injected_500() -> Response:
-    return json_response({"success": False, "error": "internal error (injected fault)"}, 500)
+    return json_response({"success": False, "error": f"{ERROR_INTERNAL} (injected fault)"}, 500)
+
+
+def crash_answer(method: str, path: str, exc: BaseException) -> Response:
+    """What escaped a route: logged with its traceback, answered 500 in the envelope."""
+    log.error("a route failed on %s %s", method, path, exc_info=exc)
+    return json_response({"success": False, "error": ERROR_INTERNAL}, 500)
 
 
 def failure(rejected: Rejected) -> Response:
@@ -104,7 +110,7 @@ def q_int(
     if raw is None:
         return default
     text = raw.strip()
-    if not (text.isascii() and text.lstrip("-").isdigit()) or len(text) > 12:
+    if not (text.isascii() and text.removeprefix("-").isdigit()) or len(text) > 12:
         raise bad_params(f"{name} must be an integer")
     value = int(text)
     if value < low or (high is not None and value > high):
