@@ -254,7 +254,7 @@ cdef class RequestSigner:
         # (None is a request's possible bad input, hence _UNSEEN)
         cdef list seen = [_UNSEEN, None, _UNSEEN, None]
         try:
-            for request in requests:
+            for request in _p.iter_requests(requests):
                 self._prepare(request, i, &reqs[k], &sigs[64 * k], &held[HELD * k], seen)
                 k += 1
                 i += 1

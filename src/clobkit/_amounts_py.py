@@ -119,7 +119,7 @@ def parse_number(value: object, field: str) -> tuple[bool, int, int]:
             if isinstance(value, float):
                 if value != value or value in (float("inf"), float("-inf")):
                     raise AmountError(field, value, "must be finite")
-                text = repr(value)
+                text = float.__repr__(value)  # a numpy float64's repr names its type
             else:
                 text = value
             parts = split_number(str.__str__(text))
@@ -286,14 +286,17 @@ def from_units(units: object) -> Decimal:
     if isinstance(units, bool) or not isinstance(units, (int, str)):
         raise AmountError("units", units, "must be an int or a decimal integer string")
     if isinstance(units, str):
-        digits = units[1:] if units[:1] == "-" else units
+        text = str.__str__(units)  # a subclass's own methods are not consulted
+        digits = text[1:] if text[:1] == "-" else text
         if not (digits.isascii() and digits.isdigit()) or len(digits.lstrip("0")) > 84:
             raise AmountError("units", units, "must be a decimal integer string")
         # int() refuses a long run of leading zeros (Python's digit limit)
         magnitude = int(digits.lstrip("0") or "0")
-        units = -magnitude if units[:1] == "-" else magnitude
-    elif units.bit_length() > 280:
+        units = -magnitude if text[:1] == "-" else magnitude
+    elif int.__index__(units).bit_length() > 280:
         raise AmountError("units", units, "is too large")
+    else:
+        units = int.__index__(units)  # an int subclass's own abs() or str() is not consulted
     # Built from digits, not by division: exact at any size, no context needed.
     digits = str(abs(units)).rjust(7, "0")
     whole, frac = digits[:-6], digits[-6:].rstrip("0")
@@ -302,21 +305,30 @@ def from_units(units: object) -> Decimal:
 
 
 def _level(level: object, i: int) -> tuple[Fraction, Fraction, object]:
-    from fractions import Fraction
-
     if isinstance(level, Mapping):
         price, size = level.get("price"), level.get("size")
     elif isinstance(level, (tuple, list)) and len(level) == 2:
         price, size = level
     else:
         price, size = getattr(level, "price", None), getattr(level, "size", None)
-    p_neg, p_coef, p_exp = parse_number(price, f"levels[{i}].price")
-    s_neg, s_coef, s_exp = parse_number(size, f"levels[{i}].size")
-    if p_neg or p_coef == 0:
+    p_neg, p = _fraction(price, f"levels[{i}].price")
+    s_neg, s = _fraction(size, f"levels[{i}].size")
+    if p_neg or not p:
         raise AmountError(f"levels[{i}].price", price, "must be positive")
     if s_neg:
         raise AmountError(f"levels[{i}].size", size, "must not be negative")
-    return Fraction(p_coef) * Fraction(10) ** p_exp, Fraction(s_coef) * Fraction(10) ** s_exp, price
+    return p, s, price
+
+
+def _fraction(value: object, field: str) -> tuple[bool, Fraction]:
+    """(negative, |value|) exactly; a value under 10**-MAX_MAGNITUDE_DIGITS is refused, as
+    one over 10**MAX_MAGNITUDE_DIGITS is ("1e-999999999" would build 10**999999999)."""
+    from fractions import Fraction
+
+    neg, coef, exp = parse_number(value, field)
+    if coef and len(str(coef)) + exp <= -MAX_MAGNITUDE_DIGITS:
+        raise AmountError(field, value, "is too small")
+    return neg, Fraction(coef) * Fraction(10) ** exp
 
 
 def market_price(
@@ -336,10 +348,9 @@ def market_price(
     kind = str.__str__(order_type) if isinstance(order_type, str) else order_type
     if kind not in ("FOK", "FAK", "GTC", "GTD"):
         raise AmountError("order_type", order_type, "must be FOK, FAK, GTC or GTD")
-    neg, coef, exp = parse_number(amount, "amount")
-    if neg or coef == 0:
+    neg, want = _fraction(amount, "amount")
+    if neg or not want:
         raise AmountError("amount", amount, "must be positive")
-    want = Fraction(coef) * Fraction(10) ** exp
     try:
         given = list(levels)
     except TypeError:  # not iterable

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 else:
     _Base = Sequence
 
-__all__ = ["FLAG", "NULL", "SIDE", "TOKEN", "UINT", "WORD", "Column", "is_columnar"]
+__all__ = ["FLAG", "NULL", "SIDE", "TOKEN", "UINT", "WORD", "Column", "is_columnar", "numpy_rows"]
 
 # what a column holds (selects the accepted types and the element conversion)
 UINT, TOKEN, SIDE, FLAG, WORD = range(5)
@@ -67,6 +67,16 @@ def is_columnar(value: object) -> bool:
         return True
     np = sys.modules.get("numpy")
     return np is not None and isinstance(value, np.ndarray)
+
+
+def numpy_rows(value: Any) -> list[Any]:
+    """A numpy array's elements as Python values, an ``S32`` array's as their whole 32 bytes
+    (``tolist`` drops an element's trailing NUL bytes, which in a bytes32 are data)."""
+    if value.dtype.kind == "S" and value.dtype.itemsize == 32:
+        raw = sys.modules["numpy"].ascontiguousarray(value).tobytes()
+        return [raw[i : i + 32] for i in range(0, len(raw), 32)]
+    rows: list[Any] = value.tolist()
+    return rows
 
 
 def _refuse(name: str, what: str, kind: int) -> OrderFieldError:
@@ -155,7 +165,7 @@ class Column(_Base):
             self.width, self.signed = arr.dtype.itemsize, k == "i"
         elif k in "OUS":  # Python objects or strings: exactly the list path
             self.format = F_LIST
-            self.items = value.tolist()
+            self.items = numpy_rows(value)
         else:
             raise _refuse(name, f"numpy {value.dtype}", kind)
 

@@ -39,6 +39,7 @@ from ._parse import (
     check_version_fields,
     column_size_error,
     is_scalar,
+    iter_requests,
     parse_body,
     parse_count,
     parse_flag,
@@ -541,7 +542,7 @@ class RequestSigner:
     def headers_many(self, requests: Iterable[Sequence[Any]]) -> list[dict[str, str]]:
         """Headers for each ``(method, path)`` or ``(method, path, body)`` of a batch."""
         out = []
-        for i, request in enumerate(requests):
+        for i, request in enumerate(iter_requests(requests)):
             if not isinstance(request, (tuple, list)) or len(request) not in (2, 3):
                 raise SignatureInputError(
                     f"requests[{i}]", request, "must be (method, path) or (method, path, body)"

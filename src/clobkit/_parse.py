@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from ._columns import FLAG, SIDE, TOKEN, UINT, WORD
 from ._spec import API_PREFIX, SALT_MAX
@@ -74,14 +74,18 @@ def parse_side(value: object, field: str = "side") -> int:
 
 def parse_uint256(value: object, field: str) -> int:
     """An int or decimal digit string in [0, 2**256 - 1]."""
+    # a subclass's own methods (comparisons, isdigit, to_bytes...) are never consulted:
+    # the compiled twin reads the value itself
     if isinstance(value, int) and not isinstance(value, bool):
-        if 0 <= value <= UINT256_MAX:
-            return value
+        number = int.__index__(value)
+        if 0 <= number <= UINT256_MAX:
+            return number
         raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
     if isinstance(value, str):
-        if not (value.isascii() and value.isdigit()):
+        text = str.__str__(value)
+        if not (text.isascii() and text.isdigit()):
             raise OrderFieldError(field, value, "must be a non-negative decimal integer string")
-        digits = value.lstrip("0")  # int() refuses a long string of zeros (digit limit)
+        digits = text.lstrip("0")  # int() refuses a long string of zeros (digit limit)
         if len(digits) > 78 or (len(digits) == 78 and int(digits) > UINT256_MAX):
             raise OrderFieldError(field, value, "must lie in [0, 2**256 - 1]")
         return int(digits) if digits else 0
@@ -186,13 +190,10 @@ def parse_word(value: object, field: str) -> int:
             raise OrderFieldError(field, value, f"must be 32 bytes, not {len(raw)}")
         return int.from_bytes(raw, "big")
     if isinstance(value, str):
-        if (
-            len(value) != 66
-            or value[:2] not in ("0x", "0X")
-            or not _HEXDIGITS.issuperset(value[2:])
-        ):
+        text = str.__str__(value)  # a subclass's own len() or slicing is not consulted
+        if len(text) != 66 or text[:2] not in ("0x", "0X") or not _HEXDIGITS.issuperset(text[2:]):
             raise OrderFieldError(field, value, "must be 0x followed by 64 hex digits")
-        return int(value[2:], 16)
+        return int(text[2:], 16)
     raise OrderFieldError(field, value, "must be None, 32 bytes or 0x followed by 64 hex digits")
 
 
@@ -300,7 +301,10 @@ def _ascii_letters(text: str) -> bool:
 def parse_secret(secret: object) -> bytes:
     """The HMAC key: the UTF-8 bytes of the secret string as issued."""
     if isinstance(secret, str):
-        key = str.encode(secret, "utf-8")  # a subclass's own encode() is not consulted
+        try:
+            key = str.encode(secret, "utf-8")  # a subclass's own encode() is not consulted
+        except UnicodeEncodeError:  # a lone surrogate; its message would quote the secret
+            raise SignatureInputError("api_secret", HIDDEN, "must be valid UTF-8 text") from None
     elif isinstance(secret, (bytes, bytearray, memoryview)):
         key = bytes(secret)
     else:
@@ -362,8 +366,24 @@ def parse_body(body: object) -> bytes:
     if isinstance(body, (bytes, bytearray, memoryview)):
         return bytes(body)
     if isinstance(body, str):
-        return body.encode("utf-8")
+        try:
+            return str.encode(body, "utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate: no bytes can carry it
+            raise SignatureInputError(
+                "body", body, f"is not valid UTF-8 text (a lone surrogate at {exc.start})"
+            ) from None
     raise SignatureInputError("body", body, "must be bytes or str")
+
+
+def iter_requests(requests: object) -> Iterator[Any]:
+    """The batch of ``headers_many`` as an iterator; anything else refused by name."""
+    try:
+        batch: Iterator[Any] = iter(requests)  # type: ignore[call-overload]
+    except TypeError:
+        raise SignatureInputError(
+            "requests", requests, "must be an iterable of (method, path[, body]) requests"
+        ) from None
+    return batch
 
 
 def _now_ms() -> int:

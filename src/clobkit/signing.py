@@ -33,7 +33,7 @@ from itertools import chain
 from typing import Any, NamedTuple, cast
 
 from . import _wallet
-from ._columns import Column, is_columnar
+from ._columns import Column, is_columnar, numpy_rows
 from ._core import keccak256
 from ._parse import (
     BATCH_KEYWORDS,
@@ -157,6 +157,20 @@ def _parse_key(value: object) -> bytes:
             "private_key", HIDDEN, "is not a valid secp256k1 private key (0, or not below n)"
         )
     return raw
+
+
+def _id_list(order_ids: object) -> Any:
+    """``sign_many``'s batch as a list or tuple (a numpy ``S32`` array's whole 32 bytes each)."""
+    if isinstance(order_ids, (list, tuple)):
+        return order_ids
+    if isinstance(order_ids, (str, bytes, bytearray)) or not hasattr(order_ids, "__iter__"):
+        raise OrderFieldError("order_ids", order_ids, "must be a sequence of order ids")
+    ndim = getattr(order_ids, "ndim", None)  # numpy
+    if ndim is not None and is_columnar(order_ids):
+        if ndim != 1:
+            raise OrderFieldError("order_ids", f"<{ndim}-D array>", "must be one-dimensional")
+        return numpy_rows(order_ids)
+    return list(cast("Iterable[object]", order_ids))
 
 
 def _digest(value: object) -> bytes | None:
@@ -360,9 +374,7 @@ class OrderSigner:
         index (``order_ids[3]``).
         """
         workers = parse_threads(threads)
-        if isinstance(order_ids, (str, bytes, bytearray)):
-            raise OrderFieldError("order_ids", order_ids, "must be a sequence of order ids")
-        ids = order_ids if isinstance(order_ids, (list, tuple)) else list(order_ids)
+        ids = _id_list(order_ids)
         core = _native()
         raw = None if core is None else core.parse_ids(ids)  # None: not all plainly ids
         if raw is None:

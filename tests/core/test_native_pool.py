@@ -379,12 +379,14 @@ def test_a_list_a_value_shortens_is_refused_by_name() -> None:
         salts = cols["salts"]
 
         class Shrinks(str):
-            def isascii(self, salts: list[Any] = salts) -> bool:
-                del salts[-10:]
-                return super().isascii()
+            __hash__ = str.__hash__
 
-        cols["token_ids"] = [str(MAX - 1)] * n
-        cols["token_ids"][5] = Shrinks(str(MAX - 1))
+            def __eq__(self, other: object, salts: list[Any] = salts) -> bool:
+                del salts[-10:]
+                return str.__eq__(self, other)
+
+        cols["sides"] = ["BUY"] * n
+        cols["sides"][5] = Shrinks("BUY")
         with pytest.raises(OrderFieldError) as info:
             twin.OrderHasher(WALLETS[1]).order_ids(**cols, threads=2)
         assert str(info.value) == f"salts: changed length (got '<{n - 10} items>')"
