@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
-from .._parse import BATCH_KEYWORDS, parse_side
+from .._parse import BATCH_KEYWORDS, V1_FIELDS, V2_FIELDS, parse_side
 from .._spec import SALT_MAX, SALT_RANGE
+from .._spec import SIDES as SIDE_NAMES
 from ..amounts import check_raw_amounts
 from ..errors import AmountError, ValidationError, _short_repr
 from ..order_id import OrderHasher
@@ -48,14 +49,15 @@ class Layout(NamedTuple):
 
 _COMMON = ("token_id", "maker_amount", "taker_amount", "side", "salt")
 #: By the hasher's version: 1, and 2 for V2 and V3 (one struct).
-LAYOUTS = {
-    1: Layout(_COMMON, ("fee_rate_bps", "nonce", "expiration", "neg_risk")),
-    2: Layout((*_COMMON, "timestamp"), ("metadata", "builder", "neg_risk")),
+LAYOUTS = {  # the rules' fields of each version; a V2/V3 order's timestamp is required
+    1: Layout(_COMMON, (*V1_FIELDS, "neg_risk")),
+    2: Layout((*_COMMON, V2_FIELDS[0]), (*V2_FIELDS[1:], "neg_risk")),
 }
 V1 = LAYOUTS[1]
 REQUIRED, FIELDS = V1.required, V1.fields
+#: A side as a file may spell it: the rules' names in any of three cases, or 0/1.
 SIDES: dict[str, int] = {}
-for _name, _value in (("BUY", 0), ("SELL", 1)):
+for _value, _name in enumerate(SIDE_NAMES):
     SIDES.update({_name: _value, _name.lower(): _value, _name.title(): _value, str(_value): _value})
 FLAGS: dict[str, bool] = {
     "true": True,

@@ -13,6 +13,7 @@ import msgspec
 
 from .._core import from_units, limit_amounts, new_salt
 from .._core import to_units as _to_units
+from .._parse import parse_side
 from .._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES, OrderTypeName, SideName
 from .._types import OrderType, Side
 from ..amounts import MAX_ORDER_USDC
@@ -64,14 +65,7 @@ def _outcome(value: object) -> Outcome:
 
 
 def _side_name(value: object) -> SideName:
-    if isinstance(value, Side):
-        return SIDES[int(value)]
-    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
-        return SIDES[value]
-    for name in SIDES:
-        if value == name:
-            return name
-    raise OrderFieldError("side", value, "must be 'BUY', 'SELL', 0 or 1")
+    return SIDES[parse_side(value)]  # a Side is the int it names
 
 
 def _order_type(value: object, allowed: tuple[OrderTypeName, ...] = ORDER_TYPES) -> OrderTypeName:
