@@ -53,7 +53,7 @@ TEXTS = frozenset(
 #: table's bare "not found", which ends texts of their own ("user not found").
 WITHIN = frozenset(t for t in TEXTS if " " in t) - {_spec.ERROR_NOT_FOUND.casefold()}
 #: The environment names of ``_spec`` (spelled only there) and the core's own
-#: switches, each read in one place (see docs/architecture.md, "Rules").
+#: switches, each read in one place (see docs/architecture.md, "Where each rule lives").
 ENV_NAMES = frozenset(value for name, value in vars(_spec).items() if name.startswith("ENV_"))
 CORE_SWITCHES = {
     "CLOBKIT_NO_EXTENSIONS": ("src/clobkit/_core.py",),
