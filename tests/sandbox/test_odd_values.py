@@ -4,22 +4,30 @@ Each test here failed before its fix: amounts between 10**26 and 10**40 and a
 GTD expiration past uint256 raised inside the engine ("internal error"), a query integer
 with two minus signs passed the digit check and failed in ``int`` (500), a
 price or deposit of more than 28 digits was rounded onto the grid by
-``Decimal``'s default context and accepted, and a WebSocket handshake on any
-other path got Starlette's bare 403 instead of the envelope.
+``Decimal``'s default context and accepted, a WebSocket handshake on any
+other path got Starlette's bare 403 instead of the envelope, and a state
+file that could not be written (locked by another process) made every
+answer a plain-text 500.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+import clobkit
+from clobkit import RequestSigner
 from clobkit._spec import RISK_CODE
-from clobkit.sandbox import Sandbox
+from clobkit.sandbox import Sandbox, load_config
 
 from .conftest import TRADER, book_market
 from .signed import PREFIX, SignedClient, loads
@@ -137,3 +145,55 @@ def test_a_websocket_handshake_elsewhere_is_404_in_the_envelope(sb: Sandbox, pat
     assert head.split()[1] == b"404", head
     assert b"application/json" in head.lower()
     assert json.loads(body) == {"success": False, "error": "not found"}
+
+
+# a sandbox on a state file that stops growing once it has started: RLIMIT_FSIZE
+# makes the next write past the file's size fail, as a full disk would
+_FULL_DISK = """
+import os, resource, signal, sys
+from clobkit.sandbox import Sandbox, load_config
+
+path = sys.argv[1]
+sb = Sandbox(state=path).start()
+size = max(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
+resource.setrlimit(resource.RLIMIT_FSIZE, (size, resource.RLIM_INFINITY))
+print(sb.port, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_state_file_that_cannot_be_written_answers_in_the_envelope(tmp_path: Path) -> None:
+    # the nonce of a request cannot be committed, so its answer must not leave:
+    # a 500 in the envelope goes instead, and so for every request after it
+    path = tmp_path / "state.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(clobkit.__file__).parents[1])}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _FULL_DISK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        port = int(child.stdout.readline())
+        user = next(u for u in load_config(None).users if u.user_id == TRADER)
+        signer = RequestSigner(user.api_key, user.api_secret)
+        statuses = []
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as http:
+            for _ in range(200):
+                headers = signer.headers("GET", PREFIX + "/wallet")
+                r = http.get(PREFIX + "/wallet", headers=headers)
+                assert r.headers["content-type"].startswith("application/json"), r.content
+                statuses.append(r.status_code)
+                if r.status_code == 500:
+                    assert loads(r.content) == {"success": False, "error": "internal error"}
+                    if statuses.count(500) == 3:
+                        break
+        assert statuses.count(500) == 3, statuses
+        assert set(statuses[statuses.index(500) :]) == {500}  # the file is broken for good
+    finally:
+        child.kill()
+        child.wait()

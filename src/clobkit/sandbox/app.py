@@ -32,7 +32,14 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from clobkit._spec import ERROR_BOOK_NOT_FOUND, ERROR_NOT_FOUND, LIST_STATUSES, PAGE_SIZE_MAX, SIDES
+from clobkit._spec import (
+    ERROR_BOOK_NOT_FOUND,
+    ERROR_INTERNAL,
+    ERROR_NOT_FOUND,
+    LIST_STATUSES,
+    PAGE_SIZE_MAX,
+    SIDES,
+)
 
 from . import views
 from .admin import admin_routes
@@ -373,14 +380,42 @@ class CommitBeforeAnswer:
 
     @classmethod
     def committed(cls, send: Send, store: StateStore) -> Send:
-        """``send`` that commits the store's buffered nonces before a response starts."""
+        """``send`` that commits the store's buffered nonces before a response starts.
+
+        When the commit fails (a full disk, a broken file) the answer must not
+        leave, since its nonce is not on disk: a 500 in the envelope goes
+        instead (a WebSocket is closed, 1011), and the rest of it is dropped.
+        """
+        failed = False
 
         async def committed_send(message: Message) -> None:
-            if message["type"] in cls._STARTS:
-                store.flush()
+            nonlocal failed
+            if failed:
+                return
+            kind = message["type"]
+            if kind in cls._STARTS:
+                try:
+                    store.flush()
+                except Exception as exc:
+                    failed = True
+                    await _instead(send, kind, exc)
+                    return
             await send(message)
 
         return committed_send
+
+
+async def _instead(send: Send, kind: str, exc: Exception) -> None:
+    """The answer in place of one whose commit failed (``kind``: the message it started with)."""
+    log.error("the state file's commit failed; answering 500", exc_info=exc)
+    if kind == "websocket.accept":
+        await send({"type": "websocket.close", "code": 1011})
+        return
+    answer = json_response({"success": False, "error": ERROR_INTERNAL}, 500)
+    prefix = "http.response" if kind == "http.response.start" else "websocket.http.response"
+    start = {"status": answer.status_code, "headers": answer.raw_headers}
+    await send({"type": f"{prefix}.start", **start})
+    await send({"type": f"{prefix}.body", "body": answer.body})
 
 
 # The API's signed endpoints: (method, path under PREFIX, endpoint); "{id}" is the last segment.
