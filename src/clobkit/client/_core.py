@@ -30,6 +30,7 @@ from ._endpoints import MarketInfo
 from ._ops import NEVER, SAFE, Call, Gather, Operation
 from ._validate import (
     RawOrderFields,
+    _market_ids,
     _outcome,
     _segment,
     _side_name,
@@ -179,7 +180,7 @@ class ClientCore(WaitCore):
 
     def prepare(self, market_ids: Iterable[str]) -> Operation[None]:
         """Warm the wallet, market and fee-rate caches concurrently."""
-        ids = list(dict.fromkeys(market_ids))
+        ids = _market_ids(market_ids)
         for market_id in ids:
             _segment(market_id, "market_id", OrderFieldError)
         yield Gather([self.ensure_hasher(), *(self._prepare_market(m) for m in ids)])

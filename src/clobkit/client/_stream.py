@@ -30,6 +30,7 @@ from ._aio import within
 from ._core import ClientCore, StreamItem
 from ._decode import tolerant_convert
 from ._errors import api_error
+from ._validate import seconds
 
 __all__ = ["Stream", "StreamItem", "book_topic", "orders_topic", "parse_message"]
 
@@ -41,6 +42,8 @@ _ORDERS_TOPIC = re.compile(re.escape(orders_topic("@")).replace("@", "[^:]+") + 
 
 
 def topic_list(topics: Iterable[str] | str) -> list[str]:
+    if not isinstance(topics, str) and not hasattr(topics, "__iter__"):
+        raise ValidationError("topics", topics, "must be a topic string or an iterable of them")
     chosen = [topics] if isinstance(topics, str) else list(topics)
     for topic in chosen:
         if not isinstance(topic, str) or not topic:
@@ -132,11 +135,17 @@ class Stream:
                 raise ValidationError(name, value, "must be a positive int")
         self._core = core
         self._topics = topic_list(topics)
-        self._backoff = backoff
-        self._backoff_cap = backoff_cap
-        self._open_timeout = open_timeout
-        self._ping_interval = ping_interval
-        self._ack_timeout = ack_timeout
+        self._backoff = seconds(backoff, "backoff")  # 0 would reconnect in a tight loop
+        self._backoff_cap = seconds(backoff_cap, "backoff_cap")
+        if backoff_cap < backoff:
+            raise ValidationError(
+                "backoff_cap", backoff_cap, f"must be at least backoff ({backoff})"
+            )
+        self._open_timeout = seconds(open_timeout, "open_timeout")
+        self._ping_interval = (
+            None if ping_interval is None else seconds(ping_interval, "ping_interval")
+        )
+        self._ack_timeout = seconds(ack_timeout, "ack_timeout", zero=True)
         self._max_queue = max_queue
         self._max_size = max_size
         # unbounded as a container, bounded by _put (the end marker and a

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import TransportError
 from ._core import ClientCore, StreamItem
-from ._stream import END, End, Listener, Stream, topic_list
+from ._stream import END, End, Listener, Stream
 
 __all__ = ["SyncStream"]
 
@@ -30,15 +30,14 @@ class SyncStream:
     """
 
     def __init__(self, core: ClientCore, topics: Iterable[str] | str, **options: Any) -> None:
-        self._core = core
-        self._topics = topic_list(topics)
-        self._options = options
+        # built here, where a bad option is refused to the caller (asyncio's queue and
+        # event bind to the stream thread's loop on first use, not when made)
+        self._stream = Stream(core, topics, **options)
         self._max_queue = options.get("max_queue", 10_000)
         # bounded by _amain (the end marker and a failure always fit)
         self._items: queue.Queue[StreamItem | End | BaseException] = queue.Queue()
         self._listeners: list[Listener] = []
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stream: Stream | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._error: BaseException | None = None
@@ -46,27 +45,28 @@ class SyncStream:
         self._closing: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
-        return f"SyncStream(topics={self.topics!r}, {'closed' if self._closed else 'open'})"
+        state = "closed" if self.closed else ("open" if self._thread is not None else "idle")
+        return f"SyncStream(topics={self.topics!r}, {state})"
 
     @property
     def topics(self) -> list[str]:
         """The subscribed topics."""
-        return self._stream.topics if self._stream is not None else list(self._topics)
+        return self._stream.topics
 
     @property
     def closed(self) -> bool:
         """True once ``close()`` ran or the stream failed for good."""
-        return self._closed or (self._stream is not None and self._stream.closed)
+        return self._closed or self._stream.closed
 
     @property
     def reconnects(self) -> int:
         """Reconnects so far."""
-        return self._stream.reconnects if self._stream is not None else 0
+        return self._stream.reconnects
 
     @property
     def bad_frames(self) -> int:
         """Frames skipped because they were not JSON."""
-        return self._stream.bad_frames if self._stream is not None else 0
+        return self._stream.bad_frames
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(item)`` for every item (on the stream's thread)."""
@@ -91,10 +91,9 @@ class SyncStream:
     def subscribe(self, topics: Iterable[str] | str) -> None:
         """Add topics; sent at once when connected, and after every reconnect."""
         self.start()
-        loop, stream = self._loop, self._stream
+        loop = self._loop
         assert loop is not None
-        assert stream is not None
-        asyncio.run_coroutine_threadsafe(stream.subscribe(topics), loop).result()
+        asyncio.run_coroutine_threadsafe(self._stream.subscribe(topics), loop).result()
 
     def get(self, timeout: float | None = None) -> StreamItem | None:
         """The next item, or ``None`` when none came within ``timeout`` seconds."""
@@ -146,8 +145,7 @@ class SyncStream:
         self.close()
 
     def _close_on_loop(self) -> None:
-        if self._stream is not None:
-            self._closing = asyncio.ensure_future(self._stream.close())
+        self._closing = asyncio.ensure_future(self._stream.close())
 
     def _dispatch(self, item: StreamItem) -> None:
         for listener in tuple(self._listeners):
@@ -161,9 +159,8 @@ class SyncStream:
 
     async def _amain(self) -> None:
         self._loop = asyncio.get_running_loop()
-        stream = Stream(self._core, self._topics, **self._options)
+        stream = self._stream
         stream.add_listener(self._dispatch)
-        self._stream = stream
         try:
             await stream.start()
         except BaseException as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -119,6 +120,24 @@ def _uint(value: object, field: str, high: int | None = None) -> int:
     if high is not None and value > high:
         raise OrderFieldError(field, value, f"must lie in [0, {high}]")
     return value
+
+
+def seconds(value: object, field: str, *, zero: bool = False) -> float:
+    """A finite number of seconds: positive, or also 0 when ``zero``."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok and isinstance(value, float):
+        ok = math.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not zero):  # type: ignore[operator]
+        kind = "non-negative" if zero else "positive"
+        raise ValidationError(field, value, f"must be a {kind} finite number of seconds")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _market_ids(value: object) -> list[str]:
+    """``prepare``'s markets: an iterable of ids, each once (a lone str is not one)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise OrderFieldError("market_ids", value, "must be an iterable of market ids")
+    return list(dict.fromkeys(value))
 
 
 def _positive_int(value: object, field: str, high: int | None = None) -> int:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from .._spec import user_orders_topic
-from ..errors import OrderFieldError, ValidationError
+from .._spec import ORDER_STATUSES, user_orders_topic
+from ..errors import OrderFieldError
 from ..errors import TimeoutError as ClobkitTimeoutError
 from ..models import FINAL_STATUSES, Order, Reconnected, StreamMessage
 from ._endpoints import EndpointCore
 from ._ops import Operation, Receive, Sleep
+from ._validate import seconds
 
 StreamItem = StreamMessage | Reconnected
 """What a stream yields: a ``StreamMessage``, or a ``Reconnected`` marker after a reconnect
@@ -75,6 +76,7 @@ class WaitCore(EndpointCore):
         """
         wanted = self.wait_statuses(statuses)
         deadline = self.deadline(timeout)
+        poll_interval = seconds(poll_interval, "poll_interval")
         order = yield from self.get_order(order_id)
         feed = listen(order)
         try:
@@ -111,15 +113,19 @@ class WaitCore(EndpointCore):
         """The statuses ``wait_for_order`` stops at (default: the final ones)."""
         if statuses is None:
             return frozenset(FINAL_STATUSES)
-        chosen = frozenset([statuses] if isinstance(statuses, str) else statuses)
+        reason = f"must be order statuses ({', '.join(ORDER_STATUSES)})"
+        try:
+            chosen = frozenset([statuses] if isinstance(statuses, str) else statuses)
+        except TypeError:  # not iterable, or holding what cannot be a status
+            raise OrderFieldError("statuses", statuses, reason) from None
         if not chosen:
             raise OrderFieldError("statuses", statuses, "must name at least one order status")
+        if not chosen <= frozenset(ORDER_STATUSES):  # a misspelt one would wait out the timeout
+            raise OrderFieldError("statuses", statuses, reason)
         return chosen
 
     def deadline(self, timeout: float) -> float:
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-            raise ValidationError("timeout", timeout, "must be a non-negative number of seconds")
-        return self.clock() + timeout
+        return self.clock() + seconds(timeout, "timeout", zero=True)
 
     def wait_timeout(
         self, order_id: str, statuses: frozenset[str], last: Order
