@@ -29,6 +29,7 @@ is published before the next is applied.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import uuid
 from collections.abc import Iterable
@@ -101,7 +102,10 @@ def _side(levels: Iterable[tuple[str, str]], bid: bool, mirror: bool) -> tuple[d
     for price_text, size_text in levels:
         try:
             price, size = Decimal(price_text), Decimal(size_text)
-        except InvalidOperation:
+        except (InvalidOperation, TypeError, ValueError):  # not a number, or null
+            snapped += 1
+            continue
+        if not (price.is_finite() and size.is_finite()):  # NaN, Infinity: not a level
             snapped += 1
             continue
         cents = int((price / CENT).to_integral_value(ROUND_FLOOR if bid else ROUND_CEILING))
@@ -274,8 +278,14 @@ class Replay:
             return self.now_ms + ms
         if isinstance(updates, bool) or not isinstance(updates, int) or updates < 1:
             raise ValidationError("updates", updates, "must be a positive int")
-        times = sorted({u.at_ms for u in self.updates[self.index : self.index + updates]})
-        return times[-1] if times else self.end_ms
+        # the N-th distinct time from the next update on (the updates are in time order)
+        last, seen = None, 0
+        for update in itertools.islice(self.updates, self.index, None):
+            if update.at_ms != last:
+                if seen == updates:
+                    break
+                last, seen = update.at_ms, seen + 1
+        return self.end_ms if last is None else last
 
     async def run(self, speed: float) -> None:
         """Drive the clock at ``speed`` times real time until ``end`` (on the server's loop)."""
@@ -306,6 +316,13 @@ def _updates(
     token_a = {m.token_id_a: m.market_id for m in markets}
     token_b = {m.token_id_b: m.market_id for m in markets}
     books = [r for r in rows if r.kind != GAP]
+    for r in books:
+        if isinstance(r.recv_ns, bool) or not isinstance(r.recv_ns, int):
+            raise ValidationError("recv_ns", r.recv_ns, "must be an int in every book row")
+    if books and not any(r.token_id in token_a or r.token_id in token_b for r in books):
+        raise ValidationError(
+            "recording", len(books), "has no book row of a market its markets.json lists"
+        )
     with_a = {token_a[r.token_id] for r in books if r.token_id in token_a}
     snapped = 0
     updates: list[ReplayUpdate] = []
@@ -455,9 +472,12 @@ def _market_fixture(m: RecordedMarket, event: EventFixture, now: int) -> MarketF
     min_size = UNIT
     if m.min_order_size is not None:
         try:
-            min_size = max(int(Decimal(m.min_order_size) * UNIT), 1)
-        except InvalidOperation:
-            raise ValidationError("min_order_size", m.min_order_size, "must be a number") from None
+            size = Decimal(m.min_order_size)
+        except (InvalidOperation, TypeError, ValueError):
+            size = Decimal("NaN")
+        if not size.is_finite() or size < 0:
+            raise ValidationError("min_order_size", m.min_order_size, "must be a number")
+        min_size = max(int(size * UNIT), 1)
     return MarketFixture(
         id=m.market_id,
         external_id="",

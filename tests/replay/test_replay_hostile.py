@@ -1,0 +1,107 @@
+"""Recordings a replay misread or crashed on (an audit's findings).
+
+Each failed before its fix: a NaN or Infinity price or size escaped from
+``int()`` (ValueError, OverflowError), a null one or a null ``recv_ns`` as
+TypeError, a ``min_order_size`` of NaN likewise; rows of no listed market
+loaded as an empty backtest without a word; and ``step(updates=N)`` counted
+updates where its docs say update times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from clobkit._record_frames import schema
+from clobkit.errors import ValidationError
+from clobkit.record import BOOK, RecordedMarket, RecordingWriter
+from clobkit.sandbox.replay import Replay
+
+from .conftest import config, sandbox_module
+from .test_replay import T0, shown, write
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", "sNaN"])
+def test_a_level_that_is_not_a_number_is_left_out(tmp_path: Path, bad: str) -> None:
+    engine = sandbox_module.Engine(config())
+    books = [(0.0, [(bad, "10"), ("0.47", "20")], [("0.52", bad), ("0.53", "30")])]
+    market_id = write(tmp_path, engine, books)
+    replay = Replay(engine, tmp_path)
+    assert replay.snapped == 2  # counted with the levels off the grid
+    token = engine.markets[market_id].fx.token_id_a
+    assert shown(engine, token) == ([("0.47", "20")], [("0.53", "30")])
+
+
+def _rows(directory: Path, engine: Any, rows: list[dict[str, Any]]) -> None:
+    """A recording of one market written row by row in the recorder's own schema."""
+    fx = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[0].fx
+    market = RecordedMarket(fx.id, fx.event_id, fx.question, fx.token_id_a, fx.token_id_b)
+    RecordingWriter(directory, [market]).write_markets()
+    for r in rows:
+        r.setdefault("token_id", fx.token_id_a)
+        r.setdefault("market_id", fx.id)
+    columns = {f.name: [r.get(f.name) for r in rows] for f in schema()}
+    table = pa.Table.from_pydict(columns, schema=schema())
+    pq.write_table(table, directory / "book-000000000000-20251201T000000.parquet")
+
+
+def _row(seq: int, **changes: Any) -> dict[str, Any]:
+    level = {"price": "0.48", "size": "10"}
+    row = {"seq": seq, "recv_ns": T0, "kind": BOOK, "bids": [level], "asks": []}
+    return row | changes
+
+
+def test_a_null_level_is_left_out_and_a_null_time_refused(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    nulls = [{"price": None, "size": "10"}, {"price": "0.47", "size": None}]
+    _rows(tmp_path / "a", engine, [_row(0, bids=nulls)])
+    assert Replay(engine, tmp_path / "a").snapped == 2
+    _rows(tmp_path / "b", engine, [_row(0), _row(1, recv_ns=None)])
+    with pytest.raises(ValidationError, match="recv_ns"):
+        Replay(sandbox_module.Engine(config()), tmp_path / "b")
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-1", "abc"])
+def test_a_min_order_size_that_is_not_a_size_is_refused(tmp_path: Path, bad: str) -> None:
+    market = RecordedMarket(str(uuid.uuid4()), None, "Q", "111", "222", min_order_size=bad)
+    RecordingWriter(tmp_path, [market]).write_markets()
+    with pytest.raises(ValidationError, match="min_order_size"):
+        Replay(sandbox_module.Engine(config()), tmp_path)
+
+
+def test_rows_of_no_listed_market_are_refused(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    listed, other = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[:2]
+    fx = listed.fx
+    writer = RecordingWriter(
+        tmp_path, [RecordedMarket(fx.id, fx.event_id, fx.question, fx.token_id_a, fx.token_id_b)]
+    )
+    writer.write_markets()
+    book = {"bids": [{"price": "0.48", "size": "10"}], "asks": []}
+    for i in range(3):  # markets.json of another recording, say
+        writer.add(BOOK, other.fx.token_id_a, book, T0 + i * 10**9)
+    asyncio.run(writer.flush())
+    with pytest.raises(ValidationError, match=r"no book row of a market its markets\.json lists"):
+        Replay(engine, tmp_path)
+
+
+def test_stepping_by_updates_counts_update_times(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    asks = [("0.60", "10")]
+    books = [(0.0, [("0.40", "10")], asks)]
+    books += [(1.0, [(price, "10")], asks) for price in ("0.41", "0.42", "0.43")]
+    books += [(2.0, [("0.44", "10")], asks), (3.0, [("0.45", "10")], asks)]
+    market_id = write(tmp_path, engine, books)
+    token = engine.markets[market_id].fx.token_id_a
+    replay = Replay(engine, tmp_path)
+    assert replay.step(updates=2) == 4  # the three updates at 1 s, and the one at 2 s
+    assert replay.now_ms - replay.first_ms == 2000
+    assert shown(engine, token)[0] == [("0.44", "10")]
+    assert replay.step(updates=5) == 1  # only one time is left
+    assert replay.done
