@@ -108,6 +108,23 @@ async def test_partial_fills_seen_from_the_stream(
         assert_same(sb, user, q)
 
 
+async def test_a_quote_that_crosses_fills_at_the_books_price(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    # a BUY above the best ask trades at the ask's price: the fill says so (it said
+    # the quote's price, so cash counted from q.fills was wrong)
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        ask = q.book.best_ask
+        assert ask is not None
+        cash = sb.engine.balances(user.user_id).cash
+        await q.requote([Quote("BUY", ask + Decimal("0.05"), 10)])
+        await eventually(lambda: q.position == 10)
+        assert [(f.price, f.shares) for f in q.fills] == [(ask, Decimal(10))]
+        spent = cash - sb.engine.balances(user.user_id).cash
+        assert spent == sum(f.price * f.shares for f in q.fills)
+        await q.requote([])
+
+
 async def test_fills_while_disconnected(
     sb: Any, user: Any, client: AsyncClient, market_id: str
 ) -> None:

@@ -13,7 +13,9 @@ __all__ = ["BookMirror"]
 class BookMirror:
     """The latest book of a token (``market:<token>:book``): prices in USDC per share,
     level sizes in USDC as the API gives them. Updating keeps the payload as it came;
-    reading converts (and caches), so a message costs a few attribute stores."""
+    reading converts (and caches), so a message costs a few attribute stores. A level
+    that is not one (no price, a price outside (0, 1), a size that is not positive,
+    not a number) is left out of every read."""
 
     __slots__ = ("_asks", "_best", "_bids", "asset_id", "hash", "min_order_size", "updates")
 
@@ -41,16 +43,16 @@ class BookMirror:
         self._asks = asks if type(asks) is list else []
         self._best = None
         self.hash = data.get("hash")
-        low = data.get("min_order_size")
-        if low is not None and self.min_order_size is None:
-            self.min_order_size = Decimal(str(low))
+        low = _number(data.get("min_order_size"))
+        if low is not None and low >= 0:  # the market may change it: the latest holds
+            self.min_order_size = low
         self.updates += 1
 
     def _edges(self) -> tuple[Decimal | None, Decimal | None]:
         best = self._best
         if best is None:
-            bid = max((_price(level) for level in self._bids), default=None)
-            ask = min((_price(level) for level in self._asks), default=None)
+            bid = max((lv.price for lv in _levels(self._bids)), default=None)
+            ask = min((lv.price for lv in _levels(self._asks)), default=None)
             best = self._best = (bid, ask)
         return best
 
@@ -73,18 +75,32 @@ class BookMirror:
     @property
     def bids(self) -> list[OrderbookLevel]:
         """Bids, best first."""
-        levels = [_level(level) for level in self._bids]
-        return sorted(levels, key=lambda level: level.price, reverse=True)
+        return sorted(_levels(self._bids), key=lambda level: level.price, reverse=True)
 
     @property
     def asks(self) -> list[OrderbookLevel]:
         """Asks, best first."""
-        return sorted((_level(level) for level in self._asks), key=lambda level: level.price)
+        return sorted(_levels(self._asks), key=lambda level: level.price)
 
 
-def _price(level: Any) -> Decimal:
-    return Decimal(str(level["price"]))
+def _number(value: object) -> Decimal | None:
+    """A finite number from a payload's value, or None."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        return None
+    try:
+        number = Decimal(str(value))
+    except ArithmeticError:
+        return None
+    return number if number.is_finite() else None
 
 
-def _level(level: Any) -> OrderbookLevel:
-    return OrderbookLevel(price=_price(level), size=Decimal(str(level["size"])))
+def _levels(levels: list[Any]) -> list[OrderbookLevel]:
+    """The levels of a payload that are levels: a price in (0, 1), a positive size."""
+    out = []
+    for level in levels:
+        if type(level) is not dict:
+            continue
+        price, size = _number(level.get("price")), _number(level.get("size"))
+        if price is not None and size is not None and 0 < price < 1 and size > 0:
+            out.append(OrderbookLevel(price=price, size=size))
+    return out

@@ -256,6 +256,8 @@ class Quoter(Resolving):
             if item.topic == self._book_topic:
                 if item.type in ("data", "snapshot"):
                     self.book.apply(item.data)
+                    if self.book.min_order_size is not None:  # the market may raise it
+                        self.min_order_size = self.book.min_order_size
                 return
             order = item.order
             if order is None:

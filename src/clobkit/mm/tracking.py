@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from .._core import from_units, to_units
-from .._spec import LIVE, SIDES, UNIT
+from .._spec import LIVE, SIDES, UNIT, UNIT_QUANTUM
 from ..client import PreparedRawOrder
 from ..models import FINAL_STATUSES, OPEN_STATUSES, Order
 from .ladder import Level
@@ -44,6 +44,7 @@ class _Tracked:
 
     __slots__ = (
         "clob_order_id",
+        "cost",
         "key",
         "matched",
         "order",
@@ -74,6 +75,7 @@ class _Tracked:
         self.price = price  # units of USDC per share
         self.shares = shares  # units
         self.matched = 0  # units
+        self.cost = Decimal(0)  # USDC the matched shares traded for
         self.state = state
         self.order: Order | None = None
         self.prepared = prepared
@@ -202,11 +204,10 @@ class Tracking:
             units = int(matched * UNIT)
             if units > t.matched:
                 delta = units - t.matched
+                price = _fill_price(t, order, units, delta)
                 t.matched = units
                 self._position += delta if t.side == 0 else -delta
-                self.fills.append(
-                    Fill(order.id, SIDES[t.side], from_units(t.price), from_units(delta))
-                )
+                self.fills.append(Fill(order.id, SIDES[t.side], price, from_units(delta)))
                 self.fill_count += 1
             elif units < t.matched:
                 newer = False  # an older record than one already seen
@@ -236,6 +237,7 @@ class Tracking:
         )
         t.order_id = order.id
         t.matched = to_units(order.size_matched or 0, "size_matched")
+        t.cost = (order.avg_fill_price or from_units(t.price)) * from_units(t.matched)
         t.order = order
         self._by_id[order.id] = t
         if t.clob_order_id:
@@ -290,3 +292,22 @@ def _with_status(order: Order, status: str) -> Order:
     import msgspec
 
     return msgspec.structs.replace(order, status=status)
+
+
+def _fill_price(t: _Tracked, order: Order, units: int, delta: int) -> Decimal:
+    """USDC per share of ``delta`` newly matched units of ``t`` (``units`` in all).
+
+    From the record's ``avg_fill_price`` (over every matched share) when it gives
+    one: a quote that crossed the book trades at the book's prices, not its own.
+    Else the quote's price.
+    """
+    avg = order.avg_fill_price
+    if avg is not None and avg.is_finite() and avg > 0:
+        total = avg * from_units(units)
+        price = ((total - t.cost) / from_units(delta)).quantize(UNIT_QUANTUM)
+        if price > 0:
+            t.cost = total
+            return price
+    price = from_units(t.price)
+    t.cost += price * from_units(delta)
+    return price
