@@ -59,11 +59,11 @@ def _timestamp(item: Any) -> Any:
     """A timestamp field's value: epoch numbers (s or ms) as ISO text, ``""`` as None."""
     if item == "":
         return None
-    if isinstance(item, str) and item.isdigit():
-        item = int(item)
+    if isinstance(item, str) and item.isascii() and item.isdigit() and len(item) <= 20:
+        item = int(item)  # ("²" is a digit to isdigit, not to int; 20 digits pass any epoch)
     if isinstance(item, (int, float)) and not isinstance(item, bool):
-        seconds = item / 1000 if item > 10**11 else item
         try:
+            seconds = item / 1000 if item > 10**11 else item  # a huge int overflows here
             return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
         except (OverflowError, OSError, ValueError):
             return None

@@ -144,6 +144,15 @@ def _detail(value: Any) -> str | None:
     return text if len(text) <= _DETAIL_MAX else text[: _DETAIL_MAX - 3] + "..."
 
 
+def reply_text(response: Reply) -> str:
+    """The body as text, for an error's message: as httpx decodes it, else UTF-8 (a
+    charset such as "hex" or "zlib" names a codec that httpx cannot decode with)."""
+    try:
+        return response.text
+    except (AssertionError, LookupError, TypeError, ValueError):
+        return response.content.decode("utf-8", "replace")
+
+
 def _error_from_response(response: Reply, env: Any) -> ApiError:
     status = response.status_code
     message: str | None = None
@@ -157,7 +166,7 @@ def _error_from_response(response: Reply, env: Any) -> ApiError:
         code = code if isinstance(code, str) else None
         detail = _detail(env.get("detail"))
     if not message:
-        text = response.text.strip()
+        text = reply_text(response).strip()
         message = text[:200] if text else (response.reason_phrase or f"HTTP {status}")
     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
     return api_error(status, message, code, retry_after=retry_after, detail=detail)

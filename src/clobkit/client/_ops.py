@@ -40,7 +40,7 @@ from ..errors import (
 )
 from ._config import ClientConfig
 from ._decode import Shape
-from ._errors import Reply, _error_from_response, transport_error
+from ._errors import Reply, _error_from_response, reply_text, transport_error
 
 log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
@@ -287,7 +287,7 @@ class CallRunner:
             raw = None
             if status < 300:
                 raise ServerError(
-                    f"response is not JSON: {response.text[:200]!r}", status=status
+                    f"response is not JSON: {reply_text(response)[:200]!r}", status=status
                 ) from None
         if status >= 300 or (isinstance(raw, dict) and raw.get("success") is False):
             raise _error_from_response(response, raw)

@@ -1,0 +1,86 @@
+"""Answers of an odd or hostile server that escaped as other exceptions (an audit's findings).
+
+Each failed before its fix, on both clients: a non-JSON answer whose charset
+names a codec that is not a text encoding ("hex", "zlib") raised httpx's
+AssertionError or TypeError while the error's message was made; and a
+timestamp of 400 digits, of 5,000 digit characters or "²" raised
+OverflowError or ValueError from the tolerant decoder (in a stream frame it
+killed the stream).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from clobkit import AsyncClient, Client, errors
+from clobkit.client._stream import parse_message
+
+from .conftest import RawServer
+
+
+def _answer(status: int, body: bytes, content_type: str) -> Callable[..., None]:
+    def reply(conn: socket.socket, stop: threading.Event) -> None:
+        head = f"HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\n"
+        head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        conn.sendall(head.encode() + body)
+
+    return reply
+
+
+async def _both(url: str, call: Callable[[Any], Any]) -> list[tuple[str, str]]:
+    """What ``call`` gives on each client: ("ok", repr) or (error class, message)."""
+    options: dict[str, Any] = {"base_url": url, "api_key": "k", "api_secret": "s"}
+    options |= {"max_retries": 0}
+    out = []
+    with Client(**options) as sync:
+        try:
+            out.append(("ok", repr(call(sync))))
+        except errors.ClobkitError as exc:
+            out.append((type(exc).__name__, str(exc)))
+    async with AsyncClient(**options) as client:
+        try:
+            out.append(("ok", repr(await call(client))))
+        except errors.ClobkitError as exc:
+            out.append((type(exc).__name__, str(exc)))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("status", "charset", "said"),
+    [
+        (500, "hex", "500: oops"),
+        (502, "rot13", "502: oops"),
+        (200, "zlib", "200: response is not JSON: 'oops'"),
+        (200, "base64", "200: response is not JSON: 'oops'"),
+    ],
+)
+async def test_a_charset_that_is_no_text_encoding_still_gives_the_error(
+    raw_server: Callable[..., RawServer], status: int, charset: str, said: str
+) -> None:
+    server = raw_server(_answer(status, b"oops", f"text/plain; charset={charset}"))
+    got = await _both(server.url, lambda c: c.get_wallet())
+    assert got == [("ServerError", said)] * 2
+
+
+ODD_TIMES = ["1" + "0" * 400, '"' + "9" * 5000 + '"', '"\u00b2"']
+
+
+@pytest.mark.parametrize("stamp", ODD_TIMES, ids=["400 digits", "5000 digit chars", "superscript"])
+async def test_an_odd_timestamp_is_read_tolerantly(
+    raw_server: Callable[..., RawServer], stamp: str
+) -> None:
+    body = f'{{"success": true, "data": {{"order": {{"id": "o1", "created_at": {stamp}}}}}}}'
+    server = raw_server(_answer(200, body.encode(), "application/json"))
+    got = await _both(server.url, lambda c: c.get_order("o1"))
+    assert [kind for kind, _ in got] == ["ok", "ok"]
+    assert got[0] == got[1]
+    frame = '{"type": "order", "topic": "user:u1:orders", "data": '
+    frame += f'{{"id": "o1", "status": "live", "created_at": {stamp}}}}}'
+    message = parse_message(frame.encode())  # "never raises"
+    assert message.order is not None
+    assert message.order.id == "o1"
