@@ -10,6 +10,7 @@ killed the stream).
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Callable
@@ -84,3 +85,42 @@ async def test_an_odd_timestamp_is_read_tolerantly(
     message = parse_message(frame.encode())  # "never raises"
     assert message.order is not None
     assert message.order.id == "o1"
+
+
+async def test_a_stream_closed_before_it_subscribed_fails_its_start() -> None:
+    # the server takes every handshake, then closes before answering the subscription:
+    # start() waited for ever, reconnecting (the first connection's failure must say)
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def close_at_once(connection: ServerConnection) -> None:
+        await connection.close(1011)
+
+    async with serve(close_at_once, "127.0.0.1", 0) as server:
+        port = server.sockets[0].getsockname()[1]
+        client = AsyncClient("http://127.0.0.1:9", "k", "s", ws_url=f"ws://127.0.0.1:{port}/")
+        async with client:
+            stream = client.stream(["user:u1:orders"], open_timeout=2, ack_timeout=1)
+            with pytest.raises(errors.TransportError, match="closed before it subscribed"):
+                await asyncio.wait_for(stream.start(), 30)
+
+
+async def test_a_stream_follows_no_redirect(raw_server: Callable[..., RawServer]) -> None:
+    # websockets follows a redirect to another origin with the signed X-API-* headers
+    # (it drops only Authorization and cookies): the handshake must be refused instead
+    elsewhere = socket.create_server(("127.0.0.2", 0))
+    elsewhere.settimeout(0.5)
+    target = f"ws://127.0.0.2:{elsewhere.getsockname()[1]}/collect"
+
+    def redirect(conn: socket.socket, stop: threading.Event) -> None:
+        conn.sendall(f"HTTP/1.1 302 Found\r\nLocation: {target}\r\n\r\n".encode())
+
+    server = raw_server(redirect)
+    try:
+        client = AsyncClient(server.url, "my-api-key", "s", ws_url=server.url.replace("http", "ws"))
+        async with client:
+            with pytest.raises(errors.TransportError, match="HTTP 302"):
+                await asyncio.wait_for(client.stream(["user:u1:orders"]).start(), 30)
+        with pytest.raises(TimeoutError):  # nobody came
+            elsewhere.accept()
+    finally:
+        elsewhere.close()

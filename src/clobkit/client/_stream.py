@@ -288,7 +288,7 @@ class Stream:
         return self._core.signer.headers("GET", path)
 
     async def _connect(self) -> ClientConnection:
-        return await connect(
+        return await _Connect(
             self._core.config.ws_url,
             additional_headers=self._headers(),
             open_timeout=self._open_timeout,
@@ -352,9 +352,13 @@ class Stream:
         failures = 0
         while not self._closed:
             ws = await self._open(connected_once)
-            if ws is not None and await self._session(ws, connected_once):
-                connected_once = True
-                failures = 0
+            if ws is not None:
+                if await self._session(ws, connected_once):
+                    connected_once = True
+                    failures = 0
+                elif not connected_once:  # the first connection failed: start() says so
+                    code = ws.close_code
+                    self._fail(TransportError(f"stream closed before it subscribed ({code})"))
             if self._closed:
                 return
             delay = min(self._backoff_cap, self._backoff * 2.0**failures)
@@ -427,6 +431,16 @@ class Stream:
         message = self._frame(raw)
         if message is not None:
             await self._emit(message)
+
+
+class _Connect(connect):
+    """websockets' ``connect``, following no redirect: one would carry the signed
+    ``X-API-*`` headers wherever it points (websockets drops only the Authorization
+    and cookie headers across origins), and the REST clients follow none either. The
+    redirect's status then refuses the handshake as any other status does."""
+
+    def process_redirect(self, exc: Exception) -> Exception | str:
+        return exc
 
 
 def _handshake_error(status: int, body: bytes) -> ClobkitError:
