@@ -124,3 +124,54 @@ async def test_a_stream_follows_no_redirect(raw_server: Callable[..., RawServer]
             elsewhere.accept()
     finally:
         elsewhere.close()
+
+
+WALLET = (
+    b'{"success": true, "data": {"maker": "0x1111111111111111111111111111111111111111",'
+    b' "signer": "0x2222222222222222222222222222222222222222", "chain_id": 137,'
+    b' "signature_type": 2}}'
+)
+
+
+def _http(status: str, body: bytes) -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def _keep_alive(conn: socket.socket, stop: threading.Event) -> None:
+    """The first request: the wallet, with a whole '201 placed' answer nobody asked
+    for in the same write; every later one: 500, the order refused. All on the one
+    connection (the first request's head read already)."""
+    placed = b'{"success": true, "data": {"order_id": "STALE", "notification_id": "n"}}'
+    conn.sendall(_http("200 OK", WALLET) + _http("201 Created", placed))
+    data = b""
+    while not stop.is_set():
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+        head, data = data.split(b"\r\n\r\n", 1)
+        length = next(
+            (int(line.split(b":")[1]) for line in head.split(b"\r\n")
+             if line.lower().startswith(b"content-length:")),
+            0,
+        )  # fmt: skip
+        while len(data) < length:
+            data += conn.recv(65536)
+        data = data[length:]
+        conn.sendall(_http("500 X", b'{"success": false, "error": "internal error"}'))
+
+
+def test_an_answer_nobody_asked_for_is_never_the_next_requests(
+    raw_server: Callable[..., RawServer],
+) -> None:
+    # the sync client's pool kept the extra answer in its parser and read it as the
+    # POST's: a refused order was reported placed, with the stale id
+    server = raw_server(_keep_alive)
+    options: dict[str, Any] = {"base_url": server.url, "api_key": "k", "api_secret": "s"}
+    with Client(**options, max_retries=0) as client:
+        client.get_wallet()
+        with pytest.raises(errors.ClobkitError) as info:
+            client.place_order("11111111-2222-4333-8444-555555555555", outcome="a", amount="5")
+        assert "STALE" not in str(info.value)

@@ -164,6 +164,8 @@ def read_whole_sync(
 
 class _Deadline(threading.local):
     at: float | None = None  # time.monotonic() of the current attempt's end
+    sent: _DeadlineStream | None = None  # the stream the attempt's request went out on
+    heard = 0  # bytes read from it since
 
 
 _deadline = _Deadline()
@@ -188,9 +190,14 @@ class _DeadlineStream(httpcore.NetworkStream):
         self._inner = inner
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+        data = self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
+        if _deadline.sent is self:
+            _deadline.heard += len(data)
+        return data
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if _deadline.sent is not self:
+            _deadline.sent, _deadline.heard = self, 0
         self._inner.write(buffer, _cut(timeout, httpcore.WriteTimeout))
 
     def close(self) -> None:
@@ -239,6 +246,19 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
+def _unasked() -> httpx.RemoteProtocolError | None:
+    """The error of an answer read before the attempt's request went out: bytes a server
+    sent unasked on a kept connection (left in httpcore's parser), never this request's
+    answer. Its connection is closed, so httpcore drops it."""
+    sent = _deadline.sent
+    if sent is None or _deadline.heard:
+        return None
+    sent.close()
+    return httpx.RemoteProtocolError(
+        "the server sent an answer before the request (bytes nobody asked for)"
+    )
+
+
 class SyncConnections:
     """httpcore's connection pool (HTTP/1.1, TLS with httpx's certificates), each
     attempt ending by its deadline."""
@@ -263,6 +283,7 @@ class SyncConnections:
         scheme, host, port = outgoing.origin
         extensions = {} if timeout is None else {"timeout": httpx.Timeout(timeout).as_dict()}
         _deadline.at = deadline  # read by the network streams (_DeadlineStream)
+        _deadline.sent = None
         try:
             response = self._pool.handle_request(
                 httpcore.Request(
@@ -277,8 +298,8 @@ class SyncConnections:
             _deadline.at = None
             return as_httpx_error(exc)
         try:
-            started = _start(outgoing, response.status, response.headers, limit)
-            if isinstance(started, ClobkitError):
+            started = _unasked() or _start(outgoing, response.status, response.headers, limit)
+            if isinstance(started, Exception):
                 return started
             body, coded = started
             for chunk in response.iter_stream():
@@ -297,7 +318,7 @@ class SyncConnections:
         except _HTTPCORE_ERRORS as exc:
             return as_httpx_error(exc)
         finally:
-            _deadline.at = None
+            _deadline.at = _deadline.sent = None
             response.close()
 
     def close(self) -> None:
