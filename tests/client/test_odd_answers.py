@@ -16,12 +16,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
 from clobkit import AsyncClient, Client, errors
 from clobkit.client._stream import parse_message
 
-from .conftest import RawServer
+from .conftest import FakeApi, RawServer, ok
 
 
 def _answer(status: int, body: bytes, content_type: str) -> Callable[..., None]:
@@ -175,3 +176,23 @@ def test_an_answer_nobody_asked_for_is_never_the_next_requests(
         with pytest.raises(errors.ClobkitError) as info:
             client.place_order("11111111-2222-4333-8444-555555555555", outcome="a", amount="5")
         assert "STALE" not in str(info.value)
+
+
+def _same_page(request: httpx.Request) -> httpx.Response:
+    """Every GET /orders a full page of the same orders, whatever page it asks for."""
+    size = int(request.url.params.get("page_size", 20))
+    orders = [{"id": f"o{i}", "status": "live"} for i in range(size)]
+    return ok({"orders": orders, "total_count": 10**12, "page": 1, "page_size": size})
+
+
+async def test_a_server_that_ignores_the_page_asked_for_ends_the_walk(
+    fake: FakeApi, mock_client: Client, mock_aclient: AsyncClient
+) -> None:
+    # open_orders() (the market maker's resync) read the same page for ever, holding
+    # every copy: a page repeating the one before it ends the walk with a ServerError
+    fake.on("GET", "/api/ext/v1/orders", _same_page)
+    with pytest.raises(errors.ServerError, match="repeats the page before it"):
+        mock_client.open_orders()
+    with pytest.raises(errors.ServerError, match="repeats the page before it"):
+        await mock_aclient.open_orders()
+    assert fake.count("GET", "/api/ext/v1/orders") <= 2 * 2 * 4  # two pages a status, a client

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..errors import ServerError
 from ..models import (
     Event,
     EventPage,
@@ -31,6 +32,7 @@ class Pager(Generic[P, T]):
 
     def __init__(self, params: dict[str, Any]) -> None:
         self.params: dict[str, Any] | None = params
+        self._previous: list[T] = []
 
     def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[P]:
         """The operation reading the page of ``params``."""
@@ -49,6 +51,13 @@ class Pager(Generic[P, T]):
         params = self.params
         assert params is not None
         items = self.items(page)
+        if items and items == self._previous:  # a server ignoring the page asked for
+            raise ServerError(
+                f"the page of {params} repeats the page before it: the server ignores"
+                " its paging (walking on would never end)",
+                status=200,
+            )
+        self._previous = items
         self.params = self.next_params(page, params, len(items))
         return items
 
