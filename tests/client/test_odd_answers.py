@@ -21,6 +21,7 @@ import pytest
 
 from clobkit import AsyncClient, Client, errors
 from clobkit.client._stream import parse_message
+from clobkit.models import RawOrderResult
 
 from .conftest import FakeApi, RawServer, ok
 
@@ -196,3 +197,37 @@ async def test_a_server_that_ignores_the_page_asked_for_ends_the_walk(
     with pytest.raises(errors.ServerError, match="repeats the page before it"):
         await mock_aclient.open_orders()
     assert fake.count("GET", "/api/ext/v1/orders") <= 2 * 2 * 4  # two pages a status, a client
+
+
+@pytest.mark.parametrize("status", [408, 413, 499])
+async def test_a_gateways_4xx_to_a_resent_raw_order_leaves_it_unknown(
+    fake: FakeApi, mock_client: Client, mock_aclient: AsyncClient, status: int
+) -> None:
+    # resolve_raw_order read any 4xx as the service's refusal ("never placed"): a
+    # gateway's 408 or 499 says nothing of the first send, and the caller, told None,
+    # would place the order again
+    html = {"Content-Type": "text/html"}
+    fake.on(  # a new answer each time: one client's transport cannot read another's
+        "POST",
+        "/api/ext/v1/orders/raw",
+        lambda request: httpx.Response(status, text="<html>gateway</html>", headers=html),
+    )
+    sent = RawOrderResult(
+        order_id="",
+        clob_order_id="",
+        client_order_id="k-1",
+        token_id="1",
+        side=0,
+        maker_amount=5_000_000,
+        taker_amount=10_000_000,
+        salt=1,
+        fee_rate_bps=0,
+        market_id="11111111-2222-4333-8444-555555555555",
+        outcome="a",
+    )
+    with pytest.raises(errors.InvalidRequest) as info:
+        mock_client.resolve_raw_order(sent)
+    assert info.value.order == sent
+    with pytest.raises(errors.InvalidRequest) as ainfo:
+        await mock_aclient.resolve_raw_order(sent)
+    assert ainfo.value.order == sent

@@ -442,7 +442,8 @@ class ClientCore(WaitCore):
         of the first send arriving later can make a second. A lookup alone could
         not say "never placed": a copy may still be on its way. A refusal (400,
         a risk-control 500) says it: a held key would have been answered with
-        its order. Still unknown (no answer, 5xx, 429): the error, with ``order``.
+        its order. Still unknown (no answer, 5xx, 429, a 4xx other than 400, which a
+        gateway may answer for the service): the error, with ``order``.
         """
         if not isinstance(order, RawOrderResult):
             raise ValidationError("order", order, "must be a RawOrderResult (error.order)")
@@ -458,7 +459,8 @@ class ClientCore(WaitCore):
                 Call("POST", API_PREFIX + "/orders/raw", None, body, shapes.PLACED, SAFE)
             )
         except (InvalidRequest, RiskControlError) as exc:
-            if exc.code == CODE_DUPLICATE:  # refused as one that exists: not resolved
+            # refused as one that exists, or a 408/413/499 of a gateway: not resolved
+            if exc.code == CODE_DUPLICATE or (type(exc) is InvalidRequest and exc.status != 400):
                 exc.order = order
                 raise
             log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)
