@@ -258,7 +258,9 @@ class RecordingWriter:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(rows.recv_ns[0] / 1e9))
         path = self.directory / f"book-{rows.seq[0]:012d}-{stamp}.parquet"
         part = path.with_name(path.name + ".part")
-        self._pa.parquet.write_table(table, part, compression="zstd")
+        from ._local_files import LOCAL, local
+
+        self._pa.parquet.write_table(table, local(part), compression="zstd", filesystem=LOCAL)
         os.replace(part, path)
         self.stats.files += 1
         self.stats.bytes += path.stat().st_size
@@ -284,7 +286,14 @@ class RecordingWriter:
         await self._drain()
 
     def check_directory(self) -> None:
-        """Refuse a directory that already holds a recording (its rows would mix)."""
+        """Refuse a directory that already holds a recording (its rows would mix), or
+        whose name Parquet's writer cannot take (before any row is recorded)."""
+        try:
+            os.fsdecode(self.directory).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(
+                "directory", str(self.directory), "must be a UTF-8 path (Parquet's writer)"
+            ) from None
         if (self.directory / MARKETS_FILE).exists() or recording_files(self.directory):
             raise ValidationError(
                 "directory", str(self.directory), "already holds a recording: use a new one"
@@ -480,9 +489,11 @@ def _records(
 
 def iter_rows(directory: str | os.PathLike[str]) -> Iterator[BookRow]:
     """Every row of a recording, in the order received."""
+    from ._local_files import LOCAL, local
+
     pq = arrow().parquet
     for path in recording_files(directory):
-        table = pq.read_table(path)
+        table = pq.read_table(local(path), filesystem=LOCAL)
         for r in table.to_pylist():
             yield BookRow(
                 r["seq"],

@@ -364,3 +364,23 @@ def test_dictionaries_are_kept_only_where_the_input_repeats_its_values(
     for i in (0, n // 2, n - 1):
         row = {k: table[k][i].as_py() for k in table.column_names}
         assert out["order_id"][i].as_py() == _v1_oracle(row)
+
+
+def test_relative_paths_with_a_colon_are_paths(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pyarrow took 'in:put.parquet' for a URI ("Unrecognized filesystem type") and wrote
+    # an output named 'file:/elsewhere/...' elsewhere: they are local paths
+    monkeypatch.chdir(tmp_path)
+    rows = orders(10)
+    _parquet(tmp_path / "in:put.parquet", rows, ints=True, group=5)
+    wallet = str(wallet_file(tmp_path, WALLET))
+    got = cli("order-ids", "--wallet", wallet, "in:put.parquet", "out:put.parquet")
+    assert got.code == 0, got.err
+    assert len(pq.read_table(tmp_path / "out:put.parquet")) == 10
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    got = cli("order-ids", "--wallet", wallet, "in:put.parquet", f"file:{elsewhere}/o.parquet")
+    assert got.code == 2  # ./file:/... has no such directory: said in a line
+    assert got.err.startswith("clobkit order-ids: error: cannot write file:")
+    assert list(elsewhere.iterdir()) == []

@@ -132,10 +132,50 @@ def test_record_command_needs_markets(tmp_path: Path) -> None:
     assert "--market" in err
 
 
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--duration", "nan"),
+        ("--duration", "-1"),
+        ("--rotate-mb", "inf"),
+        ("--rotate-seconds", "0"),
+    ],
+)
+def test_record_command_refuses_odd_numbers_before_it_connects(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    # a NaN --duration recorded for ever (its deadline never came); an infinite
+    # --rotate-mb raised OverflowError once connected
+    proc = _clobkit("record", "--market", "m", "--out", str(tmp_path / "r"), flag, value)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert f"{flag} must be a positive number" in err
+    assert "Traceback" not in err
+
+
+def test_a_relative_directory_is_never_read_as_a_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pyarrow took a path that did not exist yet for a URI: 'nba:live' failed once the
+    # rows were held (every one lost), and 'file:/elsewhere' wrote elsewhere
+    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("nba:live", f"file:{elsewhere}"):
+        writer = RecordingWriter(Path(name), [RecordedMarket("m", None, None, "ta", "tb")])
+        writer.write_markets()
+        writer.add(BOOK, "ta", {"bids": [{"price": "0.5", "size": "12"}], "asks": []}, 1)
+        asyncio.run(writer.flush())
+        assert [r.token_id for r in iter_rows(Path(name))] == ["ta"]
+    assert list(elsewhere.iterdir()) == []
+
+
 @pytest.mark.slow
-def test_record_command_ctrl_c_keeps_every_update(tmp_path: Path) -> None:
-    """clobkit record, stopped by SIGINT mid-stream: exit 0, the summary's count of
-    updates is the count of rows of the files."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_record_command_stopped_keeps_every_update(tmp_path: Path, sig: signal.Signals) -> None:
+    """clobkit record, stopped by SIGINT (Ctrl-C) or SIGTERM (a service manager, a
+    timeout) mid-stream: exit 0, the summary's count of updates is the count of rows
+    of the files. SIGTERM killed it with the rows it held."""
     with sandbox_module.serve_in_thread(config()) as sb:
         market = moving_market(sb)
         user = sb.users[2]
@@ -171,7 +211,7 @@ def test_record_command_ctrl_c_keeps_every_update(tmp_path: Path) -> None:
                 if not thread.is_alive() and (tmp_path / "markets.json").exists():
                     thread.start()
                 time.sleep(0.05)
-            proc.send_signal(signal.SIGINT)  # mid-stream: updates still arriving
+            proc.send_signal(sig)  # mid-stream: updates still arriving
             out, err = proc.communicate(timeout=60)
         finally:
             stop.set()

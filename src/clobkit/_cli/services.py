@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from .._cli_base import Connection, Failed, Usage
 from .._spec import ENV_BASE_URL
@@ -71,7 +74,9 @@ def add_record(sub: Commands) -> None:
     p.add_argument(
         "--league", action="append", default=[], metavar="NAME", help="a league's open markets"
     )
-    p.add_argument("--duration", type=float, metavar="SECONDS", help="default: until Ctrl-C")
+    p.add_argument(
+        "--duration", type=float, metavar="SECONDS", help="default: until Ctrl-C or SIGTERM"
+    )
     p.add_argument("--outcomes", default="ab", choices=("a", "b", "ab"), help="tokens (default ab)")
     p.add_argument(
         "--rotate-seconds", type=float, default=30.0, metavar="S", help="a file every S (30)"
@@ -140,6 +145,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise Failed(extra_missing("data", exc)) from None
     if not (args.market or args.event or args.league):
         raise Usage("name what to record: --market ID, --event ID or --league NAME")
+    _check_positive(args, "duration", "rotate_seconds", "rotate_mb")
     conn = Connection.from_args(args)
     conn.require("base_url", "api_key", "api_secret")
     show = sys.stderr.isatty() if args.progress is None else args.progress
@@ -173,13 +179,37 @@ def _cmd_record(args: argparse.Namespace) -> int:
                     print(file=sys.stderr)
                 print(f"recorded: {recorder.stats.line()}", file=sys.stdout, flush=True)
 
+    _until_stopped(run())
+    return EXIT_OK
+
+
+def _check_positive(args: argparse.Namespace, *names: str) -> None:
+    """Refuse a flag's number that is not positive and finite (a NaN is never reached)."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and not (0 < value < math.inf):
+            flag = "--" + name.replace("_", "-")
+            raise Usage(f"{flag} must be a positive number (got {value})")
+
+
+def _until_stopped(main: Coroutine[Any, Any, Any]) -> None:
+    """Run ``main`` until it ends, or Ctrl-C, SIGTERM (a service manager, a timeout,
+    docker stop) or SIGHUP cancels it: a recorder, cancelled, writes the file it holds."""
     import asyncio
     import contextlib
+    import signal
 
-    # Ctrl-C is the way to stop an open-ended recording: the files are whole
+    async def stoppable() -> None:
+        task, loop = asyncio.current_task(), asyncio.get_running_loop()
+        assert task is not None
+        for name in ("SIGTERM", "SIGHUP"):
+            with contextlib.suppress(AttributeError, NotImplementedError, RuntimeError):
+                loop.add_signal_handler(getattr(signal, name), task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await main
+
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(run())
-    return EXIT_OK
+        asyncio.run(stoppable())
 
 
 def run_bench(extra: list[str]) -> int:

@@ -357,12 +357,14 @@ def _run_parquet(
 def _open(pa: Any, pq: Any, input_path: str) -> tuple[Any, Any, list[str], list[str]]:
     """(the file, its own Arrow schema, string columns read as dictionaries, columns to
     write with dictionaries)."""
+    from .._local_files import LOCAL, local
+
     try:
-        source = pq.ParquetFile(input_path)
+        source = pq.ParquetFile(local(input_path), filesystem=LOCAL)
         schema = source.schema_arrow  # the file's own types: the output keeps them
         read, dictionaries = _dictionary_columns(source.metadata)
         if read:
-            source = pq.ParquetFile(input_path, read_dictionary=read)
+            source = pq.ParquetFile(local(input_path), read_dictionary=read, filesystem=LOCAL)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{input_path} is not a readable Parquet file ({exc})") from None
     return source, schema, read, dictionaries
@@ -382,10 +384,13 @@ def _writer(pq: Any, part: Path, schema: Any, added: list[str], dictionaries: li
     """The output file's writer: the input's encodings, the ``added`` columns plain."""
     # ids are random hex: dictionaries, compression and min/max statistics (which
     # would span nearly every id in each row group) only cost time on them
+    from .._local_files import LOCAL, local
+
     plain = dict.fromkeys(added, "none")
     return pq.ParquetWriter(
-        part,
+        local(part),
         schema,
+        filesystem=LOCAL,
         use_dictionary=[name for name in dictionaries if name not in added],
         compression={**dict.fromkeys(schema.names, "snappy"), **plain},
         write_statistics=[name for name in schema.names if name not in added],
