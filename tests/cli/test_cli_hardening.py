@@ -525,3 +525,30 @@ def test_main_leaves_the_calling_process_alone(
     assert main(["salts", "10"]) == 0
     after = os.fstat(1)
     assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)  # fd 1 untouched
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "inf", "0"])
+def test_call_timeout_must_be_a_positive_number(
+    cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # NaN, negative or infinite timeouts escaped from httpx as ValueError or OverflowError
+    for name, given in (("BASE_URL", "http://127.0.0.1:9"), ("API_KEY", "k"), ("API_SECRET", "s")):
+        monkeypatch.setenv(f"CLOBKIT_{name}", given)
+    got = cli("call", "GET", "/wallet", "--timeout", value)
+    assert got.code == 2
+    assert got.err.strip().endswith(f"--timeout must be a positive number (got {float(value)})")
+
+
+@pytest.mark.parametrize(
+    "command", [("sign", "POST", "/orders", "--body"), ("call", "POST", "/orders", "--json")]
+)
+def test_a_body_argument_that_is_no_utf8_is_one_line(
+    cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
+) -> None:
+    # a byte of argv that is no UTF-8 reaches Python as a lone surrogate: encoding it
+    # raised UnicodeEncodeError
+    for name, given in (("BASE_URL", "http://127.0.0.1:9"), ("API_KEY", "k"), ("API_SECRET", "s")):
+        monkeypatch.setenv(f"CLOBKIT_{name}", given)
+    got = cli(*command, "a\udcffb")
+    assert got.code == 2
+    assert "the body is not UTF-8 text" in got.err

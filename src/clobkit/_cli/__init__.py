@@ -8,11 +8,21 @@ building the parser stays cheap.
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, Protocol
 
+from .._cli_base import Usage
 from .._spec import ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "Commands", "add_connection", "extra_missing"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Commands",
+    "add_connection",
+    "check_positive",
+    "extra_missing",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -45,3 +55,12 @@ def add_connection(parser: argparse.ArgumentParser, *, clob: bool = False) -> No
 def extra_missing(extra: str, exc: ModuleNotFoundError) -> str:
     """The one line saying which extra to install for a missing module."""
     return f"this needs the {extra} extra (missing {exc.name}): pip install 'clobkit[{extra}]'"
+
+
+def check_positive(args: argparse.Namespace, *names: str) -> None:
+    """Refuse a flag's number that is not positive and finite (a NaN is never reached)."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and not (0 < value < math.inf):
+            flag = "--" + name.replace("_", "-")
+            raise Usage(f"{flag} must be a positive number (got {value})")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import sys
 from collections.abc import Coroutine
 from typing import Any
 
 from .._cli_base import Connection, Failed, Usage
 from .._spec import ENV_BASE_URL
-from . import EXIT_OK, EXIT_USAGE, Commands, add_connection, extra_missing
+from . import EXIT_OK, EXIT_USAGE, Commands, add_connection, check_positive, extra_missing
 
 
 def add_demo(sub: Commands) -> None:
@@ -145,7 +144,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
         raise Failed(extra_missing("data", exc)) from None
     if not (args.market or args.event or args.league):
         raise Usage("name what to record: --market ID, --event ID or --league NAME")
-    _check_positive(args, "duration", "rotate_seconds", "rotate_mb")
+    check_positive(args, "duration", "rotate_seconds", "rotate_mb")
     conn = Connection.from_args(args)
     conn.require("base_url", "api_key", "api_secret")
     show = sys.stderr.isatty() if args.progress is None else args.progress
@@ -181,15 +180,6 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
     _until_stopped(run())
     return EXIT_OK
-
-
-def _check_positive(args: argparse.Namespace, *names: str) -> None:
-    """Refuse a flag's number that is not positive and finite (a NaN is never reached)."""
-    for name in names:
-        value = getattr(args, name)
-        if value is not None and not (0 < value < math.inf):
-            flag = "--" + name.replace("_", "-")
-            raise Usage(f"{flag} must be a positive number (got {value})")
 
 
 def _until_stopped(main: Coroutine[Any, Any, Any]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from .._cli_base import Connection, Failed, Usage
 from .._spec import API_PREFIX
 from ..errors import ValidationError
-from . import EXIT_OK, Commands, add_connection
+from . import EXIT_OK, Commands, add_connection, check_positive
 
 
 def add_sign(sub: Commands) -> None:
@@ -78,7 +78,10 @@ def _read_body(value: str | None) -> bytes:
             return Path(name).read_bytes()
         except OSError as exc:
             raise Usage(f"cannot read the body from {name}: {exc.strerror or exc}") from None
-    return value.encode("utf-8")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError:  # a byte of the argument that is no UTF-8
+        raise Usage("the body is not UTF-8 text: pass such bytes with @FILE") from None
 
 
 def _method(value: str) -> str:
@@ -144,6 +147,7 @@ def _cmd_sign(args: argparse.Namespace) -> int:
 def _cmd_call(args: argparse.Namespace) -> int:
     import httpx
 
+    check_positive(args, "timeout")
     conn = Connection.from_args(args)
     conn.require("base_url", "api_key", "api_secret")
     method = _method(args.method)
