@@ -231,3 +231,10 @@ async def test_a_gateways_4xx_to_a_resent_raw_order_leaves_it_unknown(
     with pytest.raises(errors.InvalidRequest) as ainfo:
         await mock_aclient.resolve_raw_order(sent)
     assert ainfo.value.order == sent
+
+
+async def test_a_port_past_65535_is_a_transport_error() -> None:
+    # the async client's own connect raised OverflowError ("port must be 0-65535")
+    url = "http://127.0.0.1:70000"
+    got = await _both(url, lambda c: c.get_wallet())
+    assert [kind for kind, _ in got] == ["TransportError", "TransportError"]

@@ -340,7 +340,7 @@ class Connections:
                         connection = await within(connecting, deadline - loop.time())
                 except asyncio.TimeoutError:
                     return None
-                except (OSError, ssl.SSLError) as exc:
+                except (OSError, ssl.SSLError, OverflowError) as exc:  # a port past 65535
                     return httpx.ConnectError(str(exc))
             waiter = connection.send(outgoing, data, limit)
             timer = None if deadline is None else loop.call_at(deadline, connection.timed_out)
