@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from clobkit.sandbox import SandboxConfig, serve_in_thread
-from clobkit.sandbox.config import ConfigError
+from clobkit.sandbox.config import ConfigError, load_config
 
 from .conftest import TRADER, book_market
 from .signed import SignedClient
@@ -119,6 +119,21 @@ def test_cli_refuses_a_bad_config(tmp_path: Path) -> None:
         {"risk": {"weekly": 5}},
         {"rate_limit_per_minute": -1},
         {"colour": "blue"},
+        # each of these escaped as TypeError, AttributeError or InvalidOperation (a
+        # traceback from clobkit sandbox --config), or hung building fixtures
+        {"users": [5]},
+        {"users": [{"user_id": TRADER, "api_key": "a", "api_secret": "b", "scopes": None}]},
+        {"users": [{"user_id": TRADER, "api_key": "a", "api_secret": "b", "scopes": 5}]},
+        {"users": [{"user_id": TRADER, "api_key": "a", "api_secret": "b", "ip_whitelist": 5}]},
+        {"users": [{"user_id": TRADER, "api_key": "a", "api_secret": "b", "balance": "1e30"}]},
+        {"risk": 5},
+        {"forwarded_allow_ips": 5},
+        {"seed": "abc"},
+        {"seed": None},
+        {"seed": 1.5},
+        {"skew_seconds": float("nan")},
+        {"skew_seconds": float("inf")},
+        {"extra_games": 1_000_000_000},
     ],
 )
 def test_bad_configs_are_refused(config: dict[str, Any]) -> None:
@@ -154,3 +169,12 @@ def test_config_as_dict_dataclass_or_file(tmp_path: Path) -> None:
         with serve_in_thread(source) as sb:
             assert [u.api_key for u in sb.users] == ["k"]
             assert sb.engine.balances(TRADER).cash == 7
+
+
+@pytest.mark.parametrize("text", [b"\xff\xfe{}", b'{"seed": ' + b"9" * 5000 + b"}"])
+def test_a_config_file_that_is_no_json_is_refused(tmp_path: Path, text: bytes) -> None:
+    # not UTF-8 (UnicodeDecodeError), or an integer past Python's digit limit (ValueError)
+    path = tmp_path / "sandbox.json"
+    path.write_bytes(text)
+    with pytest.raises(ConfigError, match="is not valid JSON"):
+        load_config(str(path))

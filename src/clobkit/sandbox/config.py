@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterable, Mapping
@@ -49,6 +50,11 @@ ALL_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "orders:write", "p
 READ_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "portfolio:read")
 
 
+#: Most ``extra_games`` a config may ask for: each league's fixtures are built at start
+#: (2,000 took 6 s on the project's machine, and the cost grows faster than the count).
+MAX_EXTRA_GAMES = 500
+
+
 class ConfigError(ValueError):
     """A sandbox configuration value that cannot be used."""
 
@@ -60,9 +66,9 @@ def _money(value: object, what: str) -> Decimal:
         amount = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
     except InvalidOperation:
         raise ConfigError(f"{what} must be a decimal number, got {value!r}") from None
-    if not amount.is_finite() or amount < 0:
+    if not amount.is_finite() or amount < 0 or amount.adjusted() > 15:
         raise ConfigError(f"{what} must be a finite non-negative amount, got {value!r}")
-    if amount != amount.quantize(UNIT_QUANTUM):
+    if amount != amount.quantize(UNIT_QUANTUM):  # (within 28 digits, as bounded above)
         raise ConfigError(f"{what} has more than 6 decimals: {value!r}")
     return amount
 
@@ -118,6 +124,8 @@ class UserConfig:
                 raise ConfigError(f"{name} of user {self.user_id} must be a non-empty string")
         if any(c.isspace() or not c.isascii() for c in self.api_key):
             raise ConfigError(f"api_key of user {self.user_id} must be printable ASCII")
+        if isinstance(self.scopes, str) or not isinstance(self.scopes, (list, tuple)):
+            raise ConfigError(f"scopes of user {self.user_id} must be a list of scopes")
         scopes = tuple(self.scopes)
         unknown = [s for s in scopes if s not in ALL_SCOPES]
         if unknown:
@@ -126,7 +134,7 @@ class UserConfig:
         object.__setattr__(self, "balance", _money(self.balance, "balance"))
         object.__setattr__(self, "bonus_balance", _money(self.bonus_balance, "bonus_balance"))
         if self.ip_whitelist is not None:
-            if isinstance(self.ip_whitelist, str):
+            if not isinstance(self.ip_whitelist, (list, tuple)):
                 raise ConfigError("ip_whitelist must be a list of addresses or null")
             entries = tuple(self.ip_whitelist)
             bad = [e for e in entries if not _is_network(e)]
@@ -136,6 +144,8 @@ class UserConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> UserConfig:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"each user must be an object, got {data!r}")
         known = {f.name for f in fields(cls)}
         extra = set(data) - known
         if extra:
@@ -181,6 +191,8 @@ class RiskConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RiskConfig:
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"risk must be an object or null, got {data!r}")
         extra = set(data) - {f.name for f in fields(cls)}
         if extra:
             raise ConfigError(f"unknown risk keys: {sorted(extra)}")
@@ -299,8 +311,11 @@ class SandboxConfig:
     extra_games: int = 0
 
     def __post_init__(self) -> None:
-        if _optional_count(self.extra_games, "extra_games") is None:
-            raise ConfigError("extra_games must be a non-negative integer")
+        games = _optional_count(self.extra_games, "extra_games")
+        if games is None or games > MAX_EXTRA_GAMES:  # each costs its fixtures' building
+            raise ConfigError(f"extra_games must be an integer from 0 to {MAX_EXTRA_GAMES}")
+        if type(self.seed) is not int:
+            raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         set_ = partial(object.__setattr__, self)  # the dataclass is frozen
         set_("faults", _faults(self.faults))
         set_("users", _users(self.users))
@@ -310,6 +325,8 @@ class SandboxConfig:
         )
         if isinstance(self.risk, Mapping):
             set_("risk", RiskConfig.from_dict(self.risk))
+        elif self.risk is not None and not isinstance(self.risk, RiskConfig):
+            raise ConfigError(f"risk must be an object or null, got {self.risk!r}")
         self._check_scalars()
         set_("limits", _limits(self.limits))
         set_("forwarded_allow_ips", _proxies(self.forwarded_allow_ips))
@@ -319,8 +336,8 @@ class SandboxConfig:
         """The clock skew, the delay, the signing flag and the exchange version checked."""
         if isinstance(self.skew_seconds, bool) or not isinstance(self.skew_seconds, (int, float)):
             raise ConfigError("skew_seconds must be a number")
-        if self.skew_seconds <= 0:
-            raise ConfigError("skew_seconds must be positive")
+        if not 0 < self.skew_seconds < math.inf:  # NaN too
+            raise ConfigError("skew_seconds must be a positive, finite number")
         if _optional_count(self.processing_delay_ms, "processing_delay_ms") is None:
             raise ConfigError("processing_delay_ms must be a non-negative integer")
         if not isinstance(self.strict_query_signing, bool):
@@ -399,7 +416,7 @@ def _proxies(value: Iterable[str] | None) -> tuple[str, ...] | None:
     """``forwarded_allow_ips`` as a non-empty tuple of networks or ``*``, or None."""
     if value is None:
         return None
-    if isinstance(value, str):
+    if not isinstance(value, (list, tuple)):
         raise ConfigError("forwarded_allow_ips must be a list of addresses or null")
     proxies = tuple(value)
     bad = [p for p in proxies if p != "*" and not _is_network(p)]
@@ -428,7 +445,7 @@ def load_config(
     with open(source, encoding="utf-8") as fh:
         try:
             data = json.load(fh)
-        except json.JSONDecodeError as exc:
+        except (ValueError, UnicodeDecodeError) as exc:  # a number past int's digits too
             raise ConfigError(
                 f"config file {os.fspath(source)!r} is not valid JSON: {exc}"
             ) from None
