@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import time
+import typing
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from decimal import Decimal
 from itertools import accumulate
@@ -481,19 +483,47 @@ def _records(
     path = Path(directory) / MARKETS_FILE
     try:
         info = json.loads(path.read_text())
-        return [record(**item) for item in (info[key] if required else info.get(key, []))]
+        records = [record(**item) for item in (info[key] if required else info.get(key, []))]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         problem = f"no readable {MARKETS_FILE}: {exc}"
         raise ValidationError("recording", str(directory), problem) from None
+    for item in records:  # each field of the type it is read as (a hand-edited file...)
+        for name, kind in _field_types(record).items():
+            value = getattr(item, name)
+            if value is not None and (type(value) is bool) != (kind is bool):
+                ok = False
+            else:
+                ok = value is None or isinstance(value, kind)
+            if not ok:
+                problem = f"must be a {kind.__name__} or null ({key} of {MARKETS_FILE})"
+                raise ValidationError(name, value, problem)
+    return records
+
+
+@functools.cache
+def _field_types(record: Any) -> dict[str, type]:
+    """The type each field of a NamedTuple of markets.json holds (``X | None`` as X)."""
+    out = {}
+    for name, hint in typing.get_type_hints(record).items():
+        kinds = [k for k in typing.get_args(hint) if k is not type(None)] or [hint]
+        out[name] = typing.get_origin(kinds[0]) or kinds[0]
+    return out
 
 
 def iter_rows(directory: str | os.PathLike[str]) -> Iterator[BookRow]:
     """Every row of a recording, in the order received."""
     from ._local_files import LOCAL, local
 
-    pq = arrow().parquet
+    pa = arrow()
+    want = schema()
     for path in recording_files(directory):
-        table = pq.read_table(local(path), filesystem=LOCAL)
+        try:  # the recorder's columns with its types, or the file is not a recording
+            table = pa.parquet.read_table(local(path), filesystem=LOCAL, columns=want.names)
+            table = table.cast(want)
+        except (OSError, KeyError, ValueError, pa.ArrowException) as exc:
+            said = " ".join(str(exc).split())[:200]  # one line: pyarrow's may hold a schema
+            problem = f"is no recording file of clobkit record ({type(exc).__name__}: {said})"
+            raise ValidationError("recording", str(path), problem) from None
         for r in table.to_pylist():
             yield BookRow(
                 r["seq"],

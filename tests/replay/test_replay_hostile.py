@@ -10,6 +10,7 @@ updates where its docs say update times.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,50 @@ def test_stepping_by_updates_counts_update_times(tmp_path: Path) -> None:
     assert shown(engine, token)[0] == [("0.44", "10")]
     assert replay.step(updates=5) == 1  # only one time is left
     assert replay.done
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", b"PAR1" + b"\x00" * 64])
+def test_a_damaged_file_is_named(tmp_path: Path, content: bytes) -> None:
+    # pyarrow's ArrowInvalid (or a KeyError of a column) escaped: clobkit sandbox
+    # --replay printed a traceback
+    engine = sandbox_module.Engine(config())
+    write(tmp_path, engine, [(0.0, [("0.48", "10")], [("0.52", "10")])])
+    (tmp_path / "book-000000000001-20251201T000001.parquet").write_bytes(content)
+    with pytest.raises(ValidationError, match="is no recording file of clobkit record"):
+        Replay(engine, tmp_path)
+
+
+def test_a_file_of_other_columns_is_named(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    write(tmp_path, engine, [(0.0, [("0.48", "10")], [("0.52", "10")])])
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "book-000000000001-20251201T000001.parquet")
+    with pytest.raises(ValidationError, match="is no recording file") as info:
+        Replay(engine, tmp_path)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("start_time_ms", "soon"), ("home_team", [1, 2]), ("is_future", 1), ("title", 5)],
+)
+def test_a_markets_json_value_of_the_wrong_type_is_named(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    engine = sandbox_module.Engine(config())
+    write(tmp_path, engine, [(0.0, [("0.48", "10")], [("0.52", "10")])])
+    info = json.loads((tmp_path / "markets.json").read_text())
+    event_id = info["markets"][0]["event_id"]
+    info["events"] = [{"event_id": event_id, field: value}]
+    (tmp_path / "markets.json").write_text(json.dumps(info))
+    with pytest.raises(ValidationError, match=field):
+        Replay(engine, tmp_path)
+
+
+def test_odd_start_times_are_named(tmp_path: Path) -> None:
+    engine = sandbox_module.Engine(config())
+    write(tmp_path, engine, [(0.0, [("0.48", "10")], [("0.52", "10")])])
+    for bad in ("nan", "inf", "-inf"):
+        with pytest.raises(ValidationError, match="finite number of seconds"):
+            Replay(sandbox_module.Engine(config()), tmp_path, start=bad)
+    with pytest.raises(ValidationError, match="lies after the recording's last update"):
+        Replay(engine, tmp_path, start="100")

@@ -78,9 +78,13 @@ def parse_time(value: str, origin_ms: int) -> int:
     8601 time (``2026-11-26T04:00:00Z``)."""
     text = value.strip()
     try:
-        return origin_ms + int(Decimal(text.lstrip("+")) * 1000)
+        seconds = Decimal(text.lstrip("+"))
     except InvalidOperation:
         pass
+    else:
+        if not seconds.is_finite():  # NaN, Infinity: no time
+            raise ValidationError("time", value, "must be a finite number of seconds")
+        return origin_ms + int(seconds * 1000)
     try:
         stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
@@ -105,9 +109,11 @@ def _side(levels: Iterable[tuple[str, str]], bid: bool, mirror: bool) -> tuple[d
         except (InvalidOperation, TypeError, ValueError):  # not a number, or null
             snapped += 1
             continue
-        if not (price.is_finite() and size.is_finite()):  # NaN, Infinity: not a level
-            snapped += 1
+        if not (price.is_finite() and size.is_finite()) or size.adjusted() > 30:
+            snapped += 1  # NaN, Infinity, an absurd size: no level
             continue
+        if not 0 < price < 1:  # (1e999999999 would overflow the division below)
+            continue  # off the book, as a price of cents outside 1..99 is
         cents = int((price / CENT).to_integral_value(ROUND_FLOOR if bid else ROUND_CEILING))
         if cents * CENT != price:
             snapped += 1
@@ -156,6 +162,8 @@ class Replay:
         self.start_ms = origin if start is None else parse_time(start, origin)
         self.end_ms = self.last_ms if end is None else parse_time(end, origin)
         if self.end_ms < self.start_ms:
+            if end is None:
+                raise ValidationError("start", start, "lies after the recording's last update")
             raise ValidationError("end", end, "must not lie before start")
         self.index = 0  # the next update to apply
         self.now_ms = self.start_ms  # the virtual clock
