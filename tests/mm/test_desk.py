@@ -19,7 +19,14 @@ from clobkit.mm import Budget, Desk, Quote, Quoter, Slots
 from clobkit.mm.ladder import Level
 from clobkit.mm.risk import exposure
 
-from .conftest import assert_same, eventually, options, quoter_view, service_view
+from .conftest import (
+    CountingTransport,
+    assert_same,
+    eventually,
+    options,
+    quoter_view,
+    service_view,
+)
 
 UNIT = 1_000_000
 
@@ -412,3 +419,23 @@ async def test_a_fresh_account_is_learnt_once_for_the_whole_desk(
         await eventually(lambda: all_same(sb, user, desk))
         for q in quoters:
             assert_same(sb, user, q)
+
+
+async def test_the_budget_counts_every_request_the_desk_sends(sb: Any, user: Any) -> None:
+    # a listing of the open orders is a request per open status, a quoter's prepare up
+    # to four, and the positions were read past the budget: a desk counted a quarter of
+    # what it sent, met the service's 429s and left orders live on exit
+    transport = CountingTransport()
+    async with (
+        AsyncClient(**options(sb, user, transport=transport)) as client,
+        Desk(client, user_id=user.user_id) as desk,
+    ):
+        quoters = [desk.quoter(m, "a") for m in two_sided(sb, 2)]
+        await desk.requote({q: ladder(5) for q in quoters})
+        for _ in range(3):
+            await desk.reconcile()
+        await desk.held(quoters[0])  # the positions, read once for the desk
+        sent = sum(transport.sent.values())
+        counted = desk.budget.used(asyncio.get_running_loop().time())
+        assert transport.count("GET", "/api/ext/v1/portfolio/positions") >= 1
+        assert sent <= counted, (sent, counted, transport.sent)

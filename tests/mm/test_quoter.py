@@ -339,10 +339,10 @@ async def test_records_without_the_clients_key(
         q._unknown = holding  # type: ignore[method-assign]
         request = q._req
 
-        async def answer_after_record(endpoint: str, call: Any) -> Any:
+        async def answer_after_record(endpoint: str, call: Any, cost: int = 1) -> Any:
             """The POST's answer handed over only once its (stripped) record has come:
             the order this test is about, made certain rather than left to the load."""
-            result = await request(endpoint, call)
+            result = await request(endpoint, call, cost)
             if endpoint == "POST /orders" and version != 1:
                 await eventually(lambda: result.order_id in q._unclaimed)
             return result

@@ -28,16 +28,19 @@ class Budget:
             sent.popleft()
         return len(sent)
 
-    async def take(self, keep: int = 0) -> None:
-        """Wait until one more request, with ``keep`` more after it, fits; count it sent."""
+    async def take(self, keep: int = 0, n: int = 1) -> None:
+        """Wait until ``n`` more requests, with ``keep`` more after them, fit; count them
+        sent (``n`` is what one call of the client costs: a listing of open orders is a
+        request per open status)."""
         loop = asyncio.get_running_loop()
-        keep = min(keep, self.limit - 1)
+        n = max(1, min(n, self.limit))
+        keep = min(keep, self.limit - n)
         waited = False
         while True:
             now = loop.time()
-            over = self.used(now) + 1 + keep - self.limit
+            over = self.used(now) + n + keep - self.limit
             if over <= 0:
-                self._sent.append(now)
+                self._sent.extend([now] * n)
                 return
             if not waited:
                 waited = True

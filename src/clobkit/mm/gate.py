@@ -23,6 +23,7 @@ from .ladder import Level
 from .metrics import Counters
 from .quoter import Quoter
 from .risk import NONE, DeskLimits, Sums, exposure
+from .sending import LISTING
 
 __all__ = ["CANCEL", "OPEN_ORDERS", "Gate"]
 
@@ -30,6 +31,7 @@ T = TypeVar("T")
 
 CANCEL = "DELETE /orders/:id"
 OPEN_ORDERS = "GET /orders?open"
+POSITIONS = "GET /portfolio/positions"
 
 
 class Gate(KillSwitch):
@@ -54,13 +56,14 @@ class Gate(KillSwitch):
         self._held: asyncio.Task[dict[Any, int]] | None = None
         self._listed: asyncio.Task[list[Order]] | None = None
 
-    async def request(self, endpoint: str, call: Awaitable[T]) -> T:
-        """Await ``call`` (one request to ``endpoint``) within the budget, counted."""
+    async def request(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T:
+        """Await ``call`` (``cost`` requests to ``endpoint``: a listing of open orders is
+        one per open status) within the budget, counted."""
         urgent = endpoint == CANCEL
         if urgent and self.halted is not None:
             # the kill switch: every cancel at once, bounded by the client's connection
             # pool alone (the budget always keeps room to cancel every open order)
-            return await self._send(endpoint, call, 0)
+            return await self._send(endpoint, call, 0, cost)
         keep = 0 if urgent else self._now.orders  # room to cancel everything
         try:
             await self.slots.acquire(urgent)
@@ -69,13 +72,13 @@ class Gate(KillSwitch):
                 call.close()  # never started
             raise
         try:
-            return await self._send(endpoint, call, keep)
+            return await self._send(endpoint, call, keep, cost)
         finally:
             self.slots.release()
 
-    async def _send(self, endpoint: str, call: Awaitable[T], keep: int) -> T:
+    async def _send(self, endpoint: str, call: Awaitable[T], keep: int, cost: int) -> T:
         try:
-            await self.budget.take(keep)
+            await self.budget.take(keep, cost)
         except BaseException:
             if inspect.iscoroutine(call):
                 call.close()  # never started
@@ -97,7 +100,7 @@ class Gate(KillSwitch):
         self.counters.request(endpoint, "ok", time.perf_counter() - start)
         self._outcome(False)
         if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
-            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages
+            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages (at most)
         return result
 
     def _outcome(self, unknown: bool) -> None:
@@ -123,19 +126,28 @@ class Gate(KillSwitch):
         return positions.get(q.token_id, positions.get((q.market_id, q.outcome), 0))
 
     async def _read_positions(self) -> dict[Any, int]:
+        """Every position, a page of 100 a request, each within the budget."""
         positions: dict[Any, int] = {}
-        async for pos in self._client.iter_positions():  # one request a page of 100
-            units = to_units(pos.shares or 0, "shares")
-            if pos.token_id is not None:
-                positions[pos.token_id] = units
-            elif pos.market_id is not None and pos.raw_outcome is not None:
-                positions[(pos.market_id, pos.raw_outcome)] = units
-        return positions
+        number = 1
+        while True:
+            page = await self.request(
+                POSITIONS, self._client.list_positions(number, per_page=PAGE_SIZE_MAX)
+            )
+            for pos in page.positions:
+                units = to_units(pos.shares or 0, "shares")
+                if pos.token_id is not None:
+                    positions[pos.token_id] = units
+                elif pos.market_id is not None and pos.raw_outcome is not None:
+                    positions[(pos.market_id, pos.raw_outcome)] = units
+            pages = page.pagination.total_pages
+            if len(page.positions) < PAGE_SIZE_MAX or (pages is not None and number >= pages):
+                return positions
+            number += 1
 
     async def listed(self) -> list[Order]:
         if self._listed is None:
             self._listed = asyncio.ensure_future(
-                self.request(OPEN_ORDERS, self._client.open_orders())
+                self.request(OPEN_ORDERS, self._client.open_orders(), LISTING)
             )
         return await asyncio.shield(self._listed)
 

@@ -29,7 +29,7 @@ from ..models import Market, Order, Reconnected, StreamMessage
 from .book import BookMirror
 from .ladder import Level, Limits, Live, Quote, crosses, diff, read_ladder
 from .resolve import Resolving
-from .sending import Host
+from .sending import PREPARE, Host
 from .tracking import OPEN, Fill, _Tracked
 
 __all__ = ["Fill", "Quoter", "RequoteReport"]
@@ -154,7 +154,7 @@ class Quoter(Resolving):
         self.market = market  # (the call above caches tokens and neg_risk)
         self.market_id = market.id
         self.event_id = market.event_id
-        await self._req("prepare", client.prepare([market.id]))  # wallet (hasher), fee rates
+        await self._req("prepare", client.prepare([market.id]), PREPARE)  # wallet, fee rates
         # both cached by prepare(): no request. V1: ids precomputed; V2/V3: learnt
         # from the service (tracked by client_order_id)
         self.exchange_version = await client.exchange_version()

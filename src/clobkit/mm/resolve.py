@@ -12,7 +12,7 @@ from .._spec import LIVE, PAGE_SIZE_MAX
 from ..client import within
 from ..errors import NotFound, TransportError
 from ..models import Order
-from .sending import UNKNOWN, Sending
+from .sending import LISTING, UNKNOWN, Sending
 from .tracking import CANCEL_UNKNOWN, DONE, OPEN, PLACE_UNKNOWN, _Tracked
 
 __all__ = ["Resolving"]
@@ -185,7 +185,7 @@ class Resolving(Sending):
         try:
             await self._resolve()
             if listed is None:
-                listed = await self._req("GET /orders?open", self._client.open_orders())
+                listed = await self._req("GET /orders?open", self._client.open_orders(), LISTING)
             seen: set[str] = set()
             for order in listed:
                 if order.market_id != self.market_id or order.outcome != self.outcome:

@@ -15,6 +15,7 @@ from ..errors import ValidationError
 from ..models import Reconnected, StreamMessage
 from .gate import OPEN_ORDERS, Gate
 from .quoter import Quoter
+from .sending import LISTING
 
 __all__ = ["Routing"]
 
@@ -148,7 +149,7 @@ class Routing(Gate):
             if not stale:
                 return []
             try:
-                listed = await self.request(OPEN_ORDERS, self._client.open_orders())
+                listed = await self.request(OPEN_ORDERS, self._client.open_orders(), LISTING)
             except BaseException:
                 for q in stale:  # their next requote re-reads first
                     q._stale = True

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from .._spec import CANCELLED, CODE_DUPLICATE
+from .._spec import CANCELLED, CODE_DUPLICATE, OPEN_STATUSES
 from ..client import UNKNOWN_OUTCOME, AsyncClient, Stream, orders_topic, within
 from ..errors import ApiError, TransportError
 from ..models import Order
@@ -39,13 +39,17 @@ log = logging.getLogger("clobkit.mm")
 
 #: Failures after which a request may or may not have taken effect.
 UNKNOWN = UNKNOWN_OUTCOME
+#: Requests of one listing of the open orders (``open_orders``): one per open status.
+LISTING = len(OPEN_STATUSES)
+#: Requests of a quoter's ``prepare`` at most: the wallet, the market, two fee rates.
+PREPARE = 4
 
 
 class Host(Protocol):
     """What a ``Desk`` does for the quoters it hosts (``quoter._host``): the stream,
     the shared reads, the request budget and the limits over all of them."""
 
-    async def request(self, endpoint: str, call: Awaitable[T]) -> T: ...
+    async def request(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T: ...
     async def open(self, q: Quoter) -> None: ...
     async def attach(self, q: Quoter) -> None: ...
     def detach(self, q: Quoter) -> None: ...
@@ -70,12 +74,13 @@ class Sending(Tracking):
     _errors: list[ApiError]
     retries: int
 
-    async def _req(self, endpoint: str, call: Awaitable[T]) -> T:
-        """A request to the service: on a desk, within its budget and counted."""
+    async def _req(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T:
+        """A request to the service (``cost``: the requests the call makes): on a desk,
+        within its budget and counted."""
         host = self._host
         if host is None:
             return await call
-        return await host.request(endpoint, call)
+        return await host.request(endpoint, call, cost)
 
     async def _prepare(self, level: Level) -> _Tracked:
         prepared = await self._client.prepare_raw_order_amounts(  # caches warm: no request
