@@ -238,3 +238,18 @@ async def test_a_port_past_65535_is_a_transport_error() -> None:
     url = "http://127.0.0.1:70000"
     got = await _both(url, lambda c: c.get_wallet())
     assert [kind for kind, _ in got] == ["TransportError", "TransportError"]
+
+
+def test_a_wait_whose_reads_keep_failing_times_out_at_its_deadline(
+    fake: FakeApi, make_mock_client: Callable[..., Client]
+) -> None:
+    # each re-read had a whole call's budget and retries of its own: a wait of 1 s ran
+    # 6 to 7 s against a busy gateway, and raised its ServerError, not TimeoutError
+    live = {"order": {"id": "o1", "status": "live"}}
+    busy = {"success": False, "error": "busy"}
+    fake.on(
+        "GET", "/api/ext/v1/orders/o1", lambda r: ok(live), lambda r: httpx.Response(503, json=busy)
+    )
+    client = make_mock_client(max_retries=1000, backoff=0.01, backoff_cap=0.01)
+    with pytest.raises(errors.TimeoutError, match="did not reach"):
+        client.wait_for_order("o1", timeout=0.3, poll_interval=0.05)

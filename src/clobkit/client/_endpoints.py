@@ -121,8 +121,10 @@ class EndpointCore(CallRunner):
         params = {"status": status, "page": page, "page_size": page_size}
         return self._get("/orders", shapes.ORDERS, params)
 
-    def get_order(self, order_id: str) -> Operation[Order]:
-        return self._get("/orders/" + _segment(order_id, "order_id", OrderFieldError), shapes.ORDER)
+    def get_order(self, order_id: str, until: float | None = None) -> Operation[Order]:
+        """The order (``until``: a time of ``clock`` its retries end by)."""
+        path = API_PREFIX + "/orders/" + _segment(order_id, "order_id", OrderFieldError)
+        return self.run(Call("GET", path, None, b"", shapes.ORDER, SAFE), until)
 
     def get_wallet(self, refresh: bool = False) -> Operation[WalletInfo]:
         if self.wallet is None or refresh:

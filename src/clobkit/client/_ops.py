@@ -331,16 +331,18 @@ class CallRunner:
         delay = min(config.backoff_cap, config.backoff * 2.0**attempt)
         return delay * (0.5 + 0.5 * self.random())
 
-    def run(self, call: Call) -> Operation[Any]:
+    def run(self, call: Call, until: float | None = None) -> Operation[Any]:
         """Send ``call``, retrying as its policy allows; return the parsed result.
 
         Each attempt gets ``timeout`` seconds (less when the call's budget,
-        ``total_timeout``, ends sooner); a retry whose wait would end past the
-        budget is not made.
+        ``total_timeout``, or ``until``, a time of ``clock``, ends sooner); a retry
+        whose wait would end past the budget is not made.
         """
         config = self.config
         attempt = 0
         budget_end = self.clock() + config.call_budget
+        if until is not None:
+            budget_end = min(budget_end, until)
         while True:
             request = self.build_outgoing(call)
             started = self.clock()

@@ -8,12 +8,15 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 from .._spec import ORDER_STATUSES, user_orders_topic
-from ..errors import OrderFieldError
+from ..errors import OrderFieldError, RateLimited, ServerError, TransportError
 from ..errors import TimeoutError as ClobkitTimeoutError
 from ..models import FINAL_STATUSES, Order, Reconnected, StreamMessage
 from ._endpoints import EndpointCore
 from ._ops import Operation, Receive, Sleep
 from ._validate import seconds
+
+#: A read's failures that say nothing of the order: at the deadline, the wait timed out.
+UNKNOWN_READ = (ServerError, TransportError, RateLimited)
 
 StreamItem = StreamMessage | Reconnected
 """What a stream yields: a ``StreamMessage``, or a ``Reconnected`` marker after a reconnect
@@ -77,26 +80,39 @@ class WaitCore(EndpointCore):
         wanted = self.wait_statuses(statuses)
         deadline = self.deadline(timeout)
         poll_interval = seconds(poll_interval, "poll_interval")
-        order = yield from self.get_order(order_id)
+        order = yield from self.get_order(order_id)  # one whole read, even with timeout 0
         feed = listen(order)
         try:
-            if feed is not None:
-                order = yield from self.get_order(order_id)  # closes the window before listening
+            if feed is not None:  # read again: closes the window before listening
+                order = yield from self._read(order_id, wanted, deadline, order)
             while order.status not in wanted:
                 remaining = deadline - self.clock()
                 if remaining <= 0:
                     raise self.wait_timeout(order_id, wanted, order)
                 if feed is None or feed.closed:
                     yield Sleep(min(poll_interval, remaining))
-                    order = yield from self.get_order(order_id)
+                    order = yield from self._read(order_id, wanted, deadline, order)
                     continue
                 item = yield Receive(feed.inbox, min(remaining, max(poll_interval, 5.0)))
                 if item is None or self.stream_says(item, order_id, wanted):
-                    order = yield from self.get_order(order_id)
+                    order = yield from self._read(order_id, wanted, deadline, order)
         finally:
             if feed is not None:
                 feed.close()
         return order
+
+    def _read(
+        self, order_id: str, wanted: frozenset[str], deadline: float, last: Order
+    ) -> Operation[Order]:
+        """The order read again, its retries ending by ``deadline``. A read that fails
+        without a word on the order (a 503, a lost connection, a 429) is a poll that
+        told nothing: ``last`` stands, and at the deadline the wait times out."""
+        try:
+            return (yield from self.get_order(order_id, deadline))
+        except UNKNOWN_READ as exc:
+            if self.clock() >= deadline:
+                raise self.wait_timeout(order_id, wanted, last) from exc
+            return last
 
     @staticmethod
     def order_stream(order: Order, streams: Iterable[S]) -> S | None:
