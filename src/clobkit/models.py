@@ -300,13 +300,15 @@ class Orderbook(_Model, kw_only=True):
 
     @property
     def best_bid(self) -> Decimal | None:
-        """Highest bid price, or ``None`` on an empty side."""
-        return max((level.price for level in self.bids), default=None)
+        """Highest bid price, or ``None`` on an empty side (a price that is no number, as
+        a server may send "NaN", is left out)."""
+        return max((lv.price for lv in self.bids if lv.price.is_finite()), default=None)
 
     @property
     def best_ask(self) -> Decimal | None:
-        """Lowest ask price, or ``None`` on an empty side."""
-        return min((level.price for level in self.asks), default=None)
+        """Lowest ask price, or ``None`` on an empty side (a price that is no number is
+        left out)."""
+        return min((lv.price for lv in self.asks if lv.price.is_finite()), default=None)
 
 
 class Order(_Model, kw_only=True):

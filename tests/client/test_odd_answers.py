@@ -253,3 +253,29 @@ def test_a_wait_whose_reads_keep_failing_times_out_at_its_deadline(
     client = make_mock_client(max_retries=1000, backoff=0.01, backoff_cap=0.01)
     with pytest.raises(errors.TimeoutError, match="did not reach"):
         client.wait_for_order("o1", timeout=0.3, poll_interval=0.05)
+
+
+@pytest.mark.parametrize("flag", ["null", '"no"', "[false]", "{}", '"error"'])
+def test_an_envelope_whose_success_is_not_true_is_no_success(
+    fake: FakeApi, mock_client: Client, flag: str
+) -> None:
+    # only a literal false was read as failure: {"success": null, "error": "insufficient
+    # balance", "data": {...}} placed an order that the server had refused
+    body = f'{{"success": {flag}, "error": "insufficient balance", "data": {{"order_id": "o-1"}}}}'
+    fake.on("POST", "/api/ext/v1/orders", lambda r: httpx.Response(200, content=body.encode()))
+    with pytest.raises(errors.ApiError, match="insufficient balance"):
+        mock_client.place_order("11111111-2222-4333-8444-555555555555", outcome="a", amount="5")
+
+
+@pytest.mark.parametrize("odd", ["NaN", "sNaN", "-NaN"])
+def test_a_book_price_that_is_no_number_is_left_out_of_the_best(
+    fake: FakeApi, mock_client: Client, odd: str
+) -> None:
+    # best_bid / best_ask raised decimal.InvalidOperation comparing it
+    book = {
+        "bids": [{"price": odd, "size": "5"}, {"price": "0.40", "size": "5"}],
+        "asks": [{"price": odd, "size": "5"}, {"price": "0.60", "size": "5"}],
+    }
+    fake.on("GET", "/api/ext/v1/orderbooks/t1", lambda r: ok(book))
+    got = mock_client.get_orderbook("t1")
+    assert (str(got.best_bid), str(got.best_ask)) == ("0.40", "0.60")

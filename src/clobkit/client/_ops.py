@@ -289,7 +289,8 @@ class CallRunner:
                 raise ServerError(
                     f"response is not JSON: {reply_text(response)[:200]!r}", status=status
                 ) from None
-        if status >= 300 or (isinstance(raw, dict) and raw.get("success") is False):
+        # an envelope whose success is not true (null, "no", [false]...) is no success
+        if status >= 300 or (isinstance(raw, dict) and raw.get("success", True) is not True):
             raise _error_from_response(response, raw)
         data = raw.get("data") if isinstance(raw, dict) and "success" in raw else raw
         if data is None:
