@@ -279,3 +279,24 @@ def test_a_book_price_that_is_no_number_is_left_out_of_the_best(
     fake.on("GET", "/api/ext/v1/orderbooks/t1", lambda r: ok(book))
     got = mock_client.get_orderbook("t1")
     assert (str(got.best_bid), str(got.best_ask)) == ("0.40", "0.60")
+
+
+def _trailers(conn: socket.socket, stop: threading.Event) -> None:
+    """A tiny chunked body, then 2 MiB of trailer lines."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+    conn.sendall(head + b"\r\n2\r\n{}\r\n0\r\n")
+    line = b"X-T: " + b"a" * 1000 + b"\r\n"
+    try:
+        for _ in range(2048):
+            conn.sendall(line)
+        conn.sendall(b"\r\n")
+    except OSError:
+        pass  # the client closed: as it should
+
+
+async def test_trailers_past_the_head_limit_are_refused(
+    raw_server: Callable[..., RawServer],
+) -> None:
+    # the async client kept every trailer line (300 MiB of them took 381 MiB of memory)
+    got = await _both(raw_server(_trailers).url, lambda c: c.get_wallet())
+    assert [kind for kind, _ in got] == ["TransportError", "TransportError"], got

@@ -103,6 +103,7 @@ class _Connection(asyncio.Protocol):
 
     def _reset_answer(self) -> None:
         self._head_bytes = 0
+        self._trailer_bytes = 0
         self._headers: list[tuple[bytes, bytes]] = []
         self._reason = b""
         self._status = 0
@@ -136,6 +137,8 @@ class _Connection(asyncio.Protocol):
         else:
             if not self._headed and self._head_bytes > MAX_HEAD:
                 self._finish(httpx.RemoteProtocolError(f"answer head longer than {MAX_HEAD} bytes"))
+            elif self._trailer_bytes > MAX_HEAD:
+                self._finish(httpx.RemoteProtocolError(f"trailers longer than {MAX_HEAD} bytes"))
 
     def eof_received(self) -> bool:
         return False  # close our side too; connection_lost follows
@@ -173,6 +176,9 @@ class _Connection(asyncio.Protocol):
         self._reason += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._headed:  # a chunked body's trailers: counted (bounded), never kept
+            self._trailer_bytes += len(name) + len(value)
+            return
         self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
