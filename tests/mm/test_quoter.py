@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from decimal import Decimal
 from typing import Any
 
@@ -384,3 +386,37 @@ async def test_the_first_stream_record_carries_the_clients_key(
         assert item.order.clob_order_id == placed.clob_order_id
         assert placed.clob_order_id_precomputed == (version == 1)
     await client.cancel_order(placed.order_id)
+
+
+async def test_a_requote_past_its_limits_with_the_old_orders_cancels_first(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    # moving a BUY of 100 from 0.05 to 0.06 under max_position 100, max_notional 10:
+    # sent together, both orders rested for the cancel's round trip (11 USDC, and 200
+    # shares if a sweep filled both); the cancel must be done before the place is sent
+    async with Quoter(
+        client, market_id, "a", user_id=user.user_id, max_position=100, max_notional=10
+    ) as q:
+        await q.requote([Quote("BUY", Decimal("0.05"), 100)])
+        posted = asyncio.Event()
+        live_at_post: list[int] = []
+        cancel, post = client.cancel_order, client.post_raw_order
+
+        async def slow_cancel(order_id: str) -> Any:
+            with contextlib.suppress(asyncio.TimeoutError):  # a place sent beside it comes
+                await asyncio.wait_for(posted.wait(), 0.5)
+            return await cancel(order_id)
+
+        async def counting_post(prepared: Any) -> Any:
+            live_at_post.append(len(service_view(sb, user, market_id)))
+            posted.set()
+            return await post(prepared)
+
+        client.cancel_order = slow_cancel  # type: ignore[method-assign]
+        client.post_raw_order = counting_post  # type: ignore[method-assign]
+        try:
+            await q.requote([Quote("BUY", Decimal("0.06"), 100)])
+        finally:
+            client.cancel_order, client.post_raw_order = cancel, post  # type: ignore[method-assign]
+        assert live_at_post == [0]  # the old order was gone when the new one went out
+        assert prices(service_view(sb, user, market_id)) == [Decimal("0.06")]

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from .._core import limit_amounts, to_units
 from .._parse import parse_side
-from .._spec import DECIMALS
+from .._spec import DECIMALS, UNIT
 from .._types import Side
 from ..errors import QuoteRefused
 
@@ -112,6 +112,21 @@ def read_ladder(quotes: Iterable[Quote], limits: Limits, position: int) -> list[
                 f"shares (position now {_text(position)})",
             )
     return levels
+
+
+def exceeds(levels: Sequence[Level], limits: Limits, position: int) -> bool:
+    """Whether ``levels`` resting together (a requote's new orders beside the ones it is
+    cancelling) could pass ``max_notional`` or ``max_position``: then the cancels go
+    first. A level of a live order (no amounts) is valued at its price, rounded up."""
+    if limits.max_notional is not None:
+        total = sum(lv.usdc or -(-lv.shares * lv.price // UNIT) for lv in levels)
+        if total > limits.max_notional:
+            return True
+    if limits.max_position is not None:
+        bought = sum(lv.shares for lv in levels if lv.side == 0)
+        sold = sum(lv.shares for lv in levels if lv.side == 1)
+        return max(position + bought, sold - position) > limits.max_position
+    return False
 
 
 def _text(units: int) -> str:

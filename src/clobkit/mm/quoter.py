@@ -27,7 +27,7 @@ from ..client import AsyncClient, Stream, book_topic, orders_topic
 from ..errors import ApiError, OrderBookNotFound, ValidationError
 from ..models import Market, Order, Reconnected, StreamMessage
 from .book import BookMirror
-from .ladder import Level, Limits, Live, Quote, crosses, diff, read_ladder
+from .ladder import Level, Limits, Live, Quote, crosses, diff, exceeds, read_ladder
 from .resolve import Resolving
 from .sending import PREPARE, Host
 from .tracking import OPEN, Fill, _Tracked
@@ -312,10 +312,12 @@ class Quoter(Resolving):
                 if t.state == OPEN
             ]
             kept, cancel, place = diff(levels, live)
-            first = False
+            # old and new orders rest together while a requote is in flight: when both
+            # could pass the quoter's own limits, the cancels go first
+            union = [*levels, *(_as_level(o) for o in cancel)]
+            first = exceeds(union, self._limits(), self._position)
             if self._host is not None:  # the desk's limits, before anything is sent
-                union = [*levels, *(_as_level(o) for o in cancel)]
-                first = await self._host.admit(self, levels, union)
+                first = await self._host.admit(self, levels, union) or first
             self._errors = []
             new: list[_Tracked] = []
             try:
@@ -350,8 +352,8 @@ class Quoter(Resolving):
     ) -> None:
         """Send the cancels and the places: concurrently, or cancels first when a new
         order could trade with one being cancelled, needs the shares that a
-        cancelled SELL still reserves, or (``first``) fits the desk's limits only
-        once the cancels are done."""
+        cancelled SELL still reserves, or (``first``) fits the quoter's or the desk's
+        limits only once the cancels are done."""
         gone = [o.handle for o in cancel]
         selling = sum(level.shares for level in place if level.side == 1)
         reserved = sum(o.remaining for o in live if o.side == 1)
