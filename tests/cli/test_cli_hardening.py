@@ -199,6 +199,24 @@ def test_bench_bad_numbers_are_one_line(
     assert flag in one_line_error(result.err)
 
 
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--quick", "--json", "/nonexistent/dir/x.json"], "--json: no directory"),
+        (["--quick", "--png", "/nonexistent/dir/x.png"], "--png: no directory"),
+        (["--memory-only", "--json", "x.json"], "--memory-only writes no --json"),
+    ],
+)
+def test_bench_files_it_cannot_write_are_refused_before_the_run(
+    cli: Callable[..., Result], argv: list[str], said: str
+) -> None:
+    # a missing directory was found only after the whole run (2 minutes); --memory-only
+    # left --json unwritten without a word
+    result = cli("bench", *argv)
+    assert result.code == 2
+    assert said in one_line_error(result.err)
+
+
 def test_bench_png_without_matplotlib(
     cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -79,6 +79,11 @@ def _check(args: argparse.Namespace) -> str:
     ):
         if value is not None and value < low:
             return f"{flag} must be at least {low} (got {value})"
+    if args.memory_only and (args.json or args.png):
+        return "--memory-only writes no --json or --png (it prints its table)"
+    for flag, path in (("--json", args.json), ("--png", args.png)):
+        if path and not Path(path).resolve().parent.is_dir():  # found before, not after, a run
+            return f"{flag}: no directory {str(Path(path).resolve().parent)!r} to write it in"
     if args.png:
         try:
             import matplotlib  # noqa: F401
