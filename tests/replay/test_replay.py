@@ -334,6 +334,16 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
     assert "cannot be combined" in err
     assert "--speed" in err
     assert "markets.json" in err
+    # the replay's options without --replay were taken and did nothing; so was an
+    # infinite speed, and --host "" bound every interface
+    assert main(["--port", "0", "--step", "--speed", "5"]) == 2
+    assert "--speed, --step need --replay" in capsys.readouterr().err
+    assert main(["--port", "0", "--start", "5"]) == 2
+    assert "--start needs --replay" in capsys.readouterr().err
+    assert main(["--replay", str(tmp_path), "--speed", "inf"]) == 2
+    assert "--speed must be a positive, finite number" in capsys.readouterr().err
+    assert main(["--port", "0", "--host", ""]) == 2
+    assert "--host must name an address" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -129,11 +129,12 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv += ["--state", args.state]
     if args.forwarded_allow_ips is not None:
         argv += ["--forwarded-allow-ips", args.forwarded_allow_ips]
-    if args.replay is not None:
-        argv += ["--replay", args.replay, "--speed", str(args.speed)]
-        argv += [f"--start={args.start}"] if args.start is not None else []
-        argv += [f"--end={args.end}"] if args.end is not None else []
-        argv += ["--step"] if args.step else []
+    # the replay's options go on even without --replay: the sandbox refuses them then
+    argv += ["--replay", args.replay] if args.replay is not None else []
+    argv += ["--speed", str(args.speed)]
+    argv += [f"--start={args.start}"] if args.start is not None else []
+    argv += [f"--end={args.end}"] if args.end is not None else []
+    argv += ["--step"] if args.step else []
     return sandbox_main(argv)
 
 

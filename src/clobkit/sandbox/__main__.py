@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -111,8 +112,22 @@ def _check(args: argparse.Namespace) -> None:
     """The options that cannot go together."""
     if args.replay is not None and args.state is not None:
         raise _Refused("--replay and --state cannot be combined")
-    if args.replay is not None and not args.speed > 0:
-        raise _Refused(f"--speed must be positive (got {args.speed})")
+    if args.replay is None:  # the replay's own options, given without one, do nothing
+        given = [flag for flag, on in _REPLAY_OPTIONS.items() if on(args)]
+        if given:
+            raise _Refused(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --replay")
+    elif not 0 < args.speed < math.inf:
+        raise _Refused(f"--speed must be a positive, finite number (got {args.speed})")
+    if not args.host.strip():  # "" binds every interface: name it if that is meant
+        raise _Refused("--host must name an address (0.0.0.0 for every interface)")
+
+
+_REPLAY_OPTIONS: dict[str, Callable[[argparse.Namespace], bool]] = {
+    "--speed": lambda args: args.speed != 1.0,
+    "--start": lambda args: args.start is not None,
+    "--end": lambda args: args.end is not None,
+    "--step": lambda args: bool(args.step),
+}
 
 
 def _sandbox(args: argparse.Namespace) -> Sandbox:
