@@ -131,7 +131,7 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv += ["--forwarded-allow-ips", args.forwarded_allow_ips]
     # the replay's options go on even without --replay: the sandbox refuses them then
     argv += ["--replay", args.replay] if args.replay is not None else []
-    argv += ["--speed", str(args.speed)]
+    argv += ["--speed", str(args.speed)] if args.replay is not None or args.speed != 1.0 else []
     argv += [f"--start={args.start}"] if args.start is not None else []
     argv += [f"--end={args.end}"] if args.end is not None else []
     argv += ["--step"] if args.step else []
