@@ -375,10 +375,10 @@ def parse_body(body: object) -> bytes:
     raise SignatureInputError("body", body, "must be bytes or str")
 
 
-def iter_requests(requests: object) -> Iterator[Any]:
+def iter_requests(requests: Any) -> Iterator[Any]:
     """The batch of ``headers_many`` as an iterator; anything else refused by name."""
     try:
-        batch: Iterator[Any] = iter(requests)  # type: ignore[call-overload]
+        batch: Iterator[Any] = iter(requests)
     except TypeError:
         raise SignatureInputError(
             "requests", requests, "must be an iterable of (method, path[, body]) requests"

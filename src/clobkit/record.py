@@ -490,11 +490,10 @@ def _records(
     for item in records:  # each field of the type it is read as (a hand-edited file...)
         for name, kind in _field_types(record).items():
             value = getattr(item, name)
-            if value is not None and (type(value) is bool) != (kind is bool):
-                ok = False
-            else:
-                ok = value is None or isinstance(value, kind)
-            if not ok:
+            # a bool is an int to isinstance: only a bool field takes one
+            if value is not None and not (
+                isinstance(value, kind) and (type(value) is bool) == (kind is bool)
+            ):
                 problem = f"must be a {kind.__name__} or null ({key} of {MARKETS_FILE})"
                 raise ValidationError(name, value, problem)
     return records

@@ -194,6 +194,7 @@ def _until_stopped(main: Coroutine[Any, Any, Any]) -> None:
         task, loop = asyncio.current_task(), asyncio.get_running_loop()
         assert task is not None
         for name in ("SIGTERM", "SIGHUP"):
+            # no SIGHUP (Windows), no loop signal handlers (Windows), not the main thread
             with contextlib.suppress(AttributeError, NotImplementedError, RuntimeError):
                 loop.add_signal_handler(getattr(signal, name), task.cancel)
         with contextlib.suppress(asyncio.CancelledError):

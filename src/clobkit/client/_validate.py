@@ -124,13 +124,16 @@ def _uint(value: object, field: str, high: int | None = None) -> int:
 
 def seconds(value: object, field: str, *, zero: bool = False) -> float:
     """A finite number of seconds: positive, or also 0 when ``zero``."""
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok and isinstance(value, float):
-        ok = math.isfinite(value)
-    if not ok or value < 0 or (value == 0 and not zero):  # type: ignore[operator]
+    number = math.nan  # what is no number
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:  # an int past float's range
+            number = math.inf
+    if not 0 <= number < math.inf or (number == 0 and not zero):
         kind = "non-negative" if zero else "positive"
         raise ValidationError(field, value, f"must be a {kind} finite number of seconds")
-    return float(value)  # type: ignore[arg-type]
+    return number
 
 
 def _market_ids(value: object) -> list[str]:
