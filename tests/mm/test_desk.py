@@ -259,6 +259,35 @@ async def test_an_error_rate_past_the_threshold_fires_the_kill_switch(sb: Any, u
         assert_same(sb, user, q)
 
 
+async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) -> None:
+    """The kill switch fires through the faults that fail its cancels: the watchdog
+    sends them again, backing off, until nothing of the desk rests on the service."""
+    (m1,) = two_sided(sb, 1)
+    async with (
+        AsyncClient(**options(sb, user, max_retries=0)) as client,
+        Desk(client, error_window=10, max_error_rate=0.3) as desk,
+    ):
+        desk.watch_interval = 0.01
+        desk.halt_retry = 0.02
+        q = desk.quoter(m1, "a")
+        await desk.requote({q: ladder(5, n=4)})
+        q.resolve_attempts = 2
+        sb.faults.configure({"error_rate": 1.0, "after_commit": 0.0, "seed": 1})
+        with pytest.raises((ServerError, TransportError)):
+            await desk.halt("by hand, through the faults")
+        assert len(service_view(sb, user, m1)) == 4
+        await eventually(lambda: desk.metrics()["halt_retries"] >= 2)
+        assert len(service_view(sb, user, m1)) == 4  # every DELETE failed before the service
+        sb.faults.configure(None)
+        await eventually(lambda: service_view(sb, user, m1) == [])
+        await eventually(lambda: not q.resting())
+        assert desk.halted == "by hand, through the faults"
+        retries = desk.metrics()["halt_retries"]
+        await asyncio.sleep(0.1)  # nothing left to cancel: no more retries
+        assert desk.metrics()["halt_retries"] == retries
+        assert_same(sb, user, q)
+
+
 async def test_requotes_after_a_dropped_stream_resync_every_quoter(
     sb: Any, user: Any, client: AsyncClient
 ) -> None:
@@ -331,6 +360,7 @@ async def test_metrics_snapshot_and_prometheus(sb: Any, user: Any, client: Async
         assert 'clobkit_desk_request_seconds_count{endpoint="POST /orders"} 3.0' in text
         assert f'clobkit_desk_position{{market_id="{q.market_id}",outcome="a"}} 20.0' in text
         assert "clobkit_desk_halted 0.0" in text
+        assert "clobkit_desk_halt_retries_total 0.0" in text
 
 
 async def test_quoters_of_the_desk_are_checked(sb: Any, client: AsyncClient) -> None:

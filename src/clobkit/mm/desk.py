@@ -295,6 +295,7 @@ class Desk(Routing):
             "lag": c.lag.snapshot(),
             "halted": self.halted,
             "halts": self.halts,
+            "halt_retries": self.halt_retries,
             "open_orders": orders,
             "notional": from_units(notional),
             "markets": markets,

@@ -1,6 +1,7 @@
 """The ``Desk``'s kill switch: ``halt()`` cancels every open order of the desk and
 refuses new quotes until ``resume()``; a watchdog fires it when the strategy's
-heartbeat, the stream or the error rate says the desk should stop."""
+heartbeat, the stream or the error rate says the desk should stop, and while it
+holds sends the cancels again (backing off) until nothing of the desk rests."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from .quoter import Quoter
 __all__ = ["KillSwitch"]
 
 log = logging.getLogger("clobkit.mm")
+
+_RETRY_MAX = 30.0  # s: the longest wait between a halted desk's tries to cancel
 
 
 class KillSwitch:
@@ -41,6 +44,14 @@ class KillSwitch:
         self.halts = 0
         #: Seconds between the watchdog's checks (heartbeat, stream, error rate).
         self.watch_interval = 0.05
+        #: Seconds before a halted desk's failed cancels are sent again (doubling
+        #: after each failure, at most ``_RETRY_MAX``).
+        self.halt_retry = 1.0
+        #: Times a halted desk sent its cancels again because orders still rested.
+        self.halt_retries = 0
+        self._retry_in = 0.0
+        self._retry_at = 0.0
+        self._cancelling = 0  # halts in progress (by hand or by the watchdog)
         self._outcomes: deque[bool] = deque(maxlen=error_window)  # True: unknown outcome
         self._unknown = 0
         self._beat: float | None = None
@@ -59,7 +70,13 @@ class KillSwitch:
             log.warning("desk halted: %s", reason)
         self._wake()  # requotes waiting for room give up
         opened = [q for q in self._quoters.values() if q.market is not None]
-        results = await asyncio.gather(*(q.cancel_all() for q in opened), return_exceptions=True)
+        self._cancelling += 1
+        try:
+            results = await asyncio.gather(
+                *(q.cancel_all() for q in opened), return_exceptions=True
+            )
+        finally:
+            self._cancelling -= 1
         cancelled: list[Order] = []
         failure: BaseException | None = None
         for result in results:
@@ -74,6 +91,7 @@ class KillSwitch:
     def resume(self) -> None:
         """Allow quoting again after ``halt()`` (and re-arm the automatic triggers)."""
         self.halted = None
+        self._retry_in = 0.0
         self._beat = None
         self._outcomes.clear()
         self._unknown = 0
@@ -88,6 +106,7 @@ class KillSwitch:
         while True:
             await asyncio.sleep(self.watch_interval)
             if self.halted is not None:
+                self._recancel()
                 continue
             beat, limit = self._beat, self.heartbeat_timeout
             if beat is not None and limit is not None and time.monotonic() - beat > limit:
@@ -97,6 +116,26 @@ class KillSwitch:
             down = None if stream is None else stream.down_since
             if down is not None and limit is not None and loop.time() - down > limit:
                 self._fire(f"stream down for more than {limit} s")
+
+    def _recancel(self) -> None:
+        """A halted desk whose orders still rest (its cancels failed: the same outage
+        that fired it, say) sends them again, after ``halt_retry`` s doubling per try."""
+        if self._cancelling or (self._halting is not None and not self._halting.done()):
+            return
+        if not any(q.resting() for q in self._quoters.values() if q.market is not None):
+            self._retry_in = 0.0  # all cancelled: the next failure starts afresh
+            return
+        now = time.monotonic()
+        if not self._retry_in:
+            self._retry_in, self._retry_at = self.halt_retry, now + self.halt_retry
+        if now < self._retry_at:
+            return
+        self._retry_in = min(2 * self._retry_in, _RETRY_MAX)
+        self._retry_at = now + self._retry_in
+        self.halt_retries += 1
+        assert self.halted is not None
+        self._halting = asyncio.ensure_future(self.halt(self.halted))
+        self._halting.add_done_callback(_log_failure)
 
     def _wake(self) -> None:
         waiting, self._waiting = self._waiting, []

@@ -112,6 +112,7 @@ def _desk_families(snap: dict[str, Any]) -> Iterator[Any]:
         ("clobkit_desk_messages", "messages", "Stream messages routed"),
         ("clobkit_desk_frames", "frames", "Stream frames decoded"),
         ("clobkit_desk_halts", "halts", "Kill switch firings"),
+        ("clobkit_desk_halt_retries", "halt_retries", "Cancels of a halted desk sent again"),
     ):
         yield CounterMetricFamily(name, text, value=snap[key])
     lag = snap["lag"]
