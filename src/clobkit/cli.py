@@ -92,6 +92,8 @@ def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
         args, extra = parser.parse_known_args(args_list)
+        if args.command is None and extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE

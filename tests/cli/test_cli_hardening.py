@@ -175,6 +175,15 @@ def test_read_only_output_is_not_replaced(
 # Other commands
 
 
+def test_an_unknown_flag_before_any_command_is_named(cli: Callable[..., Result]) -> None:
+    result = cli("--bogus-flag")
+    assert result.code == 2
+    assert "--bogus-flag" in one_line_error(result.err)
+    bare = cli()  # no command at all: the help, on stderr
+    assert bare.code == 2
+    assert "usage: clobkit" in bare.err
+
+
 def test_sandbox_port_out_of_range(cli: Callable[..., Result]) -> None:
     for port in ("99999", "-1", "65536"):
         result = cli("sandbox", "--port", port)
