@@ -153,3 +153,7 @@ def test_odd_start_times_are_named(tmp_path: Path) -> None:
             Replay(sandbox_module.Engine(config()), tmp_path, start=bad)
     with pytest.raises(ValidationError, match="lies after the recording's last update"):
         Replay(engine, tmp_path, start="100")
+    # before the first update there is nothing to serve: the clock would idle through it
+    for early in ("-1", "1970-01-01T00:00:00Z"):
+        with pytest.raises(ValidationError, match="lies before the recording's first update"):
+            Replay(sandbox_module.Engine(config()), tmp_path, start=early)

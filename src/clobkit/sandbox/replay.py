@@ -160,6 +160,8 @@ class Replay:
         #: The recording's first and last times (ms).
         self.first_ms, self.last_ms = origin, self.updates[-1].at_ms if self.updates else 0
         self.start_ms = origin if start is None else parse_time(start, origin)
+        if self.start_ms < origin:  # no book before it: the clock would only idle
+            raise ValidationError("start", start, "lies before the recording's first update")
         self.end_ms = self.last_ms if end is None else parse_time(end, origin)
         if self.end_ms < self.start_ms:
             if end is None:
