@@ -7,7 +7,9 @@ naive timestamp is read as UTC), and every price, amount, size, share count,
 volume and odds value is an exact ``Decimal`` (money in USDC, shares in
 outcome shares). The simplified shapes shown by the API guides (a market with
 an ``outcomes`` array, a list response whose ``data`` is a bare array, a
-cancel answered by ``success`` alone) decode into the same models.
+cancel answered by ``success`` alone) decode into the same models. An order
+named by an empty or blank id is refused (``ServerError``): nothing could
+cancel, read or track it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ._spec import (
     SideName,
 )
 from ._wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
-from .errors import OrderFieldError
+from .errors import OrderFieldError, ValidationError
 
 # An order's status, side and order type arrive as the service's string, kept
 # as sent: a value the API text does not name (the exchange adds a status)
@@ -78,6 +80,13 @@ __all__ = [
     "Team",
     "WalletInfo",
 ]
+
+
+def _blank(field: str, order_id: str) -> None:
+    """An order's id is what it is cancelled, read and tracked by: a record naming an
+    order by an empty or blank id is no answer (in a decode msgspec makes this
+    ValueError its ValidationError, and the client a ``ServerError``)."""
+    raise ValidationError(field, order_id, "must not be blank")
 
 
 def _aware(struct: msgspec.Struct, *names: str) -> None:
@@ -352,6 +361,8 @@ class Order(_Model, kw_only=True):
     avg_fill_price: Decimal | None = None
 
     def __post_init__(self) -> None:
+        if not self.id.strip():
+            _blank("id", self.id)
         _aware(self, "settled_at", "submitted_at", "matched_at", "created_at", "updated_at")
 
     @property
@@ -374,6 +385,10 @@ class PlacedOrder(_Model, kw_only=True):
 
     order_id: str
     notification_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.order_id.strip():
+            _blank("order_id", self.order_id)
 
 
 class RawOrderResult(_Model, kw_only=True):

@@ -21,7 +21,7 @@ import pytest
 
 from clobkit import AsyncClient, Client, errors
 from clobkit.client._stream import parse_message
-from clobkit.models import RawOrderResult
+from clobkit.models import Order, RawOrderResult
 
 from .conftest import FakeApi, RawServer, ok
 
@@ -300,3 +300,27 @@ async def test_trailers_past_the_head_limit_are_refused(
     # the async client kept every trailer line (300 MiB of them took 381 MiB of memory)
     got = await _both(raw_server(_trailers).url, lambda c: c.get_wallet())
     assert [kind for kind, _ in got] == ["TransportError", "TransportError"], got
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t\n"])
+def test_an_order_named_by_a_blank_id_is_no_answer(
+    fake: FakeApi, mock_client: Client, blank: str
+) -> None:
+    # a placed order of id "" was returned: nothing could cancel, read or track it
+    fake.on("POST", "/api/ext/v1/orders", ok({"order_id": blank}))
+    with pytest.raises(errors.ServerError, match="order_id: must not be blank"):
+        mock_client.place_order("11111111-2222-4333-8444-555555555555", outcome="a", amount="5")
+    fake.on("GET", "/api/ext/v1/orders/o1", ok({"order": {"id": blank, "status": "live"}}))
+    with pytest.raises(errors.ServerError, match="id: must not be blank"):
+        mock_client.get_order("o1")
+    listing = {"orders": [{"id": "o2"}, {"id": blank}], "total_count": 2}
+    fake.on("GET", "/api/ext/v1/orders", ok(listing))
+    with pytest.raises(errors.ServerError, match="id: must not be blank"):
+        mock_client.list_orders()  # never a page with the order silently left out
+    # a stream record of no order is kept as the frame, with no Order read from it
+    frame = f'{{"topic": "user:u1:orders", "data": {{"id": "{blank}", "status": "live"}}}}'
+    message = parse_message(frame.encode("unicode_escape"))
+    assert message.topic == "user:u1:orders"
+    assert message.order is None
+    with pytest.raises(errors.ValidationError, match="id"):
+        Order(id=blank)  # by hand: a ClobkitError, as any bad input
