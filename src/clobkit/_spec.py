@@ -67,6 +67,7 @@ __all__ = [
     "LOST",
     "MARKET_TOPIC_KINDS",
     "MATCHED",
+    "MAX_FEE_RATE_BPS",
     "OPEN_STATUSES",
     "ORDER_STATUSES",
     "ORDER_TYPES",
@@ -102,6 +103,10 @@ SALT_MAX: Final = 10**12
 SALT_RANGE: Final = "[0, 10**12]"
 #: The single-order maximum, USDC; it applies to every order, bonus-funded or not.
 SINGLE_ORDER_MAX: Final = Decimal(50_000)
+#: The most ``fee_rate_bps`` an order may carry: the exchange's ``MAX_FEE_RATE_BIPS``
+#: (10%; the CTF exchange refuses a signed ``feeRateBps`` above it, so such an order
+#: could rest but never match). The fee-rate query's ``base_fee`` lies within it too.
+MAX_FEE_RATE_BPS: Final = 1_000
 #: ``client_order_id`` is at most this many characters.
 CLIENT_ORDER_ID_MAX: Final = 64
 #: ``page_size`` / ``per_page`` / ``limit`` are at most this.

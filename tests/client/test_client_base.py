@@ -682,6 +682,18 @@ def test_fee_rate_bad_answers() -> None:
         drive(core.fee_rate(TOKEN_A), [httpx.Response(404, json={"error": "no token"})])
     fee, _ = drive(core.fee_rate(TOKEN_B), [ok({"base_fee": 3.0})])
     assert fee == 3
+    # past the exchange's MAX_FEE_RATE_BIPS: an order signed with it could never match
+    for odd in (1_001, 10**30, -1):
+        with pytest.raises(errors.ServerError, match=r"base_fee in \[0, 1000\]"):
+            drive(core.fee_rate(TOKEN_A), [httpx.Response(200, json={"base_fee": odd})])
+    assert drive(core.fee_rate(TOKEN_A), [ok({"base_fee": 1_000})])[0] == 1_000
+
+
+def test_a_fee_rate_past_the_exchanges_maximum_is_refused() -> None:
+    core = make_core()
+    for odd in (1_001, 10**30, "1001"):
+        with pytest.raises(errors.OrderFieldError, match=r"fee_rate_bps.*\[0, 1000\]"):
+            core.place_raw_order_amounts(MARKET_ID, "a", "BUY", 1, 2, fee_rate_bps=odd)  # type: ignore[arg-type]
 
 
 def test_prepare_gathers_lookups() -> None:

@@ -76,6 +76,15 @@ def test_a_min_order_size_that_is_not_a_size_is_refused(tmp_path: Path, bad: str
         Replay(sandbox_module.Engine(config()), tmp_path)
 
 
+@pytest.mark.parametrize("bad", [-1, 1_001, 10**30])
+def test_a_fee_rate_past_the_exchanges_maximum_is_refused(tmp_path: Path, bad: int) -> None:
+    # it was served by /fee-rate, where every client refuses it
+    market = RecordedMarket(str(uuid.uuid4()), None, "Q", "111", "222", fee_rate_bps=bad)
+    RecordingWriter(tmp_path, [market]).write_markets()
+    with pytest.raises(ValidationError, match=r"fee_rate_bps.*\[0, 1000\]"):
+        Replay(sandbox_module.Engine(config()), tmp_path)
+
+
 def test_rows_of_no_listed_market_are_refused(tmp_path: Path) -> None:
     engine = sandbox_module.Engine(config())
     listed, other = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[:2]

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from .._core import OrderHasher, limit_amounts, market_amounts
-from .._spec import API_PREFIX, CODE_DUPLICATE
+from .._spec import API_PREFIX, CODE_DUPLICATE, MAX_FEE_RATE_BPS
 from ..errors import (
     AmountError,
     ApiError,
@@ -166,9 +166,10 @@ class ClientCore(WaitCore):
         fee = raw.get("base_fee") if isinstance(raw, dict) else None
         if isinstance(fee, float) and fee.is_integer():
             fee = int(fee)
-        if isinstance(fee, bool) or not isinstance(fee, int) or fee < 0:
+        if isinstance(fee, bool) or not isinstance(fee, int) or not 0 <= fee <= MAX_FEE_RATE_BPS:
             shown = reprlib.repr(raw)  # bounded, whatever the answer holds
-            raise ServerError(f"fee-rate answer without an integer base_fee: {shown}", status=200)
+            problem = f"without an integer base_fee in [0, {MAX_FEE_RATE_BPS}]"
+            raise ServerError(f"fee-rate answer {problem}: {shown}", status=200)
         self.fee_rates[token_id] = (fee, self.clock() + self.config.fee_rate_ttl)
         return fee
 

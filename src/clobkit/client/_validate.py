@@ -15,7 +15,15 @@ import msgspec
 from .._core import from_units, limit_amounts, new_salt
 from .._core import to_units as _to_units
 from .._parse import parse_side
-from .._spec import CLIENT_ORDER_ID_MAX, ORDER_TYPES, SALT_MAX, SIDES, OrderTypeName, SideName
+from .._spec import (
+    CLIENT_ORDER_ID_MAX,
+    MAX_FEE_RATE_BPS,
+    ORDER_TYPES,
+    SALT_MAX,
+    SIDES,
+    OrderTypeName,
+    SideName,
+)
 from .._types import OrderType, Side
 from ..amounts import MAX_ORDER_USDC
 from ..amounts import check_raw_amounts as _check_raw_amounts
@@ -298,7 +306,9 @@ def raw_order_fields(
         client_order_id=_client_order_id(client_order_id),
         salt=new_salt() if salt is None else _uint(salt, "salt", SALT_MAX),
         nonce=_uint(nonce, "nonce"),
-        fee_rate_bps=None if fee_rate_bps is None else _uint(fee_rate_bps, "fee_rate_bps"),
+        fee_rate_bps=None
+        if fee_rate_bps is None
+        else _uint(fee_rate_bps, "fee_rate_bps", MAX_FEE_RATE_BPS),
     )
 
 

@@ -38,7 +38,7 @@ from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
 from typing import TYPE_CHECKING, NamedTuple
 
-from clobkit._spec import CANCELLED, LIVE
+from clobkit._spec import CANCELLED, LIVE, MAX_FEE_RATE_BPS
 from clobkit.errors import ValidationError
 from clobkit.order_id import keccak256
 from clobkit.record import (
@@ -488,6 +488,9 @@ def _market_fixture(m: RecordedMarket, event: EventFixture, now: int) -> MarketF
         if not size.is_finite() or size < 0:
             raise ValidationError("min_order_size", m.min_order_size, "must be a number")
         min_size = max(int(size * UNIT), 1)
+    fee = m.fee_rate_bps or 0
+    if not 0 <= fee <= MAX_FEE_RATE_BPS:  # served by /fee-rate: no client would take it
+        raise ValidationError("fee_rate_bps", fee, f"must lie in [0, {MAX_FEE_RATE_BPS}]")
     return MarketFixture(
         id=m.market_id,
         external_id="",
@@ -516,7 +519,7 @@ def _market_fixture(m: RecordedMarket, event: EventFixture, now: int) -> MarketF
         house_liquidity=False,
         house_level_units=0,
         min_order_size_units=min_size,
-        fee_rate_bps=m.fee_rate_bps or 0,
+        fee_rate_bps=fee,
         kind="recorded",
     )
 
