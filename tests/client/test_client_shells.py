@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from clobkit import AsyncClient, Client, errors
+from clobkit.client import paced
 from clobkit.models import Order
 
 from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, FakeApi, fail, ok
@@ -193,6 +194,28 @@ async def test_async_retry_with_real_sleeps(fake: FakeApi, mock_aclient: AsyncCl
     started = time.perf_counter()
     assert (await mock_aclient.get_order("o")).status == "live"
     assert time.perf_counter() - started >= 0.2
+
+
+async def test_paced_takes_room_before_each_request_sent_again(
+    fake: FakeApi, mock_aclient: AsyncClient
+) -> None:
+    answers = [fail(503, "busy"), httpx.ReadTimeout("slow"), ok({"order": {"id": "o"}})]
+    taken: list[str] = []
+
+    async def take() -> None:
+        taken.append("retry")
+        await asyncio.sleep(0)
+
+    fake.on("GET", "/api/ext/v1/orders/o", *answers)
+    with paced(take):
+        assert (await mock_aclient.get_order("o")).id == "o"
+        gathered = [mock_aclient.get_order("o") for _ in range(2)]
+        fake.on("GET", "/api/ext/v1/orders/o", ok({"order": {"id": "o"}}))
+        await asyncio.gather(*gathered)  # first tries only: nothing taken
+    assert taken == ["retry", "retry"]  # the two retries; the first try is the caller's
+    fake.on("GET", "/api/ext/v1/orders/o", *answers)
+    await mock_aclient.get_order("o")  # outside the block: nothing paces it
+    assert taken == ["retry", "retry"]
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])

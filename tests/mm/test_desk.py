@@ -6,6 +6,7 @@ the metrics."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from decimal import Decimal
 from typing import Any
 
@@ -469,3 +470,27 @@ async def test_the_budget_counts_every_request_the_desk_sends(sb: Any, user: Any
         counted = desk.budget.used(asyncio.get_running_loop().time())
         assert transport.count("GET", "/api/ext/v1/portfolio/positions") >= 1
         assert sent <= counted, (sent, counted, transport.sent)
+
+
+async def test_the_budget_counts_the_clients_own_retries(sb: Any, user: Any) -> None:
+    # the client sends a GET again after a 5xx or a timeout, within the one call the
+    # desk counted: a desk through an outage sent past its budget, into the 429s
+    transport = CountingTransport()
+    async with (
+        AsyncClient(**options(sb, user, transport=transport, max_retries=3)) as client,
+        Desk(client, user_id=user.user_id, max_error_rate=1.0) as desk,
+    ):
+        quoters = [desk.quoter(m, "a") for m in two_sided(sb, 2)]
+        await desk.open()
+        sb.faults.configure({"error_rate": 0.5, "after_commit": 0.0, "seed": 7})
+        try:
+            for _ in range(6):
+                with contextlib.suppress(ServerError, TransportError):
+                    await desk.reconcile()
+        finally:
+            sb.faults.configure(None)
+        assert sum(sb.faults.injected.values()) > 0
+        sent = sum(transport.sent.values())
+        counted = desk.budget.used(asyncio.get_running_loop().time())
+        assert sent <= counted, (sent, counted, transport.sent)
+        assert all(q.market is not None for q in quoters)

@@ -9,13 +9,14 @@ The raw-order seam, for a loop of one's own (as ``clobkit.mm.Quoter`` runs):
 ``post_raw_order`` sends it; ``market_info`` and ``exchange_version`` give what
 the order is signed with; ``UNKNOWN_OUTCOME`` are the failures after which a
 request may or may not have taken effect; ``within`` bounds an await without
-losing a cancellation.
+losing a cancellation; ``paced`` lets a budget of one's own count the requests
+an ``AsyncClient`` sends again (its retries).
 """
 
 from __future__ import annotations
 
 from ..amounts import MAX_ORDER_USDC
-from ._aio import within
+from ._aio import paced, within
 from ._async import AsyncClient
 from ._config import ClientConfig
 from ._core import UNKNOWN_OUTCOME, PreparedRawOrder
@@ -37,5 +38,6 @@ __all__ = [
     "SyncStream",
     "book_topic",
     "orders_topic",
+    "paced",
     "within",
 ]

@@ -1,15 +1,42 @@
-"""A timeout for awaits that must not lose a cancellation."""
+"""A timeout for awaits that must not lose a cancellation, and the pacing of the
+requests an ``AsyncClient`` sends again."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from typing import TypeVar
 
-__all__ = ["within"]
+__all__ = ["paced", "within"]
 
 T = TypeVar("T")
+
+# what an AsyncClient awaits before each request it sends after a wait (a retry after
+# its backoff, the next poll of wait_for_order); a ContextVar, so that it follows the
+# calls awaited within ``paced`` (and the tasks they gather) and no other caller's
+_PACE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("clobkit_pace", default=None)
+
+
+@contextlib.contextmanager
+def paced(take: Callable[[], Awaitable[None]]) -> Iterator[None]:
+    """Within it, each request an ``AsyncClient`` call sends again after a wait (a
+    retry after its backoff, a further poll of ``wait_for_order``) first awaits
+    ``take()``: room in a request budget of one's own, say (``clobkit.mm``'s desk
+    counts them so). The first request of each call is the caller's to count."""
+    token = _PACE.set(take)
+    try:
+        yield
+    finally:
+        _PACE.reset(token)
+
+
+async def pace() -> None:
+    """Await the ``take`` of the ``paced`` block this runs in, if any."""
+    take = _PACE.get()
+    if take is not None:
+        await take()
 
 
 async def within(awaitable: Awaitable[T], seconds: float) -> T:

@@ -33,7 +33,7 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
-from ._aio import within
+from ._aio import pace, within
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
 from ._errors import Reply, attempt_timeout_error
@@ -150,6 +150,7 @@ class AsyncClient(AsyncRawOrderSeam):
                     result = await send(effect)
                 elif type(effect) is Sleep:
                     await asyncio.sleep(effect.seconds)
+                    await pace()  # what follows a wait is a request sent again
                     result = None
                 elif type(effect) is Gather:
                     result = await self._gather(effect.operations)

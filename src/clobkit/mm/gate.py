@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from .._core import to_units
 from .._spec import PAGE_SIZE_MAX
-from ..client import UNKNOWN_OUTCOME, AsyncClient, within
+from ..client import UNKNOWN_OUTCOME, AsyncClient, paced, within
 from ..errors import QuoteRefused, RateLimited
 from ..models import Order
 from .budget import Budget, Slots
@@ -85,7 +85,9 @@ class Gate(KillSwitch):
             raise
         start = time.perf_counter()
         try:
-            result = await call
+            # the client's own retries take room in the budget too
+            with paced(lambda: self.budget.take(keep)):
+                result = await call
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
