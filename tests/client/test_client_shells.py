@@ -216,6 +216,10 @@ async def test_paced_takes_room_before_each_request_sent_again(
     fake.on("GET", "/api/ext/v1/orders/o", *answers)
     await mock_aclient.get_order("o")  # outside the block: nothing paces it
     assert taken == ["retry", "retry"]
+    route_pages(fake)  # 5 positions, 2 a page: 3 requests, the first the caller's
+    with paced(take):
+        assert len([p async for p in mock_aclient.iter_positions(per_page=2)]) == 5
+    assert taken == ["retry"] * 4
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])

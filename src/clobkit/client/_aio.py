@@ -13,18 +13,18 @@ __all__ = ["paced", "within"]
 
 T = TypeVar("T")
 
-# what an AsyncClient awaits before each request it sends after a wait (a retry after
-# its backoff, the next poll of wait_for_order); a ContextVar, so that it follows the
-# calls awaited within ``paced`` (and the tasks they gather) and no other caller's
+# what an AsyncClient awaits before each request of a call beyond its first (a retry,
+# a further poll or page); a ContextVar, so that it follows the calls awaited within
+# ``paced`` (and the tasks they gather) and no other caller's
 _PACE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("clobkit_pace", default=None)
 
 
 @contextlib.contextmanager
 def paced(take: Callable[[], Awaitable[None]]) -> Iterator[None]:
-    """Within it, each request an ``AsyncClient`` call sends again after a wait (a
-    retry after its backoff, a further poll of ``wait_for_order``) first awaits
-    ``take()``: room in a request budget of one's own, say (``clobkit.mm``'s desk
-    counts them so). The first request of each call is the caller's to count."""
+    """Within it, each request an ``AsyncClient`` call sends beyond its first (a retry
+    after its backoff, a further poll of ``wait_for_order``, a further page of an
+    ``iter_*`` walk) first awaits ``take()``: room in a request budget of one's own,
+    say (``clobkit.mm``'s desk counts them so). The first is the caller's to count."""
     token = _PACE.set(take)
     try:
         yield

@@ -196,7 +196,11 @@ class AsyncClient(AsyncRawOrderSeam):
         return list(await asyncio.gather(*(self._run(op) for op in ops)))
 
     async def _iterate(self, pager: Pager[Any, T]) -> AsyncIterator[T]:
+        further = False
         while pager.params is not None:
+            if further:
+                await pace()  # a further page: a request beyond the walk's first
+            further = True
             for item in pager.advance(await self._run(self._core.page(pager))):
                 yield item
 

@@ -128,23 +128,19 @@ class Gate(KillSwitch):
         return positions.get(q.token_id, positions.get((q.market_id, q.outcome), 0))
 
     async def _read_positions(self) -> dict[Any, int]:
-        """Every position, a page of 100 a request, each within the budget."""
+        """Every position, a page of 100 a request, each within the budget (the client's
+        walk ends it, and ``paced`` makes each further page take room)."""
+        return await self.request(POSITIONS, self._walk_positions())
+
+    async def _walk_positions(self) -> dict[Any, int]:
         positions: dict[Any, int] = {}
-        number = 1
-        while True:
-            page = await self.request(
-                POSITIONS, self._client.list_positions(number, per_page=PAGE_SIZE_MAX)
-            )
-            for pos in page.positions:
-                units = to_units(pos.shares or 0, "shares")
-                if pos.token_id is not None:
-                    positions[pos.token_id] = units
-                elif pos.market_id is not None and pos.raw_outcome is not None:
-                    positions[(pos.market_id, pos.raw_outcome)] = units
-            pages = page.pagination.total_pages
-            if len(page.positions) < PAGE_SIZE_MAX or (pages is not None and number >= pages):
-                return positions
-            number += 1
+        async for pos in self._client.iter_positions(per_page=PAGE_SIZE_MAX):
+            units = to_units(pos.shares or 0, "shares")
+            if pos.token_id is not None:
+                positions[pos.token_id] = units
+            elif pos.market_id is not None and pos.raw_outcome is not None:
+                positions[(pos.market_id, pos.raw_outcome)] = units
+        return positions
 
     async def listed(self) -> list[Order]:
         if self._listed is None:
