@@ -38,6 +38,7 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from ._checks import positive_int, seconds
 from ._record_frames import (
     Book,
     Columns,
@@ -147,10 +148,8 @@ class RecordingWriter:
             raise ValidationError("markets", list(markets), "name at least one market")
         if not outcomes or set(outcomes) - {"a", "b"}:
             raise ValidationError("outcomes", outcomes, "must be 'a', 'b' or 'ab'")
-        if not rotate_seconds > 0:
-            raise ValidationError("rotate_seconds", rotate_seconds, "must be positive")
-        if isinstance(rotate_bytes, bool) or not isinstance(rotate_bytes, int) or rotate_bytes < 1:
-            raise ValidationError("rotate_bytes", rotate_bytes, "must be a positive int")
+        seconds(rotate_seconds, "rotate_seconds")
+        positive_int(rotate_bytes, "rotate_bytes")
         self._pa = arrow()
         self._schema = schema()
         self.directory = Path(directory)
@@ -398,6 +397,8 @@ class Recorder(RecordingWriter):
     async def run(self, duration: float | None = None) -> RecordStats:
         """Record until cancelled (or for ``duration`` seconds); the open file is written
         before this returns or re-raises."""
+        if duration is not None:  # NaN never came: it recorded for ever
+            duration = seconds(duration, "duration")
         self.check_directory()
         await self.describe()
         stream = self.client.stream(list(self._topics), max_queue=100_000)
@@ -451,6 +452,8 @@ async def record(
 ) -> RecordStats:
     """Record the books of the markets named (by id, event or league) into ``directory``
     for ``duration`` seconds (default: until cancelled); ``options`` go to ``Recorder``."""
+    if duration is not None:  # before any request
+        seconds(duration, "duration")
     markets = await resolve_markets(
         client, market_ids=market_ids, event_ids=event_ids, leagues=leagues
     )

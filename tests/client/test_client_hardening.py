@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import socket
 import threading
 import time
@@ -126,6 +127,18 @@ def test_total_timeout_default_and_validation() -> None:
     for bad_limit in (0, -5, 1.5, None):
         with pytest.raises(errors.ValidationError, match="max_response_bytes"):
             ClientConfig.resolve("http://x.test", KEY, SECRET, max_response_bytes=bad_limit)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["timeout", "backoff", "backoff_cap", "max_retry_after", "fee_rate_ttl", "total_timeout"],
+)
+def test_an_infinite_delay_is_refused(name: str) -> None:
+    # backoff and backoff_cap of inf slept for ever before a retry: a hang, not a setting
+    for bad in (math.inf, 10**400, math.nan):
+        options: dict[str, Any] = {name: bad}
+        with pytest.raises(errors.ValidationError, match=f"{name}: must be a .*finite"):
+            ClientConfig.resolve("http://x.test", KEY, SECRET, **options)
 
 
 # ---------------------------------------------------------------------------

@@ -379,9 +379,16 @@ async def test_quoters_of_the_desk_are_checked(sb: Any, client: AsyncClient) -> 
         {"max_open_orders": 0},
         {"heartbeat_timeout": -1},
         {"max_error_rate": 2},
+        # NaN never compares past a limit: that switch would never fire
+        {"heartbeat_timeout": float("nan")},
+        {"stream_timeout": float("inf")},  # None is "never"; inf said it silently
+        {"room_timeout": 10**400},
+        {"stream_timeout": "5"},
+        {"max_error_rate": float("nan")},
+        {"max_error_rate": "0.5"},
     ]
     for bad in bads:
-        with pytest.raises(ValidationError):
+        with pytest.raises(ValidationError, match=next(iter(bad))):
             Desk(client, **bad)
 
 

@@ -103,8 +103,16 @@ async def test_bad_arguments_are_refused(tmp_path: Path) -> None:
             markets = await resolve_markets(c, market_ids=[moving_market(sb)])
             with pytest.raises(ValidationError, match="outcomes"):
                 Recorder(c, tmp_path, markets, outcomes="c")
-            with pytest.raises(ValidationError, match="rotate_seconds"):
-                Recorder(c, tmp_path, markets, rotate_seconds=0)
+            # "30" raised TypeError; NaN, inf and 1e400 were taken (no time rotation)
+            for odd in (0, -1, "30", float("nan"), float("inf"), 10**400, True):
+                with pytest.raises(ValidationError, match="rotate_seconds"):
+                    Recorder(c, tmp_path, markets, rotate_seconds=odd)
+            for odd in (0, 1.5, "1", True):
+                with pytest.raises(ValidationError, match="rotate_bytes"):
+                    Recorder(c, tmp_path, markets, rotate_bytes=odd)
+            for odd in (float("nan"), "5", -1, 0):  # NaN recorded for ever, "5" a TypeError
+                with pytest.raises(ValidationError, match="duration"):
+                    await Recorder(c, tmp_path / "d", markets).run(odd)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match=r"markets\.json"):
         read_markets(tmp_path / "nothing")
     (tmp_path / "markets.json").write_text("{}")

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from .._checks import positive_int, seconds
 from .._core import RequestSigner
 from .._parse import service_base_url
 from .._spec import API_PREFIX, ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
@@ -111,18 +112,12 @@ class ClientConfig:
         return config, signer
 
     def _validate(self) -> None:
+        # finite: an infinite backoff or timeout is a hang, not a setting
         for name in ("timeout", "backoff", "backoff_cap", "max_retry_after", "fee_rate_ttl"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-                raise ValidationError(name, value, "must be a non-negative number of seconds")
-        total = self.total_timeout
-        if total is not None and (
-            isinstance(total, bool) or not isinstance(total, (int, float)) or not total > 0
-        ):
-            raise ValidationError("total_timeout", total, "must be None or a positive number")
-        limit = self.max_response_bytes
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError("max_response_bytes", limit, "must be a positive int")
+            seconds(getattr(self, name), name, zero=True)
+        if self.total_timeout is not None:
+            seconds(self.total_timeout, "total_timeout")
+        positive_int(self.max_response_bytes, "max_response_bytes")
         if (
             isinstance(self.max_retries, bool)
             or not isinstance(self.max_retries, int)

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from .._checks import positive_int
 from .._core import OrderHasher, RequestSigner
 from .._spec import API_PREFIX, CANCELLED, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from ..errors import (
@@ -33,7 +34,6 @@ from ._decode import Shape
 from ._ops import NEVER, SAFE, Call, CallRunner, Gather, Operation
 from ._paging import EventsPager, OrdersPager, Pager, PortfolioOrdersPager, PositionsPager
 from ._validate import (
-    _positive_int,
     _segment,
     _side_name,
 )
@@ -97,7 +97,7 @@ class EndpointCore(CallRunner):
     def search_markets(self, q: str, limit: int) -> Operation[list[Market]]:
         if not isinstance(q, str) or not q.strip():
             raise ValidationError("q", q, "must be a non-empty search string")
-        _positive_int(limit, "limit", PAGE_SIZE_MAX)
+        positive_int(limit, "limit", PAGE_SIZE_MAX)
         page = yield from self._get("/markets", shapes.MARKETS, {"q": q, "limit": limit})
         for market in page.markets:
             self._remember(market)
@@ -116,8 +116,8 @@ class EndpointCore(CallRunner):
     def list_orders(self, status: str | None, page: int, page_size: int) -> Operation[OrderPage]:
         if status is not None and status not in LIST_STATUSES:
             raise OrderFieldError("status", status, f"must be one of {', '.join(LIST_STATUSES)}")
-        _positive_int(page, "page")
-        _positive_int(page_size, "page_size", PAGE_SIZE_MAX)
+        positive_int(page, "page")
+        positive_int(page_size, "page_size", PAGE_SIZE_MAX)
         params = {"status": status, "page": page, "page_size": page_size}
         return self._get("/orders", shapes.ORDERS, params)
 
@@ -135,8 +135,8 @@ class EndpointCore(CallRunner):
         return self.wallet
 
     def list_positions(self, page: int, per_page: int) -> Operation[PositionPage]:
-        _positive_int(page, "page")
-        _positive_int(per_page, "per_page", PAGE_SIZE_MAX)
+        positive_int(page, "page")
+        positive_int(per_page, "per_page", PAGE_SIZE_MAX)
         return self._get(
             "/portfolio/positions", shapes.POSITIONS, {"page": page, "per_page": per_page}
         )
@@ -145,8 +145,8 @@ class EndpointCore(CallRunner):
         self, side: object, page: int, per_page: int
     ) -> Operation[PortfolioOrderPage]:
         side_name = None if side is None else _side_name(side)
-        _positive_int(page, "page")
-        _positive_int(per_page, "per_page", PAGE_SIZE_MAX)
+        positive_int(page, "page")
+        positive_int(per_page, "per_page", PAGE_SIZE_MAX)
         params = {"side": side_name, "page": page, "per_page": per_page}
         return self._get("/portfolio/orders", shapes.PORTFOLIO_ORDERS, params)
 

@@ -21,6 +21,7 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus, WebSocketException
 
+from .._checks import seconds
 from .._jsondepth import json_too_deep
 from .._spec import book_topic
 from .._spec import user_orders_topic as orders_topic
@@ -30,7 +31,6 @@ from ._aio import within
 from ._core import ClientCore, StreamItem
 from ._decode import tolerant_convert
 from ._errors import api_error
-from ._validate import seconds
 
 __all__ = ["Stream", "StreamItem", "book_topic", "orders_topic", "parse_message"]
 

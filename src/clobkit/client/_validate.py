@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
@@ -130,33 +129,11 @@ def _uint(value: object, field: str, high: int | None = None) -> int:
     return value
 
 
-def seconds(value: object, field: str, *, zero: bool = False) -> float:
-    """A finite number of seconds: positive, or also 0 when ``zero``."""
-    number = math.nan  # what is no number
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:  # an int past float's range
-            number = math.inf
-    if not 0 <= number < math.inf or (number == 0 and not zero):
-        kind = "non-negative" if zero else "positive"
-        raise ValidationError(field, value, f"must be a {kind} finite number of seconds")
-    return number
-
-
 def _market_ids(value: object) -> list[str]:
     """``prepare``'s markets: an iterable of ids, each once (a lone str is not one)."""
     if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
         raise OrderFieldError("market_ids", value, "must be an iterable of market ids")
     return list(dict.fromkeys(value))
-
-
-def _positive_int(value: object, field: str, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValidationError(field, value, "must be a positive int")
-    if high is not None and value > high:
-        raise ValidationError(field, value, f"must be at most {high}")
-    return value
 
 
 def order_body(

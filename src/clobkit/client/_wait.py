@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
+from .._checks import seconds
 from .._spec import ORDER_STATUSES, user_orders_topic
 from ..errors import OrderFieldError, RateLimited, ServerError, TransportError
 from ..errors import TimeoutError as ClobkitTimeoutError
 from ..models import FINAL_STATUSES, Order, Reconnected, StreamMessage
 from ._endpoints import EndpointCore
 from ._ops import Operation, Receive, Sleep
-from ._validate import seconds
 
 #: A read's failures that say nothing of the order: at the deadline, the wait timed out.
 UNKNOWN_READ = (ServerError, TransportError, RateLimited)

@@ -20,6 +20,8 @@ from decimal import Decimal
 from types import TracebackType
 from typing import Any
 
+from .._checks import positive_int
+from .._checks import seconds as positive_seconds
 from .._core import from_units, to_units
 from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, orders_topic
@@ -311,17 +313,14 @@ def _check_options(
 ) -> None:
     """``ValidationError`` naming the first option out of its range."""
     for name, value in counts.items():
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise ValidationError(name, value, "must be a positive int")
+        if value is not None:
+            positive_int(value, name)
     for name, given in seconds.items():
-        if given is not None and (
-            isinstance(given, bool) or not isinstance(given, (int, float)) or given <= 0
-        ):
-            raise ValidationError(name, given, "must be a positive number of seconds")
-    if isinstance(max_error_rate, bool) or not 0 < max_error_rate <= 1:
-        raise ValidationError("max_error_rate", max_error_rate, "must be in (0, 1]")
+        if given is not None:
+            positive_seconds(given, name)
+    rate = max_error_rate
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+        raise ValidationError("max_error_rate", rate, "must be in (0, 1]")
 
 
 def _units(value: Number | None, name: str) -> int | None:

@@ -22,6 +22,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import NamedTuple
 
+from .._checks import positive_int
 from .._core import to_units
 from ..client import AsyncClient, Stream, book_topic, orders_topic
 from ..errors import ApiError, OrderBookNotFound, ValidationError
@@ -411,12 +412,7 @@ def _check(market_id: object, outcome: object, max_open_orders: object) -> None:
         raise ValidationError("outcome", outcome, "must be 'a' or 'b'")
     if not isinstance(market_id, str) or not market_id.strip():
         raise ValidationError("market_id", market_id, "must be a non-empty string")
-    if (
-        isinstance(max_open_orders, bool)
-        or not isinstance(max_open_orders, int)
-        or max_open_orders < 1
-    ):
-        raise ValidationError("max_open_orders", max_open_orders, "must be a positive int")
+    positive_int(max_open_orders, "max_open_orders")
 
 
 def _units(value: Number | None, name: str) -> int | None:
