@@ -277,11 +277,12 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         with pytest.raises((ServerError, TransportError)):
             await desk.halt("by hand, through the faults")
         assert len(service_view(sb, user, m1)) == 4
-        await eventually(lambda: desk.metrics()["halt_retries"] >= 2)
+        # (generous waits: each failed try walks the quoter's resolution first)
+        await eventually(lambda: desk.metrics()["halt_retries"] >= 2, timeout=60)
         assert len(service_view(sb, user, m1)) == 4  # every DELETE failed before the service
         sb.faults.configure(None)
-        await eventually(lambda: service_view(sb, user, m1) == [])
-        await eventually(lambda: not q.resting())
+        await eventually(lambda: service_view(sb, user, m1) == [], timeout=60)
+        await eventually(lambda: not q.resting(), timeout=60)
         assert desk.halted == "by hand, through the faults"
         retries = desk.metrics()["halt_retries"]
         await asyncio.sleep(0.1)  # nothing left to cancel: no more retries
