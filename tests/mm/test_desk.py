@@ -290,6 +290,37 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         assert_same(sb, user, q)
 
 
+async def test_a_resume_before_a_retry_begins_leaves_the_desk_resumed(
+    sb: Any, user: Any
+) -> None:
+    # the retry called halt(reason): begun after resume(), it halted the desk again and
+    # cancelled the orders the strategy had just been allowed to keep
+    (m1,) = two_sided(sb, 1)
+    async with (
+        AsyncClient(**options(sb, user, max_retries=0)) as client,
+        Desk(client) as desk,
+    ):
+        q = desk.quoter(m1, "a")
+        await desk.requote({q: ladder(5, n=4)})
+        q.resolve_attempts = 2
+        sb.faults.configure({"error_rate": 1.0, "after_commit": 0.0, "seed": 1})
+        with pytest.raises((ServerError, TransportError)):
+            await desk.halt()
+        sb.faults.configure(None)  # no await from here to resume(): the watchdog waits
+        desk.halt_retry = 1e-9
+        desk._retry_in = 0.0
+        for _ in range(1_000):  # the watchdog's step, until it starts a try
+            desk._recancel()
+            if desk.halt_retries:
+                break
+        assert desk.halt_retries == 1
+        desk.resume()  # before the try's first step
+        await asyncio.sleep(0.2)
+        assert desk.halted is None
+        assert desk.halts == 1
+        assert len(service_view(sb, user, m1)) == 4
+
+
 async def test_requotes_after_a_dropped_stream_resync_every_quoter(
     sb: Any, user: Any, client: AsyncClient
 ) -> None:

@@ -69,6 +69,11 @@ class KillSwitch:
             self.halts += 1
             log.warning("desk halted: %s", reason)
         self._wake()  # requotes waiting for room give up
+        return await self._cancel_all()
+
+    async def _cancel_all(self) -> list[Order]:
+        """Cancel every open order of every open quoter at once; the orders cancelled.
+        Raises the last failure once all are done."""
         opened = [q for q in self._quoters.values() if q.market is not None]
         self._cancelling += 1
         try:
@@ -133,9 +138,13 @@ class KillSwitch:
         self._retry_in = min(2 * self._retry_in, _RETRY_MAX)
         self._retry_at = now + self._retry_in
         self.halt_retries += 1
-        assert self.halted is not None
-        self._halting = asyncio.ensure_future(self.halt(self.halted))
+        self._halting = asyncio.ensure_future(self._cancel_again())
         self._halting.add_done_callback(_log_failure)
+
+    async def _cancel_again(self) -> list[Order]:
+        if self.halted is None:  # resumed before this try began: nothing to do
+            return []
+        return await self._cancel_all()
 
     def _wake(self) -> None:
         waiting, self._waiting = self._waiting, []
