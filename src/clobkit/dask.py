@@ -26,8 +26,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._columns import WORD
+from ._orderids.parquet import _fill_default
 from ._orderids.rows import LAYOUTS, version_note
-from ._parse import BATCH_KEYWORDS
+from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
 from ._wallet import _WALLET_FIELDS, _field, wallet_data
 from .errors import MissingExtra, OrderFieldError, ValidationError
 from .order_id import OrderHasher
@@ -43,6 +45,8 @@ try:
 except ImportError:
     raise MissingExtra("clobkit.dask needs Dask: pip install 'clobkit[dask]'") from None
 
+from . import _arrow_compute as ac  # imports pyarrow: known present here
+
 __all__ = ["parquet_options", "with_order_ids"]
 
 _KEYWORDS = BATCH_KEYWORDS  # DataFrame column -> keyword of OrderHasher.order_ids
@@ -57,8 +61,9 @@ def _columns(version: int) -> tuple[str, ...]:
     return LAYOUTS[1 if version == 1 else 2].fields
 
 
-def _argument(series: pd.Series) -> Any:
-    """A pandas column as ``order_ids`` takes it fastest: numpy ints/bools, else Arrow."""
+def _argument(series: pd.Series, name: str) -> Any:
+    """A pandas column as ``order_ids`` takes it fastest (numpy ints/bools, else Arrow), or as
+    Python values where Arrow would read it otherwise than ``order_ids``' list path does."""
     dtype = series.dtype
     if isinstance(dtype, np.dtype) and dtype.kind in "iub":
         return series.to_numpy()
@@ -68,10 +73,20 @@ def _argument(series: pd.Series) -> Any:
     given = values if hasattr(values, "__arrow_array__") else series
     try:
         arr = pa.array(given, from_pandas=True)
-    except (pa.ArrowException, TypeError, ValueError):
-        return series.tolist()  # mixed Python objects (ints beyond 64 bits...): the list path
-    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
-        return series.tolist()  # bytes words: the list path checks each length
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        # mixed Python objects, ints past 64 bits (uint256 token ids): the list path
+        return series.tolist()
+    t, word = pa.types, COLUMN_KINDS[_KEYWORDS[name]] == WORD
+    if t.is_floating(arr.type) and isinstance(dtype, np.dtype) and dtype.kind == "O":
+        # Arrow made a float of every int beside one float: the list path names that row
+        return series.tolist()
+    if t.is_null(arr.type):  # an object column of None / NaN only (in this partition)
+        arr = pa.nulls(len(arr), pa.binary(32) if word else pa.int64())
+    if word and arr.null_count:
+        # None is the zero word in order_ids' lists; the columnar core refuses a null
+        arr = _fill_default(pa, ac, arr, name)
+    if t.is_binary(arr.type) or t.is_large_binary(arr.type):
+        return arr.to_pylist()  # bytes words: the list path checks each length (None: zero)
     return arr
 
 
@@ -84,7 +99,8 @@ def _ids(
 ) -> pd.DataFrame:
     """One partition with its order ids (a bad row raises an error naming it)."""
     hasher = _hasher(wallet, version)
-    args = {_KEYWORDS[name]: _argument(part[name]) for name in _columns(version) if name in part}
+    names = [name for name in _columns(version) if name in part]
+    args = {_KEYWORDS[name]: _argument(part[name], name) for name in names}
     try:
         # the ids straight into an Arrow buffer; the column holds that array, no copy per id
         ids = hasher.order_ids(**args, out="arrow") if len(part) else pa.array([], pa.string())
@@ -155,6 +171,11 @@ def with_order_ids(
         raise OrderFieldError(
             "df", list(df.columns), f"lacks the column(s) {', '.join(missing)}{note}"
         )
+    names = list(df.columns)
+    repeated = [name for name in layout.fields if names.count(name) > 1]
+    if repeated:  # a partition's df[name] would be a DataFrame, not one column
+        listed = ", ".join(repeated)
+        raise OrderFieldError("df", names, f"has the column(s) {listed} more than once")
     # make_meta is Dask's public way to a collection's empty partition (it may hand
     # back the collection's own: _ids copies before it adds the column)
     empty: pd.DataFrame = make_meta(df)  # type: ignore[no-untyped-call]
