@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from clobkit import AsyncClient
 from clobkit.errors import AmountError, ClobkitError, InsufficientBalance, QuoteRefused
 from clobkit.mm import Quote, Quoter
+from clobkit.models import Reconnected
 
 from .conftest import (
     CountingTransport,
@@ -420,3 +423,79 @@ async def test_a_requote_past_its_limits_with_the_old_orders_cancels_first(
             client.cancel_order, client.post_raw_order = cancel, post  # type: ignore[method-assign]
         assert live_at_post == [0]  # the old order was gone when the new one went out
         assert prices(service_view(sb, user, market_id)) == [Decimal("0.06")]
+
+
+async def every_turn(check: Callable[[], bool], timeout: float = 5.0) -> None:
+    """``eventually``, checking at every turn of the event loop: a state that lasts
+    while any task awaits (a stream waiting out its backoff) is seen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            assert check(), "the condition did not become true in time"
+        await asyncio.sleep(0)
+
+
+async def test_the_book_is_stale_while_the_stream_is_down_and_until_a_fresh_book(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        assert not q.book.stale  # read on enter, kept current by the stream
+        taken = q.book.received_at
+        assert taken is not None
+        seen: list[tuple[bool, int]] = []
+
+        def fresh_again() -> bool:
+            seen.append((q.book.stale, q.reconnects))
+            return q.reconnects >= 1 and not q.book.stale
+
+        assert sb.drop_streams() == 1
+        await every_turn(fresh_again)
+        assert (True, 0) in seen  # stale while the stream was down, before its marker
+        # fresh again: a book taken after the reconnect (the resubscription's snapshot)
+        assert q.book.received_at is not None
+        assert q.book.received_at > taken
+        age = q.book.age
+        assert age is not None
+        assert age < time.monotonic() - taken
+    assert q.book.stale  # closed: nothing keeps it current
+
+
+async def test_after_a_reconnect_marker_the_book_is_stale_until_the_next_book(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await eventually(lambda: not q.book.stale)
+        taken = q.book.received_at
+        assert taken is not None
+        q._on_item(Reconnected(topics=[], attempt=1))  # the stream's marker: messages lost
+        assert q.book.stale  # the stream is up, but book messages may have been missed
+        await q.requote([Quote("BUY", Decimal("0.10"), 20)])  # the book changes: a message
+        await eventually(lambda: not q.book.stale)
+        assert q.book.received_at is not None
+        assert q.book.received_at > taken
+        await q.requote([])
+
+
+async def test_the_books_age_grows_while_no_message_comes(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        # the REST read on enter, then the subscription's snapshot (the sandbox sends one)
+        await eventually(lambda: q.book.updates >= 2)
+        reads: list[tuple[float | None, float | None]] = []
+
+        def grew_while_quiet() -> bool:
+            reads.append((q.book.received_at, q.book.age))
+            if len(reads) < 2:
+                return False
+            (taken, before), (now_taken, now) = reads[-2:]
+            if now_taken != taken:  # a book came in between (the house moved): again
+                return False
+            assert before is not None
+            assert now is not None
+            assert now > before  # the same book, read later: older
+            return True
+
+        await eventually(grew_while_quiet)
+        assert not q.book.stale  # old is not stale: the stream is up, nothing was lost

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from time import monotonic
+from typing import TYPE_CHECKING, Any
 
 from ..models import OrderbookLevel
+
+if TYPE_CHECKING:
+    from ..client import Stream
 
 __all__ = ["BookMirror"]
 
@@ -13,11 +17,28 @@ __all__ = ["BookMirror"]
 class BookMirror:
     """The latest book of a token (``market:<token>:book``): prices in USDC per share,
     level sizes in USDC as the API gives them. Updating keeps the payload as it came;
-    reading converts (and caches), so a message costs a few attribute stores. A level
-    that is not one (no price, a price outside (0, 1), a size that is not positive,
-    not a number) is left out of every read."""
+    reading converts (and caches), so a message costs a few attribute stores and one
+    clock read. A level that is not one (no price, a price outside (0, 1), a size that
+    is not positive, not a number) is left out of every read.
 
-    __slots__ = ("_asks", "_best", "_bids", "asset_id", "hash", "min_order_size", "updates")
+    Freshness: ``received_at`` is when it last took a book (``time.monotonic()``
+    seconds), ``age`` the seconds since, and ``stale`` says whether the book may
+    be behind the market: no book yet, no ``feed`` (the stream that keeps it
+    current) or that stream down or closed, or messages lost (``mark_stale``, on a
+    reconnect) and no book taken since."""
+
+    __slots__ = (
+        "_asks",
+        "_best",
+        "_bids",
+        "_gap",
+        "asset_id",
+        "feed",
+        "hash",
+        "min_order_size",
+        "received_at",
+        "updates",
+    )
 
     def __init__(self, asset_id: str) -> None:
         self.asset_id = asset_id
@@ -29,6 +50,12 @@ class BookMirror:
         self.hash: str | None = None
         #: Book messages applied so far.
         self.updates = 0
+        #: ``time.monotonic()`` (s) when the last book was taken; ``None`` before any.
+        self.received_at: float | None = None
+        #: The stream whose book topic keeps the mirror current (its ``down_since`` and
+        #: ``closed`` are read by ``stale``); ``None`` when nothing feeds it.
+        self.feed: Stream | None = None
+        self._gap = False  # messages were lost (a reconnect): stale until the next book
 
     def __repr__(self) -> str:
         return f"BookMirror(best_bid={self.best_bid}, best_ask={self.best_ask})"
@@ -47,6 +74,34 @@ class BookMirror:
         if low is not None and low >= 0:  # the market may change it: the latest holds
             self.min_order_size = low
         self.updates += 1
+        self.received_at = monotonic()
+        self._gap = False
+
+    def mark_stale(self) -> None:
+        """Messages of the book topic were lost (the feed reconnected): ``stale`` until
+        the next book is taken (a subscription's snapshot, or an update)."""
+        self._gap = True
+
+    @property
+    def age(self) -> float | None:
+        """Seconds since the last book was taken (``time.monotonic()``), ``None``
+        before any. It grows while no message comes, however fresh the feed."""
+        at = self.received_at
+        return None if at is None else monotonic() - at
+
+    @property
+    def stale(self) -> bool:
+        """True when the book may be behind the market: none taken yet, nothing feeds
+        it (``feed`` is ``None``: never subscribed, a ``Desk(books=False)``, a closed
+        quoter), its feed is down or closed, or it reconnected and no book came since."""
+        feed = self.feed
+        return (
+            self._gap
+            or self.received_at is None
+            or feed is None
+            or feed.closed
+            or feed.down_since is not None
+        )
 
     def _edges(self) -> tuple[Decimal | None, Decimal | None]:
         best = self._best

@@ -57,6 +57,10 @@ class Quoter(Resolving):
     and adopts the live orders of that market and outcome. On exit it cancels
     its open orders (unless ``cancel_on_exit`` is false) and closes its stream.
 
+    ``book`` mirrors the outcome's book (read over REST on enter, then the stream's);
+    ``book.stale`` is true while the stream is down and after a reconnect until a
+    fresh book comes (the subscription's snapshot), ``book.age`` its seconds.
+
     It runs on every exchange version of the wallet (``exchange_version``): on V1
     each order's ``clob_order_id`` is precomputed; on V2/V3 it signs the service's
     timestamp and is learnt from the order's record (stream, else REST) before
@@ -197,6 +201,7 @@ class Quoter(Resolving):
             topics.append(self._orders_topic)
         self._stream = self._client.stream(topics, backoff=0.05, backoff_cap=1.0)
         await self._stream.start()
+        self.book.feed = self._stream  # down or closed: the book is stale
         self._pump = asyncio.create_task(self._consume(), name="clobkit-quoter")
 
     async def _adopt_live(self) -> None:
@@ -226,6 +231,7 @@ class Quoter(Resolving):
             await self._close()
 
     async def _close(self) -> None:
+        self.book.feed = None  # nothing keeps it current any more: stale
         if self._host is not None:
             self._host.detach(self)
         for task in (self._resync, self._pump):
@@ -274,6 +280,7 @@ class Quoter(Resolving):
         elif type(item) is Reconnected:
             self.reconnects += 1
             self._stale = True
+            self.book.mark_stale()  # book messages were lost: stale until the snapshot
             if self._resync is None or self._resync.done():
                 self._resync = asyncio.ensure_future(self._resync_after_reconnect())
 

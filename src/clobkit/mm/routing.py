@@ -61,6 +61,8 @@ class Routing(Gate):
             topics.append(orders_topic(self.user_id))
         if topics:
             await self._listen(topics)
+        if self.books:  # fed by the desk's stream: stale while it is down
+            q.book.feed = self._stream
 
     async def subscribe_orders(self, user_id: str) -> None:
         if self.user_id is None:
@@ -116,6 +118,7 @@ class Routing(Gate):
             for q in self._quoters.values():
                 q.reconnects += 1
                 q._stale = True
+                q.book.mark_stale()  # book messages were lost: stale until the snapshot
             self._schedule_resync()
 
     def _schedule_resync(self, everyone: bool = False) -> None:
