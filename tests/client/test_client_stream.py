@@ -32,6 +32,7 @@ class WsServer:
         self.subscriptions: list[list[str]] = []
         self.connections: list[ServerConnection] = []
         self.refuse: int | None = None
+        self.hang_up = False  # accept the handshake, then close before any subscription
         self.port = 0
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -54,6 +55,9 @@ class WsServer:
         return None
 
     async def handler(self, connection: ServerConnection) -> None:
+        if self.hang_up:
+            await connection.close()
+            return
         self.connections.append(connection)
         with contextlib.suppress(Exception):
             async for raw in connection:
@@ -170,6 +174,29 @@ async def test_stream_signs_subscribes_parses_and_reconnects() -> None:
         assert stream.closed
         with pytest.raises(StopAsyncIteration):
             await stream.__anext__()
+
+
+async def test_down_since_is_the_drop_until_a_subscription_stands_again() -> None:
+    # every reconnect that opened a socket cleared down_since, and its loss set it anew:
+    # through an outage of sockets closed at once the stream never read as down for
+    # long, so a desk's stream_timeout kill switch never fired
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([book_topic("9")], backoff=0.005, backoff_cap=0.01)
+        async with stream:
+            await server.wait_subscribed(1)
+            assert stream.down_since is None
+            server.hang_up = True
+            server.kill()
+            while len(server.handshakes) < 3:  # a reconnect or two, refused at once
+                await asyncio.sleep(0.001)
+            down = stream.down_since
+            assert down is not None
+            while len(server.handshakes) < 8:
+                assert stream.down_since == down  # the drop's time, every try long
+                await asyncio.sleep(0)
+            server.hang_up = False
+            assert isinstance(await next_data(stream), Reconnected)
+            assert stream.down_since is None
 
 
 async def test_stream_first_connect_failures() -> None:

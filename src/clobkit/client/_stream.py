@@ -163,7 +163,8 @@ class Stream:
         self.bad_frames = 0
         #: Frames received, each decoded once (``parse_message``).
         self.frames = 0
-        #: Event-loop time (s) the connection was lost at; ``None`` while connected.
+        #: Event-loop time (s) the connection was lost at (the first loss, however many
+        #: reconnects fail after it); ``None`` while subscribed, and before the first.
         self.down_since: float | None = None
         #: A faster decoding of the frames a consumer knows (the recorder's book frames):
         #: ``decode(frame)`` gets each frame's bytes and returns its ``StreamMessage``, or
@@ -387,7 +388,6 @@ class Stream:
     async def _session(self, ws: ClientConnection, connected_once: bool) -> bool:
         """Subscribe on ``ws`` and read it until it ends; whether the subscription stood."""
         self._ws = ws
-        self.down_since = None
         subscribed = False
         try:
             subscribe = {"action": "subscribe", "topics": self._topics}
@@ -403,13 +403,15 @@ class Stream:
             log.info("stream connection lost: %s: %s", type(exc).__name__, exc)
         finally:
             self._ws = None
-            self.down_since = asyncio.get_running_loop().time()
+            if self.down_since is None:  # down since this loss, not since a failed retry
+                self.down_since = asyncio.get_running_loop().time()
             with contextlib.suppress(Exception):
                 await within(ws.close(), 1.0)
         return subscribed
 
     async def _subscribed(self, connected_once: bool) -> None:
         """The subscription stands: ``start()`` returns, or ``Reconnected`` is yielded."""
+        self.down_since = None  # up again only now: an open socket is not a subscription
         if connected_once:
             self.reconnects += 1
             await self._emit(Reconnected(topics=list(self._topics), attempt=self.reconnects))
