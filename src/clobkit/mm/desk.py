@@ -67,7 +67,8 @@ class Desk(Routing):
     dropped connection). On exit it cancels every open order (``cancel_on_exit``).
 
     ``books=False`` leaves the book topics out (a strategy pricing from elsewhere):
-    each quoter's ``book`` then holds the book read over REST when it opened.
+    each quoter's ``book`` then holds the book read over REST when it opened (never
+    kept current: ``book.stale`` is always true, ``book.age`` the read's seconds).
     """
 
     def __init__(
