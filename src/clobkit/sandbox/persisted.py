@@ -13,11 +13,13 @@ A dataclass's fields (``Order``, ``Position``, ``Account``) are persisted as
 they are unless declared otherwise: a field added to one is in the file
 without touching this module. The rows' JSON is the one written since the
 format's first version (same keys, same order), so files written before this
-module existed are read unchanged.
+module existed are read unchanged. :class:`Identity` is the meta row that
+binds a file to the configuration it was written for.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -30,7 +32,17 @@ from .fixtures import EventFixture
 from .ledger import RISK_MINUTE_MS
 from .state import Account, EngineState, MarketState, Order, Position
 
-__all__ = ["ACCOUNT", "ENGINE", "EVENT", "MARKET", "ORDER", "POSITION", "Damaged", "Record"]
+__all__ = [
+    "ACCOUNT",
+    "ENGINE",
+    "EVENT",
+    "MARKET",
+    "ORDER",
+    "POSITION",
+    "Damaged",
+    "Identity",
+    "Record",
+]
 
 Count = Annotated[int, msgspec.Meta(ge=0)]
 Cents = Annotated[int, msgspec.Meta(ge=0, le=100)]  # a price on the 0.01 grid (a book level)
@@ -418,3 +430,45 @@ ENGINE = Record(
         "_listeners": "the live app's callbacks",
     },
 )
+
+
+class Identity(msgspec.Struct):
+    """The meta row ``identity``: the configuration a state file was written for."""
+
+    seed: int
+    users: list[str]  # sorted
+    markets: str  # sha256 of the sorted market ids (the fixtures of seed and extra_games)
+    extra_games: int | None = None  # absent from files written before it was recorded
+
+    @classmethod
+    def of(cls, engine: EngineState) -> Identity:
+        """The identity of ``engine``'s configuration."""
+        markets = hashlib.sha256("\n".join(sorted(engine.markets)).encode()).hexdigest()
+        return cls(engine.config.seed, sorted(engine.accounts), markets, engine.config.extra_games)
+
+    @classmethod
+    def read(cls, text: str) -> Identity:
+        """The identity row's JSON checked (each field and its type), or Damaged."""
+        try:
+            return msgspec.json.decode(text, type=cls)
+        except msgspec.DecodeError as exc:
+            raise Damaged(f"meta identity: {exc}") from None
+
+    def mismatch(self, ours: Identity) -> str | None:
+        """How the file's configuration (self) differs from ``ours`` (None: it does not)."""
+        if self.seed != ours.seed:
+            return f"with seed {self.seed}, the config has seed {ours.seed}"
+        if self.users != ours.users:
+            only_file = ", ".join(sorted(set(self.users) - set(ours.users))) or "-"
+            only_config = ", ".join(sorted(set(ours.users) - set(self.users))) or "-"
+            return (
+                f"for other users (only in the file: {only_file};"
+                f" only in the config: {only_config})"
+            )
+        if self.extra_games is not None and self.extra_games != ours.extra_games:
+            theirs, mine = self.extra_games, ours.extra_games
+            return f"with extra_games {theirs}, the config has extra_games {mine}"
+        if self.markets != ours.markets:
+            # a file written before extra_games was recorded: either may differ
+            return "for other markets (another extra_games setting or fixture version)"
+        return None

@@ -28,19 +28,19 @@ before; nothing here runs. With one (``--state FILE``, ``Sandbox(state=...)``):
   must hold its SQL type, every row's JSON must hold each field with its
   type (a counter as text, a NULL, an unknown field: refused) and range
   (no negative counter or amount), and the counters must lie beyond every
-  id they have handed out. Nothing is half loaded.
+  id they have handed out. Nothing is half loaded. A path that cannot be a
+  state file (a directory, a missing or read-only one) is refused saying so.
 """
 
 from __future__ import annotations
 
-import hashlib
 import heapq
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from pathlib import Path
 
 import msgspec
 
@@ -48,7 +48,7 @@ from clobkit._spec import LIVE
 from clobkit.errors import ClobkitError
 
 from .invariants import violations as state_violations
-from .persisted import ACCOUNT, ENGINE, EVENT, MARKET, ORDER, POSITION, Damaged
+from .persisted import ACCOUNT, ENGINE, EVENT, MARKET, ORDER, POSITION, Damaged, Identity
 from .state import FOK, Order, Position
 from .state import EngineState as Engine
 
@@ -110,7 +110,6 @@ _COLUMNS = {
 
 
 _ENCODE = msgspec.json.Encoder().encode
-_loads = msgspec.json.decode
 
 
 def _dumps(data: object) -> str:
@@ -118,11 +117,61 @@ def _dumps(data: object) -> str:
     return _ENCODE(data).decode()
 
 
+def _shown(path: str) -> str:
+    """The path as it is in a message, quoted when it would not read as one line of text."""
+    return path if path and path.isprintable() else repr(path)
+
+
+def _name_problem(path: str) -> str | None:
+    """What makes ``path`` no file name at all (None: nothing)."""
+    if not path:
+        return "the path is empty"
+    if "\0" in path:
+        return "the path holds a NUL character"
+    if path == ":memory:":
+        return "that is SQLite's in-memory database, not a file (leave the state file out)"
+    return None
+
+
+def _path_problem(path: str) -> str | None:
+    """What keeps ``path`` from being a state file before SQLite opens it (None: nothing seen)."""
+    problem = _name_problem(path)
+    if problem is None and os.path.isdir(path):
+        problem = "it is a directory, not a file"
+    if problem is not None:
+        return problem
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.exists(folder):
+        return f"its directory {_shown(folder)} does not exist"
+    if not os.path.isdir(folder):
+        return f"{_shown(folder)} is not a directory"
+    if os.path.exists(path) and not os.path.isfile(path):
+        return "it is not a regular file"
+    return None
+
+
+def _access_problem(path: str) -> str | None:
+    """The permission that made SQLite fail on ``path``, if one is missing (None: none)."""
+    if os.path.exists(path):
+        if not os.access(path, os.R_OK):
+            return "it cannot be read (permission denied)"
+        if not os.access(path, os.W_OK):
+            return "it is read-only (the sandbox writes to it)"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return (
+            f"its directory {_shown(folder)} is not writable"
+            f" (SQLite keeps {_shown(os.path.basename(path))}-wal beside the file)"
+        )
+    return None
+
+
 class StateStore:
     """One open state file. Thread-safe; the engine calls it under its own lock."""
 
     def __init__(self, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time):
         self.path = os.fspath(path)
+        self._name = _shown(self.path)
         self._clock = clock
         self._lock = threading.Lock()
         self._pending: list[tuple[str, str, int]] = []
@@ -130,45 +179,57 @@ class StateStore:
         self._pruned_ms = 0
         self._cache: dict[tuple[str, str], str] = {}
         self._engine_row = ""
+        self._db: sqlite3.Connection | None = None
+        problem = _path_problem(self.path)
+        if problem is not None:
+            raise StateFileError(f"state file {self._name}: {problem}")
         try:
-            self._db: sqlite3.Connection | None = sqlite3.connect(
-                self.path, timeout=0, isolation_level=None, check_same_thread=False
+            # always a URI of the literal name: SQLite reads a name starting "file:"
+            # as a URI (another file, or none), and "?" / "#" would end it
+            uri = Path(os.path.abspath(self.path)).as_uri()
+            self._db = sqlite3.connect(
+                uri, timeout=0, isolation_level=None, check_same_thread=False, uri=True
             )
-        except sqlite3.Error as exc:
-            raise StateFileError(f"state file {self.path}: cannot open it ({exc})") from None
-        try:
             self._prepare(self._db)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.Error as exc:
             self.close()
-            if "locked" in str(exc):
-                raise StateFileError(
-                    f"state file {self.path} is in use by another sandbox"
-                ) from None
-            raise StateFileError(f"state file {self.path}: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            self.close()
-            raise StateFileError(
-                f"state file {self.path} is not a clobkit sandbox state file ({exc})"
-            ) from None
+            raise self._refusal(exc) from None
         except StateFileError:
             self.close()
             raise
+
+    def _refusal(self, exc: sqlite3.Error) -> StateFileError:
+        """The one line for an SQLite error met while opening the file (what it means)."""
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            return StateFileError(f"state file {self._name} is in use by another sandbox")
+        if "file is not a database" in text:
+            return StateFileError(
+                f"state file {self._name} is not a clobkit sandbox state file ({text})"
+            )
+        if "malformed" in text:  # SQLITE_CORRUPT: an SQLite file cut short or overwritten
+            return StateFileError(f"state file {self._name} is damaged ({text})")
+        problem = _access_problem(self.path)
+        return StateFileError(f"state file {self._name}: {problem or text}")
 
     def _prepare(self, db: sqlite3.Connection) -> None:
         """Lock the file for this process (WAL), then check its schema or write it (new)."""
         db.execute("PRAGMA locking_mode=EXCLUSIVE")
         mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if mode != "wal":
-            raise StateFileError(f"state file {self.path}: WAL mode unavailable ({mode})")
+            raise StateFileError(f"state file {self._name}: WAL mode unavailable ({mode})")
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("BEGIN IMMEDIATE")  # takes the exclusive lock, kept until close
         found = _master(db)
         tables = {name for kind, name in found if kind == "table"}
         if tables and "meta" not in tables:
             raise StateFileError(
-                f"state file {self.path} is an SQLite file of another program (no meta table)"
+                f"state file {self._name} is an SQLite file of another program (no meta table)"
             )
         if found:
+            # another version's file most likely has another schema: say which first
+            if "meta" in tables:
+                self._check_version(db)
             # never CREATE ... IF NOT EXISTS over a file: a dropped nonces table
             # would come back empty, and every nonce used before would replay
             self._check_schema(found)
@@ -197,11 +258,11 @@ class StateStore:
     def _conn(self) -> sqlite3.Connection:
         if self._failed is not None:
             raise StateFileError(
-                f"state file {self.path}: an earlier write failed ({self._failed});"
+                f"state file {self._name}: an earlier write failed ({self._failed});"
                 " restart the sandbox"
             )
         if self._db is None:
-            raise StateFileError(f"state file {self.path} is closed")
+            raise StateFileError(f"state file {self._name} is closed")
         return self._db
 
     def _transaction(self, write: Callable[[sqlite3.Connection], None]) -> None:
@@ -217,7 +278,7 @@ class StateStore:
             if db.in_transaction:
                 db.execute("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StateFileError(f"state file {self.path}: write failed ({exc})") from None
+                raise StateFileError(f"state file {self._name}: write failed ({exc})") from None
             raise
 
     # -- what the file holds ---------------------------------------------------------
@@ -231,19 +292,42 @@ class StateStore:
 
         for key in sorted(set(_WRITTEN) - set(found), key=order):
             raise StateFileError(
-                f"state file {self.path} is damaged: its {key[0]} {key[1]} is missing"
+                f"state file {self._name} is damaged: its {key[0]} {key[1]} is missing"
             )
         for key in sorted(set(found) - set(_WRITTEN), key=order):
             raise StateFileError(
-                f"state file {self.path} is damaged: it has a {key[0]} {key[1]}"
+                f"state file {self._name} is damaged: it has a {key[0]} {key[1]}"
                 " this sandbox never writes"
             )
         for key in sorted(found, key=order):
             if found[key] != _WRITTEN[key]:
                 raise StateFileError(
-                    f"state file {self.path} is damaged: its {key[0]} {key[1]} is not"
+                    f"state file {self._name} is damaged: its {key[0]} {key[1]} is not"
                     " the one this sandbox writes"
                 )
+
+    def _check_version(self, db: sqlite3.Connection) -> None:
+        """A clobkit file of another format is refused naming its version (newer: upgrade)."""
+        try:
+            meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('app', 'schema')"))
+        except sqlite3.Error:
+            return  # a meta table of another shape: the schema check names it
+        schema = meta.get("schema")
+        if meta.get("app") != _APP or schema == SCHEMA_VERSION:
+            return
+        if (
+            isinstance(schema, str)
+            and schema.isascii()
+            and schema.isdigit()
+            and int(schema) > int(SCHEMA_VERSION)
+        ):
+            raise StateFileError(
+                f"state file {self._name} was written by a newer clobkit (schema {schema};"
+                f" this sandbox reads schema {SCHEMA_VERSION}): upgrade clobkit or use a new file"
+            )
+        raise StateFileError(
+            f"state file {self._name} has schema {schema!r}, this sandbox reads {SCHEMA_VERSION!r}"
+        )
 
     def _check_columns(self, db: sqlite3.Connection) -> None:
         """Every column of every row holds its SQL type (SQLite would store any value)."""
@@ -256,22 +340,12 @@ class StateStore:
                 ).fetchone()
                 if row is not None:
                     raise StateFileError(
-                        f"state file {self.path} is damaged: table {table}, row {row[0]}:"
+                        f"state file {self._name} is damaged: table {table}, row {row[0]}:"
                         f" column {column} holds {'NULL' if row[1] == 'null' else row[1]},"
                         f" not {kind}"
                     )
 
     # -- identity ----------------------------------------------------------------
-
-    @staticmethod
-    def identity(engine: Engine) -> dict[str, Any]:
-        """What a state file is bound to: the seed, the user ids, the market ids."""
-        markets = hashlib.sha256("\n".join(sorted(engine.markets)).encode()).hexdigest()
-        return {
-            "seed": engine.config.seed,
-            "users": sorted(engine.accounts),
-            "markets": markets,
-        }
 
     def _check_identity(self, db: sqlite3.Connection, engine: Engine) -> bool:
         """True when the file holds a state of this configuration; False when it is new."""
@@ -282,37 +356,19 @@ class StateStore:
             for table in _COLUMNS:
                 if db.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone():
                     raise StateFileError(
-                        f"state file {self.path} is damaged: table {table} has rows"
+                        f"state file {self._name} is damaged: table {table} has rows"
                         " but the meta table is empty"
                     )
             return False
         if db.execute("SELECT count(*) FROM engine").fetchone()[0] != 1:
-            raise StateFileError(f"state file {self.path} is damaged: its engine row is missing")
+            raise StateFileError(f"state file {self._name} is damaged: its engine row is missing")
         if meta.get("app") != _APP:
-            raise StateFileError(f"state file {self.path} is not a clobkit sandbox state file")
-        if meta.get("schema") != SCHEMA_VERSION:
-            raise StateFileError(
-                f"state file {self.path} has schema {meta.get('schema')!r},"
-                f" this sandbox reads {SCHEMA_VERSION!r}"
-            )
-        theirs, ours = _loads(meta["identity"]), self.identity(engine)
-        if theirs["seed"] != ours["seed"]:
-            raise StateFileError(
-                f"state file {self.path} was written with seed {theirs['seed']},"
-                f" the config has seed {ours['seed']}"
-            )
-        if theirs["users"] != ours["users"]:
-            only_file = sorted(set(theirs["users"]) - set(ours["users"]))
-            only_config = sorted(set(ours["users"]) - set(theirs["users"]))
-            raise StateFileError(
-                f"state file {self.path} was written for other users"
-                f" (only in the file: {', '.join(only_file) or '-'};"
-                f" only in the config: {', '.join(only_config) or '-'})"
-            )
-        if theirs["markets"] != ours["markets"]:
-            raise StateFileError(
-                f"state file {self.path} was written for other markets (another fixture version)"
-            )
+            raise StateFileError(f"state file {self._name} is not a clobkit sandbox state file")
+        if "identity" not in meta:  # (its schema was checked on opening)
+            raise Damaged("meta: its identity row is missing")
+        mismatch = Identity.read(meta["identity"]).mismatch(Identity.of(engine))
+        if mismatch:
+            raise StateFileError(f"state file {self._name} was written {mismatch}")
         return True
 
     # -- writing ---------------------------------------------------------------------
@@ -354,7 +410,7 @@ class StateStore:
     def save_all(self, engine: Engine) -> None:
         """Write the whole state of a fresh engine (a new file) and bind it to the config."""
         with self._lock:
-            ident = _dumps(self.identity(engine))
+            ident = _dumps(Identity.of(engine))
 
             def write(db: sqlite3.Connection) -> None:
                 db.executemany(
@@ -444,7 +500,7 @@ class StateStore:
             except StateFileError:
                 raise
             except Damaged as exc:
-                raise StateFileError(f"state file {self.path} is damaged: {exc}") from None
+                raise StateFileError(f"state file {self._name} is damaged: {exc}") from None
             except (
                 sqlite3.Error,
                 msgspec.DecodeError,
@@ -454,12 +510,12 @@ class StateStore:
                 IndexError,
             ) as exc:
                 raise StateFileError(
-                    f"state file {self.path} is damaged: {type(exc).__name__}: {exc}"
+                    f"state file {self._name} is damaged: {type(exc).__name__}: {exc}"
                 ) from None
         violations = state_violations(engine)  # restore runs inside Engine.__init__
         if violations:
             raise StateFileError(
-                f"state file {self.path} is inconsistent: {violations[0]}"
+                f"state file {self._name} is inconsistent: {violations[0]}"
                 + (f" (and {len(violations) - 1} more)" if len(violations) > 1 else "")
             )
         return True
