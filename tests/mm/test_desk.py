@@ -290,9 +290,7 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         assert_same(sb, user, q)
 
 
-async def test_a_resume_before_a_retry_begins_leaves_the_desk_resumed(
-    sb: Any, user: Any
-) -> None:
+async def test_a_resume_before_a_retry_begins_leaves_the_desk_resumed(sb: Any, user: Any) -> None:
     # the retry called halt(reason): begun after resume(), it halted the desk again and
     # cancelled the orders the strategy had just been allowed to keep
     (m1,) = two_sided(sb, 1)
