@@ -477,6 +477,48 @@ async def test_after_a_reconnect_marker_the_book_is_stale_until_the_next_book(
         await q.requote([])
 
 
+async def test_a_book_that_does_not_come_after_a_reconnect_is_read_over_rest(
+    sb: Any, user: Any, market_id: str
+) -> None:
+    # the API text promises no snapshot on subscription: without one a quiet market's
+    # book stayed stale until it next changed
+    transport = CountingTransport()
+    async with (
+        AsyncClient(**options(sb, user, transport=transport)) as client,
+        Quoter(client, market_id, "a", user_id=user.user_id) as q,
+    ):
+        await eventually(lambda: not q.book.stale)
+        taken = q.book.received_at
+        assert taken is not None
+        reads = transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}")
+        q.book_grace = 0.05
+        q._on_item(Reconnected(topics=[], attempt=1))  # lost messages, and no snapshot
+        assert q.book.stale
+        await eventually(lambda: not q.book.stale, timeout=30)
+        assert transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}") == reads + 1
+        assert q.book.received_at is not None
+        assert q.book.received_at > taken
+
+
+async def test_a_snapshot_after_a_reconnect_spares_the_rest_read(
+    sb: Any, user: Any, market_id: str
+) -> None:
+    transport = CountingTransport()
+    async with (
+        AsyncClient(**options(sb, user, transport=transport)) as client,
+        Quoter(client, market_id, "a", user_id=user.user_id) as q,
+    ):
+        await eventually(lambda: not q.book.stale)
+        reads = transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}")
+        q.book_grace = 3.0  # the sandbox's snapshot comes well within it
+        sb.drop_streams()
+        await eventually(lambda: q.reconnects >= 1 and not q.book.stale, timeout=30)
+        rebook = q._rebook
+        assert rebook is not None
+        await rebook
+        assert transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}") == reads
+
+
 async def test_the_books_age_grows_while_no_message_comes(
     sb: Any, user: Any, client: AsyncClient, market_id: str
 ) -> None:

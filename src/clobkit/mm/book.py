@@ -6,7 +6,7 @@ from decimal import Decimal
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
-from ..models import OrderbookLevel
+from ..models import Orderbook, OrderbookLevel
 
 if TYPE_CHECKING:
     from ..client import Stream
@@ -81,6 +81,22 @@ class BookMirror:
         """Messages of the book topic were lost (the feed reconnected): ``stale`` until
         the next book is taken (a subscription's snapshot, or an update)."""
         self._gap = True
+
+    @property
+    def missed(self) -> bool:
+        """True from ``mark_stale`` until the next book is taken."""
+        return self._gap
+
+    def take(self, book: Orderbook) -> None:
+        """Take a book read over REST (``GET /orderbooks/:token_id``)."""
+        self.apply(
+            {
+                "bids": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.bids],
+                "asks": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.asks],
+                "hash": book.hash,
+                "min_order_size": book.min_order_size,
+            }
+        )
 
     @property
     def age(self) -> float | None:

@@ -125,6 +125,10 @@ class Quoter(Resolving):
         self._stream: Stream | None = None
         self._pump: asyncio.Task[None] | None = None
         self._resync: asyncio.Task[None] | None = None
+        #: Seconds a book may take to come on the stream after a reconnect before it is
+        #: read over REST instead.
+        self.book_grace = 1.0
+        self._rebook: asyncio.Task[None] | None = None
         self._acked: asyncio.Event | None = None
         self._orders_topic: str | None = None
         self._book_topic = ""
@@ -174,14 +178,7 @@ class Quoter(Resolving):
         with contextlib.suppress(OrderBookNotFound):
             book = await self._req("GET /orderbook", self._client.get_orderbook(self.token_id))
             self.min_order_size = book.min_order_size
-            self.book.apply(
-                {
-                    "bids": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.bids],
-                    "asks": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.asks],
-                    "hash": book.hash,
-                    "min_order_size": book.min_order_size,
-                }
-            )
+            self.book.take(book)
 
     async def _listen(self) -> None:
         """The book and order topics: from the desk's stream, else an own stream."""
@@ -234,7 +231,7 @@ class Quoter(Resolving):
         self.book.feed = None  # nothing keeps it current any more: stale
         if self._host is not None:
             self._host.detach(self)
-        for task in (self._resync, self._pump):
+        for task in (self._resync, self._pump, self._rebook):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -280,9 +277,29 @@ class Quoter(Resolving):
         elif type(item) is Reconnected:
             self.reconnects += 1
             self._stale = True
-            self.book.mark_stale()  # book messages were lost: stale until the snapshot
+            self._lost_book()
             if self._resync is None or self._resync.done():
                 self._resync = asyncio.ensure_future(self._resync_after_reconnect())
+
+    def _lost_book(self) -> None:
+        """Book messages were lost (a reconnect): the book is stale until the next one
+        comes; none within ``book_grace`` s (a service need not send a snapshot on
+        subscription), it is read over REST."""
+        self.book.mark_stale()
+        if self.book.feed is not None and (self._rebook is None or self._rebook.done()):
+            self._rebook = asyncio.ensure_future(self._book_after_gap())
+
+    async def _book_after_gap(self) -> None:
+        await asyncio.sleep(self.book_grace)
+        if not self.book.missed:  # the stream's book came
+            return
+        try:
+            book = await self._req("GET /orderbook", self._client.get_orderbook(self.token_id))
+        except Exception as exc:  # stale until the next book, or the next reconnect's try
+            log.warning("reading the book after a reconnect failed: %s", exc)
+            return
+        if self.book.missed:  # else the stream's came first: newer than this read
+            self.book.take(book)
 
     async def _resync_after_reconnect(self) -> None:
         try:

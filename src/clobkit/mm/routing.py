@@ -118,7 +118,7 @@ class Routing(Gate):
             for q in self._quoters.values():
                 q.reconnects += 1
                 q._stale = True
-                q.book.mark_stale()  # book messages were lost: stale until the snapshot
+                q._lost_book()  # stale until the snapshot, else read over REST
             self._schedule_resync()
 
     def _schedule_resync(self, everyone: bool = False) -> None:
