@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
 from typing import Any
 
@@ -477,25 +477,32 @@ async def test_after_a_reconnect_marker_the_book_is_stale_until_the_next_book(
         await q.requote([])
 
 
-async def test_a_book_that_does_not_come_after_a_reconnect_is_read_over_rest(
-    sb: Any, user: Any, market_id: str
-) -> None:
-    # the API text promises no snapshot on subscription: without one a quiet market's
-    # book stayed stale until it next changed
+@contextlib.asynccontextmanager
+async def book_reads(sb: Any, user: Any, market_id: str) -> AsyncIterator[tuple[Quoter, Any]]:
+    """An open quoter with a fresh book, and a count of its book's REST reads."""
     transport = CountingTransport()
     async with (
         AsyncClient(**options(sb, user, transport=transport)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
         await eventually(lambda: not q.book.stale)
-        taken = q.book.received_at
+        yield q, lambda: transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}")
+
+
+async def test_a_book_that_does_not_come_after_a_reconnect_is_read_over_rest(
+    sb: Any, user: Any, market_id: str
+) -> None:
+    # the API text promises no snapshot on subscription: without one a quiet market's
+    # book stayed stale until it next changed
+    async with book_reads(sb, user, market_id) as (q, reads):
+        taken, before = q.book.received_at, reads()
         assert taken is not None
-        reads = transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}")
+        q._book_topic = "market:none:book"  # deaf to the topic: no snapshot, no house move
         q.book_grace = 0.05
-        q._on_item(Reconnected(topics=[], attempt=1))  # lost messages, and no snapshot
+        q._on_item(Reconnected(topics=[], attempt=1))  # lost messages
         assert q.book.stale
         await eventually(lambda: not q.book.stale, timeout=30)
-        assert transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}") == reads + 1
+        assert reads() == before + 1
         assert q.book.received_at is not None
         assert q.book.received_at > taken
 
@@ -503,20 +510,15 @@ async def test_a_book_that_does_not_come_after_a_reconnect_is_read_over_rest(
 async def test_a_snapshot_after_a_reconnect_spares_the_rest_read(
     sb: Any, user: Any, market_id: str
 ) -> None:
-    transport = CountingTransport()
-    async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
-        Quoter(client, market_id, "a", user_id=user.user_id) as q,
-    ):
-        await eventually(lambda: not q.book.stale)
-        reads = transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}")
+    async with book_reads(sb, user, market_id) as (q, reads):
+        before = reads()
         q.book_grace = 3.0  # the sandbox's snapshot comes well within it
         sb.drop_streams()
         await eventually(lambda: q.reconnects >= 1 and not q.book.stale, timeout=30)
         rebook = q._rebook
         assert rebook is not None
         await rebook
-        assert transport.count("GET", f"/api/ext/v1/orderbooks/{q.token_id}") == reads
+        assert reads() == before
 
 
 async def test_the_books_age_grows_while_no_message_comes(
