@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import sys
+import threading
 import time
 import urllib.request
 import weakref
@@ -19,6 +21,7 @@ import httpx
 
 from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
+from ..errors import TransportError
 from ..models import (
     CancelResult,
     Event,
@@ -43,7 +46,7 @@ from ._paging import Pager
 from ._seam_sync import RawOrderSeam
 from ._stream import StreamItem
 from ._sync_stream import SyncStream
-from ._transport import SyncConnections, read_whole_sync
+from ._transport import SyncConnections, read_whole_sync, this_process
 from ._validate import EventFilters, event_params
 
 if TYPE_CHECKING:
@@ -73,6 +76,11 @@ class Client(RawOrderSeam):
     ``place_raw_order`` always carries a ``client_order_id`` and is retried
     safely. The secret is held only by the request signer and never
     appears in a repr, log line or exception.
+
+    One client may be shared by threads. ``close()`` from any thread ends the
+    calls in flight with ``TransportError`` and refuses later ones; a child
+    process after ``os.fork()`` makes its own client (this one refuses there:
+    its connections are the parent's). See docs/going-live.md, "Threads, Ctrl-C and fork".
     """
 
     def __init__(
@@ -121,7 +129,12 @@ class Client(RawOrderSeam):
             self._direct = SyncConnections()
         else:
             self._http = httpx.Client(transport=transport, timeout=config.timeout)
+        self._pid = this_process()
+        self._shut = threading.Event()  # set by close(): wakes the calls sleeping
+        self._lock = threading.Lock()  # threads add to the sets while close() reads them
         self._streams: weakref.WeakSet[SyncStream] = weakref.WeakSet()
+        # the inboxes of the wait_for_order calls listening on a stream
+        self._inboxes: weakref.WeakSet[queue.Queue[Any]] = weakref.WeakSet()
 
     def __repr__(self) -> str:
         config = self._core.config
@@ -136,14 +149,19 @@ class Client(RawOrderSeam):
 
     def _run(self, op: Operation[T]) -> T:
         send = self._send
+        shut = self._shut
         try:
             effect = op.send(None)
             while True:
                 result: Any
+                if shut.is_set() or self._pid != this_process():
+                    # raised where the operation waits: a raw order's error carries it
+                    effect = op.throw(self._refusal())
+                    continue
                 if type(effect) is Send:
                     result = send(effect)
                 elif type(effect) is Sleep:
-                    time.sleep(effect.seconds)
+                    shut.wait(effect.seconds)  # close() ends the sleep
                     result = None
                 elif type(effect) is Gather:
                     result = self._gather(effect.operations)
@@ -159,6 +177,15 @@ class Client(RawOrderSeam):
         except BaseException:
             op.close()  # the operation's cleanup (a stream listener) runs at once
             raise
+
+    def _refusal(self) -> TransportError:
+        """The error of a call this client cannot make: closed, or in a forked child."""
+        if self._pid != this_process():
+            return TransportError(
+                f"this Client was made in process {self._pid}; process {os.getpid()} was "
+                "forked from it and shares its connections: make a new Client after the fork"
+            )
+        return TransportError("the Client is closed")
 
     def _send(self, effect: Send) -> httpx.Response | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
@@ -179,6 +206,10 @@ class Client(RawOrderSeam):
             response = self._http.send(request, stream=True)
         except httpx.RequestError as exc:
             return exc
+        except RuntimeError:  # httpx refuses a closed client's request
+            if not self._shut.is_set():
+                raise
+            return self._refusal()
         return read_whole_sync(response, limit, deadline)
 
     def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
@@ -194,12 +225,19 @@ class Client(RawOrderSeam):
     # -- lifecycle --------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close open streams and the HTTP connection pool."""
-        for stream in list(self._streams):
+        """Close open streams and the HTTP connection pool, from any thread: calls in
+        flight end with ``TransportError`` (a raw order's carries it), later ones are
+        refused. In a child after a fork the parent's connections are left to it."""
+        self._shut.set()
+        with self._lock:
+            streams, inboxes = list(self._streams), list(self._inboxes)
+        for inbox in inboxes:
+            inbox.put(None)  # a wait_for_order waiting on a stream goes on, and is refused
+        for stream in streams:
             stream.close()
         if self._direct is not None:
             self._direct.close()
-        if self._http is not None:
+        if self._http is not None and self._pid == this_process():
             self._http.close()
 
     def __enter__(self) -> Client:
@@ -425,10 +463,14 @@ class Client(RawOrderSeam):
         return self._run(op)
 
     def _listen(self, order: Order) -> OrderFeed | None:
-        stream = self._core.order_stream(order, list(self._streams))
+        with self._lock:
+            streams = list(self._streams)
+        stream = self._core.order_stream(order, streams)
         if stream is None:
             return None
         inbox: queue.Queue[StreamItem] = queue.Queue()
+        with self._lock:
+            self._inboxes.add(inbox)
         return OrderFeed(stream, inbox, inbox.put)
 
     # -- account -------------------------------------------------------------------------
@@ -489,6 +531,7 @@ class Client(RawOrderSeam):
         server acknowledged, or after ``ack_timeout`` s); reconnects with backoff
         (seconds), resubscribes and yields ``Reconnected``. Frames that are not JSON are
         skipped (counted in ``bad_frames``); at most ``max_queue`` items wait unread.
+        ``TransportError`` once the client is closed.
         """
         stream = SyncStream(
             self._core,
@@ -500,5 +543,8 @@ class Client(RawOrderSeam):
             ack_timeout=ack_timeout,
             max_queue=max_queue,
         )
-        self._streams.add(stream)
+        with self._lock:  # close() reads the set under the lock, after setting _shut
+            if self._shut.is_set() or self._pid != this_process():
+                raise self._refusal()
+            self._streams.add(stream)
         return stream

@@ -7,13 +7,20 @@
 * ``SyncConnections``: the sync client's pool, httpcore's ``ConnectionPool`` with
   a network backend (httpcore's public ``network_backend`` option) whose every
   read and write ends by the attempt's deadline, and its request sent with
-  httpcore's own request and response: no httpx model is built per request.
+  httpcore's own request and response: no httpx model is built per request;
+* ``this_process()``: the id of the running process, kept by a fork hook, so that
+  what a process inherited from its parent (connections, stream threads) is told
+  from its own at the cost of an attribute read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import threading
 import time
+import weakref
 import zlib
 from typing import Any
 
@@ -22,11 +29,36 @@ import httpx
 
 from ..errors import ClobkitError
 from ..errors import TimeoutError as ClobkitTimeoutError
+from ..errors import TransportError as ClobkitTransportError
 from ._body import Body, BodyTooLarge, coding_error
 from ._errors import body_error, too_large
 from ._ops import Outgoing
 
-__all__ = ["SyncConnections", "as_httpx_error", "read_whole_async", "read_whole_sync"]
+__all__ = [
+    "SyncConnections",
+    "as_httpx_error",
+    "read_whole_async",
+    "read_whole_sync",
+    "this_process",
+]
+
+
+class _Process:
+    pid = os.getpid()  # updated in a child by the fork hook below
+
+
+def _forked() -> None:
+    _Process.pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_forked)
+
+
+def this_process() -> int:
+    """The running process's id (``os.getpid()`` without its system call)."""
+    return _Process.pid
+
 
 #: httpcore's errors and the httpx errors httpx's transport raises for them (the
 #: same table as httpx's ``map_httpcore_exceptions``): the direct path fails as
@@ -186,8 +218,9 @@ class _DeadlineStream(httpcore.NetworkStream):
     """A socket stream whose every read and write ends by the attempt's deadline, so a
     server trickling its headers one byte at a time cannot outlast ``timeout``."""
 
-    def __init__(self, inner: httpcore.NetworkStream) -> None:
+    def __init__(self, inner: httpcore.NetworkStream, backend: _DeadlineBackend) -> None:
         self._inner = inner
+        self._backend = backend
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
         data = self._inner.read(max_bytes, _cut(timeout, httpcore.ReadTimeout))
@@ -203,23 +236,50 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
+    def shut_down(self) -> None:
+        """End the connection for both sides: a thread blocked reading it wakes at once
+        (closing the socket alone leaves it waiting for its timeout)."""
+        sock = self._inner.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed, or reset
+                sock.shutdown(socket.SHUT_RDWR)
+
     def start_tls(
         self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
     ) -> httpcore.NetworkStream:
         inner = self._inner.start_tls(
             ssl_context, server_hostname, _cut(timeout, httpcore.ConnectTimeout)
         )
-        return _DeadlineStream(inner)
+        return self._backend.track(inner)
 
     def get_extra_info(self, info: str) -> Any:
         return self._inner.get_extra_info(info)
 
 
 class _DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's ``SyncBackend``, its streams ending by the attempt's deadline."""
+    """httpcore's ``SyncBackend``, its streams ending by the attempt's deadline; it
+    knows its open streams (``SyncConnections.close`` reaches them without the pool)."""
 
     def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
+        self._lock = threading.Lock()
+        self._streams: weakref.WeakSet[_DeadlineStream] = weakref.WeakSet()
+
+    def track(self, inner: httpcore.NetworkStream) -> _DeadlineStream:
+        """``inner`` as a stream ending by the deadline, known to this backend."""
+        stream = _DeadlineStream(inner, self)
+        with self._lock:
+            self._streams.add(stream)
+        return stream
+
+    def streams(self, *, inherited: bool = False) -> list[_DeadlineStream]:
+        """The streams not yet collected. ``inherited``: read in a child after a fork,
+        without the lock (a thread of the parent may have held it; none of the child
+        adds to the set)."""
+        if inherited:
+            return list(self._streams)
+        with self._lock:
+            return list(self._streams)
 
     def connect_tcp(
         self,
@@ -232,7 +292,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         stream = self._inner.connect_tcp(
             host, port, _cut(timeout, httpcore.ConnectTimeout), local_address, socket_options
         )
-        return _DeadlineStream(stream)
+        return self.track(stream)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Any = None
@@ -240,7 +300,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         stream = self._inner.connect_unix_socket(
             path, _cut(timeout, httpcore.ConnectTimeout), socket_options
         )
-        return _DeadlineStream(stream)
+        return self.track(stream)
 
     def sleep(self, seconds: float) -> None:  # pragma: no cover - httpcore's retries only
         self._inner.sleep(seconds)
@@ -261,16 +321,24 @@ def _unasked() -> httpx.RemoteProtocolError | None:
 
 class SyncConnections:
     """httpcore's connection pool (HTTP/1.1, TLS with httpx's certificates), each
-    attempt ending by its deadline."""
+    attempt ending by its deadline.
+
+    Shared by threads (httpcore's pool locks its own state). ``close()`` from any
+    thread cuts the exchanges in flight short and refuses later ones; in a child
+    process after a fork the connections are the parent's and are never used.
+    """
 
     def __init__(self) -> None:
+        self._backend = _DeadlineBackend()
         self._pool = httpcore.ConnectionPool(
             ssl_context=httpx.create_ssl_context(),
             max_connections=100,
             max_keepalive_connections=20,
             keepalive_expiry=5.0,
-            network_backend=_DeadlineBackend(),
+            network_backend=self._backend,
         )
+        self._pid = this_process()
+        self.closed = False
 
     def exchange(
         self, outgoing: Outgoing, limit: int | None, timeout: float | None
@@ -278,7 +346,9 @@ class SyncConnections:
         """Send ``outgoing``: the answer with its whole body (at most ``limit`` bytes as
         decoded) within ``timeout`` s, or the error (httpcore's as the httpx error
         httpx's transport raises; a body too large as ``ServerError``; a late one as
-        ``clobkit.errors.TimeoutError``)."""
+        ``clobkit.errors.TimeoutError``; one cut off by ``close()`` as ``TransportError``)."""
+        if self.closed or self._pid != this_process():
+            return _closed(outgoing, "not sent")
         deadline = None if timeout is None else time.monotonic() + timeout
         scheme, host, port = outgoing.origin
         extensions = {} if timeout is None else {"timeout": httpx.Timeout(timeout).as_dict()}
@@ -294,9 +364,27 @@ class SyncConnections:
                     extensions=extensions,
                 )
             )
-        except _HTTPCORE_ERRORS as exc:
-            _deadline.at = None
-            return as_httpx_error(exc)
+        except BaseException as exc:
+            _deadline.at = _deadline.sent = None
+            if not isinstance(exc, _HTTPCORE_ERRORS):
+                raise  # KeyboardInterrupt: httpcore dropped the connection half used
+            return _closed(outgoing, "cut off") if self.closed else as_httpx_error(exc)
+        try:
+            return self._read(outgoing, response, limit, deadline)
+        finally:
+            _deadline.at = _deadline.sent = None
+            response.close()  # unless read whole, httpcore drops the connection
+            if self.closed:  # close() ran meanwhile: leave no connection open
+                self._pool.close()
+
+    def _read(
+        self,
+        outgoing: Outgoing,
+        response: httpcore.Response,
+        limit: int | None,
+        deadline: float | None,
+    ) -> httpx.Response | Exception:
+        """The answer of ``exchange`` read whole, or the error met reading it."""
         try:
             started = _unasked() or _start(outgoing, response.status, response.headers, limit)
             if isinstance(started, Exception):
@@ -316,11 +404,26 @@ class SyncConnections:
         except zlib.error as exc:
             return httpx.DecodingError(str(exc))
         except _HTTPCORE_ERRORS as exc:
-            return as_httpx_error(exc)
-        finally:
-            _deadline.at = _deadline.sent = None
-            response.close()
+            return _closed(outgoing, "cut off") if self.closed else as_httpx_error(exc)
 
     def close(self) -> None:
-        """Close every connection."""
+        """Close every connection; exchanges in flight in other threads end at once
+        (their sockets are shut down: closing alone would leave a reader waiting for
+        its timeout) and later ones are refused. In a child after a fork only the
+        child's copies of the parent's sockets are closed: shutting one down would
+        end the parent's connection, and the pool's lock may be held by a thread
+        of the parent that the child does not have."""
+        self.closed = True
+        if self._pid != this_process():
+            for stream in self._backend.streams(inherited=True):
+                stream.close()
+            return
+        for stream in self._backend.streams():
+            stream.shut_down()
         self._pool.close()
+
+
+def _closed(outgoing: Outgoing, what: str) -> ClobkitTransportError:
+    """The error of an exchange the client's ``close()`` refused or cut off."""
+    where = f"{outgoing.method} {outgoing.url.copy_with(query=None)}"
+    return ClobkitTransportError(f"{where}: {what}, the Client was closed")
