@@ -14,7 +14,7 @@ from clobkit import AsyncClient, Client, errors
 from clobkit.client import paced
 from clobkit.models import Order
 
-from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, FakeApi, fail, ok
+from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, FakeApi, _options, fail, ok
 
 
 def paged_events(total: int) -> Any:
@@ -194,6 +194,22 @@ async def test_async_retry_with_real_sleeps(fake: FakeApi, mock_aclient: AsyncCl
     started = time.perf_counter()
     assert (await mock_aclient.get_order("o")).status == "live"
     assert time.perf_counter() - started >= 0.2
+
+
+async def test_a_closed_async_client_refuses_its_calls(fake: FakeApi) -> None:
+    # close() then a call sent the request anyway, on a pool opened again
+    client = AsyncClient(transport=httpx.MockTransport(fake), **_options())
+    fake.on("GET", "/api/ext/v1/orders/o", ok({"order": {"id": "o"}}))
+    assert (await client.get_order("o")).id == "o"
+    await client.close()
+    sent = len(fake.requests)
+    with pytest.raises(errors.TransportError, match="closed"):
+        await client.get_order("o")
+    with pytest.raises(errors.TransportError, match="closed"):
+        client.stream(["market:x:book"])
+    with pytest.raises(errors.TransportError, match="closed"):
+        await client.place_raw_order_amounts(MARKET_ID, "a", "BUY", 1_000_000, 2_000_000)
+    assert len(fake.requests) == sent
 
 
 async def test_paced_takes_room_before_each_request_sent_again(

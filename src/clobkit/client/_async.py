@@ -17,6 +17,7 @@ import httpx
 
 from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
+from ..errors import TransportError
 from ..models import (
     CancelResult,
     Event,
@@ -128,6 +129,7 @@ class AsyncClient(AsyncRawOrderSeam):
                 transport=transport, timeout=config.timeout, limits=POOL_LIMITS
             )
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+        self._closed = False
 
     def __repr__(self) -> str:
         config = self._core.config
@@ -146,6 +148,9 @@ class AsyncClient(AsyncRawOrderSeam):
             effect = op.send(None)
             while True:
                 result: Any
+                if self._closed:  # raised where the operation waits (a raw order's carries it)
+                    effect = op.throw(TransportError("the AsyncClient is closed"))
+                    continue
                 if type(effect) is Send:
                     result = await send(effect)
                 elif type(effect) is Sleep:
@@ -207,7 +212,9 @@ class AsyncClient(AsyncRawOrderSeam):
     # -- lifecycle --------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Close open streams and the HTTP connection pool."""
+        """Close open streams and the HTTP connection pool; later calls are refused
+        (``TransportError``)."""
+        self._closed = True
         for stream in list(self._streams):
             await stream.close()
         if self._direct is not None:
@@ -502,7 +509,10 @@ class AsyncClient(AsyncRawOrderSeam):
         the server acknowledged, or after ``ack_timeout`` s); reconnects with
         backoff (seconds), resubscribes and yields ``Reconnected``. Frames that are not JSON are
         skipped (counted in ``bad_frames``); at most ``max_queue`` items wait unread.
+        ``TransportError`` once the client is closed.
         """
+        if self._closed:
+            raise TransportError("the AsyncClient is closed")
         stream = Stream(
             self._core,
             topics,
