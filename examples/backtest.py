@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import csv
 import json
+import math
 import random
 import signal
 import subprocess
@@ -39,6 +40,7 @@ from typing import Any
 import httpx
 
 from clobkit import AsyncClient
+from clobkit.errors import ValidationError
 from clobkit.mm import Desk, Quote, Quoter
 from clobkit.record import RecordedMarket, RecordingWriter
 
@@ -300,6 +302,16 @@ def write_report(
     return summary
 
 
+def check_pace(interval: float, speed: float) -> None:
+    """Refuse an ``interval`` (s) under 1 ms or not finite, a ``speed`` negative or not
+    finite: a step under 1 ms moved the clock by 0 and the loop never ended, a negative
+    one was refused by the sandbox and read back as a KeyError."""
+    if not 0.001 <= interval < math.inf:
+        raise ValidationError("interval", interval, "must be at least 0.001 s, and finite")
+    if not 0 <= speed < math.inf:
+        raise ValidationError("speed", speed, "must be 0 or a positive, finite number")
+
+
 def backtest(
     recording: str | Path,
     out: str | Path,
@@ -311,7 +323,10 @@ def backtest(
     plot: bool = True,
 ) -> str:
     """Replay ``recording`` in a fresh sandbox (its own process, stepped through its admin
-    route), run the bot against it, write the report; the summary's text."""
+    route), run the bot against it, write the report; the summary's text. ``interval``:
+    recorded seconds a step (at least 0.001); ``speed``: at most that many times real
+    time (0: as fast as the bot answers)."""
+    check_pace(interval, speed)
     config = {
         "seed": sandbox_seed,
         "exchange_version": exchange_version,
@@ -398,6 +413,10 @@ def main() -> None:
     parser.add_argument("--out", default="backtest-report", help="report directory")
     parser.add_argument("--no-plot", action="store_true", help="no pnl.png")
     args = parser.parse_args()
+    try:  # before a synthetic day is made
+        check_pace(args.interval, args.speed)
+    except ValidationError as exc:
+        parser.error(f"--{exc.field}: {exc.reason} (got {exc.value})")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         recording = args.recording

@@ -360,8 +360,11 @@ class Recorder(RecordingWriter):
                 self._hold(SNAPSHOT, token, bids, asks, book.updated_at_ms, now)
                 if book.min_order_size is not None:
                     self._min_sizes.setdefault(token, str(book.min_order_size))
+        sizes = self._min_sizes  # the market's, on either token's book (--outcomes b)
         self.markets = [
-            m._replace(min_order_size=self._min_sizes.get(m.token_id_a, m.min_order_size))
+            m._replace(
+                min_order_size=sizes.get(m.token_id_a) or sizes.get(m.token_id_b, m.min_order_size)
+            )
             for m in self.markets
         ]
 

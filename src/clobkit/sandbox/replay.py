@@ -1,29 +1,19 @@
 """Replay a recording (``clobkit record``) in the sandbox on a virtual clock.
 
-The replayed markets' liquidity is the recording's: at each recorded time the
-house's quotes of a market become the recorded book of its outcome-a token
-(token b's rows mirrored where a market has no token-a rows), one house
-order per level, so the book the sandbox publishes is the recorded one plus
-its users' orders, and users trade with it by the sandbox's own rules
-(price-time priority, the maker's price). The house's own ladder is off for
-those markets.
+At each recorded time the house's quotes of a replayed market become the recorded book
+of its outcome-a token (token b's rows mirrored where it has no token-a rows), one house
+order per level; the house's own ladder is off for it. Users trade with that liquidity
+by the sandbox's rules (price-time priority, the maker's price): a trade holds until the
+next recorded update puts the recorded sizes back; a level whose recorded size changes
+keeps its place in the queue, a new one joins behind the users resting at its price and
+trades with a resting order it crosses, at that order's price (the market moved through
+the quote). An off-grid price is moved away from the touch (bids down, asks up) and
+counted in ``snapped``.
 
-Between two recorded updates the book changes only by trading: a user's
-order that takes recorded liquidity reduces (or removes) that house level
-until the next recorded update, which puts the recorded sizes back (the
-recording cannot know of the trade). A level whose recorded size changes
-keeps its place in the queue (the house stays ahead of users who joined the
-price later); a new recorded level joins behind the users resting there, and
-one that crosses a user's resting order trades with it at the user's price
-(the market moved through the quote). Prices are the sandbox's cent grid: an
-off-grid recorded price is moved away from the touch (bids down, asks up)
-and counted in ``snapped``.
-
-The virtual clock is the recording's receive time (ms). ``run`` drives it at
-``speed`` times real time on the server's loop; ``advance_to`` / ``step``
-(and ``POST /admin/replay/step``) move it by hand, for deterministic tests
-and backtests. Each update is its own engine operation, and on the loop each
-is published before the next is applied.
+The virtual clock is the recording's receive time (ms). ``run`` drives it at ``speed``
+times real time on the server's loop; ``advance_to`` / ``step`` (and ``POST
+/admin/replay/step``) move it by hand. Each update is its own engine operation, and on
+the loop each is published before the next is applied.
 """
 
 from __future__ import annotations
@@ -32,7 +22,7 @@ import asyncio
 import itertools
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
@@ -150,28 +140,30 @@ class Replay:
     ) -> None:
         self.engine = engine
         self.directory = str(directory)
+        # all is read and checked first: a refused recording leaves the sandbox as it was
         markets = [_canonical(m) for m in read_markets(directory)]
-        with engine._op() as now:
-            #: The recorded markets the sandbox did not have, added for the replay.
-            self.added = serve_markets(engine, markets, read_events(directory), now)
+        events = read_events(directory)
         self.market_ids = sorted({m.market_id for m in markets})
         self.updates, self.snapped = _updates(iter_rows(directory), markets)
         origin = self.updates[0].at_ms if self.updates else 0
         #: The recording's first and last times (ms).
         self.first_ms, self.last_ms = origin, self.updates[-1].at_ms if self.updates else 0
         self.start_ms = origin if start is None else parse_time(start, origin)
-        if self.start_ms < origin:  # no book before it: the clock would only idle
-            raise ValidationError("start", start, "lies before the recording's first update")
+        if not origin <= self.start_ms <= self.last_ms:  # no book before, no move after
+            at, edge = ("before", "first") if self.start_ms < origin else ("after", "last")
+            raise ValidationError("start", start, f"lies {at} the recording's {edge} update")
         self.end_ms = self.last_ms if end is None else parse_time(end, origin)
         if self.end_ms < self.start_ms:
-            if end is None:
-                raise ValidationError("start", start, "lies after the recording's last update")
             raise ValidationError("end", end, "must not lie before start")
+        with engine._op() as now:
+            #: The recorded markets the sandbox did not have, added for the replay.
+            self.added = serve_markets(engine, markets, events, now)
         self.index = 0  # the next update to apply
         self.now_ms = self.start_ms  # the virtual clock
         self.crossed = 0  # recorded asks at or under the recorded best bid, left out
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once serving
         self.running = False  # run() drives the clock (then nothing else may move it)
+        self._pace: tuple[float, int, float] | None = None  # run's (loop time, ms, speed)
         self._take_over()
         self._show_start()
 
@@ -216,6 +208,8 @@ class Replay:
         engine = self.engine
         with engine._op() as now:
             market = engine.markets[update.market_id]
+            if not market.active:  # settled: its book stays empty (the service's rule)
+                return
             bids, asks = update.bids, update.asks
             if bids and asks and min(asks) <= max(bids):
                 top = max(bids)
@@ -230,32 +224,42 @@ class Replay:
         self.index += 1
         return update
 
+    def _applying(self, to_ms: int) -> Iterator[None]:
+        """Apply the updates due up to ``to_ms`` (at most ``end``), one per item."""
+        while (update := self._due(min(to_ms, self.end_ms))) is not None:
+            self._apply(update)
+            yield
+        self.now_ms = max(self.now_ms, min(to_ms, self.end_ms))
+
     def advance_to(self, to_ms: int) -> int:
         """Apply every update up to ``to_ms`` (virtual ms; at most ``end``) in this thread;
         the number applied. Off the server's loop, books in between may reach the stream
         merged; ``advance`` publishes each one."""
-        count = 0
-        while (update := self._due(min(to_ms, self.end_ms))) is not None:
-            self._apply(update)
-            count += 1
-        self.now_ms = max(self.now_ms, min(to_ms, self.end_ms))
-        return count
+        return sum(1 for _ in self._applying(to_ms))
 
     async def advance(self, to_ms: int) -> int:
         """``advance_to`` on the server's loop, each update published before the next."""
         count = 0
-        while (update := self._due(min(to_ms, self.end_ms))) is not None:
-            self._apply(update)
+        for _ in self._applying(to_ms):
             count += 1
             await asyncio.sleep(0)  # the hub sends this book before the next is applied
-        self.now_ms = max(self.now_ms, min(to_ms, self.end_ms))
         return count
+
+    def clock_ms(self) -> int:
+        """The virtual clock (ms), also between two updates while ``run`` drives it."""
+        pace, loop = self._pace, self.loop
+        if pace is None or loop is None or self.done:
+            return self.now_ms
+        wall0, virtual0, speed = pace
+        ran = virtual0 + int((loop.time() - wall0) * 1000 * speed)
+        return max(self.now_ms, min(ran, self.updates[self.index].at_ms - 1))
 
     def status(self) -> dict[str, object]:
         """Where the clock stands: virtual ms (and from the start), updates applied, done."""
+        now = self.clock_ms()
         return {
-            "now_ms": self.now_ms,
-            "elapsed_ms": self.now_ms - self.first_ms,
+            "now_ms": now,
+            "elapsed_ms": now - self.first_ms,
             "next_ms": self.next_ms(),
             "applied": self.index,
             "updates": len(self.updates),
@@ -280,6 +284,8 @@ class Replay:
 
     def target(self, *, updates: object = None, ms: object = None) -> int:
         """The virtual time (ms) that ``step(updates=..., ms=...)`` moves the clock to."""
+        if self.running:  # two hands on the clock would skip its paced updates' times
+            raise ValidationError("step", (updates, ms), "the clock runs at a speed, not --step")
         if (updates is None) == (ms is None):
             raise ValidationError("step", (updates, ms), "give either updates or ms")
         if ms is not None:
@@ -305,7 +311,7 @@ class Replay:
         self.loop = loop
         self.running = True
         try:
-            wall0, virtual0 = loop.time(), self.now_ms
+            wall0, virtual0, _ = self._pace = (loop.time(), self.now_ms, speed)
             while not self.done:
                 due = self.updates[self.index].at_ms
                 wait = wall0 + (due - virtual0) / 1000 / speed - loop.time()
@@ -315,6 +321,7 @@ class Replay:
             self.now_ms = self.end_ms
         finally:
             self.running = False
+            self._pace = None
 
 
 def _updates(
@@ -369,20 +376,26 @@ def serve_markets(
     one, the engine's own of that id, or a plain one), no house liquidity; the ids added.
     A recorded market the engine has must have the same tokens. Call under the lock."""
     recorded_events = {e.event_id: e for e in events}
-    added = []
-    for m in markets:
+    new: dict[str, tuple[RecordedMarket, int, int]] = {}
+    tokens: set[str] = set()
+    for m in markets:  # all checked before any is added: a refusal changes nothing
         known = engine.markets.get(m.market_id)
-        if known is not None:
-            if (known.fx.token_id_a, known.fx.token_id_b) != (m.token_id_a, m.token_id_b):
+        if known is not None or m.market_id in new:
+            had = known.fx if known is not None else new[m.market_id][0]
+            if (had.token_id_a, had.token_id_b) != (m.token_id_a, m.token_id_b):
                 raise ValidationError(
                     "recording", m.market_id, "a market of the sandbox with other tokens"
                 )
             continue
         for token in (m.token_id_a, m.token_id_b):
-            if token in engine.tokens:
+            if token in engine.tokens or token in tokens:
                 raise ValidationError("token_id", token, "already a token of another market")
+            tokens.add(token)
+        new[m.market_id] = (m, *_terms(m))
+    added = []
+    for m, min_size, fee in new.values():
         event = _event(engine, m, recorded_events.get(m.event_id or ""), now)
-        fx = _market_fixture(m, event, now)
+        fx = _market_fixture(m, event, now, min_size, fee)
         state = MarketState(fx, event)
         engine.markets[fx.id] = state
         engine.tokens[fx.token_id_a] = (state, "a")
@@ -473,12 +486,8 @@ def _team(sent: dict[str, object] | None, name: str) -> Team:
     )
 
 
-def _market_fixture(m: RecordedMarket, event: EventFixture, now: int) -> MarketFixture:
-    """A recorded market as the sandbox serves it: no house liquidity (the recording's
-    books are its liquidity), the sandbox's defaults for what was not recorded."""
-    condition = m.condition_id or (
-        "0x" + keccak256(f"clobkit-replay:condition:{m.market_id}".encode()).hex()
-    )
+def _terms(m: RecordedMarket) -> tuple[int, int]:
+    """A recorded market's minimum order size (units) and fee rate (bps), checked."""
     min_size = UNIT
     if m.min_order_size is not None:
         try:
@@ -491,6 +500,17 @@ def _market_fixture(m: RecordedMarket, event: EventFixture, now: int) -> MarketF
     fee = m.fee_rate_bps or 0
     if not 0 <= fee <= MAX_FEE_RATE_BPS:  # served by /fee-rate: no client would take it
         raise ValidationError("fee_rate_bps", fee, f"must lie in [0, {MAX_FEE_RATE_BPS}]")
+    return min_size, fee
+
+
+def _market_fixture(
+    m: RecordedMarket, event: EventFixture, now: int, min_size: int, fee: int
+) -> MarketFixture:
+    """A recorded market as the sandbox serves it: no house liquidity (the recording's
+    books are its liquidity), the sandbox's defaults for what was not recorded."""
+    condition = m.condition_id or (
+        "0x" + keccak256(f"clobkit-replay:condition:{m.market_id}".encode()).hex()
+    )
     return MarketFixture(
         id=m.market_id,
         external_id="",
