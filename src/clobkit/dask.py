@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._columns import WORD
-from ._orderids.parquet import _fill_default
+from ._orderids.parquet import fill_default
 from ._orderids.rows import LAYOUTS, version_note
 from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
 from ._wallet import _WALLET_FIELDS, _field, wallet_data
@@ -84,7 +84,7 @@ def _argument(series: pd.Series, name: str) -> Any:
         arr = pa.nulls(len(arr), pa.binary(32) if word else pa.int64())
     if word and arr.null_count:
         # None is the zero word in order_ids' lists; the columnar core refuses a null
-        arr = _fill_default(pa, ac, arr, name)
+        arr = fill_default(pa, ac, arr, name)
     if t.is_binary(arr.type) or t.is_large_binary(arr.type):
         return arr.to_pylist()  # bytes words: the list path checks each length (None: zero)
     return arr

@@ -74,8 +74,9 @@ def _mapped(pa: Any, ac: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
 _ZERO_WORD = "0x" + "00" * 32
 
 
-def _fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
-    """Nulls of an optional column read as its default, as empty CSV cells do."""
+def fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
+    """Nulls of an optional column read as its default, as empty CSV cells do (the
+    command's Parquet reader, and ``clobkit.dask`` for ``metadata`` / ``builder``)."""
     default = DEFAULTS[name]
     t = pa.types
     if t.is_dictionary(col.type):
@@ -160,7 +161,7 @@ def _arguments(pa: Any, ac: Any, batch: Any, layout: Layout) -> dict[str, Any]:
             continue
         col = batch.column(name)
         if name in DEFAULTS and col.null_count:
-            col = _fill_default(pa, ac, col, name)
+            col = fill_default(pa, ac, col, name)
         if name == "side":
             col = _mapped(pa, ac, col, SIDE_KEYS, pa.int8())
         elif name == "neg_risk":
