@@ -90,7 +90,9 @@ def staged(
     def read(pool: ThreadPoolExecutor) -> None:
         try:
             for item in source:
-                if stop.is_set() or not put((item, pool.submit(work, item))):
+                # stop is read again after the put: one that the caller's draining let
+                # through (after it set stop) must not read one item more
+                if stop.is_set() or not put((item, pool.submit(work, item))) or stop.is_set():
                     return
         except BaseException as exc:
             put((None, _failed(exc)))
