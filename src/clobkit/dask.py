@@ -16,7 +16,11 @@ The columns are those of ``clobkit order-ids``: ``token_id``,
 ``maker_amount``, ``taker_amount``, ``side``, ``salt``; ``fee_rate_bps``,
 ``nonce``, ``expiration`` (V1, optional, 0 when absent) or ``timestamp``
 (required), ``metadata``, ``builder`` (V2/V3, optional, zero when absent);
-``neg_risk`` (optional, False when absent). Sides are "BUY"/"SELL" or 0/1.
+``neg_risk`` (optional, False when absent). Values are read as ``clobkit
+order-ids`` reads a file's columns (``_orderids.rows.read_arrow`` /
+``read_values``, the one home of that reading): sides "BUY"/"SELL" in any case
+or 0/1, ``neg_risk`` a bool, 0/1 or "true"/"false", a null in an optional
+column its default (docs/scale.md has the table).
 """
 
 from __future__ import annotations
@@ -27,8 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._columns import WORD
-from ._orderids.parquet import fill_default
-from ._orderids.rows import LAYOUTS, version_note
+from ._orderids.rows import LAYOUTS, read_arrow, read_values, version_note
 from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
 from ._wallet import _WALLET_FIELDS, _field, wallet_data
 from .errors import MissingExtra, OrderFieldError, ValidationError
@@ -63,7 +66,8 @@ def _columns(version: int) -> tuple[str, ...]:
 
 def _argument(series: pd.Series, name: str) -> Any:
     """A pandas column as ``order_ids`` takes it fastest (numpy ints/bools, else Arrow), or as
-    Python values where Arrow would read it otherwise than ``order_ids``' list path does."""
+    Python values where Arrow would read it otherwise than ``order_ids``' list path does;
+    read as ``clobkit order-ids`` reads a file's column (``read_arrow`` / ``read_values``)."""
     dtype = series.dtype
     if isinstance(dtype, np.dtype) and dtype.kind in "iub":
         return series.to_numpy()
@@ -75,19 +79,29 @@ def _argument(series: pd.Series, name: str) -> Any:
         arr = pa.array(given, from_pandas=True)
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         # mixed Python objects, ints past 64 bits (uint256 token ids): the list path
-        return series.tolist()
-    t, word = pa.types, COLUMN_KINDS[_KEYWORDS[name]] == WORD
+        return _python_values(series, name)
+    t = pa.types
     if t.is_floating(arr.type) and isinstance(dtype, np.dtype) and dtype.kind == "O":
         # Arrow made a float of every int beside one float: the list path names that row
-        return series.tolist()
+        return _python_values(series, name)
     if t.is_null(arr.type):  # an object column of None / NaN only (in this partition)
+        word = COLUMN_KINDS[_KEYWORDS[name]] == WORD
         arr = pa.nulls(len(arr), pa.binary(32) if word else pa.int64())
-    if word and arr.null_count:
-        # None is the zero word in order_ids' lists; the columnar core refuses a null
-        arr = fill_default(pa, ac, arr, name)
-    if t.is_binary(arr.type) or t.is_large_binary(arr.type):
+    arr = read_arrow(pa, ac, arr, name)
+    if isinstance(arr, pa.Array | pa.ChunkedArray) and (
+        t.is_binary(arr.type) or t.is_large_binary(arr.type)
+    ):
         return arr.to_pylist()  # bytes words: the list path checks each length (None: zero)
     return arr
+
+
+def _python_values(series: pd.Series, name: str) -> Any:
+    """An object column's values, pandas' nulls (None, NaN, NA) as None, read as a file's."""
+    values = series.tolist()
+    if series.hasnans:
+        nulls = series.isna().tolist()
+        values = [None if null else v for v, null in zip(values, nulls, strict=True)]
+    return read_values(name, values)
 
 
 def _ids(
@@ -102,8 +116,10 @@ def _ids(
     names = [name for name in _columns(version) if name in part]
     args = {_KEYWORDS[name]: _argument(part[name], name) for name in names}
     try:
-        # the ids straight into an Arrow buffer; the column holds that array, no copy per id
-        ids = hasher.order_ids(**args, out="arrow") if len(part) else pa.array([], pa.string())
+        # the ids straight into an Arrow buffer; the column holds that array, no copy per id.
+        # An empty partition (the frame's meta too) has its columns' types checked: a dtype
+        # the core refuses is refused when with_order_ids is called, before any partition
+        ids = hasher.order_ids(**args, out="arrow")
     except ValidationError as exc:
         raise _row_error(exc, part, partition_info) from None
     out = part.copy(deep=False)
@@ -158,9 +174,11 @@ def with_order_ids(
 
     ``wallet`` is a ``WalletInfo``, the ``GET /wallet`` data or its saved
     ``{"success": true, "data": ...}`` envelope; ``version``
-    (1, 2 or 3) as in ``OrderHasher``. Lazy, like every Dask operation: a bad
-    row raises ``OrderFieldError`` naming its partition, row label, column and
-    value when the result is computed. An existing ``column`` is replaced.
+    (1, 2 or 3) as in ``OrderHasher``. A column whose dtype its field cannot
+    hold (a float, a bool ``side``) raises ``OrderFieldError`` here, naming it.
+    Lazy otherwise, like every Dask operation: a bad row raises
+    ``OrderFieldError`` naming its partition, row label, column and value when
+    the result is computed. An existing ``column`` is replaced.
     """
     data = _wallet_data(wallet)
     resolved = OrderHasher(data, version=version).version  # a bad wallet fails here, not later

@@ -187,7 +187,11 @@ def test_null_and_wrong_type_are_named(tmp_path: Path) -> None:
     bad = table.set_column(table.column_names.index("timestamp"), "timestamp", pa.array(stamps))
     path = _write(bad, tmp_path / "nulls")
     df = dd.read_parquet(path, dtype_backend="pyarrow")  # int64 with nulls stays int64
-    with pytest.raises(OrderFieldError, match=r"partition 2, row 16: timestamp: must not be null"):
+    with pytest.raises(  # order_id's words for a None, as clobkit order-ids says them
+        OrderFieldError,
+        match=r"partition 2, row 16: timestamp: must be an int or a decimal integer string "
+        r"\(got None\)",
+    ):
         with_order_ids(df, WALLETS[2]).compute(scheduler="sync")
     # numpy-backed pandas turns it into float64 (NaN): refused, never rounded
     df = dd.read_parquet(path)

@@ -27,7 +27,10 @@ def add_order_ids(sub: Commands) -> None:
             "and write the rows plus order_id (and signature with --sign) to OUTPUT, in the "
             "same format (.csv, .jsonl, .parquet: Parquet needs pyarrow, streamed by row "
             "group). The order version comes from the wallet's exchange "
-            "addresses unless --exchange-version says. Rejected rows are reported as "
+            "addresses unless --exchange-version says. Sides are BUY/SELL in any case "
+            "or 0/1, neg_risk a bool, 0/1 or true/false; an empty cell or a null in an "
+            "optional column is its default (0, false, the zero word), as clobkit.dask "
+            "reads a frame (docs/scale.md, 'Accepted forms'). Rejected rows are reported as "
             "'line N: reason' ('row N' for Parquet) and make the exit code 1."
         ),
     )

@@ -14,16 +14,14 @@ from typing import Any
 
 from .rows import (
     DEFAULTS,
-    FLAGS,
-    SIDE_KEYS,
     V1,
     InputError,
     Layout,
     Parsed,
     _kept,
     _lines,
-    _lookup,
     check_columns,
+    read_values,
 )
 
 
@@ -86,13 +84,9 @@ class CsvOrders:
                 columns[name] = DEFAULTS[name]
                 continue
             values: list[Any] = transposed[i]
-            if name == "side":
-                values = _lookup(values, SIDE_KEYS)
-            elif name == "neg_risk":
-                values = _lookup(values, FLAGS)
-            elif name in DEFAULTS and "" in values:
-                values = [DEFAULTS[name] if v == "" else v for v in values]
-            columns[name] = values
+            if "" in values:  # an empty cell is a null (an optional column's default)
+                values = [None if v == "" else v for v in values]
+            columns[name] = read_values(name, values)
         return Parsed(numbers, texts, columns, None, rejects)
 
     def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:

@@ -32,7 +32,7 @@ from ..errors import OrderFieldError, ValidationError
 from ..order_id import OrderHasher
 from .csv_exact import CsvOrders
 from .process import import_pyarrow
-from .rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout
+from .rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout, text_default
 from .stages import staged
 
 __all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
@@ -119,9 +119,8 @@ class FastCsv:
         )
         self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
         self.empty = scalar(pa, "", pa.string())
-        self.defaults = {
-            name: scalar(pa, str(DEFAULTS[name]), pa.string()) for name in _NUMBERS & set(DEFAULTS)
-        }
+        # an empty cell of an optional column is its default, as the exact reader reads it
+        self.defaults = {name: scalar(pa, text_default(name), pa.string()) for name in DEFAULTS}
 
     def block(self, block: bytes) -> tuple[Any, int] | None:
         """The output rows of a block of whole lines (a buffer) and their count; None: in doubt."""
@@ -157,13 +156,15 @@ class FastCsv:
         args: dict[str, Any] = {}
         for name, column in self.columns.items():
             col = table.column(column)
+            if name in self.defaults:  # an empty cell of an optional column: its default
+                empty = ac.equal(col, self.empty)
+                if ac.any_(empty):  # (no copy of a column that has none)
+                    col = ac.if_else(empty, self.defaults[name], col)
             if name == "side":
                 col = self._mapped(col, SIDE_KEYS, pa.int8())
             elif name == "neg_risk":
                 col = self._mapped(col, FLAGS, pa.bool_())
             elif name in _NUMBERS:
-                if name in self.defaults:  # an empty cell of an optional column: its default
-                    col = ac.if_else(ac.equal(col, self.empty), self.defaults[name], col)
                 col = self._digits(col)
             if col is None:
                 return None

@@ -12,17 +12,14 @@ import msgspec
 
 from .._jsondepth import json_too_deep
 from .rows import (
-    DEFAULTS,
-    FLAGS,
-    SIDE_KEYS,
     V1,
     Layout,
     Parsed,
     _kept,
     _lines,
-    _lookup,
     _other_version,
     _union_keys,
+    read_values,
     version_note,
 )
 
@@ -195,27 +192,9 @@ def _refusal(obj: Any, layout: Layout) -> str | None:
 
 
 def _final_columns(columns: dict[str, list[Any]]) -> dict[str, object]:
-    """The columns as the hasher takes them: sides and flags looked up, defaults filled."""
-    final: dict[str, object] = {}
-    for name, values in columns.items():
-        if name == "side":
-            final[name] = _lookup(values, SIDE_KEYS)
-        elif name == "neg_risk":
-            final[name] = _lookup(values, FLAGS, null=False)  # an absent flag
-        elif name in DEFAULTS:
-            final[name] = _defaulted(values, DEFAULTS[name])
-        else:
-            final[name] = values
-    return final
-
-
-def _defaulted(values: list[Any], default: object) -> object:
-    """A column with its absent values as ``default`` (one value when all are absent)."""
-    if values.count(None) == len(values):
-        return default
-    if None in values:
-        return [default if v is None else v for v in values]
-    return values
+    """The columns as the hasher takes them (``read_values``: an absent key or a null is
+    an optional field's default)."""
+    return {name: read_values(name, values) for name, values in columns.items()}
 
 
 _CUT_LAST = itemgetter(slice(None, -1))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._arrow_values import scalar
 from .._arrow_values import values as arrow_values
-from .._columns import NULL, Column
+from .._columns import Column
 from .._parse import BATCH_KEYWORDS, COLUMN_KINDS
 from .._spec import SALT_MAX
 from ..amounts import raw_amounts_flagged
@@ -24,17 +24,17 @@ from ..signing import OrderSigner
 from .process import import_pyarrow
 from .rows import (
     DEFAULTS,
-    FLAGS,
-    SIDE_KEYS,
     V1,
     Batch,
     InputError,
     Layout,
     Parsed,
-    _lookup,
     _refuse_unservable,
     check_columns,
+    column_values,
     hash_batch,
+    read_arrow,
+    read_values,
 )
 from .stages import item_threads, staged, workers_for
 
@@ -54,68 +54,22 @@ def _pyarrow() -> tuple[Any, Any, Any]:
     return pa, pq, ac
 
 
-def _mapped(pa: Any, ac: Any, col: Any, table: dict[str, Any], typ: Any) -> Any:
-    """A string column through ``table`` (case ignored), as the CSV path reads it.
-
-    Mapped on the column's distinct values (a handful); a value not in the
-    table is left for the core to refuse, with its row.
-    """
-    t = pa.types
-    stored = col.type.value_type if t.is_dictionary(col.type) else col.type
-    if not (t.is_string(stored) or t.is_large_string(stored)):
-        return col
-    enc = col if t.is_dictionary(col.type) else ac.encode(col)
-    values = [table.get(v.lower(), v) for v in enc.dictionary.to_pylist()]
-    if any(isinstance(v, str) for v in values):
-        return col
-    return pa.DictionaryArray.from_arrays(enc.indices, arrow_values(pa, values, typ))
-
-
-_ZERO_WORD = "0x" + "00" * 32
-
-
-def fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
-    """Nulls of an optional column read as its default, as empty CSV cells do (the
-    command's Parquet reader, and ``clobkit.dask`` for ``metadata`` / ``builder``)."""
-    default = DEFAULTS[name]
-    t = pa.types
-    if t.is_dictionary(col.type):
-        col = ac.decode(col)
-    if t.is_string(col.type) or t.is_large_string(col.type):
-        fill: object = _ZERO_WORD if default is None else ("false" if default is False else "0")
-    elif t.is_fixed_size_binary(col.type):
-        fill = bytes(col.type.byte_width)
-    elif default is None:
-        return col
-    else:
-        fill = default
-    try:
-        return ac.fill_null(col, pa.scalar(fill, col.type))
-    except (pa.ArrowException, TypeError, ValueError):
-        return col  # a type the core refuses anyway, with the column's name
-
-
-def check_types(pa: Any, schema: Any, layout: Layout, where: str) -> None:
+def check_types(pa: Any, ac: Any, schema: Any, layout: Layout, where: str) -> None:
     """Refuse a column whose type cannot hold its field (a float64 ``maker_amount``, as
     pandas writes after a NaN; a bool ``side``) once, by name, before any row is read.
 
-    The core's columnar rule decides (``_columns.Column`` on an empty column of
-    the type); a string ``neg_risk`` is read through ``FLAGS`` first, and a
-    column of nulls only (``null`` type) of an optional field is its default.
+    The core's columnar rule decides (``_columns.Column``) on an empty column of
+    the type as ``read_arrow`` reads it (a string ``neg_risk`` through ``FLAGS``;
+    a column of nulls only of an optional field, its default), as
+    ``clobkit.dask`` refuses it from a frame's dtypes.
     """
-    t = pa.types
     for name in layout.fields:
         if name not in schema.names:
             continue
-        typ = schema.field(name).type
-        stored = typ.value_type if t.is_dictionary(typ) else typ
-        if name in layout.optional and t.is_null(stored):
-            continue
-        if name == "neg_risk" and (t.is_string(stored) or t.is_large_string(stored)):
-            continue
+        col = read_arrow(pa, ac, pa.array([], schema.field(name).type), name)
         kw = BATCH_KEYWORDS[name]
         try:
-            Column(pa.array([], typ), name, COLUMN_KINDS[kw])
+            Column(col, name, COLUMN_KINDS[kw])
         except ValidationError as exc:
             raise InputError(f"{where}: {exc}") from None
 
@@ -152,22 +106,13 @@ def _arrow_batch(
 
 
 def _arguments(pa: Any, ac: Any, batch: Any, layout: Layout) -> dict[str, Any]:
-    """``order_ids``' keyword arguments: the batch's columns, nulls of an optional field
-    its default, ``side`` and ``neg_risk`` mapped to their numbers."""
+    """``order_ids``' keyword arguments: the batch's columns as ``read_arrow`` reads them."""
     names = set(batch.schema.names)
-    args: dict[str, Any] = {}
-    for name in layout.fields:
-        if name not in names:
-            continue
-        col = batch.column(name)
-        if name in DEFAULTS and col.null_count:
-            col = fill_default(pa, ac, col, name)
-        if name == "side":
-            col = _mapped(pa, ac, col, SIDE_KEYS, pa.int8())
-        elif name == "neg_risk":
-            col = _mapped(pa, ac, col, FLAGS, pa.bool_())
-        args[BATCH_KEYWORDS[name]] = col
-    return args
+    return {
+        BATCH_KEYWORDS[name]: read_arrow(pa, ac, batch.column(name), name)
+        for name in layout.fields
+        if name in names
+    }
 
 
 def _row_by_row(
@@ -183,21 +128,12 @@ def _row_by_row(
     columns: dict[str, object] = {}
     for name in layout.fields:
         if name in names:
-            kw = BATCH_KEYWORDS[name]
-            try:  # the values the core's columnar path reads (decimals as ints...)
-                values = Column(batch.column(name), kw, COLUMN_KINDS[kw]).values()
-            except ValidationError:
-                values = batch.column(name).to_pylist()
-            values = [None if v is NULL else v for v in values]
-            if name in DEFAULTS:
-                values = [DEFAULTS[name] if v is None else v for v in values]
-            columns[name] = values
-    for name in layout.optional:
-        columns.setdefault(name, DEFAULTS[name])
-    for name in ("side", "neg_risk"):
-        given = columns[name]
-        if isinstance(given, list):
-            columns[name] = _lookup(given, SIDE_KEYS if name == "side" else FLAGS)
+            col = batch.column(name)
+            # the values the core's columnar path reads (decimals as ints...), as read_arrow
+            values = column_values(col, name)
+            columns[name] = read_values(name, col.to_pylist() if values is None else values)
+        else:
+            columns[name] = DEFAULTS[name]
     return hash_batch(hasher, Parsed(lines, [], columns), threads, layout, signer)
 
 
@@ -320,7 +256,7 @@ def _run_parquet(
     pa, pq, ac = _pyarrow()
     source, schema, read, dictionaries = _open(pa, pq, input_path)
     check_columns(list(schema.names), layout, input_path, "no column(s)", input_path)
-    check_types(pa, schema, layout, input_path)
+    check_types(pa, ac, schema, layout, input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
     schema = _output_schema(pa, schema, added)
     total = max(source.metadata.num_rows, 1)

@@ -3,7 +3,9 @@
 ``hash_batch`` hashes a batch column-wise (row by row when the core refuses a
 value, so each bad row is named) and ``_refuse_unservable`` takes out the rows
 ``POST /orders/raw`` would refuse; the CSV, JSONL and Parquet readers share
-them, and the value tables (sides, flags, defaults of empty cells).
+them. The reading of a column's values is here too, the one home of it for the
+command and ``clobkit.dask``: ``read_values`` (Python values) and ``read_arrow``
+(Arrow columns) with their tables (sides, flags, defaults of nulls).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple, cast
 
-from .._parse import BATCH_KEYWORDS, V1_FIELDS, V2_FIELDS, parse_side
+from .._arrow_values import values as arrow_values
+from .._columns import FLAG, NULL, WORD, Column
+from .._parse import BATCH_KEYWORDS, COLUMN_KINDS, V1_FIELDS, V2_FIELDS, parse_side
 from .._spec import SALT_MAX, SALT_RANGE
 from .._spec import SIDES as SIDE_NAMES
 from ..amounts import check_raw_amounts
@@ -19,7 +23,8 @@ from ..errors import AmountError, ValidationError, _short_repr
 from ..order_id import OrderHasher
 from ..signing import OrderSigner
 
-#: The value of an optional column that is absent or empty.
+#: The value of an optional column where it is null (absent, an empty CSV cell, a JSON
+#: null, an Arrow null, pandas' None / NA / NaN).
 DEFAULTS: dict[str, object] = {
     "fee_rate_bps": 0,
     "nonce": 0,
@@ -55,19 +60,13 @@ LAYOUTS = {  # the rules' fields of each version; a V2/V3 order's timestamp is r
 }
 V1 = LAYOUTS[1]
 REQUIRED, FIELDS = V1.required, V1.fields
-#: A side as a file may spell it: the rules' names in any of three cases, or 0/1.
+#: A side as a file may spell it: the rules' names in any case (looked up lowercased), or 0/1.
 SIDES: dict[str, int] = {}
 for _value, _name in enumerate(SIDE_NAMES):
     SIDES.update({_name: _value, _name.lower(): _value, _name.title(): _value, str(_value): _value})
-FLAGS: dict[str, bool] = {
-    "true": True,
-    "1": True,
-    "yes": True,
-    "false": False,
-    "0": False,
-    "no": False,
-    "": False,
-}
+#: ``neg_risk`` as text (any case): the spellings of the values ``order_id`` takes (a bool,
+#: 0/1) and nothing else; an empty cell is a null (``DEFAULTS``), not a spelling.
+FLAGS: dict[str, bool] = {"true": True, "1": True, "false": False, "0": False}
 
 
 class InputError(Exception):
@@ -124,6 +123,112 @@ def _lookup(values: list[Any], table: dict[str, Any], null: object = None) -> li
 
 
 SIDE_KEYS = {k.lower(): v for k, v in SIDES.items()}
+#: The columns whose strings are read through a table, and that table.
+_TABLES: dict[str, dict[str, Any]] = {"side": SIDE_KEYS, "neg_risk": FLAGS}
+_ZERO_WORD = "0x" + "00" * 32
+
+
+def read_values(name: str, values: list[Any]) -> Any:
+    """Column ``name``'s Python values as the core takes them (``None`` is a null).
+
+    Sides and flags given as text go through ``SIDE_KEYS`` / ``FLAGS``; a null
+    of an optional column is its default (one value for all when every row's
+    is null). Anything else, a null of a required column too, is the core's
+    to take or refuse, by row, with ``order_id``'s words.
+    """
+    if name in _TABLES:
+        values = _lookup(values, _TABLES[name])
+    if name not in DEFAULTS or None not in values:
+        return values
+    default = DEFAULTS[name]
+    if values.count(None) == len(values):
+        return default
+    return [default if v is None else v for v in values]
+
+
+def read_arrow(pa: Any, ac: Any, col: Any, name: str) -> Any:
+    """An Arrow column of ``name`` as the core takes it, read as ``read_values`` reads
+    Python values.
+
+    A null of an optional column is its default, side and flag strings go
+    through their tables on their distinct values. A column whose refusal
+    the list path must word by row (a null in a required column, a string
+    not in its table) comes back as its Python values (``column_values``).
+    """
+    if name in DEFAULTS:
+        if pa.types.is_null(col.type):  # nulls only: typed as the field is
+            kind = COLUMN_KINDS[BATCH_KEYWORDS[name]]
+            typ = pa.binary(32) if kind == WORD else pa.bool_() if kind == FLAG else pa.int64()
+            col = pa.nulls(len(col), typ)
+        if col.null_count:
+            col = fill_default(pa, ac, col, name)
+    elif col.null_count:  # never hashed: order_id's words for a None, at its row
+        values = column_values(col, name)
+        return col if values is None else read_values(name, values)
+    return _mapped(pa, ac, col, name) if name in _TABLES else col
+
+
+def column_values(col: Any, name: str) -> list[Any] | None:
+    """An Arrow column's values as the core's columnar path reads them (decimals and
+    32-byte token ids as ints), ``None`` for a null; None for a type it refuses."""
+    kw = BATCH_KEYWORDS[name]
+    try:
+        values = Column(col, kw, COLUMN_KINDS[kw]).values()
+    except ValidationError:
+        return None
+    return [None if v is NULL else v for v in values]
+
+
+def text_default(name: str) -> str:
+    """The default of optional column ``name`` as text (a CSV cell, a string column)."""
+    default = DEFAULTS[name]
+    return _ZERO_WORD if default is None else str(default).lower()
+
+
+def _one_array(pa: Any, col: Any) -> Any:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
+    """The nulls of optional column ``name`` as its default, in the column's own type
+    (binary words keep theirs: the list path reads a None as zero)."""
+    default = DEFAULTS[name]
+    t = pa.types
+    if t.is_dictionary(col.type):
+        col = ac.decode(_one_array(pa, col))
+    if t.is_string(col.type) or t.is_large_string(col.type):
+        fill: object = text_default(name)
+    elif t.is_fixed_size_binary(col.type):
+        fill = bytes(col.type.byte_width)
+    elif default is None:
+        return col
+    else:
+        fill = default
+    try:
+        return ac.fill_null(col, pa.scalar(fill, col.type))
+    except (pa.ArrowException, TypeError, ValueError):
+        return col  # a type the core refuses anyway, with the column's name
+
+
+def _mapped(pa: Any, ac: Any, col: Any, name: str) -> Any:
+    """A string column of ``side`` / ``neg_risk`` through its table (case ignored), mapped
+    on its distinct values (a handful); its Python values when a row's is not in it."""
+    t = pa.types
+    stored = col.type.value_type if t.is_dictionary(col.type) else col.type
+    if not (t.is_string(stored) or t.is_large_string(stored)):
+        return col
+    table, typ = _TABLES[name], pa.int8() if name == "side" else pa.bool_()
+    col = _one_array(pa, col)
+    if not len(col):  # (a Dask frame's meta may hold a placeholder category)
+        return arrow_values(pa, [], typ)
+    enc = col if t.is_dictionary(col.type) else ac.encode(col)
+    found = [table.get(v.lower()) if v is not None else None for v in enc.dictionary.to_pylist()]
+    if None in found and t.is_dictionary(col.type):  # a category no row uses, maybe
+        enc = ac.encode(ac.decode(col))
+        found = [table.get(v.lower()) for v in enc.dictionary.to_pylist()]
+    if None in found:  # refused: the list path names its row with order_id's words
+        return read_values(name, column_values(col, name) or col.to_pylist())
+    return pa.DictionaryArray.from_arrays(enc.indices, arrow_values(pa, found, typ))
 
 
 def _kept(
