@@ -9,21 +9,28 @@ import math
 
 from .errors import ValidationError
 
-__all__ = ["positive_int", "seconds"]
+__all__ = ["number", "positive_int", "seconds"]
+
+
+def number(value: object, field: str, *, zero: bool = False, unit: str = "") -> float:
+    """A finite number (of ``unit``, named in the refusal): positive, or also 0 when
+    ``zero``."""
+    result = math.nan  # what is no number
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            result = float(value)
+        except OverflowError:  # an int past float's range
+            result = math.inf
+    if not 0 <= result < math.inf or (result == 0 and not zero):
+        kind = "non-negative" if zero else "positive"
+        of = f" of {unit}" if unit else ""
+        raise ValidationError(field, value, f"must be a {kind} finite number{of}")
+    return result
 
 
 def seconds(value: object, field: str, *, zero: bool = False) -> float:
     """A finite number of seconds: positive, or also 0 when ``zero``."""
-    number = math.nan  # what is no number
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:  # an int past float's range
-            number = math.inf
-    if not 0 <= number < math.inf or (number == 0 and not zero):
-        kind = "non-negative" if zero else "positive"
-        raise ValidationError(field, value, f"must be a {kind} finite number of seconds")
-    return number
+    return number(value, field, zero=zero, unit="seconds")
 
 
 def positive_int(value: object, field: str, high: int | None = None) -> int:

@@ -563,7 +563,9 @@ def test_call_timeout_must_be_a_positive_number(
         monkeypatch.setenv(f"CLOBKIT_{name}", given)
     got = cli("call", "GET", "/wallet", "--timeout", value)
     assert got.code == 2
-    assert got.err.strip().endswith(f"--timeout must be a positive number (got {float(value)})")
+    assert got.err.strip().endswith(
+        f"--timeout: must be a positive finite number (got {float(value)})"
+    )
 
 
 @pytest.mark.parametrize(

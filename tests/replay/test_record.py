@@ -157,7 +157,7 @@ def test_record_command_refuses_odd_numbers_before_it_connects(
     proc = _clobkit("record", "--market", "m", "--out", str(tmp_path / "r"), flag, value)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2
-    assert f"{flag} must be a positive number" in err
+    assert f"{flag}: must be a positive finite number" in err
     assert "Traceback" not in err
 
 

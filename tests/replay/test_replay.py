@@ -341,7 +341,7 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
     assert main(["--port", "0", "--start", "5"]) == 2
     assert "--start needs --replay" in capsys.readouterr().err
     assert main(["--replay", str(tmp_path), "--speed", "inf"]) == 2
-    assert "--speed must be a positive, finite number" in capsys.readouterr().err
+    assert "--speed: must be a positive finite number" in capsys.readouterr().err
     assert main(["--port", "0", "--host", ""]) == 2
     assert "--host must name an address" in capsys.readouterr().err
 

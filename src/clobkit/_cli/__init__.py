@@ -8,11 +8,12 @@ building the parser stays cheap.
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any, Protocol
 
+from .._checks import number
 from .._cli_base import Usage
 from .._spec import ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
+from ..errors import ValidationError
 
 __all__ = [
     "EXIT_FAILED",
@@ -61,6 +62,8 @@ def check_positive(args: argparse.Namespace, *names: str) -> None:
     """Refuse a flag's number that is not positive and finite (a NaN is never reached)."""
     for name in names:
         value = getattr(args, name)
-        if value is not None and not (0 < value < math.inf):
-            flag = "--" + name.replace("_", "-")
-            raise Usage(f"{flag} must be a positive number (got {value})")
+        if value is not None:
+            try:
+                number(value, "--" + name.replace("_", "-"))
+            except ValidationError as exc:  # the words every layer uses, as a usage error
+                raise Usage(str(exc)) from None

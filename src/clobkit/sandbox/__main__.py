@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import signal
 import sys
 import threading
@@ -18,6 +17,8 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from .._checks import number
+from ..errors import ValidationError
 from .config import ConfigError, SandboxConfig, describe_users, load_config
 from .server import Sandbox
 from .store import StateFileError
@@ -116,8 +117,11 @@ def _check(args: argparse.Namespace) -> None:
         given = [flag for flag, on in _REPLAY_OPTIONS.items() if on(args)]
         if given:
             raise _Refused(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --replay")
-    elif not 0 < args.speed < math.inf:
-        raise _Refused(f"--speed must be a positive, finite number (got {args.speed})")
+    else:
+        try:
+            number(args.speed, "--speed")
+        except ValidationError as exc:
+            raise _Refused(str(exc)) from None
     if not args.host.strip():  # "" binds every interface: name it if that is meant
         raise _Refused("--host must name an address (0.0.0.0 for every interface)")
 
