@@ -534,13 +534,16 @@ class StreamMessage(_Model, kw_only=True):
     ``type`` is the message type (``data`` for updates), ``topic`` the topic
     it belongs to when the server names it, ``data`` the raw payload. For an
     order topic, ``order`` holds the payload read as an ``Order`` (fields it
-    lacks are ``None``).
+    lacks are ``None``). ``received_ns`` is when its frame arrived (wall clock,
+    ns since the epoch), stamped as the stream read it, however long it then
+    waited for its consumer (``None`` for a message not read by a stream).
     """
 
     type: str
     topic: str | None = None
     data: Any = None
     order: Order | None = None
+    received_ns: int | None = None
 
     @property
     def order_id(self) -> str | None:
@@ -555,9 +558,12 @@ class Reconnected(_Model, kw_only=True):
     """Yielded by a stream after it reconnected and resubscribed.
 
     Messages sent while it was down are lost: resynchronise from REST (for
-    example with ``Client.open_orders()``). ``attempt`` counts reconnects.
+    example with ``Client.open_orders()``). ``attempt`` counts reconnects;
+    ``received_ns`` is when the subscription stood again (wall clock, ns since
+    the epoch), however late its consumer reads it.
     """
 
     topics: list[str] = msgspec.field(default_factory=list)
     attempt: int = 1
     type: str = "reconnected"
+    received_ns: int | None = None

@@ -20,6 +20,12 @@ Rows are held in memory and written as one file at each rotation (every
 open file, never a written one, and memory stays bounded. Cancellation
 (Ctrl-C) writes the open file before it returns. A reconnect of the stream
 writes a ``gap`` row and a fresh REST ``snapshot`` of every book.
+
+A row's ``recv_ns`` is when its message arrived: the stream stamps each frame as it
+reads it (``StreamMessage.received_ns``), a snapshot row is stamped when its REST
+answer came. Rows are written in the order taken off the stream, so books that
+arrived while the snapshot was read follow its rows with earlier stamps: arrival
+order is ``recv_ns`` (then ``seq``), which is how a replay reads them.
 """
 
 from __future__ import annotations
@@ -344,20 +350,22 @@ class Recorder(RecordingWriter):
     async def snapshot(self) -> None:
         """Hold a REST snapshot of every recorded book (an empty one where none exists)."""
 
-        async def one(token: str) -> Orderbook | None:
+        async def one(token: str) -> tuple[Orderbook | None, int]:
+            book = None
             with contextlib.suppress(OrderBookNotFound):
-                return await self.client.get_orderbook(token)
-            return None
+                book = await self.client.get_orderbook(token)
+            # stamped when its answer came, as a stream frame is when it came: a book
+            # that reached the stream during the read sorts before it (module doc)
+            return book, time.time_ns()
 
         tokens = list(self._token_market)
-        books = await asyncio.gather(*(one(t) for t in tokens))
-        now = time.time_ns()
-        for token, book in zip(tokens, books, strict=True):
+        answers = await asyncio.gather(*(one(t) for t in tokens))
+        for token, (book, arrived) in zip(tokens, answers, strict=True):
             if book is None:
-                self._hold(SNAPSHOT, token, [], [], None, now)
+                self._hold(SNAPSHOT, token, [], [], None, arrived)
             else:
                 bids, asks = rest_levels(book.bids), rest_levels(book.asks)
-                self._hold(SNAPSHOT, token, bids, asks, book.updated_at_ms, now)
+                self._hold(SNAPSHOT, token, bids, asks, book.updated_at_ms, arrived)
                 if book.min_order_size is not None:
                     self._min_sizes.setdefault(token, str(book.min_order_size))
         sizes = self._min_sizes  # the market's, on either token's book (--outcomes b)
@@ -387,13 +395,15 @@ class Recorder(RecordingWriter):
 
         topics = self._topics
         async for item in stream:
-            recv = time.time_ns()
+            # the item's arrival, not now: a consumer held up (a snapshot's REST reads,
+            # a rotation) would stamp it later than it came
+            arrived = item.received_ns or time.time_ns()
             if isinstance(item, Reconnected):
-                self.add(GAP, None, None, recv)
+                self.add(GAP, None, None, arrived)
                 self.stats.gaps += 1
                 await self.snapshot()
             elif item.type == "data" and item.topic in topics:
-                self.add(BOOK, topics[item.topic], item.data, recv)
+                self.add(BOOK, topics[item.topic], item.data, arrived)
             if self._held >= self.rotate_bytes:
                 await self.rotate()
 
@@ -516,7 +526,8 @@ def _field_types(record: Any) -> dict[str, type]:
 
 
 def iter_rows(directory: str | os.PathLike[str]) -> Iterator[BookRow]:
-    """Every row of a recording, in the order received."""
+    """Every row of a recording, in the order written (``seq``); ``recv_ns`` orders them
+    as they arrived (module doc)."""
     from ._local_files import LOCAL, local
 
     pa = arrow()

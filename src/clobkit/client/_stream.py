@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -51,8 +52,9 @@ def topic_list(topics: Iterable[str] | str) -> list[str]:
     return list(dict.fromkeys(chosen))
 
 
-def parse_message(raw: str | bytes) -> StreamMessage:
-    """A ``StreamMessage`` from one WebSocket frame; order payloads read as ``Order``.
+def parse_message(raw: str | bytes, received_ns: int | None = None) -> StreamMessage:
+    """A ``StreamMessage`` from one WebSocket frame (arrived at ``received_ns``, wall-clock
+    ns); order payloads read as ``Order``.
 
     A frame that is not JSON (binary, not UTF-8, nested too deeply to decode)
     gives ``type="invalid"`` with the frame's text (bytes when not UTF-8); this
@@ -67,9 +69,9 @@ def parse_message(raw: str | bytes) -> StreamMessage:
         if isinstance(raw, bytes):
             with contextlib.suppress(UnicodeDecodeError):
                 data = raw.decode()
-        return StreamMessage(type="invalid", data=data)
+        return StreamMessage(type="invalid", data=data, received_ns=received_ns)
     if not isinstance(obj, dict):
-        return StreamMessage(type="unknown", data=obj)
+        return StreamMessage(type="unknown", data=obj, received_ns=received_ns)
     kind = obj.get("type")
     topic = obj.get("topic") if isinstance(obj.get("topic"), str) else None
     data = obj.get("data")
@@ -85,7 +87,11 @@ def parse_message(raw: str | bytes) -> StreamMessage:
         with contextlib.suppress(msgspec.ValidationError, RecursionError):
             order = tolerant_convert(fields, Order)
     return StreamMessage(
-        type=kind if isinstance(kind, str) else "unknown", topic=topic, data=data, order=order
+        type=kind if isinstance(kind, str) else "unknown",
+        topic=topic,
+        data=data,
+        order=order,
+        received_ns=received_ns,
     )
 
 
@@ -305,11 +311,16 @@ class Stream:
 
     def _frame(self, raw: bytes) -> StreamMessage | None:
         """The message of a frame, or None (counted, logged) for one that is not JSON."""
+        # stamped on arrival: a consumer busy elsewhere (a recorder reading a snapshot)
+        # reads it later, and must still know when it came
+        received = time.time_ns()
         self.frames += 1
         decode = self.decode
         if decode is not None and (known := decode(raw)) is not None:
+            if known.received_ns is None:
+                known = msgspec.structs.replace(known, received_ns=received)
             return known
-        message = parse_message(raw)
+        message = parse_message(raw, received)
         if message.type != "invalid":
             return message
         self.bad_frames += 1
@@ -414,7 +425,10 @@ class Stream:
         self.down_since = None  # up again only now: an open socket is not a subscription
         if connected_once:
             self.reconnects += 1
-            await self._emit(Reconnected(topics=list(self._topics), attempt=self.reconnects))
+            stood = time.time_ns()  # when, however late its consumer reads it
+            await self._emit(
+                Reconnected(topics=list(self._topics), attempt=self.reconnects, received_ns=stood)
+            )
         elif self._ready is not None and not self._ready.done():
             self._ready.set_result(None)
 

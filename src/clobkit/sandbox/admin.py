@@ -14,6 +14,7 @@ import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -180,16 +181,34 @@ def _admin_replay(st: SandboxState, request: Request, body: Any) -> Any:
     return _replay(st).status()
 
 
+_STEP_KEYS = ("updates", "ms")
+
+
 async def _admin_replay_step(st: SandboxState, request: Request, body: Any) -> Any:
     replay = _replay(st)
     if replay.running:
         raise bad_body("the replay's clock runs (--speed): start with --step to move it by hand")
+    for key in body:  # a misspelt key would be a step of nothing, or of the other one
+        if key not in _STEP_KEYS:
+            raise bad_body(f"unknown key {_as_sent(key)}: a step takes updates or ms")
     try:
         target = replay.target(updates=body.get("updates"), ms=body.get("ms"))
     except ValidationError as exc:
-        raise bad_body(str(exc)) from None
+        raise bad_body(f"{exc.field}: {exc.reason} (got {_as_sent(exc.value)})") from None
     await replay.advance(target)
     return replay.status()
+
+
+_SENT = msgspec.json.Encoder(decimal_format="number")  # 1.50 as sent, not Decimal('1.50')
+
+
+def _as_sent(value: object, limit: int = 80) -> str:
+    """A value of a request body as JSON, the way it was sent (cut to ``limit`` chars)."""
+    try:
+        text = _SENT.encode(value).decode()
+    except (TypeError, OverflowError):  # not from a JSON body: its text
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def admin_routes() -> list[Route]:

@@ -10,10 +10,16 @@ trades with a resting order it crosses, at that order's price (the market moved 
 the quote). An off-grid price is moved away from the touch (bids down, asks up) and
 counted in ``snapped``.
 
-The virtual clock is the recording's receive time (ms). ``run`` drives it at ``speed``
-times real time on the server's loop; ``advance_to`` / ``step`` (and ``POST
-/admin/replay/step``) move it by hand. Each update is its own engine operation, and on
-the loop each is published before the next is applied.
+The rows are read in arrival order (``recv_ns``, then ``seq``: after a snapshot, books
+that arrived during its REST reads are written after it), and a market's book whose
+service time is older than the last one taken is left out and counted in ``stale``
+(the exchange never goes back in time; a row without one, an empty snapshot, is taken).
+
+The virtual clock is the recording's arrival time (ms). ``run`` drives it at ``speed``
+times real time on the server's loop up to ``end``, or the last update before it;
+``advance_to`` / ``step`` (and ``POST /admin/replay/step``) move it by hand. Each update
+is its own engine operation, and on the loop each is published before the next is
+applied. One replay drives a sandbox: ``attach`` stops the one attached before.
 """
 
 from __future__ import annotations
@@ -21,28 +27,18 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from clobkit._spec import CANCELLED, LIVE, MAX_FEE_RATE_BPS
+from clobkit._spec import CANCELLED, LIVE
 from clobkit.errors import ValidationError
-from clobkit.order_id import keccak256
-from clobkit.record import (
-    GAP,
-    BookRow,
-    RecordedEvent,
-    RecordedMarket,
-    iter_rows,
-    read_events,
-    read_markets,
-)
+from clobkit.record import GAP, BookRow, RecordedMarket, iter_rows, read_events, read_markets
 
 from .engine import Engine
-from .fixtures import EventFixture, League, MarketFixture, Team
+from .replay_markets import canonical, serve_markets
 from .state import ASK, BID, BUY, GTC, HOUSE, UNIT, MarketState, Order
 
 if TYPE_CHECKING:
@@ -51,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["Replay", "ReplayUpdate", "attach", "parse_time", "serve_markets"]
 
 CENT = Decimal("0.01")
+_T = TypeVar("_T")
 
 
 class ReplayUpdate(NamedTuple):
@@ -141,10 +138,10 @@ class Replay:
         self.engine = engine
         self.directory = str(directory)
         # all is read and checked first: a refused recording leaves the sandbox as it was
-        markets = [_canonical(m) for m in read_markets(directory)]
+        markets = [canonical(m) for m in read_markets(directory)]
         events = read_events(directory)
         self.market_ids = sorted({m.market_id for m in markets})
-        self.updates, self.snapped = _updates(iter_rows(directory), markets)
+        self.updates, self.snapped, self.stale = _updates(iter_rows(directory), markets)
         origin = self.updates[0].at_ms if self.updates else 0
         #: The recording's first and last times (ms).
         self.first_ms, self.last_ms = origin, self.updates[-1].at_ms if self.updates else 0
@@ -164,6 +161,8 @@ class Replay:
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once serving
         self.running = False  # run() drives the clock (then nothing else may move it)
         self._pace: tuple[float, int, float] | None = None  # run's (loop time, ms, speed)
+        self._task: asyncio.Task[None] | None = None  # run's, to stop it
+        self.stopped = False  # another replay was attached to the sandbox: nothing moves
         self._take_over()
         self._show_start()
 
@@ -180,10 +179,13 @@ class Replay:
 
     def _show_start(self) -> None:
         """Each market's last book recorded at or before ``start``."""
-        last: dict[str, ReplayUpdate] = {}
         while self.index < len(self.updates) and self.updates[self.index].at_ms <= self.start_ms:
-            last[self.updates[self.index].market_id] = self.updates[self.index]
             self.index += 1
+        self._show_current()
+
+    def _show_current(self) -> None:
+        """Each market's last book applied, again (over another replay's, say)."""
+        last = {u.market_id: u for u in itertools.islice(self.updates, self.index)}
         for update in sorted(last.values(), key=lambda u: u.at_ms):
             self._apply(update)
 
@@ -218,7 +220,7 @@ class Replay:
             _impose(engine, market, bids, asks, now)
 
     def _due(self, to_ms: int) -> ReplayUpdate | None:
-        if self.done or self.updates[self.index].at_ms > to_ms:
+        if self.stopped or self.done or self.updates[self.index].at_ms > to_ms:
             return None
         update = self.updates[self.index]
         self.index += 1
@@ -245,14 +247,21 @@ class Replay:
             await asyncio.sleep(0)  # the hub sends this book before the next is applied
         return count
 
+    @property
+    def stop_ms(self) -> int:
+        """Where ``run`` stops the clock (virtual ms): ``end``, or the last update before it
+        (the books stay as they are after it: nothing to wait for)."""
+        return min(self.end_ms, self.last_ms)
+
     def clock_ms(self) -> int:
         """The virtual clock (ms), also between two updates while ``run`` drives it."""
         pace, loop = self._pace, self.loop
-        if pace is None or loop is None or self.done:
+        if pace is None or loop is None:
             return self.now_ms
         wall0, virtual0, speed = pace
         ran = virtual0 + int((loop.time() - wall0) * 1000 * speed)
-        return max(self.now_ms, min(ran, self.updates[self.index].at_ms - 1))
+        due = self.next_ms()
+        return max(self.now_ms, min(ran, self.stop_ms if due is None else due - 1))
 
     def status(self) -> dict[str, object]:
         """Where the clock stands: virtual ms (and from the start), updates applied, done."""
@@ -265,6 +274,7 @@ class Replay:
             "updates": len(self.updates),
             "done": self.done,
             "running": self.running,
+            "stale": self.stale,
             "markets": self.market_ids,
         }
 
@@ -284,10 +294,13 @@ class Replay:
 
     def target(self, *, updates: object = None, ms: object = None) -> int:
         """The virtual time (ms) that ``step(updates=..., ms=...)`` moves the clock to."""
+        given = {k: v for k, v in (("updates", updates), ("ms", ms)) if v is not None}
+        if self.stopped:
+            raise ValidationError("step", given, "replaced by another replay of the sandbox")
         if self.running:  # two hands on the clock would skip its paced updates' times
-            raise ValidationError("step", (updates, ms), "the clock runs at a speed, not --step")
+            raise ValidationError("step", given, "the clock runs at a speed, not --step")
         if (updates is None) == (ms is None):
-            raise ValidationError("step", (updates, ms), "give either updates or ms")
+            raise ValidationError("step", given, "give either updates or ms")
         if ms is not None:
             if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
                 raise ValidationError("ms", ms, "must be a non-negative int")
@@ -304,260 +317,116 @@ class Replay:
         return self.end_ms if last is None else last
 
     async def run(self, speed: float) -> None:
-        """Drive the clock at ``speed`` times real time until ``end`` (on the server's loop)."""
+        """Drive the clock at ``speed`` times real time (on the server's loop) up to
+        ``stop_ms``: ``end``, or the last update before it."""
         if not speed > 0:
             raise ValidationError("speed", speed, "must be positive")
+        if self.stopped:
+            raise ValidationError("speed", speed, "replaced by another replay of the sandbox")
         loop = asyncio.get_running_loop()
         self.loop = loop
         self.running = True
+        self._task = asyncio.current_task()
         try:
             wall0, virtual0, _ = self._pace = (loop.time(), self.now_ms, speed)
-            while not self.done:
-                due = self.updates[self.index].at_ms
-                wait = wall0 + (due - virtual0) / 1000 / speed - loop.time()
+            while True:
+                due = self.next_ms()
+                at = self.stop_ms if due is None else due  # at its pace up to the stop
+                wait = wall0 + (at - virtual0) / 1000 / speed - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
-                await self.advance(due)
-            self.now_ms = self.end_ms
+                await self.advance(at)
+                if due is None:
+                    break
         finally:
             self.running = False
             self._pace = None
+            self._task = None
+
+    def stop(self) -> None:
+        """Stop for good, on the server's loop: ``run`` ends, and nothing moves the clock
+        again (``attach`` stops the replay it replaces)."""
+        self.stopped = True
+        if self._task is not None:
+            self._task.cancel()
 
 
 def _updates(
     rows: Iterable[BookRow], markets: list[RecordedMarket]
-) -> tuple[list[ReplayUpdate], int]:
-    """The recorded books in the engine's terms, in time order, and how many levels were
-    snapped to the cent grid. A market's token-a rows, or its token-b rows mirrored
-    where token a was not recorded."""
+) -> tuple[list[ReplayUpdate], int, int]:
+    """The recorded books in the engine's terms, in arrival order; how many levels were
+    snapped to the cent grid, and how many books were stale (module doc). A market's
+    token-a rows, or its token-b rows mirrored where token a was not recorded."""
     token_a = {m.token_id_a: m.market_id for m in markets}
     token_b = {m.token_id_b: m.market_id for m in markets}
     books = [r for r in rows if r.kind != GAP]
     for r in books:
         if isinstance(r.recv_ns, bool) or not isinstance(r.recv_ns, int):
             raise ValidationError("recv_ns", r.recv_ns, "must be an int in every book row")
+    books.sort(key=lambda r: r.recv_ns)  # stable: in the order written within a ns
     if books and not any(r.token_id in token_a or r.token_id in token_b for r in books):
         raise ValidationError(
             "recording", len(books), "has no book row of a market its markets.json lists"
         )
     with_a = {token_a[r.token_id] for r in books if r.token_id in token_a}
-    snapped = 0
+    snapped = stale = 0
+    served: dict[str, int] = {}  # market -> the service time of its last book taken
     updates: list[ReplayUpdate] = []
     for r in books:
         mirror = r.token_id in token_b and r.token_id not in token_a
         market_id = (token_b if mirror else token_a).get(r.token_id or "")
         if market_id is None or (mirror and market_id in with_a):
             continue  # another token's row, or token b where token a was recorded
+        if r.service_ms is not None:
+            if r.service_ms < served.get(market_id, r.service_ms):
+                stale += 1  # superseded before it arrived
+                continue
+            served[market_id] = r.service_ms
         bids, n1 = _side(r.asks if mirror else r.bids, bid=not mirror, mirror=mirror)
         asks, n2 = _side(r.bids if mirror else r.asks, bid=mirror, mirror=mirror)
         snapped += n1 + n2
         updates.append(ReplayUpdate(r.recv_ns // 1_000_000, market_id, bids, asks))
-    updates.sort(key=lambda u: u.at_ms)  # stable: the order received within a ms
-    return updates, snapped
-
-
-# -- the recorded markets in the sandbox ---------------------------------------------------------
-
-
-def _canonical(m: RecordedMarket) -> RecordedMarket:
-    """``m`` with its market id as the sandbox spells UUIDs (the API's ids are UUIDs)."""
-    try:
-        return m._replace(market_id=str(uuid.UUID(m.market_id)))
-    except (ValueError, TypeError, AttributeError):
-        raise ValidationError(
-            "market_id", m.market_id, "a recorded market id must be a UUID"
-        ) from None
-
-
-def serve_markets(
-    engine: Engine, markets: list[RecordedMarket], events: list[RecordedEvent], now: int
-) -> list[str]:
-    """Add to ``engine`` the recorded markets it lacks, each with its event (the recorded
-    one, the engine's own of that id, or a plain one), no house liquidity; the ids added.
-    A recorded market the engine has must have the same tokens. Call under the lock."""
-    recorded_events = {e.event_id: e for e in events}
-    new: dict[str, tuple[RecordedMarket, int, int]] = {}
-    tokens: set[str] = set()
-    for m in markets:  # all checked before any is added: a refusal changes nothing
-        known = engine.markets.get(m.market_id)
-        if known is not None or m.market_id in new:
-            had = known.fx if known is not None else new[m.market_id][0]
-            if (had.token_id_a, had.token_id_b) != (m.token_id_a, m.token_id_b):
-                raise ValidationError(
-                    "recording", m.market_id, "a market of the sandbox with other tokens"
-                )
-            continue
-        for token in (m.token_id_a, m.token_id_b):
-            if token in engine.tokens or token in tokens:
-                raise ValidationError("token_id", token, "already a token of another market")
-            tokens.add(token)
-        new[m.market_id] = (m, *_terms(m))
-    added = []
-    for m, min_size, fee in new.values():
-        event = _event(engine, m, recorded_events.get(m.event_id or ""), now)
-        fx = _market_fixture(m, event, now, min_size, fee)
-        state = MarketState(fx, event)
-        engine.markets[fx.id] = state
-        engine.tokens[fx.token_id_a] = (state, "a")
-        engine.tokens[fx.token_id_b] = (state, "b")
-        event.market_ids.append(fx.id)
-        added.append(fx.id)
-    return added
-
-
-def _event(
-    engine: Engine, m: RecordedMarket, recorded: RecordedEvent | None, now: int
-) -> EventFixture:
-    """The event to serve ``m`` under: the engine's of that id, else a new one from what
-    was recorded of it (a plain event named after the market where nothing was)."""
-    event_id = m.event_id or str(uuid.uuid5(uuid.NAMESPACE_URL, f"clobkit-replay:{m.market_id}"))
-    found = engine.events.get(event_id)
-    if found is not None:
-        return found
-    r = recorded or RecordedEvent(event_id)
-    start = r.start_time_ms if r.start_time_ms is not None else now
-    event = EventFixture(
-        id=event_id,
-        external_id="",
-        slug=r.slug or event_id,
-        title=r.title or m.question or m.market_id,
-        description="",
-        league=_league(engine, r),
-        start_date_ms=min(start, now),
-        start_time_ms=start,
-        end_date_ms=r.end_date_ms if r.end_date_ms is not None else start + 3 * 3_600_000,
-        volume_units=0,
-        trader_count=0,
-        live=False,
-        ended=False,
-        is_featured=False,
-        is_future=bool(r.is_future),
-        team_match_status="auto_matched",
-        home_team=_team(r.home_team, m.outcome_a or "Home"),
-        away_team=_team(r.away_team, m.outcome_b or "Away"),
-        game_id=0,
-        created_ms=now,
-        updated_ms=now,
-        home_win=(m.market_id, "a"),  # the enriched markets: this market's outcomes
-        away_win=(m.market_id, "b"),
-    )
-    engine.events[event.id] = event
-    engine.events_by_slug.setdefault(event.slug, event)
-    return event
-
-
-def _league(engine: Engine, r: RecordedEvent) -> League:
-    """The sandbox's league of that id, or a new one (listed with the sandbox's)."""
-    league_id = r.league_id or "recorded"
-    for league in engine.leagues:
-        if league.id == league_id:
-            return league
-    league = League(
-        id=league_id,
-        name=league_id.upper(),
-        sport=r.subcategory or "",
-        category=r.category or "sports",
-        subcategory=r.subcategory or "",
-        series_id=r.series_id or "",
-        three_way=False,
-        teams=(),
-    )
-    engine.leagues = (*engine.leagues, league)
-    return league
-
-
-def _team(sent: dict[str, object] | None, name: str) -> Team:
-    """A team as the service sent it (``name`` where it sent none)."""
-    t = sent or {}
-
-    def text(key: str, default: str = "") -> str:
-        value = t.get(key)
-        return value if isinstance(value, str) else default
-
-    team_id = t.get("id")
-    return Team(
-        id=team_id if isinstance(team_id, int) and not isinstance(team_id, bool) else 0,
-        name=text("name", name),
-        short_name=text("short_name", name),
-        name_zh=text("name_zh"),
-        short_name_zh=text("short_name_zh"),
-        abbreviation=text("abbreviation"),
-        logo=text("logo"),
-    )
-
-
-def _terms(m: RecordedMarket) -> tuple[int, int]:
-    """A recorded market's minimum order size (units) and fee rate (bps), checked."""
-    min_size = UNIT
-    if m.min_order_size is not None:
-        try:
-            size = Decimal(m.min_order_size)
-        except (InvalidOperation, TypeError, ValueError):
-            size = Decimal("NaN")
-        if not size.is_finite() or size < 0:
-            raise ValidationError("min_order_size", m.min_order_size, "must be a number")
-        min_size = max(int(size * UNIT), 1)
-    fee = m.fee_rate_bps or 0
-    if not 0 <= fee <= MAX_FEE_RATE_BPS:  # served by /fee-rate: no client would take it
-        raise ValidationError("fee_rate_bps", fee, f"must lie in [0, {MAX_FEE_RATE_BPS}]")
-    return min_size, fee
-
-
-def _market_fixture(
-    m: RecordedMarket, event: EventFixture, now: int, min_size: int, fee: int
-) -> MarketFixture:
-    """A recorded market as the sandbox serves it: no house liquidity (the recording's
-    books are its liquidity), the sandbox's defaults for what was not recorded."""
-    condition = m.condition_id or (
-        "0x" + keccak256(f"clobkit-replay:condition:{m.market_id}".encode()).hex()
-    )
-    return MarketFixture(
-        id=m.market_id,
-        external_id="",
-        condition_id=condition,
-        token_id_a=m.token_id_a,
-        token_id_b=m.token_id_b,
-        event_id=event.id,
-        question=m.question or event.title,
-        description="",
-        category=event.league.category,
-        subcategory=event.league.subcategory,
-        outcome_a=m.outcome_a or "Yes",
-        outcome_b=m.outcome_b or "No",
-        price_a_cents=50,
-        volume_units=0,
-        end_date_ms=event.end_date_ms,
-        game_start_ms=event.start_time_ms,
-        status="active",
-        winner=None,
-        market_type=m.market_type or "moneyline",
-        group_item_title=m.group_item_title or "",
-        neg_risk=bool(m.neg_risk),
-        is_featured=False,
-        created_ms=now,
-        updated_ms=now,
-        house_liquidity=False,
-        house_level_units=0,
-        min_order_size_units=min_size,
-        fee_rate_bps=fee,
-        kind="recorded",
-    )
+    return updates, snapped, stale
 
 
 def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Future[None] | None:
-    """Serve ``replay`` from a started ``sandbox`` (its admin routes step it); with
-    ``speed`` its clock runs on the server's loop (the future of that run)."""
+    """Serve ``replay`` from a started ``sandbox`` (its admin routes step it), stopping
+    the replay attached before (two would drive one sandbox); with ``speed`` its clock
+    runs on the server's loop (the future of that run)."""
     st = sandbox.app.state.sandbox
     loop = st.hub.loop
     if loop is None:
         raise RuntimeError("attach a replay to a started sandbox")
-    st.replay = replay
+    if speed is not None and not speed > 0:  # before anything changes
+        raise ValidationError("speed", speed, "must be positive")
+
+    def take_over() -> None:
+        old = st.replay
+        if old is not None and old is not replay:
+            old.stop()
+            replay._show_current()  # its books, over any the old one applied since
+        st.replay = replay
+
+    _on_loop(loop, take_over)  # where the old one runs: it is between two updates
     replay.loop = loop
     if speed is None:
         return None
-    if not speed > 0:
-        raise ValidationError("speed", speed, "must be positive")
     return asyncio.run_coroutine_threadsafe(replay.run(speed), loop)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, call: Callable[[], _T]) -> _T:
+    """``call()`` on ``loop`` (its thread), waiting for it; here when already on it."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop or not loop.is_running():
+        return call()
+
+    async def on_loop() -> _T:
+        return call()
+
+    return asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
 
 
 def _impose(

@@ -1,0 +1,270 @@
+"""Record -> replay fidelity (each test failed before its fix).
+
+The recorder stamped a book with the time it took it off the stream, not the time it
+arrived: books that arrived while it read a snapshot over REST after a reconnect were
+stamped after that snapshot, and the replay applied them, older, over it. The replay
+ordered rows by the millisecond (rows written out of arrival order within one ms kept
+the written order) and applied a book the service had already superseded. A run at a
+speed jumped its clock to ``--end`` once the last update was applied; attaching a second
+replay left the first one running on the same sandbox; the admin step route took
+unknown keys and answered Python reprs (``Decimal('1.5')``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from clobkit import AsyncClient
+from clobkit._spec import book_topic
+from clobkit.errors import ValidationError
+from clobkit.models import StreamMessage
+from clobkit.record import (
+    BOOK,
+    SNAPSHOT,
+    RecordedMarket,
+    Recorder,
+    RecordingWriter,
+    decode_book_frame,
+    iter_rows,
+    resolve_markets,
+)
+from clobkit.sandbox.replay import Replay, attach
+
+from .conftest import client, config, move_prices, moving_market, sandbox_module
+from .test_replay import BOOKS, T0, shown, write
+from .test_replay_audit import eventually
+
+
+async def until(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait on this loop until ``check()`` is true."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "the condition did not become true in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("decoder", [None, decode_book_frame])
+async def test_a_stream_message_carries_the_time_its_frame_arrived(decoder: Any) -> None:
+    """Stamped as the stream reads the frame, also for a frame the stream's ``decode``
+    makes: a consumer that reads it later still learns when it came."""
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        token = sb.engine.markets[market].fx.token_id_a
+        async with client(sb) as c:
+            stream = c.stream([book_topic(token)])
+            stream.decode = decoder
+            await stream.start()
+            seen = stream.frames
+            await asyncio.to_thread(sb.set_price, market, "0.31")
+            await until(lambda: stream.frames > seen)  # read off the socket, not consumed
+            before_read = time.time_ns()
+            async for item in stream:
+                if isinstance(item, StreamMessage) and item.type == "data":
+                    break
+            await stream.close()
+    assert item.received_ns is not None
+    assert 0 < item.received_ns <= before_read
+
+
+class _Gate(httpx.AsyncBaseTransport):
+    """A real HTTP transport whose book reads wait at a gate once it is armed."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.armed = False
+        self.waiting = 0
+        self.opened = asyncio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.armed and "/orderbooks/" in request.url.path:
+            self.waiting += 1
+            await self.opened.wait()
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_books_that_arrive_during_a_snapshot_are_stamped_before_it(
+    tmp_path: Path,
+) -> None:
+    """After a reconnect the recorder reads every book over REST; books that arrive on the
+    stream meanwhile are older than that snapshot. In arrival order (how the replay reads a
+    recording) the service's times of a token's books never go back."""
+    gate = _Gate()
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        u = sb.users[2]
+        async with AsyncClient(
+            sb.base_url,
+            u.api_key,
+            u.api_secret,
+            clob_url=sb.clob_url,
+            ws_url=sb.ws_url,
+            transport=gate,
+        ) as c:
+            markets = await resolve_markets(c, market_ids=[market])
+            recorder = Recorder(c, tmp_path, markets, outcomes="a")
+            task = asyncio.create_task(recorder.run())
+            await until(lambda: (tmp_path / "markets.json").exists() or task.done())
+            await move_prices(sb, market, 3)
+            gate.armed = True
+            await asyncio.to_thread(sb.drop_streams)
+            await until(lambda: gate.waiting > 0 or task.done())  # the snapshot waits
+            for price in ("0.41", "0.43", "0.45"):  # books arrive while it waits
+                await asyncio.to_thread(sb.set_price, market, price)
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.3)  # read off the socket by the stream
+            gate.opened.set()
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    token = markets[0].token_id_a
+    rows = [r for r in iter_rows(tmp_path) if r.token_id == token]
+    snapshot = max(i for i, r in enumerate(rows) if r.kind == SNAPSHOT)
+    during = [r for r in rows[snapshot + 1 :] if r.recv_ns < rows[snapshot].recv_ns]
+    assert len(during) >= 3  # written after the snapshot, arrived before it
+    by_arrival = sorted(rows, key=lambda r: (r.recv_ns, r.seq))
+    service = [r.service_ms or 0 for r in by_arrival]
+    assert all(service)  # the sandbox sends every book's time
+    assert service == sorted(service)  # the snapshot came before 3 older books
+    engine = sandbox_module.Engine(config())
+    replay = Replay(engine, tmp_path)
+    replay.step(ms=10**9)
+    assert replay.stale == 0
+    last = by_arrival[-1]
+    assert shown(engine, token) == (last.bids, last.asks)
+
+
+def _writer(directory: Path, engine: Any) -> tuple[RecordingWriter, Any]:
+    fx = sorted((m for m in engine.markets.values() if m.active), key=lambda m: m.id)[0].fx
+    market = RecordedMarket(fx.id, fx.event_id, fx.question, fx.token_id_a, fx.token_id_b)
+    writer = RecordingWriter(directory, [market])
+    writer.write_markets()
+    return writer, fx
+
+
+def _book(bid: str, service_ms: int | None = None) -> dict[str, Any]:
+    book: dict[str, Any] = {"bids": [{"price": bid, "size": "10"}], "asks": []}
+    if service_ms is not None:
+        book["updated_at_ms"] = service_ms
+    return book
+
+
+def test_a_book_older_than_the_last_applied_is_skipped_and_counted(tmp_path: Path) -> None:
+    """The exchange never goes back in time: a row whose service time is older than the
+    last one taken (a book that arrived late) is left out; a row without one is taken."""
+    engine = sandbox_module.Engine(config())
+    writer, fx = _writer(tmp_path, engine)
+    writer.add(BOOK, fx.token_id_a, _book("0.40", 1_000), T0)
+    writer.add(SNAPSHOT, fx.token_id_a, _book("0.42", 3_000), T0 + 10**9)
+    writer.add(BOOK, fx.token_id_a, _book("0.41", 2_000), T0 + 2 * 10**9)  # late: older
+    writer.add(SNAPSHOT, fx.token_id_a, _book("0.43"), T0 + 3 * 10**9)  # no service time
+    writer.add(BOOK, fx.token_id_a, _book("0.44", 3_000), T0 + 4 * 10**9)  # same ms: taken
+    asyncio.run(writer.flush())
+    replay = Replay(engine, tmp_path)
+    assert replay.stale == 1
+    assert replay.status()["stale"] == 1
+    seen = [shown(engine, fx.token_id_a)[0][0][0]]
+    while not replay.done:
+        replay.step(updates=1)
+        seen.append(shown(engine, fx.token_id_a)[0][0][0])
+    assert seen == ["0.40", "0.42", "0.43", "0.44"]
+
+
+def test_rows_are_replayed_in_arrival_order_to_the_nanosecond(tmp_path: Path) -> None:
+    """Rows written out of arrival order within one millisecond (a book read off the
+    stream after a snapshot that arrived later) are applied in arrival order."""
+    engine = sandbox_module.Engine(config())
+    writer, fx = _writer(tmp_path, engine)
+    writer.add(SNAPSHOT, fx.token_id_a, _book("0.45"), T0 + 900_000)
+    writer.add(BOOK, fx.token_id_a, _book("0.44"), T0 + 100_000)  # arrived first
+    asyncio.run(writer.flush())
+    Replay(engine, tmp_path)
+    assert shown(engine, fx.token_id_a)[0] == [("0.45", "10")]
+
+
+def test_a_run_whose_end_lies_past_the_last_update_stops_with_it(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, BOOKS)
+        replay = Replay(sb.engine, tmp_path, end="1000")
+        future = attach(sb, replay, speed=1000)
+        assert future is not None
+        future.result(30)
+        assert replay.done
+        assert replay.now_ms == replay.last_ms  # it was end: 996 s past the last update
+        status = httpx.get(f"{sb.base_url}/admin/replay").json()["data"]
+        assert status["now_ms"] == replay.last_ms
+
+
+def test_a_run_keeps_its_pace_up_to_an_end_between_updates(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, [BOOKS[0], (100_000.0, *BOOKS[1][1:])])
+        replay = Replay(sb.engine, tmp_path, end="50000")
+        future = attach(sb, replay, speed=1)
+        assert future is not None
+        try:
+            eventually(lambda: replay.running or future.done())
+            assert not future.done()  # it ended at once, its clock at end
+            assert replay.clock_ms() < replay.end_ms
+        finally:
+            future.cancel()
+
+
+def test_attaching_a_replay_stops_the_one_attached_before(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, [BOOKS[0], (100_000.0, *BOOKS[1][1:])])
+        first = Replay(sb.engine, tmp_path)
+        running = attach(sb, first, speed=1)
+        assert running is not None
+        eventually(lambda: first.running)
+        second = Replay(sb.engine, tmp_path, start="0")
+        attach(sb, second)
+        eventually(running.done)  # it ran on: two replays drove one sandbox
+        assert running.cancelled()
+        assert not first.running
+        with pytest.raises(ValidationError, match="replaced"):
+            first.step(ms=1)
+        answer = httpx.post(f"{sb.base_url}/admin/replay/step", json={"ms": 200_000_000})
+        assert answer.json()["data"]["applied"] == 2
+
+
+def test_the_step_route_refuses_an_unknown_key_by_name(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, BOOKS)
+        replay = Replay(sb.engine, tmp_path)
+        attach(sb, replay)
+        url = f"{sb.base_url}/admin/replay/step"
+        for body in ({"ms": 5000, "speed": 2}, {"update": 1}):
+            answer = httpx.post(url, json=body)
+            assert answer.status_code == 400
+            assert not answer.json()["success"]
+            unknown = next(k for k in body if k not in ("ms", "updates"))
+            assert f'"{unknown}"' in answer.json()["detail"]
+        assert replay.index == 1  # nothing moved
+
+
+def test_admin_details_show_values_as_sent(tmp_path: Path) -> None:
+    with sandbox_module.serve_in_thread(config()) as sb:
+        write(tmp_path, sb.engine, BOOKS)
+        attach(sb, Replay(sb.engine, tmp_path))
+        url = f"{sb.base_url}/admin/replay/step"
+        for raw, sent in (
+            (b'{"ms": 1.50}', "1.50"),
+            (b'{"updates": "2"}', '"2"'),
+            (b'{"updates": 1, "ms": 5}', '{"updates":1,"ms":5}'),
+        ):
+            answer = httpx.post(url, content=raw, headers={"content-type": "application/json"})
+            assert answer.status_code == 400
+            detail = answer.json()["detail"]
+            assert sent in detail, detail
+            assert "Decimal" not in detail
+            assert "'" not in detail, detail
