@@ -268,3 +268,14 @@ def test_admin_details_show_values_as_sent(tmp_path: Path) -> None:
             assert sent in detail, detail
             assert "Decimal" not in detail
             assert "'" not in detail, detail
+
+
+def test_the_announced_length_is_what_a_run_replays(tmp_path: Path) -> None:
+    from clobkit.sandbox.__main__ import replay_line
+
+    engine = sandbox_module.Engine(config())
+    write(tmp_path, engine, BOOKS)  # updates at 0 to 4 s, the first shown at once
+    replay = Replay(engine, tmp_path, end="1000")
+    # a run stops with the last update (it said 1000 s); steps may go on to --end
+    assert replay_line(replay, 2.0, False) == "1 markets, 3 updates, 4 s, speed 2"
+    assert replay_line(replay, 1.0, True).startswith("1 markets, 3 updates, 1000 s, step")

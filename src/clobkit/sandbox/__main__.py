@@ -177,6 +177,17 @@ def _start(args: argparse.Namespace, sandbox: Sandbox) -> None:
         raise _Refused(f"cannot serve on {args.host}:{args.port}: {exc}", 1) from None
 
 
+def replay_line(replay: Replay, speed: float, step: bool) -> str:
+    """What a replay serves: markets, updates, virtual seconds and how its clock moves."""
+    # a run stops with the last update when --end lies past it; steps may go on to --end
+    end = replay.end_ms if step else replay.stop_ms
+    clock = "step: POST /admin/replay/step" if step else f"speed {speed:g}"
+    return (
+        f"{len(replay.market_ids)} markets, {len(replay.updates) - replay.index} updates, "
+        f"{(end - replay.start_ms) / 1000:g} s, {clock}"
+    )
+
+
 def _announce(args: argparse.Namespace, sandbox: Sandbox, replay: Replay | None) -> None:
     """Print where the sandbox serves (and the replay and default users); attach the replay."""
     print(f"listening on {sandbox.base_url}", flush=True)
@@ -187,13 +198,7 @@ def _announce(args: argparse.Namespace, sandbox: Sandbox, replay: Replay | None)
         from .replay import attach
 
         attach(sandbox, replay, None if args.step else args.speed)
-        clock = "step: POST /admin/replay/step" if args.step else f"speed {args.speed:g}"
-        print(
-            f"replaying {args.replay}: {len(replay.market_ids)} markets, "
-            f"{len(replay.updates) - replay.index} updates, "
-            f"{(replay.end_ms - replay.start_ms) / 1000:g} s, {clock}",
-            flush=True,
-        )
+        print(f"replaying {args.replay}: {replay_line(replay, args.speed, args.step)}", flush=True)
     if args.config is None:
         print("default users (see docs/sandbox.md):", flush=True)
         print(describe_users(sandbox.users), flush=True)
