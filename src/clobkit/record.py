@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
+import logging
 import os
 import time
 import typing
@@ -64,6 +66,8 @@ if TYPE_CHECKING:
 
     from .client import AsyncClient, Stream
     from .models import Orderbook
+
+log = logging.getLogger("clobkit.record")
 
 __all__ = [
     "BOOK",
@@ -109,20 +113,20 @@ class BookRow(NamedTuple):
     asks: list[tuple[str, str]]
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class RecordStats:
     """Counters of a recording so far (also its closing summary)."""
 
-    __slots__ = ("bytes", "files", "gaps", "lag_ms", "markets", "rows", "started_ns", "updates")
-
-    def __init__(self, markets: int, started_ns: int) -> None:
-        self.markets = markets
-        self.updates = 0  # book messages received from the stream
-        self.rows = 0  # rows handed to files (updates + snapshots + gaps)
-        self.gaps = 0
-        self.files = 0
-        self.bytes = 0  # bytes of the files written
-        self.lag_ms: int | None = None  # receive time minus the service's time, last update
-        self.started_ns = started_ns
+    markets: int
+    started_ns: int
+    updates: int = 0  # book messages received from the stream
+    rows: int = 0  # rows handed to files (updates + snapshots + gaps)
+    gaps: int = 0
+    snapshots: int = 0  # books read over REST (at the start, after each reconnect)
+    snapshot_failures: int = 0  # books not read over REST after a reconnect (read again)
+    files: int = 0
+    bytes: int = 0  # bytes of the files written
+    lag_ms: int | None = None  # receive time minus the service's time, last update
 
     def line(self, now_ns: int | None = None) -> str:
         """A one-line summary: markets, updates (and their rate), files, bytes, lag."""
@@ -345,10 +349,16 @@ class Recorder(RecordingWriter):
         self._topics = {book_topic(t): t for t in self._token_market}
         self.on_progress = on_progress
         self.progress_seconds = progress_seconds
+        #: The stream of the last ``run`` (its ``frames``, ``reconnects``, ``down_since``).
+        self.stream: Stream | None = None
         self._min_sizes: dict[str, str] = {}  # token -> min_order_size of its first book
+        self._unread: set[str] = set()  # tokens whose snapshot after a reconnect failed
+        self._reread_at = 0.0  # time.monotonic() of the next try to read them
+        self._reread_wait = 0.0
 
-    async def snapshot(self) -> None:
-        """Hold a REST snapshot of every recorded book (an empty one where none exists)."""
+    async def snapshot(self, tokens: Iterable[str] | None = None) -> None:
+        """Hold a REST snapshot of every recorded book (of ``tokens`` when given; an empty
+        one where none exists)."""
 
         async def one(token: str) -> tuple[Orderbook | None, int]:
             book = None
@@ -358,8 +368,31 @@ class Recorder(RecordingWriter):
             # that reached the stream during the read sorts before it (module doc)
             return book, time.time_ns()
 
-        tokens = list(self._token_market)
-        answers = await asyncio.gather(*(one(t) for t in tokens))
+        chosen = list(self._token_market if tokens is None else tokens)
+        answers = await asyncio.gather(*(one(t) for t in chosen))
+        self._hold_books(chosen, answers)
+
+    async def _resnapshot(self, tokens: Iterable[str]) -> None:
+        """``snapshot(tokens)`` during a recording: a failure (after the client's retries)
+        leaves the tokens to read again later, 1 s doubling to 30 s, and the recording on
+        (the stream's books go on; the replay takes the next one)."""
+        chosen = list(tokens)
+        self._unread.difference_update(chosen)
+        try:
+            await self.snapshot(chosen)
+        except ClobkitError as exc:
+            self.stats.snapshot_failures += 1
+            self._unread.update(chosen)
+            wait = self._reread_wait = min(max(self._reread_wait * 2, 1.0), 30.0)
+            self._reread_at = time.monotonic() + wait
+            log.warning("books not read after a reconnect (%s); again in %g s", exc, wait)
+        else:
+            self._reread_wait = 0.0
+
+    def _hold_books(
+        self, tokens: list[str], answers: Sequence[tuple[Orderbook | None, int]]
+    ) -> None:
+        self.stats.snapshots += len(tokens)
         for token, (book, arrived) in zip(tokens, answers, strict=True):
             if book is None:
                 self._hold(SNAPSHOT, token, [], [], None, arrived)
@@ -401,7 +434,7 @@ class Recorder(RecordingWriter):
             if isinstance(item, Reconnected):
                 self.add(GAP, None, None, arrived)
                 self.stats.gaps += 1
-                await self.snapshot()
+                await self._resnapshot(self._token_market)
             elif item.type == "data" and item.topic in topics:
                 self.add(BOOK, topics[item.topic], item.data, arrived)
             if self._held >= self.rotate_bytes:
@@ -414,7 +447,7 @@ class Recorder(RecordingWriter):
             duration = seconds(duration, "duration")
         self.check_directory()
         await self.describe()
-        stream = self.client.stream(list(self._topics), max_queue=100_000)
+        stream = self.stream = self.client.stream(list(self._topics), max_queue=100_000)
         stream.decode = decode_book_frame
         deadline = None if duration is None else time.monotonic() + duration
         progress = time.monotonic() + self.progress_seconds
@@ -436,6 +469,8 @@ class Recorder(RecordingWriter):
                 await asyncio.wait({consumer}, timeout=max(wake - now, 0))
                 if self.due():
                     await self.rotate()
+                if self._unread and time.monotonic() >= self._reread_at:
+                    await self._resnapshot(self._unread)
                 if self.on_progress is not None and time.monotonic() >= progress:
                     progress = time.monotonic() + self.progress_seconds
                     self.on_progress(self.stats)

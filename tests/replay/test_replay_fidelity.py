@@ -27,6 +27,7 @@ from clobkit.errors import ValidationError
 from clobkit.models import StreamMessage
 from clobkit.record import (
     BOOK,
+    GAP,
     SNAPSHOT,
     RecordedMarket,
     Recorder,
@@ -118,12 +119,15 @@ async def test_books_that_arrive_during_a_snapshot_are_stamped_before_it(
             gate.armed = True
             await asyncio.to_thread(sb.drop_streams)
             await until(lambda: gate.waiting > 0 or task.done())  # the snapshot waits
+            stream = recorder.stream
+            assert stream is not None
+            frames, updates = stream.frames, recorder.stats.updates
             for price in ("0.41", "0.43", "0.45"):  # books arrive while it waits
                 await asyncio.to_thread(sb.set_price, market, price)
-                await asyncio.sleep(0.02)
-            await asyncio.sleep(0.3)  # read off the socket by the stream
+                await asyncio.sleep(0.02)  # each book a service ms of its own
+            await until(lambda: stream.frames >= frames + 3)  # read off the socket
             gate.opened.set()
-            await asyncio.sleep(0.3)
+            await until(lambda: recorder.stats.updates >= updates + 3 or task.done())
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -279,3 +283,58 @@ def test_the_announced_length_is_what_a_run_replays(tmp_path: Path) -> None:
     # a run stops with the last update (it said 1000 s); steps may go on to --end
     assert replay_line(replay, 2.0, False) == "1 markets, 3 updates, 4 s, speed 2"
     assert replay_line(replay, 1.0, True).startswith("1 markets, 3 updates, 1000 s, step")
+
+
+class _Outage(httpx.AsyncBaseTransport):
+    """A real HTTP transport whose book reads fail (no connection) while ``down``."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.down = False
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.down and "/orderbooks/" in request.url.path:
+            raise httpx.ConnectError("the service is down", request=request)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_a_snapshot_that_fails_after_a_reconnect_is_read_again_later(
+    tmp_path: Path,
+) -> None:
+    """The books read over REST after a reconnect failed (past the client's retries): the
+    recording ended with the error. It goes on, and reads them once the service answers."""
+    outage = _Outage()
+    with sandbox_module.serve_in_thread(config()) as sb:
+        market = moving_market(sb)
+        u = sb.users[2]
+        async with AsyncClient(
+            sb.base_url,
+            u.api_key,
+            u.api_secret,
+            clob_url=sb.clob_url,
+            ws_url=sb.ws_url,
+            max_retries=0,
+            transport=outage,
+        ) as c:
+            markets = await resolve_markets(c, market_ids=[market])
+            recorder = Recorder(c, tmp_path, markets, outcomes="a")
+            task = asyncio.create_task(recorder.run())
+            await until(lambda: (tmp_path / "markets.json").exists() or task.done())
+            outage.down = True
+            await asyncio.to_thread(sb.drop_streams)
+            await until(lambda: recorder.stats.snapshot_failures > 0 or task.done())
+            assert not task.done()  # it raised the TransportError and stopped recording
+            read = recorder.stats.snapshots
+            outage.down = False
+            await until(lambda: recorder.stats.snapshots > read or task.done())  # read again
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    rows = list(iter_rows(tmp_path))
+    gap = max(i for i, r in enumerate(rows) if r.kind == GAP)
+    assert [r.kind for r in rows[gap + 1 :]] == [SNAPSHOT]
+    assert rows[gap + 1].recv_ns > rows[gap].recv_ns
+    assert recorder.stats.snapshot_failures == 1
