@@ -338,3 +338,20 @@ async def test_a_snapshot_that_fails_after_a_reconnect_is_read_again_later(
     assert [r.kind for r in rows[gap + 1 :]] == [SNAPSHOT]
     assert rows[gap + 1].recv_ns > rows[gap].recv_ns
     assert recorder.stats.snapshot_failures == 1
+
+
+def test_a_gap_starts_the_service_clock_afresh(tmp_path: Path) -> None:
+    """A service that restarted behind a reconnect may count its time afresh: the books
+    after the gap are taken, not all left out as older than the last before it."""
+    engine = sandbox_module.Engine(config())
+    writer, fx = _writer(tmp_path, engine)
+    writer.add(BOOK, fx.token_id_a, _book("0.40", 9_000), T0)
+    writer.add(BOOK, fx.token_id_a, _book("0.39", 8_000), T0 + 10**9)  # late: left out
+    writer.add(GAP, None, None, T0 + 2 * 10**9)
+    writer.add(SNAPSHOT, fx.token_id_a, _book("0.41", 1_000), T0 + 3 * 10**9)
+    writer.add(BOOK, fx.token_id_a, _book("0.42", 2_000), T0 + 4 * 10**9)
+    asyncio.run(writer.flush())
+    replay = Replay(engine, tmp_path)
+    replay.step(ms=10**9)
+    assert replay.stale == 1
+    assert shown(engine, fx.token_id_a)[0] == [("0.42", "10")]

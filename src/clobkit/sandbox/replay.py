@@ -14,6 +14,8 @@ The rows are read in arrival order (``recv_ns``, then ``seq``: after a snapshot,
 that arrived during its REST reads are written after it), and a market's book whose
 service time is older than the last one taken is left out and counted in ``stale``
 (the exchange never goes back in time; a row without one, an empty snapshot, is taken).
+A ``gap`` row (a reconnect) starts the comparison afresh: a service that restarted may
+have restarted its clock, and its books must not all read as stale.
 
 The virtual clock is the recording's arrival time (ms). ``run`` drives it at ``speed``
 times real time on the server's loop up to ``end``, or the last update before it;
@@ -359,11 +361,12 @@ def _updates(
     token-a rows, or its token-b rows mirrored where token a was not recorded."""
     token_a = {m.token_id_a: m.market_id for m in markets}
     token_b = {m.token_id_b: m.market_id for m in markets}
-    books = [r for r in rows if r.kind != GAP]
-    for r in books:
+    rows = list(rows)
+    for r in rows:
         if isinstance(r.recv_ns, bool) or not isinstance(r.recv_ns, int):
-            raise ValidationError("recv_ns", r.recv_ns, "must be an int in every book row")
-    books.sort(key=lambda r: r.recv_ns)  # stable: in the order written within a ns
+            raise ValidationError("recv_ns", r.recv_ns, "must be an int in every row")
+    rows.sort(key=lambda r: r.recv_ns)  # stable: in the order written within a ns
+    books = [r for r in rows if r.kind != GAP]
     if books and not any(r.token_id in token_a or r.token_id in token_b for r in books):
         raise ValidationError(
             "recording", len(books), "has no book row of a market its markets.json lists"
@@ -372,7 +375,10 @@ def _updates(
     snapped = stale = 0
     served: dict[str, int] = {}  # market -> the service time of its last book taken
     updates: list[ReplayUpdate] = []
-    for r in books:
+    for r in rows:
+        if r.kind == GAP:  # a reconnect: the service may have restarted, its clock too
+            served.clear()
+            continue
         mirror = r.token_id in token_b and r.token_id not in token_a
         market_id = (token_b if mirror else token_a).get(r.token_id or "")
         if market_id is None or (mirror and market_id in with_a):
