@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import random
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import ModuleType
@@ -64,11 +65,25 @@ async def record_while(
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.3)  # the first file (the snapshot) written
         await during()
-        await asyncio.sleep(0.3)  # the last messages arrive
+        await settled(recorder)  # the last messages arrive
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
     return recorder
+
+
+async def settled(recorder: Recorder, still: float = 0.3, limit: float = 30.0) -> None:
+    """Wait until the recorder's stream has read and the recorder taken nothing new for
+    ``still`` seconds (longer on a busy machine, where messages come late)."""
+    deadline = time.monotonic() + limit
+    seen = None
+    while time.monotonic() < deadline:
+        stream = recorder.stream
+        now = (stream.frames if stream is not None else 0, recorder.stats.updates)
+        if now == seen:
+            return
+        seen = now
+        await asyncio.sleep(still)
 
 
 async def move_prices(sb: Any, market_id: str, n: int = 25, seed: int = 1) -> None:
