@@ -11,7 +11,7 @@ of ``--config FILE``::
      "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false,
      "limits": {"max_body_bytes": 262144, ...}, "forwarded_allow_ips": null,
      "admin_token": null, "exchange_version": 1,
-     "faults": {"error_rate": 0.2, "after_commit": 0.5, "seed": 3}}
+     "faults": {"error_rate": 0.2, "after_commit": 0.5, "seed": 3, "latency_ms": [50, 400]}}
 
 Every key but ``users`` is optional; ``null`` disables a limit. Money is given
 as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
@@ -291,7 +291,7 @@ class SandboxConfig:
     wallet reports: 1 is the API text's flow, where a raw order's
     ``clob_order_id`` can be precomputed; on 2 and 3 the service stamps each
     order with its own timestamp, so only the service knows the id.
-    ``faults`` (``None``: none) makes requests fail on purpose (``faults.py``).
+    ``faults`` (``None``: none) makes requests fail or slow on purpose (``faults.py``).
     ``extra_games`` adds that many upcoming games per league to the fixtures, each
     with a moneyline market the house quotes (0: the default set of 72 markets).
     """

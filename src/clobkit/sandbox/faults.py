@@ -9,6 +9,15 @@ placed, the cancel done): the unknown-outcome case a client must resolve
 before sending again. Draws come from one ``random.Random(seed)``, so a run is
 repeatable as far as the order of requests is. Default: no faults.
 
+``"latency_ms": 200`` (or a seeded range ``[50, 400]``) makes a share
+(``latency_share``, default all) of the signed requests slow: the answer is
+held that long ``latency_at`` ``"after"`` the request took effect (the
+default: a client that gives up meanwhile does not know the order rests),
+``"before"`` it (the request still takes effect when the delay ends, as one
+queued at a slow service does), or ``"both"``. ``Faults.held`` counts the
+requests held now (a point a test can wait for); ``Faults.release()`` ends
+their delays at once.
+
 :func:`drop_streams` closes every WebSocket connection (``Sandbox.drop_streams()``,
 ``POST /admin/streams/drop``).
 """
@@ -36,19 +45,37 @@ class DroppedConnection(Exception):
     """Raised inside the ASGI app to make the server drop a connection on purpose."""
 
 
+#: Most milliseconds one answer may be held (``latency_ms``): a minute.
+MAX_LATENCY_MS = 60_000
+#: Where a delay goes: before the request takes effect, after it, or both.
+LATENCY_AT = ("before", "after", "both")
+
+
 @dataclass(frozen=True)
 class FaultConfig:
     """``error_rate``: share of signed API requests that fail (0..1); ``after_commit``:
-    share of those failing after the request took effect (0..1); ``seed`` of the draws."""
+    share of those failing after the request took effect (0..1); ``seed`` of the draws.
+
+    ``latency_ms``: milliseconds a delayed answer is held, a number or a ``(low, high)``
+    range drawn from; ``latency_share``: share of signed requests delayed (0..1);
+    ``latency_at``: ``"after"`` the request took effect, ``"before"``, or ``"both"``."""
 
     error_rate: float = 0.0
     after_commit: float = 0.0
     seed: int = 0
+    latency_ms: int | tuple[int, int] = 0
+    latency_share: float = 1.0
+    latency_at: str = "after"
 
     def __post_init__(self) -> None:
         from .config import ConfigError  # config imports this module
 
-        for name in ("error_rate", "after_commit"):
+        object.__setattr__(self, "latency_ms", _latency(self.latency_ms))
+        if self.latency_at not in LATENCY_AT:
+            raise ConfigError(
+                f"faults.latency_at must be 'before', 'after' or 'both', got {self.latency_at!r}"
+            )
+        for name in ("error_rate", "after_commit", "latency_share"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigError(f"faults.{name} must be a number in [0, 1], got {value!r}")
@@ -69,7 +96,44 @@ class FaultConfig:
         return cls(**dict(data))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"error_rate": self.error_rate, "after_commit": self.after_commit, "seed": self.seed}
+        latency = self.latency_ms
+        return {
+            "error_rate": self.error_rate,
+            "after_commit": self.after_commit,
+            "seed": self.seed,
+            "latency_ms": list(latency) if isinstance(latency, tuple) else latency,
+            "latency_share": self.latency_share,
+            "latency_at": self.latency_at,
+        }
+
+    @property
+    def slow(self) -> bool:
+        """Whether some answers are delayed (a latency above 0 for a share above 0)."""
+        latency = self.latency_ms
+        high = latency[1] if isinstance(latency, tuple) else latency
+        return high > 0 and self.latency_share > 0
+
+
+def _latency(value: object) -> int | tuple[int, int]:
+    """``latency_ms`` checked: milliseconds, or a ``(low, high)`` range of them."""
+    from .config import ConfigError
+
+    def ms(item: object) -> int:
+        if type(item) is not int or not 0 <= item <= MAX_LATENCY_MS:
+            raise ConfigError(
+                f"faults.latency_ms must be integer milliseconds from 0 to {MAX_LATENCY_MS} "
+                f"or a [low, high] pair of them, got {value!r}"
+            )
+        return item
+
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            ms(None)  # raises, naming the value
+        low, high = ms(value[0]), ms(value[1])
+        if low > high:
+            raise ConfigError(f"faults.latency_ms range must have low <= high, got {value!r}")
+        return (low, high)
+    return ms(value)
 
 
 class Faults:
@@ -77,17 +141,37 @@ class Faults:
 
     def __init__(self, config: FaultConfig | None) -> None:
         self._lock = threading.Lock()
+        # the delays in progress: their loop and the future that ends them
+        self._held: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
         self.configure(config)
         #: Injected failures by kind (before / after commit, 500 / drop).
         self.injected = {"before_500": 0, "before_drop": 0, "after_500": 0, "after_drop": 0}
+        #: Requests delayed on purpose (``latency_ms``) so far.
+        self.delayed = 0
 
     def configure(self, config: FaultConfig | Mapping[str, Any] | None) -> None:
-        """Switch to ``config`` (``None``: no faults) while running; reseeds the draws."""
+        """Switch to ``config`` (``None``: no faults) while running (from any thread);
+        reseeds the draws. Requests being delayed stay held (``release()``)."""
         if isinstance(config, Mapping):
             config = FaultConfig.from_dict(config)
         with self._lock:
             self.config = config or FaultConfig()
             self._random = random.Random(self.config.seed)
+
+    @property
+    def held(self) -> int:
+        """Requests being delayed now (``latency_ms``): a point a test can wait for."""
+        with self._lock:
+            return len(self._held)
+
+    def release(self) -> int:
+        """End every delay in progress now (from any thread); the number released."""
+        with self._lock:
+            held = list(self._held)
+        for loop, waiter in held:
+            with contextlib.suppress(RuntimeError):  # its loop has closed
+                loop.call_soon_threadsafe(_wake, waiter)
+        return len(held)
 
     @property
     def active(self) -> bool:
@@ -107,20 +191,66 @@ class Faults:
             self.injected[key] += 1
         return after, drop
 
+    def delays(self) -> tuple[float, float]:
+        """Seconds to hold the next request before and after it takes effect (drawn
+        after ``draw()``'s, and only when latency is configured: seeds of runs
+        without it draw the same faults as before latency existed)."""
+        with self._lock:
+            config, r = self.config, self._random
+            if not config.slow:
+                return 0.0, 0.0
+            latency = config.latency_ms
+            low, high = latency if isinstance(latency, tuple) else (latency, latency)
+            if r.random() >= config.latency_share:
+                return 0.0, 0.0
+            before = r.randint(low, high) if config.latency_at != "after" else 0
+            after = r.randint(low, high) if config.latency_at != "before" else 0
+            self.delayed += 1
+        return before / 1000, after / 1000
+
+    async def _hold(self, seconds: float) -> None:
+        """Sleep ``seconds``, or until ``release()``."""
+        if seconds <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(seconds, _wake, waiter)
+        entry = (loop, waiter)
+        with self._lock:
+            self._held.add(entry)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._held.discard(entry)
+
     async def run(
         self,
         handle: Callable[[], Awaitable[Any]],
         failure: Callable[[], Any],
     ) -> Any:
-        """``await handle()`` unless a fault says otherwise; ``failure()`` makes the
-        response of an injected 500 (a dropped connection needs no response)."""
+        """``await handle()`` unless a fault says otherwise, delayed before and/or after
+        as drawn; ``failure()`` makes the response of an injected 500 (a dropped
+        connection needs no response)."""
         fault = self.draw()
+        before, after_commit = self.delays()
+        await self._hold(before)
         if fault is None:
-            return await handle()
-        after, drop = fault
-        if after:
-            await handle()  # the request takes effect; its answer is lost
-        return _Dropped() if drop else failure()
+            response = await handle()
+        else:
+            after, drop = fault
+            if after:
+                await handle()  # the request takes effect; its answer is lost
+            response = _Dropped() if drop else failure()
+        # held after it took effect: a client giving up now does not know it did
+        await self._hold(after_commit)
+        return response
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class _Dropped:

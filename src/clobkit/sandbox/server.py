@@ -143,7 +143,12 @@ class Sandbox:
             self.close_state()
             return
         server.should_exit = True
-        thread.join(timeout)
+        # a request held on purpose (faults.latency_ms) would outlast uvicorn's grace
+        # period and lose its answer: end the delays until the server has stopped
+        deadline = time.monotonic() + timeout
+        while thread.is_alive() and time.monotonic() < deadline:
+            self._state.faults.release()
+            thread.join(0.05)
         if thread.is_alive():  # pragma: no cover - a stuck connection
             server.force_exit = True
             thread.join(timeout)
