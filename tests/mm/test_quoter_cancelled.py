@@ -132,3 +132,24 @@ async def test_cancel_all_cancelled_while_a_cancel_sent_again_is_held(
     assert service_view(sb, user, market_id) == []  # exit cancelled it
     sb.faults.release()
     await eventually(lambda: sb.faults.held == 0, GUARD)
+
+
+async def test_a_requote_after_a_cancel_sent_again_was_cut_short_keeps_one_order_a_level(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    """The cancel sent again while resolving was cut short and is still held (the order
+    rests): the next requote of the same level must not place a second order beside it
+    (a concern of the audit; it reads the order first and keeps it)."""
+    one = LADDER[:1]
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(one)
+        sb.faults.configure({"latency_ms": HOLD, "latency_at": "before"})
+        await cancelled_when_held(sb, q.cancel_all(), 1)
+        sb.faults.configure(second_request_held("before"))
+        await cancelled_when_held(sb, q.cancel_all(), 2)
+        sb.faults.configure(None)  # both cancels stay held: the order rests
+        await q.requote(one)
+        assert len(service_view(sb, user, market_id)) == 1
+        assert q.pending == 0
+    sb.faults.release()
+    await eventually(lambda: sb.faults.held == 0, GUARD)
