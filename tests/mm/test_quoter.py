@@ -344,10 +344,12 @@ async def test_records_without_the_clients_key(
         q._unknown = holding  # type: ignore[method-assign]
         request = q._req
 
-        async def answer_after_record(endpoint: str, call: Any, cost: int = 1) -> Any:
+        async def answer_after_record(
+            endpoint: str, call: Any, cost: int = 1, *, again: bool = False
+        ) -> Any:
             """The POST's answer handed over only once its (stripped) record has come:
             the order this test is about, made certain rather than left to the load."""
-            result = await request(endpoint, call, cost)
+            result = await request(endpoint, call, cost, again=again)
             if endpoint == "POST /orders" and version != 1:
                 await eventually(lambda: result.order_id in q._unclaimed)
             return result

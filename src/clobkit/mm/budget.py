@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 __all__ = ["Budget", "Slots"]
 
@@ -19,6 +20,7 @@ class Budget:
         self._sent: deque[float] = deque()
         #: Requests that had to wait for room.
         self.queued = 0
+        self._nudge: asyncio.Future[None] | None = None  # wakes the waiters (``nudge``)
 
     def used(self, now: float) -> int:
         """Requests sent in the window ending at ``now`` (loop time, s)."""
@@ -28,24 +30,36 @@ class Budget:
             sent.popleft()
         return len(sent)
 
-    async def take(self, keep: int = 0, n: int = 1) -> None:
+    async def take(self, keep: int = 0, n: int = 1, stop: Callable[[], bool] | None = None) -> bool:
         """Wait until ``n`` more requests, with ``keep`` more after them, fit; count them
         sent (``n`` is what one call of the client costs: a listing of open orders is a
-        request per open status)."""
+        request per open status). False, nothing counted, once ``stop()`` is true: it
+        is asked before each try, and ``nudge()`` makes the waiters try again now."""
         loop = asyncio.get_running_loop()
         n = max(1, min(n, self.limit))
         keep = min(keep, self.limit - n)
         waited = False
         while True:
+            if stop is not None and stop():
+                return False
             now = loop.time()
             over = self.used(now) + n + keep - self.limit
             if over <= 0:
                 self._sent.extend([now] * n)
-                return
+                return True
             if not waited:
                 waited = True
                 self.queued += 1
-            await asyncio.sleep(max(0.001, self._sent[over - 1] + self.window - now))
+            if self._nudge is None or self._nudge.done():
+                self._nudge = loop.create_future()
+            # asyncio.wait leaves the shared future alone when its time is up
+            delay = max(0.001, self._sent[over - 1] + self.window - now)
+            await asyncio.wait((self._nudge,), timeout=delay)
+
+    def nudge(self) -> None:
+        """Make every waiting ``take`` try again now (its ``stop`` may have become true)."""
+        if self._nudge is not None and not self._nudge.done():
+            self._nudge.set_result(None)
 
     def spend(self, n: int) -> None:
         """Count ``n`` more requests sent now (the further pages of a listing)."""

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from .._core import to_units
 from .._spec import PAGE_SIZE_MAX
 from ..client import UNKNOWN_OUTCOME, AsyncClient, paced, within
-from ..errors import QuoteRefused, RateLimited
+from ..errors import ApiError, QuoteRefused, RateLimited
 from ..models import Order
 from .budget import Budget, Slots
 from .killswitch import KillSwitch
@@ -25,13 +25,32 @@ from .quoter import Quoter
 from .risk import NONE, DeskLimits, Sums, exposure
 from .sending import LISTING
 
-__all__ = ["CANCEL", "OPEN_ORDERS", "Gate"]
+__all__ = ["CANCEL", "OPEN_ORDERS", "Gate", "Halted"]
 
 T = TypeVar("T")
 
 CANCEL = "DELETE /orders/:id"
+PLACE = "POST /orders"
 OPEN_ORDERS = "GET /orders?open"
 POSITIONS = "GET /portfolio/positions"
+
+
+class Halted(QuoteRefused, ApiError):
+    """A place the halted desk did not send: it never reached the service. A
+    ``QuoteRefused`` naming the reason (as a requote refused once halted); an
+    ``ApiError`` too, so that its quoter forgets the order as one the service refused
+    (``status`` 0: no answer came) and raises this once its requote is done."""
+
+    def __init__(self, reason: str) -> None:
+        self.field, self.value = "desk", reason
+        self.reason = "is halted: no new quotes until resume()"
+        self.message = f"desk: {self.reason} (got {reason!r})"  # as QuoteRefused says it
+        self.status = 0
+        self.code = self.detail = None
+        Exception.__init__(self, self.message)  # (each base's __init__ wants its own args)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.value,))
 
 
 class Gate(KillSwitch):
@@ -56,9 +75,15 @@ class Gate(KillSwitch):
         self._held: asyncio.Task[dict[Any, int]] | None = None
         self._listed: asyncio.Task[list[Order]] | None = None
 
-    async def request(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T:
+    async def request(
+        self, endpoint: str, call: Awaitable[T], cost: int = 1, *, again: bool = False
+    ) -> T:
         """Await ``call`` (``cost`` requests to ``endpoint``: a listing of open orders is
-        one per open status) within the budget, counted."""
+        one per open status) within the budget, counted. A place not yet sent when the
+        desk halts is not sent (``Halted``): halt()'s cancels must not wait behind the
+        places queued for room in the budget, holding their quoters' locks. A place sent
+        ``again`` to settle one of unknown outcome is sent (the first may still land:
+        settled, it is cancelled; forgotten, it would rest untracked)."""
         urgent = endpoint == CANCEL
         if urgent and self.halted is not None:
             # the kill switch: every cancel at once, bounded by the client's connection
@@ -66,27 +91,38 @@ class Gate(KillSwitch):
             return await self._send(endpoint, call, 0, cost)
         keep = 0 if urgent else self._now.orders  # room to cancel everything
         try:
+            self._refuse(endpoint, again)
             await self.slots.acquire(urgent)
         except BaseException:
-            if inspect.iscoroutine(call):
-                call.close()  # never started
+            _close(call)
             raise
         try:
-            return await self._send(endpoint, call, keep, cost)
+            return await self._send(endpoint, call, keep, cost, again)
         finally:
             self.slots.release()
 
-    async def _send(self, endpoint: str, call: Awaitable[T], keep: int, cost: int) -> T:
+    def _refuse(self, endpoint: str, again: bool) -> None:
+        """``Halted`` for a new place while the desk is halted."""
+        if self._halted_place(endpoint, again):
+            raise Halted(str(self.halted))
+
+    def _halted_place(self, endpoint: str, again: bool) -> bool:
+        return self.halted is not None and endpoint == PLACE and not again
+
+    async def _send(
+        self, endpoint: str, call: Awaitable[T], keep: int, cost: int, again: bool = False
+    ) -> T:
         try:
-            await self.budget.take(keep, cost)
+            self._refuse(endpoint, again)  # halted while it waited for a slot
+            if not await self.budget.take(keep, cost, lambda: self._halted_place(endpoint, again)):
+                raise Halted(str(self.halted))  # halted while it waited for room
         except BaseException:
-            if inspect.iscoroutine(call):
-                call.close()  # never started
+            _close(call)
             raise
         start = time.perf_counter()
         try:
             # the client's own retries take room in the budget too
-            with paced(lambda: self.budget.take(keep)):
+            with paced(lambda: self._room(keep)):
                 result = await call
         except asyncio.CancelledError:
             raise
@@ -104,6 +140,9 @@ class Gate(KillSwitch):
         if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
             self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages (at most)
         return result
+
+    async def _room(self, keep: int) -> None:
+        await self.budget.take(keep)
 
     def _outcome(self, unknown: bool) -> None:
         window = self._outcomes
@@ -205,3 +244,9 @@ class Gate(KillSwitch):
         self._now.set(q, NONE)
         self._plan.set(q, NONE)
         self._wake()
+
+
+def _close(call: Awaitable[Any]) -> None:
+    """A call that will never be awaited: closed, so that it never starts (nor warns)."""
+    if inspect.iscoroutine(call):
+        call.close()

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..client import Stream
 from ..models import Order
+from .budget import Budget
 from .quoter import Quoter
 
 __all__ = ["KillSwitch"]
@@ -27,6 +28,7 @@ class KillSwitch:
 
     _quoters: dict[tuple[str, str], Quoter]
     _stream: Stream | None
+    budget: Budget
 
     def _init_kill_switch(
         self,
@@ -69,6 +71,7 @@ class KillSwitch:
             self.halts += 1
             log.warning("desk halted: %s", reason)
         self._wake()  # requotes waiting for room give up
+        self.budget.nudge()  # and so do their places waiting in the budget (not sent)
         return await self._cancel_all()
 
     async def _cancel_all(self) -> list[Order]:

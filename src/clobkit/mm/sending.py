@@ -49,7 +49,9 @@ class Host(Protocol):
     """What a ``Desk`` does for the quoters it hosts (``quoter._host``): the stream,
     the shared reads, the request budget and the limits over all of them."""
 
-    async def request(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T: ...
+    async def request(
+        self, endpoint: str, call: Awaitable[T], cost: int = 1, *, again: bool = False
+    ) -> T: ...
     async def open(self, q: Quoter) -> None: ...
     async def attach(self, q: Quoter) -> None: ...
     def detach(self, q: Quoter) -> None: ...
@@ -74,13 +76,16 @@ class Sending(Tracking):
     _errors: list[ApiError]
     retries: int
 
-    async def _req(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T:
-        """A request to the service (``cost``: the requests the call makes): on a desk,
-        within its budget and counted."""
+    async def _req(
+        self, endpoint: str, call: Awaitable[T], cost: int = 1, *, again: bool = False
+    ) -> T:
+        """A request to the service (``cost``: the requests the call makes; ``again``: a
+        place sent again to settle one of unknown outcome): on a desk, within its budget
+        and counted."""
         host = self._host
         if host is None:
             return await call
-        return await host.request(endpoint, call, cost)
+        return await host.request(endpoint, call, cost, again=again)
 
     async def _prepare(self, level: Level) -> _Tracked:
         prepared = await self._client.prepare_raw_order_amounts(  # caches warm: no request
@@ -108,7 +113,11 @@ class Sending(Tracking):
         assert t.prepared is not None
         t.sent_at = time.time()
         try:
-            result = await self._req("POST /orders", self._client.post_raw_order(t.prepared))
+            # sent again (same key: it cannot make a second order) to settle one of
+            # unknown outcome: a halted desk lets it through, to cancel it after
+            again = t.state == PLACE_UNKNOWN
+            call = self._client.post_raw_order(t.prepared)
+            result = await self._req("POST /orders", call, again=again)
         except UNKNOWN as exc:
             log.info("place %s: outcome unknown (%s)", t.key, exc)
             if t.state == PLACING:

@@ -1,0 +1,92 @@
+"""A desk over a whole slate of markets: what it costs and what it keeps, counted (the
+requests the sandbox was sent, the records handed to quoters), never timed.
+
+The sandbox's ``extra_games`` makes the slate (docs/sandbox.md): 40 games per league
+give 206 markets with a two-sided house book, 412 quoters over both outcomes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from clobkit import AsyncClient
+from clobkit.errors import QuoteRefused
+from clobkit.mm import Budget, Desk, Quote
+
+from .conftest import CountingTransport, assert_same, eventually, options, service_view
+from .test_desk import two_sided
+
+GUARD = 20.0  # s: a hang guard only
+POST = ("POST", "/api/ext/v1/orders/raw")
+
+
+def ladder(first: int, n: int = 3, size: int = 20) -> list[Quote]:
+    """``n`` BUYs from ``first`` cents up, a cent apart."""
+    return [Quote("BUY", Decimal(first + k) / 100, size) for k in range(n)]
+
+
+async def test_a_halt_does_not_wait_behind_places_queued_for_the_budget(sb: Any, user: Any) -> None:
+    # the places of a requote waited in the budget's window (a minute on the service)
+    # holding their quoters' locks, and halt()'s cancels waited behind them: the desk
+    # stopped only once every queued place had been sent, to cancel it then
+    transport = CountingTransport()
+    async with (
+        AsyncClient(**options(sb, user, transport=transport)) as client,
+        Desk(client, user_id=user.user_id) as desk,
+    ):
+        quoters = [desk.quoter(m, o) for m in two_sided(sb, 5) for o in ("a", "b")]
+        await desk.open()
+        # room for 40 requests in an hour: 30 kept to cancel what the requote admits,
+        # so some of its 30 places wait
+        desk.budget = Budget(40, window=3600)
+        requote = asyncio.ensure_future(desk.requote({q: ladder(5) for q in quoters}))
+        try:
+            await eventually(lambda: desk.budget.queued > 0 or requote.done(), GUARD)
+            assert not requote.done()
+            sent = transport.count(*POST)
+            cancelled = await asyncio.wait_for(desk.halt(), GUARD)
+            assert transport.count(*POST) == sent  # nothing placed once halted
+            assert len(cancelled) == sent
+            with pytest.raises(QuoteRefused, match="halted"):
+                await asyncio.wait_for(requote, GUARD)
+        finally:  # a failure leaves no request waiting an hour for the exit
+            requote.cancel()
+            desk.budget = Budget(6_000)
+        for q in quoters:
+            assert service_view(sb, user, q.market_id, q.outcome) == []
+            assert q.pending == 0
+            assert_same(sb, user, q)
+
+
+async def test_a_halt_sends_a_place_of_unknown_outcome_again_to_settle_it(
+    sb: Any, user: Any
+) -> None:
+    # a place held by the service before it took effect, cut short: of unknown outcome.
+    # halt() settles it: the listing misses it (not taken yet) and the place goes again
+    # (the same key: one order at most). Refused as a new place by the halt, it was
+    # forgotten, and when the first send landed an order rested that nothing tracked
+    hold = {"latency_ms": 60_000, "latency_at": "before"}
+    async with (
+        AsyncClient(**options(sb, user)) as client,
+        Desk(client, user_id=user.user_id) as desk,
+    ):
+        (market,) = two_sided(sb, 1)
+        q = desk.quoter(market, "a")
+        await desk.open()
+        sb.faults.configure(hold)
+        requote = asyncio.ensure_future(desk.requote({q: ladder(5, n=1)}))
+        await eventually(lambda: sb.faults.held == 1 or requote.done(), GUARD)
+        requote.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await requote
+        sb.faults.configure(None)  # the first place stays held
+        await asyncio.wait_for(desk.halt(), GUARD)  # sent again, then cancelled
+        sb.faults.release()  # the first place reaches the service now: a duplicate
+        await eventually(lambda: sb.faults.held == 0, GUARD)
+        assert service_view(sb, user, market, "a") == []
+        assert q.pending == 0
+        assert_same(sb, user, q)
