@@ -170,19 +170,25 @@ def _orderbook(st: SandboxState, user: UserConfig, request: Request, body: bytes
 
 
 def _place(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    _check_content_type(request)
+    _check_content_type(request, body)
     return views.fields(st.engine.place_order(user.user_id, decode_body(body)))
 
 
 def _place_raw(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:
-    _check_content_type(request)
+    _check_content_type(request, body)
     return views.fields(st.engine.place_raw_order(user.user_id, decode_body(body)))
 
 
-def _check_content_type(request: Request) -> None:
+def _check_content_type(request: Request, body: bytes) -> None:
+    """A body's ``Content-Type`` is ``application/json`` (section 5: a required header on a
+    request with a body); its parameters (``; charset=utf-8``) are free, case is not read."""
+    if not body:
+        return  # no body: decode_body says what is missing
     kind = request.headers.get("content-type")
-    if kind is not None and "json" not in kind.lower():
-        raise bad_body("Content-Type must be application/json")
+    media = (kind or "").partition(";")[0].strip().lower()
+    if media != "application/json":
+        got = "no Content-Type header" if kind is None else f"Content-Type {kind[:64]!r}"
+        raise bad_body(f"Content-Type must be application/json, got {got}")
 
 
 def _cancel(st: SandboxState, user: UserConfig, request: Request, body: bytes) -> Any:

@@ -150,15 +150,13 @@ def _choice(
     return value
 
 
-def _uint(value: object, name: str, code: str | None = None, *, strings_only: bool = False) -> int:
-    """A uint256 from a decimal digit string (or an int unless ``strings_only``)."""
-    if isinstance(value, int) and not isinstance(value, bool) and not strings_only:
-        number = value
-    elif isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 80:
-        number = int(value)
-    else:
+def _uint(value: object, name: str, code: str | None = None) -> int:
+    """A uint256 from a decimal digit string: section 4.8 types a raw order's amounts,
+    salt, nonce and expiration as strings, so a JSON number is refused too."""
+    if not (isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 80):
         raise bad_body(f"{name} must be a non-negative integer string", code)
-    if not 0 <= number <= UINT256_MAX:
+    number = int(value)
+    if number > UINT256_MAX:
         raise bad_body(f"{name} must fit in uint256", code)
     return number
 
@@ -324,7 +322,8 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
     order_type = _choice(body, "order_type", ORDER_TYPES, FOK)
     assert order_type is not None
     salt = _raw_salt(body)
-    nonce = 0 if body.get("nonce") is None else _uint(body.get("nonce"), "nonce")
+    raw_nonce = body.get("nonce")
+    nonce = 0 if raw_nonce is None else _uint(raw_nonce, "nonce")
     expiration = _raw_expiration(body, order_type, now)
     usdc, shares, limit = _implied(maker, taker, side)
     _check_active(market)
@@ -356,9 +355,7 @@ def _raw_outcome(body: Mapping[str, Any], market: MarketState) -> str:
     if outcome is None:
         raise bad_body("outcome (a or b) is required")
     token = body.get("token_id")
-    if isinstance(token, int) and not isinstance(token, bool):
-        token = str(token)
-    if not isinstance(token, str):
+    if not isinstance(token, str):  # section 4.8 types it a string, as the amounts
         raise bad_body("token_id is required (a decimal string)")
     if token != market.token(outcome):
         raise bad_body(
@@ -370,18 +367,8 @@ def _raw_outcome(body: Mapping[str, Any], market: MarketState) -> str:
 
 def _raw_amounts(body: Mapping[str, Any]) -> tuple[int, int]:
     """A raw order's maker and taker amounts (units): positive uint256 digit strings."""
-    maker = _uint(
-        body.get("maker_amount"),
-        "maker_amount",
-        CODE_INVALID_MAKER_AMOUNT,
-        strings_only=True,
-    )
-    taker = _uint(
-        body.get("taker_amount"),
-        "taker_amount",
-        CODE_INVALID_TAKER_AMOUNT,
-        strings_only=True,
-    )
+    maker = _uint(body.get("maker_amount"), "maker_amount", CODE_INVALID_MAKER_AMOUNT)
+    taker = _uint(body.get("taker_amount"), "taker_amount", CODE_INVALID_TAKER_AMOUNT)
     if maker == 0:
         raise bad_body("maker_amount must be positive", CODE_INVALID_MAKER_AMOUNT)
     if taker == 0:
@@ -415,9 +402,8 @@ def _raw_salt(body: Mapping[str, Any]) -> int:
 
 def _raw_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
     """A raw order's expiration (Unix seconds): after ``now`` (ms) for GTD, else 0."""
-    expiration = (
-        0 if body.get("expiration") is None else _uint(body.get("expiration"), "expiration")
-    )
+    raw = body.get("expiration")
+    expiration = 0 if raw is None else _uint(raw, "expiration")
     if order_type == GTD:
         if expiration <= now // 1000:
             raise bad_body("a GTD order needs an expiration in the future")
