@@ -42,9 +42,12 @@ def moving_market(sb: Sandbox) -> str:
     return sorted(m.id for m in sb.engine.markets.values() if m.mid is not None and m.active)[0]
 
 
-def client(sb: Any, user: int = 2) -> AsyncClient:
+def client(sb: Any, user: int = 2, **options: Any) -> AsyncClient:
+    """A client of ``sb``'s user ``user``; ``options`` go to ``AsyncClient``."""
     u = sb.users[user]
-    return AsyncClient(sb.base_url, u.api_key, u.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url)
+    return AsyncClient(
+        sb.base_url, u.api_key, u.api_secret, clob_url=sb.clob_url, ws_url=sb.ws_url, **options
+    )
 
 
 async def record_while(

@@ -21,7 +21,6 @@ from typing import Any
 import httpx
 import pytest
 
-from clobkit import AsyncClient
 from clobkit._spec import book_topic
 from clobkit.errors import ValidationError
 from clobkit.models import StreamMessage
@@ -102,15 +101,7 @@ async def test_books_that_arrive_during_a_snapshot_are_stamped_before_it(
     gate = _Gate()
     with sandbox_module.serve_in_thread(config()) as sb:
         market = moving_market(sb)
-        u = sb.users[2]
-        async with AsyncClient(
-            sb.base_url,
-            u.api_key,
-            u.api_secret,
-            clob_url=sb.clob_url,
-            ws_url=sb.ws_url,
-            transport=gate,
-        ) as c:
+        async with client(sb, transport=gate) as c:
             markets = await resolve_markets(c, market_ids=[market])
             recorder = Recorder(c, tmp_path, markets, outcomes="a")
             task = asyncio.create_task(recorder.run())
@@ -285,20 +276,17 @@ def test_the_announced_length_is_what_a_run_replays(tmp_path: Path) -> None:
     assert replay_line(replay, 1.0, True).startswith("1 markets, 3 updates, 1000 s, step")
 
 
-class _Outage(httpx.AsyncBaseTransport):
+class _Outage(_Gate):
     """A real HTTP transport whose book reads fail (no connection) while ``down``."""
 
     def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
+        super().__init__()
         self.down = False
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self.down and "/orderbooks/" in request.url.path:
             raise httpx.ConnectError("the service is down", request=request)
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+        return await super().handle_async_request(request)
 
 
 async def test_a_snapshot_that_fails_after_a_reconnect_is_read_again_later(
@@ -309,16 +297,7 @@ async def test_a_snapshot_that_fails_after_a_reconnect_is_read_again_later(
     outage = _Outage()
     with sandbox_module.serve_in_thread(config()) as sb:
         market = moving_market(sb)
-        u = sb.users[2]
-        async with AsyncClient(
-            sb.base_url,
-            u.api_key,
-            u.api_secret,
-            clob_url=sb.clob_url,
-            ws_url=sb.ws_url,
-            max_retries=0,
-            transport=outage,
-        ) as c:
+        async with client(sb, max_retries=0, transport=outage) as c:
             markets = await resolve_markets(c, market_ids=[market])
             recorder = Recorder(c, tmp_path, markets, outcomes="a")
             task = asyncio.create_task(recorder.run())
