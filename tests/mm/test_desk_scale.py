@@ -90,3 +90,24 @@ async def test_a_halt_sends_a_place_of_unknown_outcome_again_to_settle_it(
         assert service_view(sb, user, market, "a") == []
         assert q.pending == 0
         assert_same(sb, user, q)
+
+
+async def test_each_quoter_is_handed_its_own_orders_of_the_shared_listing(
+    sb: Any, user: Any
+) -> None:
+    # a resync handed every quoter the whole listing to filter: quoters x orders on a
+    # big desk (7 M records at 600 quoters of 20 levels); grouped once now
+    async with (
+        AsyncClient(**options(sb, user)) as client,
+        Desk(client, user_id=user.user_id) as desk,
+    ):
+        quoters = [desk.quoter(m, o) for m in two_sided(sb, 3) for o in ("a", "b")]
+        await desk.open()
+        await desk.requote({q: ladder(5, n=2) for q in quoters})
+        for q in quoters:
+            own = await desk.listed(q)
+            assert {(o.market_id, o.outcome) for o in own} == {(q.market_id, q.outcome)}
+            assert len(own) == 2
+        await desk.reconcile()  # the re-read through the grouped listing
+        for q in quoters:
+            assert_same(sb, user, q)

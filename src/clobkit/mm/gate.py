@@ -73,7 +73,7 @@ class Gate(KillSwitch):
         self._now = Sums()  # what may rest on the service now
         self._plan = Sums()  # what the requotes under way head to
         self._held: asyncio.Task[dict[Any, int]] | None = None
-        self._listed: asyncio.Task[list[Order]] | None = None
+        self._listed: asyncio.Task[dict[tuple[str, str], list[Order]]] | None = None
 
     async def request(
         self, endpoint: str, call: Awaitable[T], cost: int = 1, *, again: bool = False
@@ -181,12 +181,15 @@ class Gate(KillSwitch):
                 positions[(pos.market_id, pos.raw_outcome)] = units
         return positions
 
-    async def listed(self) -> list[Order]:
+    async def listed(self, q: Quoter) -> list[Order]:
+        """The live orders of ``q``'s market and outcome, from one listing shared by the
+        desk's quoters (grouped once: each quoter reads its own, not the whole desk's)."""
         if self._listed is None:
-            self._listed = asyncio.ensure_future(
-                self.request(OPEN_ORDERS, self._client.open_orders(), LISTING)
-            )
-        return await asyncio.shield(self._listed)
+            self._listed = asyncio.ensure_future(self._grouped())
+        return (await asyncio.shield(self._listed)).get((q.market_id, q.outcome), [])
+
+    async def _grouped(self) -> dict[tuple[str, str], list[Order]]:
+        return by_outcome(await self.request(OPEN_ORDERS, self._client.open_orders(), LISTING))
 
     async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool:
         """Check ``q``'s new ladder ``levels`` against the desk's limits (``QuoteRefused``)
@@ -244,6 +247,16 @@ class Gate(KillSwitch):
         self._now.set(q, NONE)
         self._plan.set(q, NONE)
         self._wake()
+
+
+def by_outcome(orders: list[Order]) -> dict[tuple[str, str], list[Order]]:
+    """A listing's orders by (market, outcome): one pass, so that handing each quoter its
+    own costs the listing once, not once per quoter (quoters x orders on a big desk)."""
+    groups: dict[tuple[str, str], list[Order]] = {}
+    for order in orders:
+        if order.market_id is not None and order.outcome is not None:
+            groups.setdefault((order.market_id, order.outcome), []).append(order)
+    return groups
 
 
 def _close(call: Awaitable[Any]) -> None:

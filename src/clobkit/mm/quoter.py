@@ -208,7 +208,7 @@ class Quoter(Resolving):
         listed = None
         if host is not None:
             self._position = await host.held(self)
-            listed = await host.listed()
+            listed = await host.listed(self)
         else:
             self._position = await self._held()
         async with self._lock:

@@ -13,7 +13,7 @@ import time
 from ..client import Stream, orders_topic, within
 from ..errors import ValidationError
 from ..models import Reconnected, StreamMessage
-from .gate import OPEN_ORDERS, Gate
+from .gate import OPEN_ORDERS, Gate, by_outcome
 from .quoter import Quoter
 from .sending import LISTING
 
@@ -157,8 +157,10 @@ class Routing(Gate):
                 for q in stale:  # their next requote re-reads first
                     q._stale = True
                 raise
+            groups = by_outcome(listed)  # each quoter its own orders
             results = await asyncio.gather(
-                *(q._reconcile(listed) for q in stale), return_exceptions=True
+                *(q._reconcile(groups.get((q.market_id, q.outcome), [])) for q in stale),
+                return_exceptions=True,
             )
             for q in stale:
                 self.settle(q)
