@@ -4,6 +4,7 @@ Arrow schema they are written with (``clobkit.record`` re-exports ``decode_book_
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -98,7 +99,9 @@ def decode_book_frame(raw: bytes) -> StreamMessage | None:
     topic = frame.topic
     if not (topic.startswith(_BOOK_PREFIX) and topic.endswith(_BOOK_SUFFIX)):
         return None  # another topic's data that happens to have bids and asks
-    return StreamMessage(type=frame.type, topic=topic, data=frame.data)
+    # stamped here, as the stream reads the frame: the stream need not copy the message
+    # to stamp it (a second allocation per book frame)
+    return StreamMessage(type=frame.type, topic=topic, data=frame.data, received_ns=time.time_ns())
 
 
 def text_levels(levels: Any) -> list[Level]:
