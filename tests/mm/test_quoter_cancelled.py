@@ -52,6 +52,16 @@ def second_request_held(at: str) -> dict[str, Any]:
     raise AssertionError("no seed")
 
 
+async def a_second_cancel_cut_short(sb: Any, q: Quoter, ladder: list[Quote]) -> None:
+    """``ladder`` placed, a ``cancel_all`` cut short while its cancels are held, and the
+    next one too, while the cancel it sends again (having read the order live) is held."""
+    await q.requote(ladder)
+    sb.faults.configure({"latency_ms": HOLD, "latency_at": "before"})
+    await cancelled_when_held(sb, q.cancel_all(), 1)
+    sb.faults.configure(second_request_held("before"))
+    await cancelled_when_held(sb, q.cancel_all(), 2)
+
+
 @pytest.mark.parametrize("at", ["before", "after"])
 async def test_requote_cancelled_while_places_are_held(
     sb: Any, user: Any, client: AsyncClient, market_id: str, at: str
@@ -120,12 +130,7 @@ async def test_cancel_all_cancelled_while_a_cancel_sent_again_is_held(
     still resolves it and cancels the order (none is left resting)."""
     one = LADDER[:1]
     async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
-        await q.requote(one)
-        sb.faults.configure({"latency_ms": HOLD, "latency_at": "before"})
-        await cancelled_when_held(sb, q.cancel_all(), 1)
-        # the next cancel_all reads the order (quick), finds it live, cancels it again
-        sb.faults.configure(second_request_held("before"))
-        await cancelled_when_held(sb, q.cancel_all(), 2)
+        await a_second_cancel_cut_short(sb, q, one)
         assert q.pending == 1
         assert len(q.resting()) == 1
         sb.faults.configure(None)  # both cancels stay held: the order is live
@@ -142,11 +147,7 @@ async def test_a_requote_after_a_cancel_sent_again_was_cut_short_keeps_one_order
     (a concern of the audit; it reads the order first and keeps it)."""
     one = LADDER[:1]
     async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
-        await q.requote(one)
-        sb.faults.configure({"latency_ms": HOLD, "latency_at": "before"})
-        await cancelled_when_held(sb, q.cancel_all(), 1)
-        sb.faults.configure(second_request_held("before"))
-        await cancelled_when_held(sb, q.cancel_all(), 2)
+        await a_second_cancel_cut_short(sb, q, one)
         sb.faults.configure(None)  # both cancels stay held: the order rests
         await q.requote(one)
         assert len(service_view(sb, user, market_id)) == 1

@@ -10,33 +10,16 @@ from typing import Any
 
 import pytest
 
-from clobkit import Client
 from clobkit.errors import TimeoutError as ClobkitTimeoutError
 from clobkit.errors import TransportError
 from clobkit.sandbox import SandboxConfig, serve_in_thread
 from clobkit.sandbox.config import ConfigError
 from clobkit.sandbox.faults import FaultConfig, Faults
 
+from .test_faults import _client, _market, _orders
+
 GUARD = 30.0  # s: a hang guard only
 HOLD = 60_000  # ms: held until the test releases it
-
-
-def _client(sb: Any, **overrides: Any) -> Client:
-    user = sb.users[1]
-    options: dict[str, Any] = {"clob_url": sb.clob_url, "ws_url": sb.ws_url, "max_retries": 0}
-    options.update(overrides)
-    return Client(sb.base_url, user.api_key, user.api_secret, **options)
-
-
-def _market(sb: Any) -> str:
-    for market_id, state in sb.engine.markets.items():
-        if state.active and sb.engine.orderbook(state.fx.token_id_a) is not None:
-            return str(market_id)
-    raise AssertionError("no market with a book")
-
-
-def _orders(sb: Any) -> int:
-    return len(sb.engine.list_orders(sb.users[1].user_id, page_size=10_000).items)
 
 
 def eventually(check: Callable[[], bool], timeout: float = GUARD) -> None:
