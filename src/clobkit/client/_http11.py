@@ -285,6 +285,12 @@ class _Connection(asyncio.Protocol):
         self._outgoing = outgoing
         self._limit = limit
         waiter = self._waiter = self.loop.create_future()
+        if self.closed:
+            # lost before the request went out (a new connection the server closed at
+            # once, its close read before the exchange resumed): a write would be
+            # dropped unseen, and the answer waited for until the deadline
+            self._finish(httpx.RemoteProtocolError(_DISCONNECTED))
+            return waiter
         self.transport.write(data)
         return waiter
 
@@ -339,11 +345,7 @@ class Connections:
             connection = self._take(outgoing.origin, loop.time())
             if connection is None:
                 try:
-                    connecting = self._connect(loop, outgoing.origin)
-                    if deadline is None:
-                        connection = await connecting
-                    else:
-                        connection = await within(connecting, deadline - loop.time())
+                    connection = await self._open_by(loop, outgoing.origin, deadline)
                 except asyncio.TimeoutError:
                     return None
                 except (OSError, ssl.SSLError, OverflowError) as exc:  # a port past 65535
@@ -361,6 +363,32 @@ class Connections:
                     connection.close()  # cancelled mid-exchange: its state is unknown
                 self._release(outgoing.origin, connection, loop.time())
             return result
+
+    async def _open_by(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        origin: tuple[bytes, bytes, int | None],
+        deadline: float | None,
+    ) -> _Connection:
+        """A new connection to ``origin``, open by ``deadline`` (loop time, else
+        ``asyncio.TimeoutError``)."""
+        if deadline is None:
+            return await self._connect(loop, origin)  # in this task: its result is ours
+        task = loop.create_task(self._connect(loop, origin))
+        try:
+            return await within(task, deadline - loop.time())
+        except BaseException:
+            # a cancel may come after the connection is made and before this task
+            # resumes: then the done task holds the one reference to an open socket.
+            # Close whatever the task makes, now or when it ends.
+            task.add_done_callback(self._unused)
+            raise
+
+    def _unused(self, task: asyncio.Task[_Connection]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            connection = task.result()
+            connection.close()
+            self._open.discard(connection)
 
     def _take(self, origin: tuple[bytes, bytes, int | None], now: float) -> _Connection | None:
         idle = self._idle.get(origin)

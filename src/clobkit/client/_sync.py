@@ -61,6 +61,10 @@ T = TypeVar("T")
 Number = Decimal | str | int | float
 
 
+class _Abandoned(Exception):
+    """Ends a ``Gather``'s worker whose caller was interrupted (nobody reads it)."""
+
+
 class Client(RawOrderSeam):
     """Synchronous client of the External Trading API; see ``AsyncClient`` for asyncio.
 
@@ -147,7 +151,9 @@ class Client(RawOrderSeam):
 
     # -- I/O driver ------------------------------------------------------------------
 
-    def _run(self, op: Operation[T]) -> T:
+    def _run(self, op: Operation[T], abandon: threading.Event | None = None) -> T:
+        """Drive ``op`` to its result; a worker of a ``Gather`` stops before its next
+        effect once ``abandon`` is set (the caller was interrupted)."""
         send = self._send
         shut = self._shut
         try:
@@ -158,13 +164,15 @@ class Client(RawOrderSeam):
                     # raised where the operation waits: a raw order's error carries it
                     effect = op.throw(self._refusal())
                     continue
+                if abandon is not None and abandon.is_set():
+                    raise _Abandoned  # closes the operation below: it sends nothing more
                 if type(effect) is Send:
                     result = send(effect)
                 elif type(effect) is Sleep:
                     shut.wait(effect.seconds)  # close() ends the sleep
                     result = None
                 elif type(effect) is Gather:
-                    result = self._gather(effect.operations)
+                    result = self._gather(effect.operations, abandon)
                 else:
                     assert type(effect) is Receive
                     try:
@@ -212,11 +220,26 @@ class Client(RawOrderSeam):
             return self._refusal()
         return read_whole_sync(response, limit, deadline)
 
-    def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
+    def _gather(
+        self, ops: list[Operation[Any]], abandon: threading.Event | None = None
+    ) -> list[Any]:
         if len(ops) <= 1:
-            return [self._run(op) for op in ops]
-        with ThreadPoolExecutor(max_workers=min(16, len(ops))) as pool:
-            return list(pool.map(self._run, ops))
+            return [self._run(op, abandon) for op in ops]
+        stop = threading.Event() if abandon is None else abandon
+        pool = ThreadPoolExecutor(max_workers=min(16, len(ops)))
+        wait = True
+        try:
+            return list(pool.map(lambda op: self._run(op, stop), ops))
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                # Ctrl-C (KeyboardInterrupt in the main thread): return at once. The
+                # requests in flight end in the background, each answer taken whole
+                # (cached or not at all); the workers start nothing further.
+                wait = False
+                stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=wait, cancel_futures=not wait)
 
     def _iterate(self, pager: Pager[Any, T]) -> Iterator[T]:
         while pager.params is not None:
