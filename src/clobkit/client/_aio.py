@@ -54,7 +54,12 @@ async def within(awaitable: Awaitable[T], seconds: float) -> T:
         raise
     if not done:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+        try:
+            # its end, however it ends; a cancel of this caller meanwhile propagates
+            # (awaiting the task itself, its CancelledError and ours look alike)
+            await asyncio.wait({task})
+        finally:
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: an error raised as it ended is not "lost"
         raise asyncio.TimeoutError
     return task.result()
