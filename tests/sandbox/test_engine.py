@@ -817,7 +817,8 @@ def test_raw_client_order_id_is_idempotent(engine: Engine) -> None:
         ({"maker_amount": "-5"}, "ORDER_INVALID_MAKER_AMOUNT"),
         ({"maker_amount": "1e6"}, "ORDER_INVALID_MAKER_AMOUNT"),
         ({"maker_amount": 1000000}, "ORDER_INVALID_MAKER_AMOUNT"),
-        ({"maker_amount": "0"}, "ORDER_INVALID_MAKER_AMOUNT"),
+        ({"maker_amount": "0"}, "ORDER_INVALID_PRICE"),  # a well-formed amount: the ratio rule
+        ({"taker_amount": "0"}, "ORDER_INVALID_PRICE"),
         ({"maker_amount": str(2**256)}, "ORDER_INVALID_MAKER_AMOUNT"),
         ({"taker_amount": "abc"}, "ORDER_INVALID_TAKER_AMOUNT"),
         ({"taker_amount": ""}, "ORDER_INVALID_TAKER_AMOUNT"),

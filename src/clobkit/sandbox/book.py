@@ -31,7 +31,7 @@ from clobkit.order_id import keccak256
 from .errors import Rejected, bad_body, risk
 from .ledger import Ledger
 from .parse import OrderSpec, units_text
-from .state import BID, BUY, FOK, UNIT, Account, Order
+from .state import BID, BUY, FOK, UNIT, Account, Order, uuid_key
 
 __all__ = ["Book"]
 
@@ -424,11 +424,7 @@ class Book(Ledger):
         self.account(user_id)
         order = self.orders.get(order_id) if isinstance(order_id, str) else None  # canonical
         if order is None:
-            try:
-                key = str(uuid.UUID(order_id))
-            except (ValueError, TypeError):
-                key = ""
-            order = self.orders.get(key)
+            order = self.orders.get(uuid_key(order_id))
         if order is None or order.user_id != user_id:
             raise Rejected(404, ERROR_ORDER_NOT_FOUND, code=code)
         return order

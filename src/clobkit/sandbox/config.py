@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import math
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+from clobkit._checks import positive_int, seconds
 from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
+from clobkit.errors import ClobkitError, ValidationError
 
 from .faults import FaultConfig
 
@@ -49,14 +50,17 @@ __all__ = [
 ALL_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "orders:write", "portfolio:read")
 READ_SCOPES: tuple[str, ...] = ("markets:read", "orders:read", "portfolio:read")
 
+_T = TypeVar("_T")
+
 
 #: Most ``extra_games`` a config may ask for: each league's fixtures are built at start
 #: (2,000 took 6 s on the project's machine, and the cost grows faster than the count).
 MAX_EXTRA_GAMES = 500
 
 
-class ConfigError(ValueError):
-    """A sandbox configuration value that cannot be used."""
+class ConfigError(ClobkitError, ValueError):
+    """A sandbox configuration value that cannot be used (a ``ClobkitError``, as every
+    refusal of bad input is, and a ``ValueError`` as before)."""
 
 
 def _money(value: object, what: str) -> Decimal:
@@ -199,16 +203,29 @@ class RiskConfig:
         return cls(**dict(data))
 
 
-def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"{what} must be a positive integer, got {value!r}")
-    return value
+def _checked(check: Callable[[object, str], _T], value: object, what: str) -> _T:
+    """``check`` (``clobkit._checks``'s, or one built on them) on the config key ``what``:
+    its refusal, in the words the client and the recorder use (key and value named), as
+    the ``ConfigError`` every config check raises."""
+    try:
+        return check(value, what)
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from None
 
 
-def _positive_seconds(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86_400:
-        raise ConfigError(f"{what} must be a positive number of seconds, got {value!r}")
-    return float(value)
+#: The longest time limit, in seconds (excluded). These limits are what keeps a client
+#: from holding a connection, and its place among ``max_connections``, indefinitely
+#: (docs/sandbox.md, "Limits": everything a client can make the server hold is
+#: bounded); they cannot be ``null``, and a deadline of a day or more would be none.
+_MAX_LIMIT_SECONDS = 86_400
+
+
+def _limit_seconds(value: object, what: str) -> float:
+    """A time limit: a positive finite number of seconds under a day."""
+    number = seconds(value, what)
+    if number >= _MAX_LIMIT_SECONDS:
+        raise ValidationError(what, value, f"must be under {_MAX_LIMIT_SECONDS:,} seconds")
+    return number
 
 
 @dataclass(frozen=True)
@@ -238,11 +255,8 @@ class LimitsConfig:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            checked = (
-                _positive_seconds(value, f"limits.{f.name}")
-                if f.name.endswith("_seconds")
-                else _positive_int(value, f"limits.{f.name}")
-            )
+            check = _limit_seconds if f.name.endswith("_seconds") else positive_int
+            checked = _checked(check, value, f"limits.{f.name}")
             object.__setattr__(self, f.name, checked)
 
     @classmethod
@@ -334,10 +348,7 @@ class SandboxConfig:
 
     def _check_scalars(self) -> None:
         """The clock skew, the delay, the signing flag and the exchange version checked."""
-        if isinstance(self.skew_seconds, bool) or not isinstance(self.skew_seconds, (int, float)):
-            raise ConfigError("skew_seconds must be a number")
-        if not 0 < self.skew_seconds < math.inf:  # NaN too
-            raise ConfigError("skew_seconds must be a positive, finite number")
+        _checked(seconds, self.skew_seconds, "skew_seconds")
         if _optional_count(self.processing_delay_ms, "processing_delay_ms") is None:
             raise ConfigError("processing_delay_ms must be a non-negative integer")
         if not isinstance(self.strict_query_signing, bool):

@@ -38,7 +38,6 @@ Settlement pays 1 USDC per winning share out of the collateral. Hence, always:
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
@@ -90,6 +89,7 @@ from .state import (
     Position,
     dec,
     derive_wallet,
+    uuid_key,
 )
 
 if TYPE_CHECKING:
@@ -328,9 +328,13 @@ class Engine(House):
             return Page(chunk, len(events), offset // limit + 1, limit, now)
 
     def event(self, event_id: str) -> EventFixture:
-        """An event by id or slug."""
+        """An event by id (any spelling ``uuid_key`` reads) or by its exact slug."""
         with self._op():
-            event = self.events.get(event_id) or self.events_by_slug.get(event_id)
+            event = (
+                self.events.get(event_id)
+                or self.events_by_slug.get(event_id)
+                or self.events.get(uuid_key(event_id))  # the spellings markets/:id reads
+            )
             if event is None:
                 raise Rejected(404, ERROR_EVENT_NOT_FOUND)
             return event
@@ -348,11 +352,7 @@ class Engine(House):
     def market(self, market_id: str) -> MarketState:
         """A market by id (404 ``market not found`` otherwise)."""
         with self._op():
-            try:
-                key = str(uuid.UUID(market_id))
-            except ValueError:
-                key = ""
-            market = self.markets.get(key)
+            market = self.markets.get(uuid_key(market_id))
             if market is None:
                 raise Rejected(404, ERROR_MARKET_NOT_FOUND)
             return market

@@ -366,13 +366,10 @@ def _raw_outcome(body: Mapping[str, Any], market: MarketState) -> str:
 
 
 def _raw_amounts(body: Mapping[str, Any]) -> tuple[int, int]:
-    """A raw order's maker and taker amounts (units): positive uint256 digit strings."""
+    """A raw order's maker and taker amounts (units): uint256 digit strings. Zero is one
+    (section 4.8: "non-negative"); ``_implied``'s ratio rule refuses it."""
     maker = _uint(body.get("maker_amount"), "maker_amount", CODE_INVALID_MAKER_AMOUNT)
     taker = _uint(body.get("taker_amount"), "taker_amount", CODE_INVALID_TAKER_AMOUNT)
-    if maker == 0:
-        raise bad_body("maker_amount must be positive", CODE_INVALID_MAKER_AMOUNT)
-    if taker == 0:
-        raise bad_body("taker_amount must be positive", CODE_INVALID_TAKER_AMOUNT)
     return maker, taker
 
 
@@ -413,11 +410,16 @@ def _raw_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
 
 
 def _implied(maker: int, taker: int, side: int) -> tuple[int, int, int]:
-    """(USDC, shares, limit in cents) of a raw order's amounts."""
+    """(USDC, shares, limit in cents) of a raw order's amounts: the ratio rule of section
+    4.8, the one check of a zero amount (no price at all, or a price of 0)."""
     # implied price: USDC / shares, strictly between 0 and 1
     usdc, shares = (maker, taker) if side == BUY else (taker, maker)
-    if not usdc < shares:
-        raise bad_body("maker_amount / taker_amount must lie between 0 and 1", CODE_INVALID_PRICE)
+    if not 0 < usdc < shares:
+        names = "maker_amount / taker_amount" if side == BUY else "taker_amount / maker_amount"
+        raise bad_body(
+            f"{names} (the implied price) must lie strictly between 0 and 1, got {usdc} / {shares}",
+            CODE_INVALID_PRICE,
+        )
     # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
     limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
     if not 1 <= limit <= 99:

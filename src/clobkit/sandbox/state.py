@@ -51,6 +51,7 @@ __all__ = [
     "dec",
     "derive_wallet",
     "own_levels",
+    "uuid_key",
 ]
 
 HOUSE = "house"
@@ -278,6 +279,19 @@ class EngineEvent:
     data: OrderRecord | None = None
 
 
+def uuid_key(value: object) -> str:
+    """The canonical (lower-case, hyphenated) spelling of a UUID path or body id, as
+    ``uuid.UUID`` reads it (upper case, no hyphens, braces, ``urn:uuid:``); ``""`` when
+    it is no UUID. Every id lookup (events, markets, orders) goes through it, so each
+    route accepts the same spellings."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return ""
+
+
 def dec(units: int) -> Decimal:
     """Exact decimal of 6-decimal units, without exponent or trailing zeros."""
     sign = "-" if units < 0 else ""
@@ -395,12 +409,9 @@ class EngineState:
             raise Rejected(404, "user not found") from None
 
     def _market(self, market_id: object) -> MarketState:
-        if not isinstance(market_id, str):
+        key = uuid_key(market_id)
+        if not key:
             raise bad_body("market_id must be a UUID string")
-        try:
-            key = str(uuid.UUID(market_id))
-        except ValueError:
-            raise bad_body("market_id must be a UUID string") from None
         market = self.markets.get(key)
         if market is None:
             raise Rejected(404, ERROR_MARKET_NOT_FOUND)
