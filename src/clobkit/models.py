@@ -537,6 +537,9 @@ class StreamMessage(_Model, kw_only=True):
     lacks are ``None``). ``received_ns`` is when its frame arrived (wall clock,
     ns since the epoch), stamped as the stream read it, however long it then
     waited for its consumer (``None`` for a message not read by a stream).
+    ``error`` holds the server's words on a message of type ``error`` (the API
+    text shows none; the sandbox sends one for each topic it refuses, naming it
+    in ``topic``).
     """
 
     type: str
@@ -544,6 +547,7 @@ class StreamMessage(_Model, kw_only=True):
     data: Any = None
     order: Order | None = None
     received_ns: int | None = None
+    error: str | None = None
 
     @property
     def order_id(self) -> str | None:

@@ -86,12 +86,14 @@ def parse_message(raw: str | bytes, received_ns: int | None = None) -> StreamMes
         fields.setdefault("id", fields.get("order_id"))
         with contextlib.suppress(msgspec.ValidationError, RecursionError):
             order = tolerant_convert(fields, Order)
+    error = obj.get("error")
     return StreamMessage(
         type=kind if isinstance(kind, str) else "unknown",
         topic=topic,
         data=data,
         order=order,
         received_ns=received_ns,
+        error=error if isinstance(error, str) else None,
     )
 
 
@@ -219,6 +221,23 @@ class Stream:
         if new and ws is not None:
             with contextlib.suppress(WebSocketException, OSError):
                 await ws.send(msgspec.json.encode({"action": "subscribe", "topics": new}).decode())
+
+    async def unsubscribe(self, topics: Iterable[str] | str) -> None:
+        """Drop topics: never subscribed again after a reconnect, and an ``unsubscribe``
+        message sent at once when connected (the API text names only ``subscribe``; the
+        sandbox honours it, and a service that does not at worst answers an ``error``
+        message while the topic's messages keep coming until the next reconnect)."""
+        chosen = set(topic_list(topics))
+        gone = [t for t in self._topics if t in chosen]
+        if not gone:
+            return
+        self._topics = [t for t in self._topics if t not in chosen]
+        ws = self._ws
+        if ws is not None:
+            with contextlib.suppress(WebSocketException, OSError):
+                await ws.send(
+                    msgspec.json.encode({"action": "unsubscribe", "topics": gone}).decode()
+                )
 
     async def close(self) -> None:
         """Close the connection and end iteration."""

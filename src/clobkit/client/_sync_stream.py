@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
@@ -210,12 +210,23 @@ class SyncStream:
         """Add topics; sent at once when connected, and after every reconnect."""
         self.start()
         chosen = topic_list(topics)  # a bad topic is refused in the caller's thread
+        self._on_loop(self._stream.subscribe(chosen))
+
+    def unsubscribe(self, topics: Iterable[str] | str) -> None:
+        """Drop topics (``Stream.unsubscribe``): never subscribed again after a reconnect."""
+        self.start()
+        chosen = topic_list(topics)
+        self._on_loop(self._stream.unsubscribe(chosen))
+
+    def _on_loop(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run ``coroutine`` on the stream's loop and wait for it; ``TransportError`` once
+        the stream is closed (the coroutine then never runs)."""
         runner = self._runner
         with runner.lock:
             loop, thread, closed = runner.loop, runner.thread, runner.closed
         if closed or loop is None or thread is None:
+            coroutine.close()
             raise TransportError("stream is closed")
-        coroutine = self._stream.subscribe(chosen)
         try:
             future = asyncio.run_coroutine_threadsafe(coroutine, loop)
         except RuntimeError:  # the loop ended

@@ -25,7 +25,8 @@ class BookMirror:
     seconds), ``age`` the seconds since, and ``stale`` says whether the book may
     be behind the market: no book yet, no ``feed`` (the stream that keeps it
     current) or that stream down or closed, or messages lost (``mark_stale``, on a
-    reconnect) and no book taken since."""
+    reconnect) and no book taken since, or the service refused its topic
+    (``refused``: its words) and no book came on the stream since."""
 
     __slots__ = (
         "_asks",
@@ -37,6 +38,7 @@ class BookMirror:
         "hash",
         "min_order_size",
         "received_at",
+        "refused",
         "updates",
     )
 
@@ -56,6 +58,9 @@ class BookMirror:
         #: ``closed`` are read by ``stale``); ``None`` when nothing feeds it.
         self.feed: Stream | None = None
         self._gap = False  # messages were lost (a reconnect): stale until the next book
+        #: Why the service refused the book topic (its words), until a book comes on
+        #: the stream; ``None`` otherwise.
+        self.refused: str | None = None
 
     def __repr__(self) -> str:
         return f"BookMirror(best_bid={self.best_bid}, best_ask={self.best_ask})"
@@ -76,6 +81,7 @@ class BookMirror:
         self.updates += 1
         self.received_at = monotonic()
         self._gap = False
+        self.refused = None  # a book came on the topic: the subscription stands
 
     def mark_stale(self) -> None:
         """Messages of the book topic were lost (the feed reconnected): ``stale`` until
@@ -88,7 +94,9 @@ class BookMirror:
         return self._gap
 
     def take(self, book: Orderbook) -> None:
-        """Take a book read over REST (``GET /orderbooks/:token_id``)."""
+        """Take a book read over REST (``GET /orderbooks/:token_id``); a refused topic
+        stays refused (the read is current only now)."""
+        refused = self.refused
         self.apply(
             {
                 "bids": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.bids],
@@ -97,6 +105,7 @@ class BookMirror:
                 "min_order_size": book.min_order_size,
             }
         )
+        self.refused = refused
 
     @property
     def age(self) -> float | None:
@@ -109,10 +118,12 @@ class BookMirror:
     def stale(self) -> bool:
         """True when the book may be behind the market: none taken yet, nothing feeds
         it (``feed`` is ``None``: never subscribed, a ``Desk(books=False)``, a closed
-        quoter), its feed is down or closed, or it reconnected and no book came since."""
+        quoter), its feed is down or closed, or it reconnected (or its topic was
+        refused) and no book came since."""
         feed = self.feed
         return (
             self._gap
+            or self.refused is not None
             or self.received_at is None
             or feed is None
             or feed.closed

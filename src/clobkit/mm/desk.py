@@ -1,14 +1,14 @@
-"""The ``Desk``: many ``Quoter``s on one stream, one request budget, limits over all of
-them, a kill switch and metrics (docs/market-making.md).
+"""The ``Desk``: many ``Quoter``s on shared streams, one request budget, limits over all
+of them, a kill switch and metrics (docs/market-making.md).
 
-One WebSocket carries the user's order topic and the book topic of every quoter;
-each frame is decoded once and handed to the quoter it concerns (order updates by
-market and outcome, book updates by topic). Every request of every quoter goes
-through the desk: it waits for room in the budget (a sliding window like the
-service's, keeping room to cancel every open order), and is counted by endpoint
-and outcome. Before a quoter sends anything the desk checks the limits over the
-whole desk against what may rest on the service at any moment of the requote.
-"""
+A few WebSockets carry the user's order topic and the book topic of every quoter
+(``topics_per_stream`` on each); each frame is decoded once and handed to the quoter
+it concerns (order updates by market and outcome, book updates by topic). Every
+request of every quoter goes through the desk: it waits for room in the budget (a
+sliding window like the service's, keeping room to cancel every open order), and is
+counted by endpoint and outcome. Before a quoter sends anything the desk checks the
+limits over the whole desk against what may rest on the service at any moment of the
+requote."""
 
 from __future__ import annotations
 
@@ -42,8 +42,11 @@ Number = Decimal | str | int | float
 class Desk(Routing):
     """Market making over many markets: ``async with Desk(client, ...) as desk``.
 
-    ``desk.quoter(market_id, outcome)`` gives a ``Quoter`` fed by the desk's one
-    stream; ``await desk.requote({q: quotes, ...})`` requotes many at once.
+    ``desk.quoter(market_id, outcome)`` gives a ``Quoter`` fed by the desk's
+    streams; ``await desk.requote({q: quotes, ...})`` requotes many at once. A
+    quoter closed on its own (``await q.__aexit__(...)``, or ``async with q``) is
+    forgotten: its orders cancelled (``cancel_on_exit``), its book topic dropped,
+    its market free for a new quoter.
 
     Limits over the whole desk, checked before anything is sent (``QuoteRefused``
     names the limit and the numbers): ``max_open_orders``; ``max_notional`` USDC at
@@ -69,6 +72,13 @@ class Desk(Routing):
     ``books=False`` leaves the book topics out (a strategy pricing from elsewhere):
     each quoter's ``book`` then holds the book read over REST when it opened (never
     kept current: ``book.stale`` is always true, ``book.age`` the read's seconds).
+
+    Streams: at most ``topics_per_stream`` topics (500; set it before the first
+    quoter opens) on one WebSocket, another opened as the desk grows (the sandbox
+    refuses more than 1,000 on a connection; the API text names no cap). A topic the
+    service refuses is never silent: logged, in ``refused``, its quoter's book stale
+    (``book.refused``); a refused order topic (``deaf``) makes every quoter refuse
+    new quotes, since fills would go unheard.
     """
 
     def __init__(
@@ -142,6 +152,7 @@ class Desk(Routing):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._closing = True  # the streams close next: no unsubscribe for each quoter
         try:
             opened = [q for q in self._quoters.values() if q.market is not None]
             results = await asyncio.gather(
@@ -151,13 +162,12 @@ class Desk(Routing):
                 if isinstance(result, BaseException):
                     log.warning("closing a quoter of the desk failed: %s", result)
         finally:
-            for task in (self._watch, self._resync, self._pump, self._halting):
+            for task in (self._watch, self._resync, self._halting):
                 if task is not None and not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
-            if self._stream is not None:
-                await self._stream.close()
+            await self._close_streams()
 
     def quoter(self, market_id: str, outcome: str, **options: Any) -> Quoter:
         """A ``Quoter`` of ``outcome`` of ``market_id`` run by this desk (the ``Quoter``'s
@@ -169,6 +179,7 @@ class Desk(Routing):
         options.setdefault("user_id", self.user_id)
         q = Quoter(self._client, market_id, outcome, **options)
         q._host = self
+        q._desk_key = key
         self._quoters[key] = q
         return q
 
@@ -208,8 +219,7 @@ class Desk(Routing):
             await q.__aenter__()
         finally:
             del self._opening[q]
-            if not self._opening:  # the shared reads served this batch
-                self._held = self._listed = None
+            self._forget_reads()  # the shared reads served this batch
 
     async def reconcile(self) -> None:
         """Re-read the service so that every open quoter's view equals it (every fill up
@@ -227,9 +237,11 @@ class Desk(Routing):
         and the desk as a whole after the requote are checked first (``QuoteRefused``,
         nothing sent). A failure of one quoter is raised once all are done."""
         wanted = {q: list(quotes) for q, quotes in ladders.items()}
-        for q in wanted:
+        for q, w in wanted.items():
             if q._host is not self:
                 raise ValidationError("quoter", q, "is not a quoter of this desk")
+            if w:
+                q._check_hearing()  # closed, or deaf to fills: before anything is planned
         if self.halted is not None and any(wanted.values()):
             raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
         await self.open(*wanted)
@@ -283,7 +295,6 @@ class Desk(Routing):
             row["position"][q.outcome] = q.position
             row["open_orders"] += e.orders
             row["notional"] += from_units(e.notional)
-        stream = self._stream
         return {
             "requests": [
                 {"endpoint": e, "outcome": o, "count": n} for (e, o), n in c.requests.items()
@@ -294,7 +305,7 @@ class Desk(Routing):
             "queued": self.budget.queued,
             "reconnects": self.reconnects,
             "messages": c.messages,
-            "frames": self._frames + (0 if stream is None else stream.frames),
+            "frames": self._frames + sum(stream.frames for stream in self._streams),
             "lag": c.lag.snapshot(),
             "halted": self.halted,
             "halts": self.halts,

@@ -16,14 +16,14 @@ from .._core import to_units
 from .._spec import PAGE_SIZE_MAX
 from ..client import UNKNOWN_OUTCOME, AsyncClient, paced, within
 from ..errors import ApiError, QuoteRefused, RateLimited
-from ..models import Order
+from ..models import Market, Order
 from .budget import Budget, Slots
 from .killswitch import KillSwitch
 from .ladder import Level
 from .metrics import Counters
 from .quoter import Quoter
 from .risk import NONE, DeskLimits, Sums, exposure
-from .sending import LISTING
+from .sending import LISTING, PREPARE
 
 __all__ = ["CANCEL", "OPEN_ORDERS", "Gate", "Halted"]
 
@@ -57,8 +57,7 @@ class Gate(KillSwitch):
     """The requests, shared reads and limits of a ``Desk`` (the quoters' ``Host``)."""
 
     _client: AsyncClient
-    _by_outcome: dict[tuple[str, str], Quoter]
-    _by_topic: dict[str, Quoter]
+    _opening: dict[Quoter, asyncio.Task[None]]  # the quoters opening together
     #: Seconds a requote waits for room under the desk's limits (``admit_places``).
     room_timeout: float
 
@@ -74,6 +73,7 @@ class Gate(KillSwitch):
         self._plan = Sums()  # what the requotes under way head to
         self._held: asyncio.Task[dict[Any, int]] | None = None
         self._listed: asyncio.Task[dict[tuple[str, str], list[Order]]] | None = None
+        self._markets: dict[str, asyncio.Task[Market]] = {}  # market id as given -> read
 
     async def request(
         self, endpoint: str, call: Awaitable[T], cost: int = 1, *, again: bool = False
@@ -160,10 +160,31 @@ class Gate(KillSwitch):
                 f"{self.max_error_rate}"
             )
 
+    async def market(self, q: Quoter) -> Market:
+        """``q``'s market, read and prepared (the wallet, both tokens' fee rates) once
+        for the quoters of that market that open together: both outcomes of a market
+        read it and its fee rates once, not once each (twice, racing)."""
+        key = q.market_id
+        task = self._markets.get(key)
+        if task is None:
+            task = self._markets[key] = asyncio.ensure_future(self._read_market(key))
+        try:
+            return await asyncio.shield(task)
+        finally:
+            self._forget_reads()
+
+    async def _read_market(self, market_id: str) -> Market:
+        market = await self.request("GET /markets/:id", self._client.get_market(market_id))
+        await self.request("prepare", self._client.prepare([market.id]), PREPARE)
+        return market
+
     async def held(self, q: Quoter) -> int:
         if self._held is None:
             self._held = asyncio.ensure_future(self._read_positions())
-        positions = await asyncio.shield(self._held)
+        try:
+            positions = await asyncio.shield(self._held)
+        finally:
+            self._forget_reads()
         return positions.get(q.token_id, positions.get((q.market_id, q.outcome), 0))
 
     async def _read_positions(self) -> dict[Any, int]:
@@ -186,7 +207,17 @@ class Gate(KillSwitch):
         desk's quoters (grouped once: each quoter reads its own, not the whole desk's)."""
         if self._listed is None:
             self._listed = asyncio.ensure_future(self._grouped())
-        return (await asyncio.shield(self._listed)).get((q.market_id, q.outcome), [])
+        try:
+            return (await asyncio.shield(self._listed)).get((q.market_id, q.outcome), [])
+        finally:
+            self._forget_reads()
+
+    def _forget_reads(self) -> None:
+        """The shared reads serve the quoters opening together (``Desk.open``); a quoter
+        entered on its own, outside such a batch, must not leave them for later ones."""
+        if not self._opening:
+            self._held = self._listed = None
+            self._markets.clear()
 
     async def _grouped(self) -> dict[tuple[str, str], list[Order]]:
         return by_outcome(await self.request(OPEN_ORDERS, self._client.open_orders(), LISTING))
@@ -239,11 +270,8 @@ class Gate(KillSwitch):
         self._plan.set(q, now)
         self._wake()
 
-    def detach(self, q: Quoter) -> None:
-        if self._by_outcome.get((q.market_id, q.outcome)) is q:
-            del self._by_outcome[(q.market_id, q.outcome)]
-        if self._by_topic.get(q._book_topic) is q:
-            del self._by_topic[q._book_topic]
+    def release(self, q: Quoter) -> None:
+        """``q`` left the desk: nothing of it counts against the limits any more."""
         self._now.set(q, NONE)
         self._plan.set(q, NONE)
         self._wake()

@@ -27,7 +27,7 @@ class KillSwitch:
     """``heartbeat``, ``halt``, ``resume`` and the watchdog of a ``Desk``."""
 
     _quoters: dict[tuple[str, str], Quoter]
-    _stream: Stream | None
+    _streams: list[Stream]
     budget: Budget
 
     def _init_kill_switch(
@@ -120,9 +120,9 @@ class KillSwitch:
             if beat is not None and limit is not None and time.monotonic() - beat > limit:
                 self._fire(f"heartbeat older than {limit} s")
                 continue
-            stream, limit = self._stream, self.stream_timeout
-            down = None if stream is None else stream.down_since
-            if down is not None and limit is not None and loop.time() - down > limit:
+            limit = self.stream_timeout
+            downs = [s.down_since for s in self._streams if s.down_since is not None]
+            if downs and limit is not None and loop.time() - min(downs) > limit:
                 self._fire(f"stream down for more than {limit} s")
 
     def _recancel(self) -> None:

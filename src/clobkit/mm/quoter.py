@@ -25,12 +25,12 @@ from typing import NamedTuple
 from .._checks import positive_int
 from .._core import to_units
 from ..client import AsyncClient, Stream, book_topic, orders_topic
-from ..errors import ApiError, OrderBookNotFound, ValidationError
+from ..errors import ApiError, OrderBookNotFound, QuoteRefused, ValidationError
 from ..models import Market, Order, Reconnected, StreamMessage
 from .book import BookMirror
 from .ladder import Level, Limits, Live, Quote, crosses, diff, exceeds, read_ladder
 from .resolve import Resolving
-from .sending import PREPARE, Host
+from .sending import Host
 from .tracking import OPEN, Fill, _Tracked
 
 __all__ = ["Fill", "Quoter", "RequoteReport"]
@@ -134,6 +134,9 @@ class Quoter(Resolving):
         self._book_topic = ""
         #: The desk this quoter runs on (``Desk.quoter``), else ``None``: own stream.
         self._host: Host | None = None
+        self._desk_key = (self.market_id, self.outcome)  # its key on the desk, as given
+        self._closed = False  # exited: no new quotes until entered again
+        self._deaf: str | None = None  # why the service refused the order topic
 
     def __repr__(self) -> str:
         return (
@@ -146,6 +149,7 @@ class Quoter(Resolving):
         return Limits(self.max_open_orders, self._max_position, self._max_notional, low)
 
     async def __aenter__(self) -> Quoter:
+        self._closed = False
         await self._read_market()
         await self._read_book()
         await self._listen()
@@ -159,11 +163,14 @@ class Quoter(Resolving):
     async def _read_market(self) -> None:
         """The market, its token and ``neg_risk``, the wallet's version, the fee rate."""
         client = self._client
-        market = await self._req("GET /markets/:id", client.get_market(self.market_id))
-        self.market = market  # (the call above caches tokens and neg_risk)
+        if self._host is not None:  # one read for the quoters of a market opening together
+            market = await self._host.market(self)
+        else:
+            market = await client.get_market(self.market_id)  # caches tokens and neg_risk
+            await client.prepare([market.id])  # the wallet, both tokens' fee rates
+        self.market = market
         self.market_id = market.id
         self.event_id = market.event_id
-        await self._req("prepare", client.prepare([market.id]), PREPARE)  # wallet, fee rates
         # both cached by prepare(): no request. V1: ids precomputed; V2/V3: learnt
         # from the service (tracked by client_order_id)
         self.exchange_version = await client.exchange_version()
@@ -221,16 +228,17 @@ class Quoter(Resolving):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._closed = True
         try:
             if self.cancel_on_exit:
                 await self.cancel_all()
         finally:
-            await self._close()
+            await self._close(forget=True)
 
-    async def _close(self) -> None:
+    async def _close(self, forget: bool = False) -> None:
         self.book.feed = None  # nothing keeps it current any more: stale
         if self._host is not None:
-            self._host.detach(self)
+            await self._host.detach(self, forget)
         for task in (self._resync, self._pump, self._rebook):
             if task is not None and not task.done():
                 task.cancel()
@@ -258,15 +266,15 @@ class Quoter(Resolving):
         """Bookkeeping of one stream item (order update, book, reconnect marker)."""
         if type(item) is StreamMessage:
             if item.topic == self._book_topic:
-                if item.type in ("data", "snapshot"):
-                    self.book.apply(item.data)
-                    if self.book.min_order_size is not None:  # the market may raise it
-                        self.min_order_size = self.book.min_order_size
+                self._on_book(item)
                 return
             order = item.order
             if order is None:
                 if item.type == "subscribed" and self._acked is not None:
                     self._acked.set()
+                elif item.type == "error" and item.topic == self._orders_topic:
+                    self._deaf = item.error or "refused"  # fills would go unheard
+                    self._warn_refused(item)
                 return
             t = self._match(order)
             if t is None:
@@ -276,10 +284,24 @@ class Quoter(Resolving):
             self._apply(t, order)
         elif type(item) is Reconnected:
             self.reconnects += 1
+            self._deaf = None  # subscribed again: a refusal comes anew
             self._stale = True
             self._lost_book()
             if self._resync is None or self._resync.done():
                 self._resync = asyncio.ensure_future(self._resync_after_reconnect())
+
+    def _on_book(self, item: StreamMessage) -> None:
+        if item.type in ("data", "snapshot"):
+            self.book.apply(item.data)
+            if self.book.min_order_size is not None:  # the market may raise it
+                self.min_order_size = self.book.min_order_size
+        elif item.type == "error":  # never silent: a book that never moves looks current
+            self.book.refused = item.error or "refused"
+            self._warn_refused(item)
+
+    def _warn_refused(self, item: StreamMessage) -> None:
+        if self._host is None:  # a desk says it once for all its quoters
+            log.warning("the service refused the topic %s: %s", item.topic, item.error)
 
     def _lost_book(self) -> None:
         """Book messages were lost (a reconnect): the book is stale until the next one
@@ -320,6 +342,8 @@ class Quoter(Resolving):
         consistent. Returns after every request's outcome is known.
         """
         wanted = list(quotes)
+        if wanted:
+            self._check_hearing()
         if self._host is not None and self.market is None:
             await self._host.open(self)  # reads only: the market, positions, live orders
         position = self._position
@@ -424,6 +448,17 @@ class Quoter(Resolving):
                 await self._reconcile()
             finally:
                 self._settle()
+
+    def _check_hearing(self) -> None:
+        """``QuoteRefused`` for new quotes of a closed quoter, or of one whose order
+        topic the service refused (cancels still go: they only lower the risk)."""
+        if self._closed:
+            raise QuoteRefused("quoter", self, "is closed: enter it again to quote")
+        deaf = self._deaf if self._host is None else self._host.deaf
+        if deaf is not None:
+            topic = self._orders_topic
+            reason = f"was refused by the service ({deaf}): fills would go unheard"
+            raise QuoteRefused("orders topic", topic, reason)
 
     def _settle(self) -> None:
         """Tell the desk (if any) what this quoter may now have on the service."""

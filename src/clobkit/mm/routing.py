@@ -1,7 +1,8 @@
-"""The ``Desk``'s one stream: the user's order topic and every quoter's book topic
-on one WebSocket; each frame decoded once and handed to the quoter it concerns
-(order updates by market and outcome, books by topic); after a reconnect, one
-read of the live orders brings every quoter up to date."""
+"""The ``Desk``'s streams: the user's order topic and every quoter's book topic on as
+few WebSockets as the service's cap on topics allows; each frame decoded once and
+handed to the quoter it concerns (order updates by market and outcome, books by
+topic); after a reconnect of the order topic, one read of the live orders brings
+every quoter up to date."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import contextlib
 import logging
 import time
 
+from .._checks import positive_int
 from ..client import Stream, orders_topic, within
 from ..errors import ValidationError
 from ..models import Reconnected, StreamMessage
@@ -23,7 +25,7 @@ log = logging.getLogger("clobkit.mm")
 
 
 class Routing(Gate):
-    """The stream of a ``Desk`` and the routing of its messages."""
+    """The streams of a ``Desk`` and the routing of their messages."""
 
     user_id: str | None
     books: bool
@@ -32,37 +34,69 @@ class Routing(Gate):
         self._quoters: dict[tuple[str, str], Quoter] = {}  # (market id as given, outcome)
         self._by_outcome: dict[tuple[str, str], Quoter] = {}  # (market id, outcome)
         self._by_topic: dict[str, Quoter] = {}  # book topic -> quoter
-        self._stream: Stream | None = None
+        self._streams: list[Stream] = []  # the desk's streams, in the order opened
+        self._carrier: dict[str, Stream] = {}  # topic -> the stream that carries it
         self._frames = 0  # frames of streams closed before
         self._stream_lock = asyncio.Lock()
         self._acked = asyncio.Event()
-        self._pump: asyncio.Task[None] | None = None
+        self._pumps: list[asyncio.Task[None]] = []
         self._resync: asyncio.Task[None] | None = None
         self._resync_again = False
         self._resync_everyone = False
-        #: Reconnects of the desk's stream seen so far.
+        self._closing = False
+        #: Topics on one WebSocket at most: a service caps them (the sandbox at 1,000).
+        self.topics_per_stream = 500
+        #: Reconnects of the desk's streams seen so far.
         self.reconnects = 0
+        #: Why the service refused the user's order topic (its words), else ``None``:
+        #: fills would go unheard, so quoters refuse new quotes until a reconnect
+        #: subscribes it again.
+        self.deaf: str | None = None
+        #: Topics the service refused, with its words (a book topic's quoter then
+        #: has a stale book: ``book.refused``).
+        self.refused: dict[str, str] = {}
+
+    @property
+    def streams(self) -> list[Stream]:
+        """The desk's WebSocket streams: the user's order topic and the book topics,
+        at most ``topics_per_stream`` on each."""
+        return list(self._streams)
 
     async def attach(self, q: Quoter) -> None:
         key = (q.market_id, q.outcome)
         other = self._by_outcome.get(key)
-        if other is not None and other is not q:
+        given = self._quoters.get(q._desk_key)
+        if (other is not None and other is not q) or (given is not None and given is not q):
             raise ValidationError(
                 "market_id", q.market_id, f"already has a quoter of {q.outcome!r}"
             )
+        self._quoters[q._desk_key] = q  # again, when a closed quoter is entered again
         self._by_outcome[key] = q
-        topics = []
-        if self.books:
-            self._by_topic[q._book_topic] = q
-            topics.append(q._book_topic)
         if self.user_id is None and q.user_id is not None:
             self.user_id = q.user_id
         if self.user_id is not None:
-            topics.append(orders_topic(self.user_id))
-        if topics:
-            await self._listen(topics)
-        if self.books:  # fed by the desk's stream: stale while it is down
-            q.book.feed = self._stream
+            await self._listen([orders_topic(self.user_id)])
+        if self.books:
+            self._by_topic[q._book_topic] = q
+            await self._listen([q._book_topic])
+            # fed by the stream carrying its topic: stale while that one is down
+            q.book.feed = self._carrier.get(q._book_topic)
+
+    async def detach(self, q: Quoter, forget: bool = False) -> None:
+        """``q`` no longer hears the desk's streams; ``forget``: it was closed, so the
+        desk forgets it (its book topic unsubscribed, its market free for a new quoter)."""
+        if self._by_outcome.get((q.market_id, q.outcome)) is q:
+            del self._by_outcome[(q.market_id, q.outcome)]
+        topic = q._book_topic
+        if self._by_topic.get(topic) is q:
+            del self._by_topic[topic]
+            self.refused.pop(topic, None)
+            stream = self._carrier.pop(topic, None)
+            if stream is not None and not self._closing:
+                await stream.unsubscribe(topic)
+        if forget and self._quoters.get(q._desk_key) is q:
+            del self._quoters[q._desk_key]
+        self.release(q)
 
     async def subscribe_orders(self, user_id: str) -> None:
         if self.user_id is None:
@@ -80,18 +114,40 @@ class Routing(Gate):
             self._schedule_resync(everyone=True)
 
     async def _listen(self, topics: list[str]) -> None:
+        """Subscribe ``topics`` not yet carried: on the last stream while it has room,
+        else on a new one (a service caps the topics of one connection)."""
         async with self._stream_lock:
-            if self._stream is None:
-                self._stream = self._client.stream(topics, backoff=0.05, backoff_cap=1.0)
-                await self._stream.start()
-                self._pump = asyncio.create_task(self._consume(), name="clobkit-desk")
-            else:
-                await self._stream.subscribe(topics)
+            for topic in topics:
+                if topic in self._carrier:
+                    continue
+                stream = self._streams[-1] if self._streams else None
+                if stream is None or len(stream.topics) >= positive_int(
+                    self.topics_per_stream, "topics_per_stream"
+                ):
+                    stream = self._client.stream([topic], backoff=0.05, backoff_cap=1.0)
+                    self._streams.append(stream)
+                    self._carrier[topic] = stream
+                    await stream.start()
+                    self._pumps.append(
+                        asyncio.create_task(self._consume(stream), name="clobkit-desk")
+                    )
+                else:
+                    self._carrier[topic] = stream
+                    await stream.subscribe(topic)
 
-    async def _consume(self) -> None:
-        assert self._stream is not None
+    async def _close_streams(self) -> None:
+        self._closing = True
+        for task in self._pumps:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for stream in self._streams:
+            await stream.close()
+
+    async def _consume(self, stream: Stream) -> None:
         route = self.route
-        async for item in self._stream:
+        async for item in stream:
             route(item)
 
     def route(self, item: StreamMessage | Reconnected) -> None:
@@ -107,18 +163,46 @@ class Routing(Gate):
                     counters.lag.observe(max(0.0, time.time() - stamp.timestamp()))
             else:
                 q = self._by_topic.get(item.topic or "")
-                if q is None:
-                    if item.type == "subscribed":
-                        self._acked.set()
-                    return
+                if item.type == "error":
+                    self._refused(item)
+                elif q is None and item.type == "subscribed":
+                    self._acked.set()
             if q is not None:
                 q._on_item(item)
         elif type(item) is Reconnected:
-            self.reconnects += 1
-            for q in self._quoters.values():
-                q.reconnects += 1
+            self._reconnected(item)
+
+    def _refused(self, item: StreamMessage) -> None:
+        """The service refused a topic: never silent (a book that never moves would
+        look current; an order topic refused leaves fills unheard)."""
+        topic = item.topic
+        if topic is None:
+            log.warning("the stream answered an error: %s", item.error)
+            return
+        reason = item.error or "refused"
+        self.refused[topic] = reason
+        log.warning("the service refused the topic %s: %s", topic, reason)
+        if self.user_id is not None and topic == orders_topic(self.user_id):
+            self.deaf = reason
+
+    def _reconnected(self, item: Reconnected) -> None:
+        """Messages of ``item.topics`` were lost: their books are stale until the next,
+        and when the order topic was among them, every quoter re-reads its orders."""
+        self.reconnects += 1
+        mine = self.user_id is not None and orders_topic(self.user_id) in item.topics
+        everyone = mine or not item.topics  # a marker naming nothing: assume the worst
+        for topic in item.topics:
+            self.refused.pop(topic, None)  # subscribed again: a refusal comes anew
+        if mine:
+            self.deaf = None
+        lost = [q for t in item.topics if (q := self._by_topic.get(t)) is not None]
+        for q in self._quoters.values() if everyone else lost:
+            q.reconnects += 1
+            if everyone:
                 q._stale = True
-                q._lost_book()  # stale until the snapshot, else read over REST
+        for q in lost if item.topics else self._quoters.values():
+            q._lost_book()  # stale until the snapshot, else read over REST
+        if everyone:
             self._schedule_resync()
 
     def _schedule_resync(self, everyone: bool = False) -> None:
