@@ -26,6 +26,7 @@ __all__ = [
     "Side",
     "check_raw_amounts",
     "from_units",
+    "implied",
     "limit_amounts",
     "market_amounts",
     "market_price",
@@ -39,12 +40,20 @@ MAX_ORDER_USDC = int(SINGLE_ORDER_MAX)
 _MAX_ORDER_UNITS = MAX_ORDER_USDC * UNIT
 
 
-def check_raw_amounts(side: int, maker: int, taker: int) -> None:
-    """The raw-order ratio rule: the implied price (USDC per share: maker/taker for
-    BUY = 0, taker/maker for SELL = 1) lies strictly between 0 and 1, and the USDC
-    is within the single-order maximum. Raises ``AmountError`` otherwise."""
+def implied(side: int, maker: int, taker: int) -> tuple[int, int] | None:
+    """(USDC, shares) in units of a raw order's amounts when they keep the ratio rule of
+    section 4.8 (the implied price, USDC per share: maker/taker for BUY = 0,
+    taker/maker for SELL = 1, strictly between 0 and 1); ``None`` when they break it
+    (a zero amount included). The rule's one home: the client and the sandbox."""
     usdc, shares = (maker, taker) if side == 0 else (taker, maker)
-    if maker <= 0 or taker <= 0 or not usdc < shares:
+    return (usdc, shares) if 0 < usdc < shares else None
+
+
+def check_raw_amounts(side: int, maker: int, taker: int) -> None:
+    """The raw-order ratio rule (``implied``), and the USDC within the single-order
+    maximum. Raises ``AmountError`` otherwise."""
+    usdc, shares = (maker, taker) if side == 0 else (taker, maker)
+    if implied(side, maker, taker) is None:
         raise AmountError(
             "maker_amount" if side == 0 else "taker_amount",
             usdc,

@@ -332,3 +332,24 @@ def test_market_price_bad_input(core: ModuleType) -> None:
         core.market_price(ASKS, "BUY", 0)
     with pytest.raises(AmountError, match="order_type"):
         core.market_price(ASKS, "BUY", 1, "IOC")
+
+
+@given(
+    st.sampled_from([0, 1]),
+    st.integers(-(10**6), 10**13) | st.sampled_from([0, 1, 10**6]),
+    st.integers(-(10**6), 10**13) | st.sampled_from([0, 1, 10**6]),
+)
+def test_the_ratio_rule_has_one_home_against_decimal(side: int, maker: int, taker: int) -> None:
+    """``implied`` (which the client's ``check_raw_amounts`` and the sandbox's raw-order
+    parser both call) against the rule read with ``Decimal``: the implied price, USDC per
+    share, strictly between 0 and 1."""
+    from clobkit.amounts import check_raw_amounts, implied
+
+    usdc, shares = (maker, taker) if side == 0 else (taker, maker)
+    keeps = usdc > 0 and shares > 0 and 0 < Decimal(usdc) / Decimal(shares) < 1
+    assert (implied(side, maker, taker) is not None) == keeps
+    if keeps:
+        assert implied(side, maker, taker) == (usdc, shares)
+    if not keeps:
+        with pytest.raises(AmountError):
+            check_raw_amounts(side, maker, taker)

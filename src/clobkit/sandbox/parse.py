@@ -29,6 +29,7 @@ from clobkit._spec import (
     SIDES,
     UNIT_QUANTUM,
 )
+from clobkit.amounts import implied
 from clobkit.errors import InsufficientLiquidity, ValidationError
 
 from .errors import bad_body
@@ -412,14 +413,15 @@ def _raw_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
 def _implied(maker: int, taker: int, side: int) -> tuple[int, int, int]:
     """(USDC, shares, limit in cents) of a raw order's amounts: the ratio rule of section
     4.8, the one check of a zero amount (no price at all, or a price of 0)."""
-    # implied price: USDC / shares, strictly between 0 and 1
-    usdc, shares = (maker, taker) if side == BUY else (taker, maker)
-    if not 0 < usdc < shares:
+    found = implied(side, maker, taker)  # BUY 0, SELL 1: the exchange's sides
+    if found is None:
         names = "maker_amount / taker_amount" if side == BUY else "taker_amount / maker_amount"
+        usdc, shares = (maker, taker) if side == BUY else (taker, maker)
         raise bad_body(
             f"{names} (the implied price) must lie strictly between 0 and 1, got {usdc} / {shares}",
             CODE_INVALID_PRICE,
         )
+    usdc, shares = found
     # onto the 0.01 grid, against the order: a BUY floors, a SELL ceils
     limit = usdc * 100 // shares if side == BUY else -(-usdc * 100 // shares)
     if not 1 <= limit <= 99:
