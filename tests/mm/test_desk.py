@@ -392,6 +392,9 @@ async def test_metrics_snapshot_and_prometheus(sb: Any, user: Any, client: Async
         assert f'clobkit_desk_position{{market_id="{q.market_id}",outcome="a"}} 20.0' in text
         assert "clobkit_desk_halted 0.0" in text
         assert "clobkit_desk_halt_retries_total 0.0" in text
+        assert "clobkit_desk_streams 1.0" in text
+        assert "clobkit_desk_refused_topics 0.0" in text
+        assert "clobkit_desk_deaf 0.0" in text
 
 
 async def test_quoters_of_the_desk_are_checked(sb: Any, client: AsyncClient) -> None:

@@ -87,6 +87,9 @@ async def test_a_refused_book_topic_makes_its_book_stale_and_is_logged(
             assert q.book.refused == "at most 3 topics per connection"
             assert q.book.stale  # the stream is up, but nothing keeps this book current
         await eventually(lambda: not any(q.book.stale for q in quoters if q not in refused))
+        snap = desk.metrics()
+        assert snap["refused"] == desk.refused
+        assert snap["deaf"] is None
         words = [r.getMessage() for r in caplog.records]
         for q in refused:
             assert f"the service refused the topic {q._book_topic}" in " ".join(words)
@@ -124,6 +127,7 @@ async def test_a_refused_order_topic_refuses_new_quotes_but_not_cancels(
         assert "fills would go unheard" in str(refused.value)
         with pytest.raises(QuoteRefused):
             await q.requote(BID)
+        assert desk.metrics()["deaf"] == desk.deaf
         assert (await desk.requote({q: []}))[q].placed == []  # cancelling is allowed
         assert await client.open_orders() == []  # nothing was sent
 

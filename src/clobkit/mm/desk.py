@@ -276,6 +276,7 @@ class Desk(Routing):
     def metrics(self) -> dict[str, Any]:
         """A snapshot: requests by endpoint and outcome, latency histograms (s), retries,
         429s, queued requests, reconnects, messages routed and frames decoded, the
+        streams open, the topics the service refused (``refused``, ``deaf``), the
         message lag histogram (s), the kill switch, and per market fills, position
         (shares per outcome), open orders and notional at risk (USDC)."""
         c = self.counters
@@ -306,6 +307,9 @@ class Desk(Routing):
             "reconnects": self.reconnects,
             "messages": c.messages,
             "frames": self._frames + sum(stream.frames for stream in self._streams),
+            "streams": len(self._streams),
+            "refused": dict(self.refused),
+            "deaf": self.deaf,
             "lag": c.lag.snapshot(),
             "halted": self.halted,
             "halts": self.halts,

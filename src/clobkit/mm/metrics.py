@@ -125,6 +125,13 @@ def _desk_families(snap: dict[str, Any]) -> Iterator[Any]:
     yield GaugeMetricFamily(
         "clobkit_desk_halted", "1 while the kill switch holds", value=snap["halted"] is not None
     )
+    yield GaugeMetricFamily("clobkit_desk_streams", "Streams open", value=snap["streams"])
+    yield GaugeMetricFamily(
+        "clobkit_desk_refused_topics", "Topics the service refused", value=len(snap["refused"])
+    )
+    yield GaugeMetricFamily(
+        "clobkit_desk_deaf", "1 while the order topic is refused", value=snap["deaf"] is not None
+    )
     yield GaugeMetricFamily("clobkit_desk_open_orders", "Open orders", value=snap["open_orders"])
     yield GaugeMetricFamily(
         "clobkit_desk_notional", "Notional at risk (USDC)", value=float(snap["notional"])
