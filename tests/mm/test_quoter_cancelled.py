@@ -17,6 +17,7 @@ import pytest
 
 from clobkit import AsyncClient
 from clobkit.mm import Quote, Quoter
+from clobkit.mm.tracking import CANCEL_UNKNOWN
 from clobkit.sandbox.faults import FaultConfig, Faults
 
 from .conftest import eventually, service_view
@@ -133,6 +134,9 @@ async def test_cancel_all_cancelled_while_a_cancel_sent_again_is_held(
         await a_second_cancel_cut_short(sb, q, one)
         assert q.pending == 1
         assert len(q.resting()) == 1
+        # of unknown outcome, as any request cut short (it stayed "cancelling": in
+        # flight, though nothing was)
+        assert [t.state for t in q._live.values()] == [CANCEL_UNKNOWN]
         sb.faults.configure(None)  # both cancels stay held: the order is live
     assert service_view(sb, user, market_id) == []  # exit cancelled it
     sb.faults.release()

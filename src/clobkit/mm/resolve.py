@@ -31,7 +31,15 @@ class Resolving(Sending):
 
     async def _resolve(self) -> None:
         """Settle every place and cancel of unknown outcome from REST, re-sending only
-        what REST shows was not done. Raises the last failure if it cannot."""
+        what REST shows was not done. Raises the last failure if it cannot. A re-send
+        cut short (the caller cancelled) is left of unknown outcome, as any request cut
+        short is (``_orphans``): under the quoter's lock nothing else is in flight."""
+        try:
+            await self._settle_unknown()
+        finally:
+            self._orphans()
+
+    async def _settle_unknown(self) -> None:
         last: Exception | None = None
         for attempt in range(self.resolve_attempts):
             places = [t for t in self._live.values() if t.state == PLACE_UNKNOWN]
