@@ -187,3 +187,23 @@ async def test_a_reconnect_of_a_book_stream_touches_only_its_books(
         assert (first.reconnects, second.reconnects) == (1, 0)
         desk.route(Reconnected(topics=[orders_topic(user.user_id)], attempt=1))
         assert (first.reconnects, second.reconnects) == (2, 1)  # everyone re-reads
+
+
+async def test_a_dropped_topic_frees_its_place_on_its_stream(
+    sb: Any, user: Any, client: AsyncClient
+) -> None:
+    first, second, third = two_sided(sb, 3)
+    async with Desk(client, user_id=user.user_id) as desk:
+        desk.topics_per_stream = 2
+        qa, qb = desk.quoter(first, "a"), desk.quoter(second, "a")
+        await desk.open()
+        assert carried(desk) == [[orders_topic(user.user_id), qa._book_topic], [qb._book_topic]]
+        await qa.__aexit__(None, None, None)
+        qc = desk.quoter(third, "a")
+        await desk.open()
+        # the first stream took it: no third stream for three topics
+        assert carried(desk) == [
+            [orders_topic(user.user_id), qc._book_topic],
+            [qb._book_topic],
+        ]
+        await eventually(lambda: not qc.book.stale)

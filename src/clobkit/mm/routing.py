@@ -36,6 +36,7 @@ class Routing(Gate):
         self._by_topic: dict[str, Quoter] = {}  # book topic -> quoter
         self._streams: list[Stream] = []  # the desk's streams, in the order opened
         self._carrier: dict[str, Stream] = {}  # topic -> the stream that carries it
+        self._load: dict[Stream, int] = {}  # stream -> the topics it carries
         self._frames = 0  # frames of streams closed before
         self._stream_lock = asyncio.Lock()
         self._acked = asyncio.Event()
@@ -91,7 +92,8 @@ class Routing(Gate):
         if self._by_topic.get(topic) is q:
             del self._by_topic[topic]
             self.refused.pop(topic, None)
-            stream = self._carrier.pop(topic, None)
+            stream = self._carrier.get(topic)
+            self._carry(topic, None)
             if stream is not None and not self._closing:
                 await stream.unsubscribe(topic)
         if forget and self._quoters.get(q._desk_key) is q:
@@ -114,26 +116,38 @@ class Routing(Gate):
             self._schedule_resync(everyone=True)
 
     async def _listen(self, topics: list[str]) -> None:
-        """Subscribe ``topics`` not yet carried: on the last stream while it has room,
-        else on a new one (a service caps the topics of one connection)."""
+        """Subscribe ``topics`` not yet carried: on the first stream with room (a topic
+        dropped frees its place), else on a new one (a service caps the topics of one
+        connection)."""
         async with self._stream_lock:
             for topic in topics:
                 if topic in self._carrier:
                     continue
-                stream = self._streams[-1] if self._streams else None
-                if stream is None or len(stream.topics) >= positive_int(
-                    self.topics_per_stream, "topics_per_stream"
-                ):
-                    stream = self._client.stream([topic], backoff=0.05, backoff_cap=1.0)
-                    self._streams.append(stream)
-                    self._carrier[topic] = stream
-                    await stream.start()
-                    self._pumps.append(
-                        asyncio.create_task(self._consume(stream), name="clobkit-desk")
-                    )
-                else:
-                    self._carrier[topic] = stream
+                cap = positive_int(self.topics_per_stream, "topics_per_stream")
+                stream = next((s for s in self._streams if self._load[s] < cap), None)
+                if stream is not None:
+                    self._carry(topic, stream)
                     await stream.subscribe(topic)
+                    continue
+                stream = self._client.stream([topic], backoff=0.05, backoff_cap=1.0)
+                try:
+                    await stream.start()
+                except BaseException:
+                    await stream.close()
+                    raise
+                self._streams.append(stream)
+                self._load[stream] = 0
+                self._carry(topic, stream)
+                self._pumps.append(asyncio.create_task(self._consume(stream), name="clobkit-desk"))
+
+    def _carry(self, topic: str, stream: Stream | None) -> None:
+        """``topic`` carried by ``stream`` (``None``: by none any more)."""
+        before = self._carrier.pop(topic, None)
+        if before is not None:
+            self._load[before] -= 1
+        if stream is not None:
+            self._carrier[topic] = stream
+            self._load[stream] += 1
 
     async def _close_streams(self) -> None:
         self._closing = True
