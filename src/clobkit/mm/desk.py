@@ -64,8 +64,8 @@ class Desk(Routing):
 
     Kill switch: ``halt()`` cancels every open order and refuses new quotes until
     ``resume()``. It fires by itself when the last ``heartbeat()`` is older than
-    ``heartbeat_timeout`` s (armed by the first call), when the stream has been down
-    longer than ``stream_timeout`` s, or when more than ``max_error_rate`` of the
+    ``heartbeat_timeout`` s (armed by the first call), when one of its streams has been
+    down longer than ``stream_timeout`` s, or when more than ``max_error_rate`` of the
     last ``error_window`` requests ended with an unknown outcome (timeout, 5xx, 429,
     dropped connection). On exit it cancels every open order (``cancel_on_exit``).
 
