@@ -18,8 +18,9 @@ Rows are held in memory and written as one file at each rotation (every
 ``rotate_seconds``, or sooner when ``rotate_bytes`` of rows are held), to a
 ``.part`` name renamed when complete: a crash loses at most the rows of the
 open file, never a written one, and memory stays bounded. Cancellation
-(Ctrl-C) writes the open file before it returns. A reconnect of the stream
-writes a ``gap`` row and a fresh REST ``snapshot`` of every book.
+(Ctrl-C) writes the open file before it returns. The book topics are spread over
+streams (``topics_per_stream`` each); a reconnect of one writes a ``gap`` row and
+a fresh REST ``snapshot`` of each of its books.
 
 A row's ``recv_ns`` is when its message arrived: the stream stamps each frame as it
 reads it (``StreamMessage.received_ns``), a snapshot row is stamped when its REST
@@ -114,6 +115,7 @@ class RecordStats:
     gaps: int = 0
     snapshots: int = 0  # books read over REST (at the start, after each reconnect)
     snapshot_failures: int = 0  # books not read over REST after a reconnect (read again)
+    refused: int = 0  # book topics the service refused (their books: snapshots only)
     files: int = 0
     bytes: int = 0  # bytes of the files written
     lag_ms: int | None = None  # receive time minus the service's time, last update
@@ -125,6 +127,7 @@ class RecordStats:
         return (
             f"markets {self.markets}, updates {self.updates:,} ({self.updates / elapsed:,.0f}/s), "
             f"gaps {self.gaps}, files {self.files}, {self.bytes / 1e6:,.2f} MB, lag {lag}"
+            + (f", refused {self.refused} topics" if self.refused else "")
         )
 
 
@@ -170,6 +173,7 @@ class RecordingWriter:
         self._held = 0  # estimated bytes of the rows held
         self._opened = time.monotonic()
         self._writing: asyncio.Task[None] | None = None
+        self._rotating = asyncio.Lock()  # the run loop and each stream's consumer rotate
 
     # -- the hot path ------------------------------------------------------------------------
 
@@ -268,12 +272,13 @@ class RecordingWriter:
 
     async def rotate(self) -> None:
         """Write the rows held as one file (in a thread; at most one write in flight)."""
-        await self._drain()
-        rows, self._rows, self._held = self._rows, Columns(), 0
-        self._opened = time.monotonic()
-        if rows:
-            self.stats.rows += len(rows)
-            self._writing = asyncio.create_task(asyncio.to_thread(self._write, rows))
+        async with self._rotating:  # else two callers could both take the same write
+            await self._drain()
+            rows, self._rows, self._held = self._rows, Columns(), 0
+            self._opened = time.monotonic()
+            if rows:
+                self.stats.rows += len(rows)
+                self._writing = asyncio.create_task(asyncio.to_thread(self._write, rows))
 
     async def _drain(self) -> None:
         writing = self._writing
@@ -321,7 +326,10 @@ class Recorder(RecordingWriter):
     returns its ``RecordStats`` (also ``stats`` while it runs) and writes the
     open file when cancelled. ``on_progress(stats)`` is called every
     ``progress_seconds``. ``outcomes``: which tokens' books ("a", "b" or both);
-    the other options go to ``RecordingWriter``.
+    the other options go to ``RecordingWriter``. The book topics are spread over
+    WebSockets of at most ``topics_per_stream`` (500) each: a service caps the
+    topics of one connection (the sandbox at 1,000). A topic the service refuses is
+    logged and counted (``stats.refused``): its book is then only in the snapshots.
     """
 
     def __init__(
@@ -332,6 +340,7 @@ class Recorder(RecordingWriter):
         *,
         on_progress: Callable[[RecordStats], None] | None = None,
         progress_seconds: float = 1.0,
+        topics_per_stream: int = 500,
         **options: Any,
     ) -> None:
         super().__init__(directory, markets, **options)
@@ -339,8 +348,14 @@ class Recorder(RecordingWriter):
         self._topics = {book_topic(t): t for t in self._token_market}
         self.on_progress = on_progress
         self.progress_seconds = progress_seconds
-        #: The stream of the last ``run`` (its ``frames``, ``reconnects``, ``down_since``).
+        self.topics_per_stream = positive_int(topics_per_stream, "topics_per_stream")
+        #: The streams of the last ``run`` (their ``frames``, ``reconnects``,
+        #: ``down_since``), ``topics_per_stream`` book topics on each.
+        self.streams: list[Stream] = []
+        #: The first of ``streams`` (``None`` before a run).
         self.stream: Stream | None = None
+        #: Topics the service refused in the last ``run``, with its words.
+        self.refused: dict[str, str] = {}
         self._min_sizes: dict[str, str] = {}  # token -> min_order_size of its first book
         self._unread: set[str] = set()  # tokens whose snapshot after a reconnect failed
         self._reread_at = 0.0  # time.monotonic() of the next try to read them
@@ -424,11 +439,54 @@ class Recorder(RecordingWriter):
             if isinstance(item, Reconnected):
                 self.add(GAP, None, None, arrived)
                 self.stats.gaps += 1
-                await self._resnapshot(self._token_market)
+                # its own books were lost; another stream's went on
+                await self._resnapshot(topics[t] for t in item.topics if t in topics)
             elif item.type == "data" and item.topic in topics:
                 self.add(BOOK, topics[item.topic], item.data, arrived)
+            elif item.type == "error":
+                self._refused(item.topic, item.error)
             if self._held >= self.rotate_bytes:
                 await self.rotate()
+
+    def _refused(self, topic: str | None, words: str | None) -> None:
+        """Never silent: a refused book topic leaves its book to the snapshots alone."""
+        if topic is not None and topic not in self.refused:
+            self.refused[topic] = words or "refused"
+            self.stats.refused = len(self.refused)
+        log.warning("the service refused %s: %s", topic or "a subscription", words)
+
+    def _open_streams(self) -> list[Stream]:
+        topics, per = list(self._topics), self.topics_per_stream
+        streams = [
+            self.client.stream(topics[k : k + per], max_queue=100_000)
+            for k in range(0, len(topics), per)
+        ]
+        for stream in streams:
+            stream.decode = decode_book_frame
+        self.streams, self.stream, self.refused = streams, streams[0], {}
+        return streams
+
+    async def _tend(self, consumers: list[asyncio.Task[None]], deadline: float | None) -> None:
+        """Rotate, read the books left unread and report, until ``deadline`` (monotonic
+        s) or until a consumer ends (its stream failed)."""
+        progress = time.monotonic() + self.progress_seconds
+        while not any(c.done() for c in consumers):
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return
+            wake = min(self._opened + self.rotate_seconds, progress, now + 0.25)
+            if deadline is not None:
+                wake = min(wake, deadline)
+            await asyncio.wait(
+                consumers, timeout=max(wake - now, 0), return_when=asyncio.FIRST_COMPLETED
+            )
+            if self.due():
+                await self.rotate()
+            if self._unread and time.monotonic() >= self._reread_at:
+                await self._resnapshot(self._unread)
+            if self.on_progress is not None and time.monotonic() >= progress:
+                progress = time.monotonic() + self.progress_seconds
+                self.on_progress(self.stats)
 
     async def run(self, duration: float | None = None) -> RecordStats:
         """Record until cancelled (or for ``duration`` seconds); the open file is written
@@ -437,44 +495,32 @@ class Recorder(RecordingWriter):
             duration = seconds(duration, "duration")
         self.check_directory()
         await self.describe()
-        stream = self.stream = self.client.stream(list(self._topics), max_queue=100_000)
-        stream.decode = decode_book_frame
+        streams = self._open_streams()
         deadline = None if duration is None else time.monotonic() + duration
-        progress = time.monotonic() + self.progress_seconds
-        consumer: asyncio.Task[None] | None = None
+        consumers: list[asyncio.Task[None]] = []
         try:
-            await stream.start()
+            for stream in streams:
+                await stream.start()
             await self.snapshot()
             self.write_markets()  # with the markets' minimum sizes from the first books
-            # the consumer alone takes items off the stream; this loop rotates, reports
-            # and stops it (a timeout around each read could drop an item as it arrives)
-            consumer = asyncio.create_task(self._consume(stream))
-            while not consumer.done():
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    break
-                wake = min(self._opened + self.rotate_seconds, progress, now + 0.25)
-                if deadline is not None:
-                    wake = min(wake, deadline)
-                await asyncio.wait({consumer}, timeout=max(wake - now, 0))
-                if self.due():
-                    await self.rotate()
-                if self._unread and time.monotonic() >= self._reread_at:
-                    await self._resnapshot(self._unread)
-                if self.on_progress is not None and time.monotonic() >= progress:
-                    progress = time.monotonic() + self.progress_seconds
-                    self.on_progress(self.stats)
-            if consumer.done():
-                consumer.result()  # the stream's failure, if it failed
+            # the consumers alone take items off the streams; this loop rotates, reports
+            # and stops them (a timeout around each read could drop an item as it arrives)
+            consumers = [asyncio.create_task(self._consume(s)) for s in streams]
+            await self._tend(consumers, deadline)
+            for consumer in consumers:
+                if consumer.done():
+                    consumer.result()  # a stream's failure, if one failed
         finally:
-            if consumer is not None and not consumer.done():
-                consumer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await consumer
+            for consumer in consumers:
+                if not consumer.done():
+                    consumer.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await consumer
             try:
                 await self.flush()
             finally:
-                await stream.close()
+                for stream in streams:
+                    await stream.close()
         return self.stats
 
 

@@ -81,8 +81,7 @@ async def settled(recorder: Recorder, still: float = 0.3, limit: float = 30.0) -
     deadline = time.monotonic() + limit
     seen = None
     while time.monotonic() < deadline:
-        stream = recorder.stream
-        now = (stream.frames if stream is not None else 0, recorder.stats.updates)
+        now = (sum(s.frames for s in recorder.streams), recorder.stats.updates)
         if now == seen:
             return
         seen = now
