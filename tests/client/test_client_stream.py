@@ -353,3 +353,20 @@ def test_sync_stream_refused(threaded_ws: tuple[WsServer, Any]) -> None:
         with pytest.raises(errors.AuthenticationError):
             stream.start()
         assert stream.closed
+
+
+async def test_many_topics_are_subscribed_in_messages_of_at_most_500() -> None:
+    """Before, every topic went in one message, at start and after each reconnect: the
+    sandbox refuses a message of more than 1,000 topics whole."""
+    topics = [book_topic(str(k)) for k in range(1201)]
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream(topics[:1100], backoff=0.01)
+        async with stream:
+            await server.wait_subscribed(3)
+            await stream.subscribe(topics[1100:])  # 101 more: one message
+            await server.wait_subscribed(4)
+            assert [len(s) for s in server.subscriptions] == [500, 500, 100, 101]
+            server.kill()
+            await server.wait_subscribed(7)  # resubscribed: 1,201 in three messages
+            assert [len(s) for s in server.subscriptions[4:]] == [500, 500, 201]
+            assert [t for s in server.subscriptions[4:] for t in s] == topics

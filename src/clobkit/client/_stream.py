@@ -220,7 +220,7 @@ class Stream:
         ws = self._ws
         if new and ws is not None:
             with contextlib.suppress(WebSocketException, OSError):
-                await ws.send(msgspec.json.encode({"action": "subscribe", "topics": new}).decode())
+                await _send_topics(ws, "subscribe", new)
 
     async def unsubscribe(self, topics: Iterable[str] | str) -> None:
         """Drop topics: never subscribed again after a reconnect, and an ``unsubscribe``
@@ -235,9 +235,7 @@ class Stream:
         ws = self._ws
         if ws is not None:
             with contextlib.suppress(WebSocketException, OSError):
-                await ws.send(
-                    msgspec.json.encode({"action": "unsubscribe", "topics": gone}).decode()
-                )
+                await _send_topics(ws, "unsubscribe", gone)
 
     async def close(self) -> None:
         """Close the connection and end iteration."""
@@ -420,8 +418,7 @@ class Stream:
         self._ws = ws
         subscribed = False
         try:
-            subscribe = {"action": "subscribe", "topics": self._topics}
-            await ws.send(msgspec.json.encode(subscribe).decode())
+            await _send_topics(ws, "subscribe", self._topics)
             first = await self._first_message(ws)
             await self._subscribed(connected_once)
             subscribed = True
@@ -466,6 +463,18 @@ class Stream:
         message = self._frame(raw)
         if message is not None:
             await self._emit(message)
+
+
+#: Topics in one subscribe message at most: a service may cap a message's topics (the
+#: sandbox refuses a message of more than 1,000 whole), and subscriptions add up.
+FRAME_TOPICS = 500
+
+
+async def _send_topics(ws: ClientConnection, action: str, topics: list[str]) -> None:
+    """``action`` (subscribe, unsubscribe) of ``topics``, ``FRAME_TOPICS`` a message."""
+    for k in range(0, len(topics), FRAME_TOPICS):
+        chunk = topics[k : k + FRAME_TOPICS]
+        await ws.send(msgspec.json.encode({"action": action, "topics": chunk}).decode())
 
 
 class _Connect(connect):
