@@ -20,17 +20,7 @@ import pytest
 from clobkit import AsyncClient, errors
 
 from .conftest import KEY, SECRET
-
-GUARD = 30.0  # s: a hang guard, never a speed bound
-
-
-async def eventually(check: Callable[[], bool], timeout: float = GUARD) -> None:
-    """Wait until ``check()`` is true (a hang guard: ``timeout`` is never a speed bound)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "the condition did not become true in time"
-        await asyncio.sleep(0.005)
+from .test_client_cancelled import GUARD, eventually
 
 
 class Listener:
