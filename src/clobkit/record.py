@@ -91,6 +91,7 @@ __all__ = [
     "read_events",
     "read_markets",
     "record",
+    "recording_files",
     "resolve_events",
     "resolve_markets",
 ]
