@@ -94,6 +94,11 @@ async def test_a_refused_book_topic_makes_its_book_stale_and_is_logged(
         for q in refused:
             assert f"the service refused the topic {q._book_topic}" in " ".join(words)
         assert desk.deaf is None
+        q = refused[0]  # a reconnect subscribes anew: refused again, said again
+        desk.route(Reconnected(topics=[q._book_topic], attempt=1))
+        assert q.book.refused is None
+        assert q.book.stale  # messages lost: stale until a book, whatever comes
+        assert q._book_topic not in desk.refused
 
 
 async def test_under_the_services_cap_no_topic_is_refused(capped: Any) -> None:

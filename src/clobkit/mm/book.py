@@ -85,8 +85,10 @@ class BookMirror:
 
     def mark_stale(self) -> None:
         """Messages of the book topic were lost (the feed reconnected): ``stale`` until
-        the next book is taken (a subscription's snapshot, or an update)."""
+        the next book is taken (a subscription's snapshot, or an update). The topic is
+        subscribed anew: an earlier refusal no longer holds (a new one comes anew)."""
         self._gap = True
+        self.refused = None
 
     @property
     def missed(self) -> bool:
