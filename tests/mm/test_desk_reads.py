@@ -42,6 +42,9 @@ async def test_both_outcomes_of_a_market_read_it_once(sb: Any, user: Any) -> Non
         requests = {(r["endpoint"], r["count"]) for r in desk.metrics()["requests"]}
         assert ("GET /markets/:id", len(markets)) in requests
         assert ("prepare", len(markets)) in requests
+        # the fee rate each quoter takes was cached by its market's prepare: no request,
+        # so none charged to the budget nor counted
+        assert not [r for r in desk.metrics()["requests"] if r["endpoint"] == "GET /fee-rate"]
 
 
 async def test_a_quoter_opened_later_reads_the_positions_anew(

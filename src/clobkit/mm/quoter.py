@@ -171,13 +171,14 @@ class Quoter(Resolving):
         self.market = market
         self.market_id = market.id
         self.event_id = market.event_id
-        # both cached by prepare(): no request. V1: ids precomputed; V2/V3: learnt
-        # from the service (tracked by client_order_id)
+        # all three cached by prepare(): no request (on a desk, none to charge to its
+        # budget nor count in its metrics). V1: ids precomputed; V2/V3: learnt from
+        # the service (tracked by client_order_id)
         self.exchange_version = await client.exchange_version()
         info = await client.market_info(market.id)
         self.token_id = info.token(self.outcome)
         self.neg_risk = info.neg_risk
-        self.fee_rate_bps = await self._req("GET /fee-rate", client.get_fee_rate(self.token_id))
+        self.fee_rate_bps = await client.get_fee_rate(self.token_id)
 
     async def _read_book(self) -> None:
         """The book over REST into the mirror, and the market's minimum order value."""
