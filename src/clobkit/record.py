@@ -353,8 +353,6 @@ class Recorder(RecordingWriter):
         #: The streams of the last ``run`` (their ``frames``, ``reconnects``,
         #: ``down_since``), ``topics_per_stream`` book topics on each.
         self.streams: list[Stream] = []
-        #: The first of ``streams`` (``None`` before a run).
-        self.stream: Stream | None = None
         #: Topics the service refused in the last ``run``, with its words.
         self.refused: dict[str, str] = {}
         self._min_sizes: dict[str, str] = {}  # token -> min_order_size of its first book
@@ -464,8 +462,13 @@ class Recorder(RecordingWriter):
         ]
         for stream in streams:
             stream.decode = decode_book_frame
-        self.streams, self.stream, self.refused = streams, streams[0], {}
+        self.streams, self.refused = streams, {}
         return streams
+
+    @property
+    def stream(self) -> Stream | None:
+        """The first of ``streams`` (``None`` before a run)."""
+        return self.streams[0] if self.streams else None
 
     async def _tend(self, consumers: list[asyncio.Task[None]], deadline: float | None) -> None:
         """Rotate, read the books left unread and report, until ``deadline`` (monotonic

@@ -306,7 +306,7 @@ class Desk(Routing):
             "queued": self.budget.queued,
             "reconnects": self.reconnects,
             "messages": c.messages,
-            "frames": self._frames + sum(stream.frames for stream in self._streams),
+            "frames": sum(stream.frames for stream in self._streams),
             "streams": len(self._streams),
             "refused": dict(self.refused),
             "deaf": self.deaf,

@@ -37,7 +37,6 @@ class Routing(Gate):
         self._streams: list[Stream] = []  # the desk's streams, in the order opened
         self._carrier: dict[str, Stream] = {}  # topic -> the stream that carries it
         self._load: dict[Stream, int] = {}  # stream -> the topics it carries
-        self._frames = 0  # frames of streams closed before
         self._stream_lock = asyncio.Lock()
         self._acked = asyncio.Event()
         self._pumps: list[asyncio.Task[None]] = []
