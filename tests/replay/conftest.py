@@ -39,7 +39,14 @@ def config(version: int = 1) -> dict[str, Any]:
 
 def moving_market(sb: Sandbox) -> str:
     """A market with the house's liquidity (its book moves with set_price)."""
-    return sorted(m.id for m in sb.engine.markets.values() if m.mid is not None and m.active)[0]
+    return moving_markets(sb, 1)[0]
+
+
+def moving_markets(sb: Sandbox, n: int) -> list[str]:
+    """``n`` markets with the house's liquidity, in id order."""
+    found = sorted(m.id for m in sb.engine.markets.values() if m.mid is not None and m.active)
+    assert len(found) >= n
+    return found[:n]
 
 
 def client(sb: Any, user: int = 2, **options: Any) -> AsyncClient:

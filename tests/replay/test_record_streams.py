@@ -10,30 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from clobkit.record import BOOK, SNAPSHOT, Recorder, iter_rows, resolve_markets
 
-from .conftest import client, config, move_prices, record_while, sandbox_module
-
-
-def moving_markets(sb: Any, n: int) -> list[str]:
-    """``n`` markets with the house's liquidity (their books move with set_price)."""
-    found = sorted(m.id for m in sb.engine.markets.values() if m.mid is not None and m.active)
-    assert len(found) >= n
-    return found[:n]
-
-
-async def until(check: Any, limit: float = 30.0) -> None:
-    """Wait for ``check()`` (a count reached, not a time)."""
-    deadline = time.monotonic() + limit
-    while not check():
-        assert time.monotonic() < deadline, "not reached"
-        await asyncio.sleep(0.02)
+from .conftest import (
+    client,
+    config,
+    move_prices,
+    moving_markets,
+    record_while,
+    sandbox_module,
+)
+from .test_replay_fidelity import until
 
 
 async def test_the_topics_are_spread_over_streams_and_each_recorded(tmp_path: Path) -> None:
