@@ -548,8 +548,20 @@ def writer_alone(root: Path, rounds: int, most: int = 2_000_000) -> Row:
 
 
 # task-name prefixes of the Dask job (dask's own names, and with_order_ids' function)
-DASK_STAGES = {"read_parquet": "read", "_ids": "order ids", "toparquetdata": "write"}
-DASK_COLUMNS = ("read", "order ids", "write", "other tasks", "outside tasks")
+DASK_STAGES = {
+    "read_parquet": "read",
+    "_ids": "order ids",
+    "toparquetdata": "write",
+    "read_parquet-fused-toparquetdata": "read, ids, write (one task)",
+}
+DASK_COLUMNS = (
+    "read",
+    "order ids",
+    "write",
+    "read, ids, write (one task)",
+    "other tasks",
+    "outside tasks",
+)
 
 
 def dask_breakdown(run: Callable[[], object], workers: int, n: int) -> dict[str, Any]:
@@ -575,9 +587,8 @@ def dask_rows(
     opts: argparse.Namespace, counts: list[int], root: Path, parts: list[dict[str, Any]]
 ) -> list[Row]:
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
 
-    from clobkit.dask import parquet_options, with_order_ids
+    from clobkit.dask import parquet_options, to_parquet, with_order_ids
 
     src = root / "dask-in"
     src.mkdir()
@@ -591,31 +602,59 @@ def dask_rows(
     print(f"  wrote {opts.dask_rows:,} orders in {opts.parts} Parquet files "
           f"in {time.perf_counter() - t0:.1f} s")  # fmt: skip
 
-    def job(out: Path, files: Any = src) -> None:
+    def fused(out: Path, files: Any = src) -> None:
+        df = with_order_ids(dd.read_parquet(files, dtype_backend="pyarrow"), V1_WALLET)
+        to_parquet(df, out)
+
+    def plain(out: Path, files: Any = src) -> None:
         df = with_order_ids(dd.read_parquet(files, dtype_backend="pyarrow"), V1_WALLET)
         df.to_parquet(out, **parquet_options(df))
 
-    row = Row("Dask `with_order_ids` -> `to_parquet`, Parquet files, workers", opts.dask_rows, "")
-    for workers in counts:
-        with (
-            LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-            ) as cluster,
-            Client(cluster),
-        ):
-            job(root / "dask-warm", sorted(src.glob("*.parquet"))[:workers])  # imports, caches
-            best = float("inf")
-            for r in range(opts.command_runs):
-                out = root / f"dask-out-{workers}-{r}"
-                best = min(best, _timed(lambda out=out: job(out)))
-                _remove(out)
-            if workers in (counts[0], counts[-1]):  # where one worker's and all's time goes
-                out = root / f"dask-out-{workers}-stages"
-                parts.append(dask_breakdown(lambda out=out: job(out), workers, opts.dask_rows))
-                _remove(out)
-            _remove(root / "dask-warm")
-            row.add(workers, best)
-    return [row]
+    jobs = [("`clobkit.dask.to_parquet`", "fused", fused)]
+    if opts.dask_plain:
+        jobs.append(("`df.to_parquet(**parquet_options(df))`", "plain", plain))
+    rows = []
+    for title, label, job in jobs:
+        row = Row(f"Dask `with_order_ids` -> {title}, Parquet files, workers", opts.dask_rows, "")
+        for workers in counts:
+            row.add(workers, _dask_run(opts, job, workers, counts, root, src, parts, label))
+        rows.append(row)
+    return rows
+
+
+def _dask_run(
+    opts: argparse.Namespace,
+    job: Callable[..., None],
+    workers: int,
+    counts: list[int],
+    root: Path,
+    src: Path,
+    parts: list[dict[str, Any]],
+    label: str,
+) -> float:
+    """Best of ``--command-runs`` runs of ``job`` on a LocalCluster of ``workers``."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster),
+    ):
+        job(root / "dask-warm", sorted(src.glob("*.parquet"))[:workers])  # imports, caches
+        best = float("inf")
+        for r in range(opts.command_runs):
+            out = root / f"dask-out-{workers}-{r}"
+            best = min(best, _timed(lambda out=out: job(out)))
+            _remove(out)
+        if workers in (counts[0], counts[-1]):  # where one worker's and all's time goes
+            out = root / f"dask-out-{workers}-stages"
+            parts.append(
+                {"job": label, **dask_breakdown(lambda out=out: job(out), workers, opts.dask_rows)}
+            )
+            _remove(out)
+        _remove(root / "dask-warm")
+    return best
 
 
 def _remove(path: Path) -> None:
@@ -709,13 +748,13 @@ def _dask_table(parts: list[dict[str, Any]]) -> list[str]:
         "Where the Dask workers' time goes (per order, summed over the workers: the compute",
         "time of each stage's tasks, and the workers' time outside any task):",
         "",
-        "| workers | wall | " + " | ".join(DASK_COLUMNS) + " | all |",
-        "|---:|---:|" + "---:|" * (len(DASK_COLUMNS) + 1),
+        "| job | workers | wall | " + " | ".join(DASK_COLUMNS) + " | all |",
+        "|---|---:|---:|" + "---:|" * (len(DASK_COLUMNS) + 1),
     ]
     for part in parts:
         cells = [_time(part["wall"])] + [_time(part[k]) for k in DASK_COLUMNS]
         cells.append(_time(sum(part[k] for k in DASK_COLUMNS)))
-        lines.append(f"| {part['workers']} | " + " | ".join(cells) + " |")
+        lines.append(f"| {part['job']} | {part['workers']} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -731,6 +770,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rounds", type=int, default=3, help="best of this many calls")
     parser.add_argument("--command-runs", type=int, default=1, help="best of this many runs")
+    parser.add_argument(
+        "--dask-plain",
+        action="store_true",
+        help="also Dask's own to_parquet(**parquet_options(df)), unfused, for comparison",
+    )
     parser.add_argument("--skip", default="", help="comma list of: machine, core, command, dask")
     parser.add_argument("--tmp", default=None, help="where the input files go")
     parser.add_argument("--json", default=None, metavar="PATH")

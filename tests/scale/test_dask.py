@@ -387,3 +387,34 @@ def test_a_partition_reuses_its_workers_hasher() -> None:
     ) == _hasher(wallet, 2).order_id(
         token_id=1, maker_amount=2, taker_amount=1, side=0, salt=5, timestamp=9
     )
+
+
+def test_to_parquet_writes_each_partition_in_one_task(client: Any, tmp_path: Path) -> None:
+    """The same files as ``df.to_parquet(**parquet_options(df))``, written one fused task a
+    partition (Dask's plain compute runs five a partition, each a scheduler round trip)."""
+    from clobkit.dask import parquet_options, to_parquet
+
+    table = _table(2, 9_001)
+    df = with_order_ids(
+        dd.read_parquet(_write(table, tmp_path / "in"), dtype_backend="pyarrow"), WALLETS[2]
+    )
+    with distributed.get_task_stream(client) as fused:
+        to_parquet(df, tmp_path / "fused")
+    with distributed.get_task_stream(client) as plain:
+        df.to_parquet(tmp_path / "plain", **parquet_options(df))
+    writes = [t for t in fused.data if "toparquetbarrier" not in str(t["key"])]
+    assert len(writes) == df.npartitions == 3
+    assert len(plain.data) > len(fused.data)  # what the fusion saves
+    names = sorted(p.name for p in (tmp_path / "plain").glob("*.parquet"))
+    assert names == sorted(p.name for p in (tmp_path / "fused").glob("*.parquet"))
+    for name in names:
+        assert (tmp_path / "fused" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
+    assert pq.read_table(tmp_path / "fused")["order_id"].to_pylist() == _single_process(table, 2)
+    # the caller's keywords win over parquet_options' settings
+    to_parquet(df, tmp_path / "zstd", column="order_id", compression="zstd", write_index=False)
+    meta = pq.ParquetFile(tmp_path / "zstd" / names[0]).metadata
+    columns = [meta.row_group(0).column(i) for i in range(meta.num_columns)]
+    assert "__null_dask_index__" not in [c.path_in_schema for c in columns]
+    assert {c.path_in_schema: c.compression for c in columns}["salt"] == "ZSTD"
+    with pytest.raises(OrderFieldError, match="call with_order_ids first"):
+        to_parquet(df, tmp_path / "other", column="clob_id")
