@@ -13,9 +13,10 @@ For each thread (or worker) count 1, 2, 4, ... up to ``os.cpu_count()``
   signer's own wallet and for a deposit wallet (POLY_1271: each order wrapped, ERC-7739);
 - the whole ``clobkit order-ids`` command in a child process, CSV -> CSV and
   Parquet -> Parquet, ``--threads N`` (``--rows`` orders, generated here);
-- Dask: ``with_order_ids`` -> ``to_parquet`` (with ``parquet_options``) from
-  ``--parts`` Parquet files (``--dask-rows`` orders), a ``LocalCluster`` of N
-  single-threaded worker processes.
+- Dask: ``with_order_ids`` -> ``clobkit.dask.to_parquet`` (one fused task a
+  partition) from ``--parts`` Parquet files (``--dask-rows`` orders), a
+  ``LocalCluster`` of N single-threaded worker processes; with ``--dask-plain``
+  also Dask's own ``to_parquet(**parquet_options(df))``, unfused.
 
 What the machine itself gives N cores' worth of one core's work, measured in
 the same run with no clobkit code: N processes at once, each hashing with

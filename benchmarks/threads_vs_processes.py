@@ -1,7 +1,7 @@
 """Threads in one process against processes: where batch work stops scaling (#20).
 
 Run: PYTHONPATH=src python benchmarks/threads_vs_processes.py [--kinds sign,ids,lists,arrow]
-     [--max 16] [--rounds 3] [--json PATH]
+     [--max 16] [--rounds 3] [--quick] [--json PATH]
 
 For each kind of batch work and each count N (1, 2, 4, ... up to ``--max``):
 
@@ -54,8 +54,8 @@ SIZES = {
 
 
 def work(kind: str) -> tuple[Callable[[int], object], int]:
-    """The call of ``kind`` at a thread count, and its orders."""
-    n = SIZES[kind]
+    """The call of ``kind`` at a thread count, and its orders (``CLOBKIT_TVP_QUICK``: tiny)."""
+    n = SIZES[kind] // (1000 if os.environ.get("CLOBKIT_TVP_QUICK") else 1)
     if kind in ("sign", "ids"):
         hasher, signer = OrderHasher(scaling.V2_WALLET), OrderSigner(scaling.KEY)
         args = scaling.arguments(scaling.orders(0, n, 2), lists=True)
@@ -158,7 +158,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", default=None, metavar="PATH")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     opts = parser.parse_args(argv)
+    if opts.quick:  # an environment variable, so the spawned processes see it too
+        os.environ["CLOBKIT_TVP_QUICK"] = "1"
     counts = scaling.thread_counts(opts.max)
     print(
         machine_line(machine()) + f"; CLOBKIT_KECCAK={os.environ.get('CLOBKIT_KECCAK', '')}",

@@ -30,7 +30,7 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     out_json, out_md = tmp_path / "scaling.json", tmp_path / "scaling.md"
     args = ["--quick", "--max-threads", "2", "--rows", "3000", "--dask-rows", "3000"]
     args += ["--parts", "2", "--json", str(out_json), "--markdown", str(out_md)]
-    args += ["--tmp", str(tmp_path)]
+    args += ["--tmp", str(tmp_path), "--dask-plain"]
     # the clobkit under test (src/ here, the installed wheel in CI), as a path relative
     # to the checkout: the script makes it absolute for its children
     env = os.environ | {"PYTHONPATH": os.path.relpath(Path(clobkit.__file__).parents[1], ROOT)}
@@ -49,13 +49,13 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
     assert data["F_seconds"] > 0
     assert data["E_seconds"] > 0
     works = [row["work"] for row in data["rows"]]
-    assert len(works) == 12
+    assert len(works) == 13
     assert sum(w.startswith("machine:") for w in works) == 2  # the ceiling: no clobkit code
     assert sum("`order_ids`" in w for w in works) == 4
     assert sum("sign_many" in w for w in works) == 2
     assert any("POLY_1271" in w for w in works)
     assert sum("clobkit order-ids" in w for w in works) == 3  # CSV, Parquet, its writer
-    assert any("Dask" in w for w in works)
+    assert sum("Dask" in w for w in works) == 2  # fused, and Dask's own unfused
     alone = [row for row in data["rows"] if "writer alone" in row["work"]]
     assert [set(row["seconds_per_order"]) for row in alone] == [{"1"}]  # one thread, always
     for row in data["rows"]:
@@ -72,14 +72,7 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
         else:  # the pure twin has no meter: said as nan, not as a figure
             assert math.isnan(g["cpu_held_per_order"])
             assert math.isnan(g["gil_bound_at_16"])
-    stages = data["dask_stages_seconds_per_order"]  # at one worker and at the most
-    assert [s["workers"] for s in stages] == [1, 2]
-    for s in stages:  # every stage's tasks were seen, and the parts add up to the wall
-        assert min(s["read"], s["order ids"], s["write"]) > 0
-        parts = sum(s[k] for k in ("read", "order ids", "write", "other tasks", "outside tasks"))
-        filled = s["wall"] * s["workers"]  # the workers' wall time: the parts fill it, no less
-        assert parts >= filled * (1 - 1e-6)
-        assert parts == pytest.approx(filled, rel=1e-6) or s["outside tasks"] == 0
+    _check_dask_stages(data["dask_stages_seconds_per_order"])
     text = out_md.read_text()
     assert "Where the Dask workers' time goes" in text
     assert text in done.stdout
@@ -132,3 +125,52 @@ def test_a_row_the_workers_left_to_python_stops_the_run(monkeypatch: pytest.Monk
     hasher.order_ids(**cols, sides=[0, Side.SELL, 0])  # an IntEnum: its block in Python
     with pytest.raises(SystemExit, match="odd: 3 rows of the last batch took the Python path"):
         scaling._check_missed(scaling.Row("odd", 3, "F"))
+
+
+def _check_dask_stages(stages: list[dict[str, Any]]) -> None:
+    """At one worker and at the most, fused and not: every stage's tasks were seen, and
+    the parts add up to the workers' wall time."""
+    assert [(s["job"], s["workers"]) for s in stages] == [
+        ("fused", 1),
+        ("fused", 2),
+        ("plain", 1),
+        ("plain", 2),
+    ]
+    kinds = ("read", "order ids", "write", "read, ids, write (one task)")
+    for s in stages:  # every stage's tasks were seen, and the parts add up to the wall
+        if s["job"] == "fused":  # one task a partition: read, hashed, written
+            assert s["read, ids, write (one task)"] > 0
+            assert s["read"] == s["order ids"] == s["write"] == 0
+        else:
+            assert min(s["read"], s["order ids"], s["write"]) > 0
+            assert s["read, ids, write (one task)"] == 0
+        parts = sum(s[k] for k in (*kinds, "other tasks", "outside tasks"))
+        filled = s["wall"] * s["workers"]  # the workers' wall time: the parts fill it, no less
+        assert parts >= filled * (1 - 1e-6)
+        assert parts == pytest.approx(filled, rel=1e-6) or s["outside tasks"] == 0
+
+
+TVP_ARGS = ["--quick", "--max", "2", "--rounds", "1"]
+
+
+@pytest.mark.slow
+def test_threads_vs_processes_runs_every_kind_at_tiny_sizes(tmp_path: Path) -> None:
+    out = tmp_path / "tvp.json"
+    env = os.environ | {"PYTHONPATH": os.path.relpath(Path(clobkit.__file__).parents[1], ROOT)}
+    done = subprocess.run(
+        [sys.executable, "benchmarks/threads_vs_processes.py", *TVP_ARGS, "--json", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert list(data) == ["sign", "ids", "lists", "lists-arrow", "arrow"]
+    for kind, row in data.items():
+        assert min(row["orders"], row["one thread ns"]) > 0, kind
+        assert min(row["2"]["threads"], row["2"]["processes"]) > 0, kind
+        assert row["kernel at most threads"]["steal %"] >= 0, kind
+        assert f"{kind} at 2: threads" in done.stdout
