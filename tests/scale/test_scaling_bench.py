@@ -25,17 +25,13 @@ import_extra("dask.dataframe", "dask")
 import_extra("distributed", "dask")
 
 
-@pytest.mark.slow
-def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
-    out_json, out_md = tmp_path / "scaling.json", tmp_path / "scaling.md"
-    args = ["--quick", "--max-threads", "2", "--rows", "3000", "--dask-rows", "3000"]
-    args += ["--parts", "2", "--json", str(out_json), "--markdown", str(out_md)]
-    args += ["--tmp", str(tmp_path), "--dask-plain"]
-    # the clobkit under test (src/ here, the installed wheel in CI), as a path relative
-    # to the checkout: the script makes it absolute for its children
+def _bench(script: str, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """benchmarks/``script`` run to its end, with the clobkit under test (src/ here, the
+    installed wheel in CI) as a path relative to the checkout: the scripts make it
+    absolute for their children."""
     env = os.environ | {"PYTHONPATH": os.path.relpath(Path(clobkit.__file__).parents[1], ROOT)}
     done = subprocess.run(
-        [sys.executable, "benchmarks/scaling.py", *args],
+        [sys.executable, f"benchmarks/{script}", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -44,6 +40,16 @@ def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+@pytest.mark.slow
+def test_scaling_runs_every_row_at_tiny_sizes(tmp_path: Path) -> None:
+    out_json, out_md = tmp_path / "scaling.json", tmp_path / "scaling.md"
+    args = ["--quick", "--max-threads", "2", "--rows", "3000", "--dask-rows", "3000"]
+    args += ["--parts", "2", "--json", str(out_json), "--markdown", str(out_md)]
+    args += ["--tmp", str(tmp_path), "--dask-plain"]
+    done = _bench("scaling.py", args)
     data = json.loads(out_json.read_text())
     assert data["counts"] == [1, 2]
     assert data["F_seconds"] > 0
@@ -156,17 +162,7 @@ TVP_ARGS = ["--quick", "--max", "2", "--rounds", "1"]
 @pytest.mark.slow
 def test_threads_vs_processes_runs_every_kind_at_tiny_sizes(tmp_path: Path) -> None:
     out = tmp_path / "tvp.json"
-    env = os.environ | {"PYTHONPATH": os.path.relpath(Path(clobkit.__file__).parents[1], ROOT)}
-    done = subprocess.run(
-        [sys.executable, "benchmarks/threads_vs_processes.py", *TVP_ARGS, "--json", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _bench("threads_vs_processes.py", [*TVP_ARGS, "--json", str(out)])
     data = json.loads(out.read_text())
     assert list(data) == ["sign", "ids", "lists", "lists-arrow", "arrow"]
     for kind, row in data.items():
