@@ -409,9 +409,14 @@ def closed_port() -> int:
 
 
 class RawServer:
-    """Accepts connections on a free loopback port; ``reply`` writes each answer."""
+    """Accepts connections on a free loopback port; ``reply`` writes each answer, once
+    the request's head is read (``read_request``) or as soon as the connection is
+    accepted (``read_request=False``: ``reply`` then owns the whole connection)."""
 
-    def __init__(self, reply: Callable[[socket.socket, threading.Event], None]) -> None:
+    def __init__(
+        self, reply: Callable[[socket.socket, threading.Event], None], read_request: bool = True
+    ) -> None:
+        self.read_request = read_request
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
@@ -442,7 +447,7 @@ class RawServer:
             conn.settimeout(5)
             data = b""
             try:
-                while b"\r\n\r\n" not in data:
+                while self.read_request and b"\r\n\r\n" not in data:
                     chunk = conn.recv(65536)
                     if not chunk:
                         return
@@ -463,8 +468,10 @@ class RawServer:
 def raw_server() -> Iterator[Callable[..., RawServer]]:
     made: list[RawServer] = []
 
-    def make(reply: Callable[[socket.socket, threading.Event], None]) -> RawServer:
-        server = RawServer(reply)
+    def make(
+        reply: Callable[[socket.socket, threading.Event], None], read_request: bool = True
+    ) -> RawServer:
+        server = RawServer(reply, read_request)
         made.append(server)
         return server
 

@@ -12,77 +12,52 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
 from clobkit import AsyncClient, errors
 
-from .conftest import KEY, SECRET
+from .conftest import KEY, SECRET, RawServer
 from .test_client_cancelled import GUARD, eventually
 
 
 class Listener:
-    """A loopback server that accepts and reads until the client closes; ``open``
-    counts the connections the client has not closed. ``hang_up`` closes each
-    connection as soon as it is accepted (``hung_up`` is set once it has)."""
+    """A loopback server (``raw_server``'s) that accepts and reads until the client
+    closes; ``open`` counts the connections the client has not closed. ``hang_up``
+    closes each connection as soon as it is accepted (``hung_up`` is set once it has)."""
 
-    def __init__(self, hang_up: bool = False) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.sock.settimeout(0.2)
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.hang_up = hang_up
+    def __init__(self, raw_server: Callable[..., RawServer], hang_up: bool = False) -> None:
         self.hung_up = threading.Event()
-        self.accepted = 0
         self.open = 0
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.server = raw_server(self._hang_up if hang_up else self._read, read_request=False)
+        self.url = self.server.url
 
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            with self._lock:
-                self.accepted += 1
-            if self.hang_up:
-                conn.close()
-                self.hung_up.set()
-                continue
-            with self._lock:
-                self.open += 1
-            threading.Thread(target=self._read, args=(conn,), daemon=True).start()
+    @property
+    def accepted(self) -> int:
+        return self.server.accepted
 
-    def _read(self, conn: socket.socket) -> None:
-        with conn:
-            try:
-                while conn.recv(65536):
-                    pass
-            except OSError:
+    def _hang_up(self, conn: socket.socket, stop: threading.Event) -> None:
+        self.hung_up.set()  # the server closes conn on return
+
+    def _read(self, conn: socket.socket, stop: threading.Event) -> None:
+        conn.settimeout(None)  # open until the client closes it, however long that takes
+        with self._lock:
+            self.open += 1
+        try:
+            while conn.recv(65536):
                 pass
+        except OSError:
+            pass
         with self._lock:
             self.open -= 1
 
-    def close(self) -> None:
-        self._stop.set()
-        self.sock.close()
-
 
 @pytest.fixture
-def listener() -> Iterator[Callable[..., Listener]]:
-    made: list[Listener] = []
-
-    def make(hang_up: bool = False) -> Listener:
-        server = Listener(hang_up)
-        made.append(server)
-        return server
-
-    yield make
-    for server in made:
-        server.close()
+def listener(raw_server: Callable[..., RawServer]) -> Callable[..., Listener]:
+    return lambda hang_up=False: Listener(raw_server, hang_up)
 
 
 def _is_connect(coro: Any) -> bool:
