@@ -37,6 +37,13 @@ def capped(version: int) -> Iterator[Any]:
         yield sb
 
 
+def two_a_stream(client: AsyncClient, user: Any) -> Desk:
+    """A desk whose streams carry at most two topics each."""
+    desk = Desk(client, user_id=user.user_id)
+    desk.topics_per_stream = 2
+    return desk
+
+
 def carried(desk: Desk) -> list[list[str]]:
     return [stream.topics for stream in desk.streams]
 
@@ -45,8 +52,7 @@ async def test_the_topics_are_spread_over_streams_under_the_cap(
     sb: Any, user: Any, client: AsyncClient
 ) -> None:
     markets = two_sided(sb, 2)
-    async with Desk(client, user_id=user.user_id) as desk:
-        desk.topics_per_stream = 2
+    async with two_a_stream(client, user) as desk:
         quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]
         await desk.open()
         topics = carried(desk)
@@ -179,8 +185,7 @@ async def test_a_reconnect_of_a_book_stream_touches_only_its_books(
     sb: Any, user: Any, client: AsyncClient
 ) -> None:
     markets = two_sided(sb, 2)
-    async with Desk(client, user_id=user.user_id) as desk:
-        desk.topics_per_stream = 2
+    async with two_a_stream(client, user) as desk:
         quoters = [desk.quoter(m, "a") for m in markets]
         await desk.open()
         await eventually(lambda: not any(q.book.stale for q in quoters))
@@ -198,8 +203,7 @@ async def test_a_dropped_topic_frees_its_place_on_its_stream(
     sb: Any, user: Any, client: AsyncClient
 ) -> None:
     first, second, third = two_sided(sb, 3)
-    async with Desk(client, user_id=user.user_id) as desk:
-        desk.topics_per_stream = 2
+    async with two_a_stream(client, user) as desk:
         qa, qb = desk.quoter(first, "a"), desk.quoter(second, "a")
         await desk.open(qa)  # one at a time: opened together, either may come first
         await desk.open(qb)
