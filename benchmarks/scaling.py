@@ -176,19 +176,29 @@ def _ceiling_worker(kind: str, barrier: Any, queue: Any) -> None:
     queue.put((t0, time.perf_counter()))
 
 
+def at_once(
+    target: Callable[..., None], args: tuple[Any, ...], n: int, method: str = ""
+) -> list[Any]:
+    """What each of ``n`` processes running ``target(*args, barrier, queue)`` put on
+    ``queue``, one item each; the barrier lets them start their work together.
+    ``method``: multiprocessing's start method (fork where there is one)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context(method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn"))
+    barrier, queue = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args, barrier, queue)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    got = [queue.get(timeout=900) for _ in procs]
+    for p in procs:
+        p.join()
+    return got
+
+
 def ceiling(kind: str, n: int) -> float:
     """Seconds per unit of work with ``n`` processes at once: wall clock from the first
     start to the last end, over n x the units of one."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    barrier, queue = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=_ceiling_worker, args=(kind, barrier, queue)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    spans = [queue.get(timeout=600) for _ in procs]
-    for p in procs:
-        p.join()
+    spans = at_once(_ceiling_worker, (kind,), n)
     wall = max(t1 for _, t1 in spans) - min(t0 for t0, _ in spans)
     return wall / (n * CEILING_UNITS[kind])
 

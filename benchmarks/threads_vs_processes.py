@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import sys
 import time
@@ -83,16 +82,8 @@ def _process(kind: str, rounds: int, barrier: Any, queue: Any) -> None:
 
 def processes(kind: str, count: int, rounds: int) -> float:
     """Seconds of the slowest of ``count`` processes, best round."""
-    ctx = mp.get_context("spawn")  # a fork would copy this process's native pool state
-    barrier, queue = ctx.Barrier(count), ctx.Queue()
-    procs = [
-        ctx.Process(target=_process, args=(kind, rounds, barrier, queue)) for _ in range(count)
-    ]
-    for p in procs:
-        p.start()
-    spans = [queue.get(timeout=900) for _ in procs]
-    for p in procs:
-        p.join()
+    # spawned: a fork would copy this process's native pool state
+    spans = scaling.at_once(_process, (kind, rounds), count, "spawn")
     return min(max(s[r] for s in spans) for r in range(rounds))
 
 
