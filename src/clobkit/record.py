@@ -353,8 +353,6 @@ class Recorder(RecordingWriter):
         #: The streams of the last ``run`` (their ``frames``, ``reconnects``,
         #: ``down_since``), ``topics_per_stream`` book topics on each.
         self.streams: list[Stream] = []
-        #: Topics the service refused in the last ``run``, with its words.
-        self.refused: dict[str, str] = {}
         self._min_sizes: dict[str, str] = {}  # token -> min_order_size of its first book
         self._unread: set[str] = set()  # tokens whose snapshot after a reconnect failed
         self._reread_at = 0.0  # time.monotonic() of the next try to read them
@@ -438,21 +436,22 @@ class Recorder(RecordingWriter):
             if isinstance(item, Reconnected):
                 self.add(GAP, None, None, arrived)
                 self.stats.gaps += 1
+                self.stats.refused = len(self.refused)  # subscribed anew: none refused yet
                 # its own books were lost; another stream's went on
                 await self._resnapshot(topics[t] for t in item.topics if t in topics)
             elif item.type == "data" and item.topic in topics:
                 self.add(BOOK, topics[item.topic], item.data, arrived)
-            elif item.type == "error":
-                self._refused(item.topic, item.error)
+            elif item.type == "error":  # the stream said it and keeps it (refused)
+                self.stats.refused = len(self.refused)
             if self._held >= self.rotate_bytes:
                 await self.rotate()
 
-    def _refused(self, topic: str | None, words: str | None) -> None:
-        """Never silent: a refused book topic leaves its book to the snapshots alone."""
-        if topic is not None and topic not in self.refused:
-            self.refused[topic] = words or "refused"
-            self.stats.refused = len(self.refused)
-        log.warning("the service refused %s: %s", topic or "a subscription", words)
+    @property
+    def refused(self) -> dict[str, str]:
+        """The book topics the service refused in the last ``run``, with its words: each
+        until subscribed again (a reconnect) or a message comes on it (its streams'
+        ``refused``)."""
+        return {t: r for s in self.streams for t, r in s.refused.items()}
 
     def _open_streams(self) -> list[Stream]:
         topics, per = list(self._topics), self.topics_per_stream
@@ -462,7 +461,7 @@ class Recorder(RecordingWriter):
         ]
         for stream in streams:
             stream.decode = decode_book_frame
-        self.streams, self.refused = streams, {}
+        self.streams = streams
         return streams
 
     @property

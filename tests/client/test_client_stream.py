@@ -33,6 +33,7 @@ class WsServer:
         self.connections: list[ServerConnection] = []
         self.refuse: int | None = None
         self.hang_up = False  # accept the handshake, then close before any subscription
+        self.refuse_whole: str | None = None  # answer a subscribe with a topic-less error
         self.port = 0
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
@@ -64,9 +65,12 @@ class WsServer:
                 message = json.loads(raw)
                 if message.get("action") == "subscribe":
                     self.subscriptions.append(message["topics"])
-                    await connection.send(
-                        json.dumps({"type": "subscribed", "topics": message["topics"]})
+                    answer: dict[str, Any] = (
+                        {"type": "subscribed", "topics": message["topics"]}
+                        if self.refuse_whole is None
+                        else {"type": "error", "error": self.refuse_whole}
                     )
+                    await connection.send(json.dumps(answer))
 
     async def push(self, message: dict[str, Any]) -> None:
         for connection in list(self.connections):

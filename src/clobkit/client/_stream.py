@@ -13,6 +13,7 @@ import contextlib
 import logging
 import re
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -174,6 +175,10 @@ class Stream:
         #: Event-loop time (s) the connection was lost at (the first loss, however many
         #: reconnects fail after it); ``None`` while subscribed, and before the first.
         self.down_since: float | None = None
+        self._refused: dict[str, str] = {}
+        # the (un)subscribe messages of this connection the server has not answered yet,
+        # oldest first: a topic-less ``error`` refuses the oldest whole
+        self._asked: deque[tuple[str, list[str]]] = deque()
         #: A faster decoding of the frames a consumer knows (the recorder's book frames):
         #: ``decode(frame)`` gets each frame's bytes and returns its ``StreamMessage``, or
         #: ``None`` to leave the frame to ``parse_message``. It must not raise, and must
@@ -188,6 +193,17 @@ class Stream:
     def topics(self) -> list[str]:
         """The subscribed topics (resubscribed after every reconnect)."""
         return list(self._topics)
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """The topics the service refused (an ``error`` message naming them), with its
+        words; each until it is subscribed again (a reconnect), dropped, or a message
+        comes on it (the subscription stands). A copy."""
+        return dict(self._refused)
+
+    def refusal(self, topic: str) -> str | None:
+        """Why the service refused ``topic`` (its words, as in ``refused``), else ``None``."""
+        return self._refused.get(topic)
 
     @property
     def closed(self) -> bool:
@@ -220,7 +236,7 @@ class Stream:
         ws = self._ws
         if new and ws is not None:
             with contextlib.suppress(WebSocketException, OSError):
-                await _send_topics(ws, "subscribe", new)
+                await self._send_topics(ws, "subscribe", new)
 
     async def unsubscribe(self, topics: Iterable[str] | str) -> None:
         """Drop topics: never subscribed again after a reconnect, and an ``unsubscribe``
@@ -232,10 +248,12 @@ class Stream:
         if not gone:
             return
         self._topics = [t for t in self._topics if t not in chosen]
+        for topic in gone:
+            self._refused.pop(topic, None)
         ws = self._ws
         if ws is not None:
             with contextlib.suppress(WebSocketException, OSError):
-                await _send_topics(ws, "unsubscribe", gone)
+                await self._send_topics(ws, "unsubscribe", gone)
 
     async def close(self) -> None:
         """Close the connection and end iteration."""
@@ -418,7 +436,9 @@ class Stream:
         self._ws = ws
         subscribed = False
         try:
-            await _send_topics(ws, "subscribe", self._topics)
+            self._refused.clear()  # subscribed anew: a refusal comes anew
+            self._asked.clear()  # a new connection: the old one's answers never come
+            await self._send_topics(ws, "subscribe", self._topics)
             first = await self._first_message(ws)
             await self._subscribed(connected_once)
             subscribed = True
@@ -462,19 +482,54 @@ class Stream:
     async def _receive(self, raw: bytes) -> None:
         message = self._frame(raw)
         if message is not None:
+            if message.type != "data" or self._refused:  # "data": the many, and plain
+                self._heard(message)
             await self._emit(message)
+
+    async def _send_topics(self, ws: ClientConnection, action: str, topics: list[str]) -> None:
+        """``action`` (subscribe, unsubscribe) of ``topics``, ``FRAME_TOPICS`` a message,
+        each message kept until the server answers it."""
+        for k in range(0, len(topics), FRAME_TOPICS):
+            chunk = topics[k : k + FRAME_TOPICS]
+            self._asked.append((action, chunk))
+            await ws.send(msgspec.json.encode({"action": action, "topics": chunk}).decode())
+
+    def _heard(self, message: StreamMessage) -> None:
+        """Keep (and say: never silent) a refusal. The server answers each (un)subscribe
+        message in order, ``subscribed`` / ``unsubscribed`` or an ``error``: with a topic
+        (that topic refused), or without (the whole message refused, as the sandbox does
+        past its topics per message). A message on a refused topic shows its
+        subscription stands."""
+        kind, topic = message.type, message.topic
+        if kind in ("subscribed", "unsubscribed"):
+            if self._asked:
+                self._asked.popleft()
+        elif kind == "error":
+            words = message.error or "refused"
+            if topic is not None:
+                self._refuse([topic], words)
+            elif self._asked and self._asked[0][0] == "subscribe":
+                self._refuse(self._asked.popleft()[1], words)
+            else:
+                if self._asked:
+                    self._asked.popleft()
+                log.warning("the stream's server answered an error: %s", words)
+        elif topic is not None:
+            self._refused.pop(topic, None)
+
+    def _refuse(self, topics: list[str], words: str) -> None:
+        held = set(self._topics)  # one an unsubscribe dropped is no longer the stream's
+        for topic in topics:
+            if topic in held:
+                self._refused[topic] = words
+                log.warning("the service refused the topic %s: %s", topic, words)
+            else:
+                log.warning("the stream's server answered an error (%s): %s", topic, words)
 
 
 #: Topics in one subscribe message at most: a service may cap a message's topics (the
 #: sandbox refuses a message of more than 1,000 whole), and subscriptions add up.
 FRAME_TOPICS = 500
-
-
-async def _send_topics(ws: ClientConnection, action: str, topics: list[str]) -> None:
-    """``action`` (subscribe, unsubscribe) of ``topics``, ``FRAME_TOPICS`` a message."""
-    for k in range(0, len(topics), FRAME_TOPICS):
-        chunk = topics[k : k + FRAME_TOPICS]
-        await ws.send(msgspec.json.encode({"action": action, "topics": chunk}).decode())
 
 
 class _Connect(connect):

@@ -189,6 +189,15 @@ class SyncStream:
         """Frames skipped because they were not JSON."""
         return self._stream.bad_frames
 
+    @property
+    def refused(self) -> dict[str, str]:
+        """The topics the service refused, with its words (``Stream.refused``)."""
+        return self._stream.refused
+
+    def refusal(self, topic: str) -> str | None:
+        """Why the service refused ``topic``, else ``None`` (``Stream.refusal``)."""
+        return self._stream.refusal(topic)
+
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(item)`` for every item (on the stream's thread)."""
         self._runner.listeners.append(listener)

@@ -6,6 +6,7 @@ from decimal import Decimal
 from time import monotonic
 from typing import TYPE_CHECKING, Any
 
+from ..client import book_topic
 from ..models import Orderbook, OrderbookLevel
 
 if TYPE_CHECKING:
@@ -33,12 +34,12 @@ class BookMirror:
         "_best",
         "_bids",
         "_gap",
+        "_topic",
         "asset_id",
         "feed",
         "hash",
         "min_order_size",
         "received_at",
-        "refused",
         "updates",
     )
 
@@ -58,9 +59,7 @@ class BookMirror:
         #: ``closed`` are read by ``stale``); ``None`` when nothing feeds it.
         self.feed: Stream | None = None
         self._gap = False  # messages were lost (a reconnect): stale until the next book
-        #: Why the service refused the book topic (its words), until a book comes on
-        #: the stream; ``None`` otherwise.
-        self.refused: str | None = None
+        self._topic = book_topic(asset_id)  # what ``feed`` carries for this mirror
 
     def __repr__(self) -> str:
         return f"BookMirror(best_bid={self.best_bid}, best_ask={self.best_ask})"
@@ -81,14 +80,18 @@ class BookMirror:
         self.updates += 1
         self.received_at = monotonic()
         self._gap = False
-        self.refused = None  # a book came on the topic: the subscription stands
 
     def mark_stale(self) -> None:
         """Messages of the book topic were lost (the feed reconnected): ``stale`` until
-        the next book is taken (a subscription's snapshot, or an update). The topic is
-        subscribed anew: an earlier refusal no longer holds (a new one comes anew)."""
+        the next book is taken (a subscription's snapshot, or an update)."""
         self._gap = True
-        self.refused = None
+
+    @property
+    def refused(self) -> str | None:
+        """Why the service refused the book topic (its words: ``feed.refusal(topic)``),
+        until the topic is subscribed again or a message comes on it; else ``None``."""
+        feed = self.feed
+        return None if feed is None else feed.refusal(self._topic)
 
     @property
     def missed(self) -> bool:
@@ -98,7 +101,6 @@ class BookMirror:
     def take(self, book: Orderbook) -> None:
         """Take a book read over REST (``GET /orderbooks/:token_id``); a refused topic
         stays refused (the read is current only now)."""
-        refused = self.refused
         self.apply(
             {
                 "bids": [{"price": str(lv.price), "size": str(lv.size)} for lv in book.bids],
@@ -107,7 +109,6 @@ class BookMirror:
                 "min_order_size": book.min_order_size,
             }
         )
-        self.refused = refused
 
     @property
     def age(self) -> float | None:

@@ -136,7 +136,6 @@ class Quoter(Resolving):
         self._host: Host | None = None
         self._desk_key = (self.market_id, self.outcome)  # its key on the desk, as given
         self._closed = False  # exited: no new quotes until entered again
-        self._deaf: str | None = None  # why the service refused the order topic
 
     def __repr__(self) -> str:
         return (
@@ -273,9 +272,6 @@ class Quoter(Resolving):
             if order is None:
                 if item.type == "subscribed" and self._acked is not None:
                     self._acked.set()
-                elif item.type == "error" and item.topic == self._orders_topic:
-                    self._deaf = item.error or "refused"  # fills would go unheard
-                    self._warn_refused(item)
                 return
             t = self._match(order)
             if t is None:
@@ -285,7 +281,6 @@ class Quoter(Resolving):
             self._apply(t, order)
         elif type(item) is Reconnected:
             self.reconnects += 1
-            self._deaf = None  # subscribed again: a refusal comes anew
             self._stale = True
             self._lost_book()
             if self._resync is None or self._resync.done():
@@ -296,13 +291,6 @@ class Quoter(Resolving):
             self.book.apply(item.data)
             if self.book.min_order_size is not None:  # the market may raise it
                 self.min_order_size = self.book.min_order_size
-        elif item.type == "error":  # never silent: a book that never moves looks current
-            self.book.refused = item.error or "refused"
-            self._warn_refused(item)
-
-    def _warn_refused(self, item: StreamMessage) -> None:
-        if self._host is None:  # a desk says it once for all its quoters
-            log.warning("the service refused the topic %s: %s", item.topic, item.error)
 
     def _lost_book(self) -> None:
         """Book messages were lost (a reconnect): the book is stale until the next one
@@ -455,11 +443,20 @@ class Quoter(Resolving):
         topic the service refused (cancels still go: they only lower the risk)."""
         if self._closed:
             raise QuoteRefused("quoter", self, "is closed: enter it again to quote")
-        deaf = self._deaf if self._host is None else self._host.deaf
+        deaf = self._deaf
         if deaf is not None:
             topic = self._orders_topic
             reason = f"was refused by the service ({deaf}): fills would go unheard"
             raise QuoteRefused("orders topic", topic, reason)
+
+    @property
+    def _deaf(self) -> str | None:
+        """Why the service refused the order topic (fills would go unheard), else
+        ``None``: the desk's word, or this quoter's own stream's."""
+        if self._host is not None:
+            return self._host.deaf
+        stream, topic = self._stream, self._orders_topic
+        return None if stream is None or topic is None else stream.refusal(topic)
 
     def _settle(self) -> None:
         """Tell the desk (if any) what this quoter may now have on the service."""

@@ -48,13 +48,23 @@ class Routing(Gate):
         self.topics_per_stream = 500
         #: Reconnects of the desk's streams seen so far.
         self.reconnects = 0
-        #: Why the service refused the user's order topic (its words), else ``None``:
-        #: fills would go unheard, so quoters refuse new quotes until a reconnect
-        #: subscribes it again.
-        self.deaf: str | None = None
-        #: Topics the service refused, with its words (a book topic's quoter then
-        #: has a stale book: ``book.refused``).
-        self.refused: dict[str, str] = {}
+
+    @property
+    def deaf(self) -> str | None:
+        """Why the service refused the user's order topic (its words), else ``None``:
+        fills would go unheard, so quoters refuse new quotes until a reconnect
+        subscribes it again (``Stream.refusal`` of the stream carrying it)."""
+        if self.user_id is None:
+            return None
+        topic = orders_topic(self.user_id)
+        stream = self._carrier.get(topic)
+        return None if stream is None else stream.refusal(topic)
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """The desk's topics the service refused, with its words (a book topic's quoter
+        then has a stale book: ``book.refused``); each stream's ``refused``."""
+        return {t: r for t, s in self._carrier.items() if (r := s.refusal(t)) is not None}
 
     @property
     def streams(self) -> list[Stream]:
@@ -90,7 +100,6 @@ class Routing(Gate):
         topic = q._book_topic
         if self._by_topic.get(topic) is q:
             del self._by_topic[topic]
-            self.refused.pop(topic, None)
             stream = self._carrier.get(topic)
             self._carry(topic, None)
             if stream is not None and not self._closing:
@@ -176,27 +185,12 @@ class Routing(Gate):
                     counters.lag.observe(max(0.0, time.time() - stamp.timestamp()))
             else:
                 q = self._by_topic.get(item.topic or "")
-                if item.type == "error":
-                    self._refused(item)
-                elif q is None and item.type == "subscribed":
+                if q is None and item.type == "subscribed":
                     self._acked.set()
             if q is not None:
                 q._on_item(item)
         elif type(item) is Reconnected:
             self._reconnected(item)
-
-    def _refused(self, item: StreamMessage) -> None:
-        """The service refused a topic: never silent (a book that never moves would
-        look current; an order topic refused leaves fills unheard)."""
-        topic = item.topic
-        if topic is None:
-            log.warning("the stream answered an error: %s", item.error)
-            return
-        reason = item.error or "refused"
-        self.refused[topic] = reason
-        log.warning("the service refused the topic %s: %s", topic, reason)
-        if self.user_id is not None and topic == orders_topic(self.user_id):
-            self.deaf = reason
 
     def _reconnected(self, item: Reconnected) -> None:
         """Messages of ``item.topics`` were lost: their books are stale until the next,
@@ -204,10 +198,6 @@ class Routing(Gate):
         self.reconnects += 1
         mine = self.user_id is not None and orders_topic(self.user_id) in item.topics
         everyone = mine or not item.topics  # a marker naming nothing: assume the worst
-        for topic in item.topics:
-            self.refused.pop(topic, None)  # subscribed again: a refusal comes anew
-        if mine:
-            self.deaf = None
         lost = [q for t in item.topics if (q := self._by_topic.get(t)) is not None]
         for q in self._quoters.values() if everyone else lost:
             q.reconnects += 1
