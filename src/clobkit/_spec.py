@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_PREFIX",
+    "BODY_REFUSAL_CODES",
     "CANCELLED",
     "CLIENT_ORDER_ID_MAX",
     "CODE_DUPLICATE",
@@ -230,6 +231,20 @@ CODE_INVALID_PRICE: Final = "ORDER_INVALID_PRICE"
 CODE_MARKET_NOT_ACTIVE: Final = "MARKET_NOT_ACTIVE"
 #: A 429's code (the API text shows no body for it).
 CODE_RATE_LIMITED: Final = "RATE_LIMITED"
+#: The refusals of a raw order that hold for every copy of the same body: they judge
+#: the body's own fields (its form, the salt, the amounts and their ratio, the token
+#: of the market), never the service's state. clobkit's reading: any other refusal
+#: (balance, risk control, rate limit, 5xx, a fee rate or market status that changed)
+#: may depend on when a copy arrived, so it proves nothing of a copy still in flight.
+BODY_REFUSAL_CODES: Final = frozenset(
+    {
+        CODE_INVALID_SALT,
+        CODE_INVALID_MAKER_AMOUNT,
+        CODE_INVALID_TAKER_AMOUNT,
+        CODE_INVALID_TOKEN,
+        CODE_INVALID_PRICE,
+    }
+)
 
 
 def forbidden_scope(scope: str) -> str:

@@ -21,6 +21,8 @@
     │   └── ServerError           5xx
     ├── TransportError                    the request never got an answer
     │   └── TimeoutError                  ... because it timed out
+    ├── OutcomeUnknown                    a copy of unknown outcome may still land: a later
+    │                                     refusal depending on the service's state proves nothing
     └── MissingExtra (ImportError)        an optional part needs an extra: pip install ...
 
 Validation errors carry ``field`` (the argument's name) and ``value`` (what was
@@ -50,6 +52,7 @@ __all__ = [
     "NotFound",
     "OrderBookNotFound",
     "OrderFieldError",
+    "OutcomeUnknown",
     "PermissionDenied",
     "QuoteRefused",
     "RateLimited",
@@ -224,6 +227,36 @@ class TransportError(ClobkitError):
     """
 
     order: RawOrderResult | None = None
+
+
+class OutcomeUnknown(ClobkitError):
+    """A raw order of which a copy got no definite answer (timeout, dropped
+    connection, 5xx, 429) and a later copy, under the same ``client_order_id``,
+    was refused for a reason that depends on the service's state (balance, risk
+    control, rate limit, a fee rate or market status): the earlier copy may still
+    land, so the order is neither placed nor refused yet.
+
+    ``refusal`` is the later answer (an ``ApiError``); ``order`` the order as sent
+    (for ``resolve_raw_order``); ``settles_at`` the Unix time (s) after which no
+    copy can land any more (``order.sent_at`` plus the client's ``landing_time``),
+    so that a refusal from then on proves the order was never placed.
+    """
+
+    order: RawOrderResult | None = None
+
+    def __init__(self, message: str, *, refusal: ApiError | None = None, settles_at: float = 0.0):
+        super().__init__(message)
+        self.refusal = refusal
+        self.settles_at = settles_at
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_outcome_unknown, (str(self), self.refusal, self.settles_at))
+
+
+def _rebuild_outcome_unknown(
+    message: str, refusal: ApiError | None, settles_at: float
+) -> OutcomeUnknown:
+    return OutcomeUnknown(message, refusal=refusal, settles_at=settles_at)
 
 
 class TimeoutError(TransportError, builtins.TimeoutError):  # noqa: A001 - mirrors httpx's naming

@@ -403,6 +403,9 @@ class RawOrderResult(_Model, kw_only=True):
     one the service stored, read back after the order was placed.
     ``market_id`` and ``outcome`` are the body's, so that the order can be
     sent again under its ``client_order_id`` (``resolve_raw_order``).
+    ``sent_at`` (Unix s) is when the last copy whose outcome is unknown was sent
+    (0: none): until ``sent_at`` plus the client's ``landing_time`` a copy may
+    still land, and a refusal depending on the service's state proves nothing.
     """
 
     order_id: str
@@ -422,6 +425,7 @@ class RawOrderResult(_Model, kw_only=True):
     clob_order_id_precomputed: bool = True
     market_id: str = ""
     outcome: str = ""
+    sent_at: float = 0.0
 
 
 class CancelResult(_Model, kw_only=True):

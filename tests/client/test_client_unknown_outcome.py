@@ -111,11 +111,12 @@ def test_never_placed_is_the_services_refusal(
     serve: Callable[..., Any], make_api: Any, version: int, after_commit: bool
 ) -> None:
     """The order's market closes before it is resolved: a send that never landed is
-    refused now (``None``: never placed); one that landed is answered with its order,
-    since the service checks the key before the order itself."""
+    refused now, and once no copy can land any more (``landing_time``, waited out)
+    that refusal is final (``None``: never placed); one that landed is answered with
+    its order, since the service checks the key before the order itself."""
     with serve(config={"exchange_version": version}) as sb:
         user = full_scope_users(sb)[0]
-        api = make_api(sb, user, "sync", max_retries=0)
+        api = make_api(sb, user, "sync", max_retries=0, landing_time=0.2)
         market = market_with_book(api, "nba")
         price = resting_buy_price(api.get_orderbook(market.token_id_a))
         api.prepare([market.id])
@@ -127,7 +128,7 @@ def test_never_placed_is_the_services_refusal(
         sent = info.value.order
         assert sent is not None
         sb.settle(market.id, "b")  # the market closes: the order cannot be placed now
-        found = api.resolve_raw_order(sent)
+        found = api.resolve_raw_order(sent, wait=True)
         held = by_key(sb, user).get(sent.client_order_id, [])
         if after_commit:
             assert found is not None

@@ -166,3 +166,38 @@ async def _next_marker(stream: Any) -> Reconnected:
         if isinstance(item, Reconnected):
             return item
     raise AssertionError("the stream ended")
+
+
+def test_faults_of_one_route_replace_the_others() -> None:
+    """A listing that fails while cancels work (``faults.routes``): the kill switch's
+    neighbours failing, on purpose."""
+    routes = {"GET /orders": {"error_rate": 1.0, "seed": 2}, "DELETE /orders/{id}": None}
+    config = {"faults": {"error_rate": 1.0, "seed": 1, "routes": routes}}
+    with serve_in_thread({**config, "risk": None}) as sb, _client(sb) as client:
+        faults = sb.faults
+        faults.configure(None)
+        market = _market(sb)
+        placed = client.place_raw_order(market, "a", "BUY", "0.05", 20)
+        faults.configure(config["faults"])
+        with pytest.raises((ServerError, TransportError)):
+            client.list_orders()  # its own faults: every one fails
+        with pytest.raises((ServerError, TransportError)):
+            client.get_wallet(refresh=True)  # the sandbox's: every one fails
+        assert client.cancel_order(placed.order_id).status == "cancelled"  # none
+        assert FaultConfig.from_dict(faults.config.to_dict()) == faults.config
+
+
+@pytest.mark.parametrize(
+    ("routes", "words"),
+    [
+        ({"GET /nowhere": None}, r"faults.routes names no endpoint: \['GET /nowhere'\]"),
+        ({"orders": None}, "faults.routes keys are endpoints such as 'GET /orders'"),
+        ({"GET /orders": 5}, r"faults.routes\['GET /orders'\] must be an object or null"),
+        ({"GET /orders": {"routes": {}}}, "cannot have routes of its own"),
+        ({"GET /orders": {"error_rate": 2}}, "faults.error_rate must lie in"),
+        ([1], "faults.routes must be an object"),
+    ],
+)
+def test_bad_routes_are_refused(routes: Any, words: str) -> None:
+    with serve_in_thread() as sb, pytest.raises(ConfigError, match=words):
+        sb.faults.configure({"routes": routes})

@@ -39,6 +39,10 @@ class ClientConfig:
     factor in [0.5, 1]. A ``Retry-After`` longer than ``max_retry_after`` is not
     waited for: the ``RateLimited`` error is raised. A response body over
     ``max_response_bytes`` (default 16 MiB) is refused with ``ServerError``.
+    ``landing_time`` is how long a copy of a raw order sent without a definite
+    answer may still take to land (a request queued at a slow service): until
+    then a refusal of a later copy that depends on the service's state does not
+    prove the order absent (``OutcomeUnknown``; docs/going-live.md).
     """
 
     base_url: str
@@ -54,6 +58,7 @@ class ClientConfig:
     sign_query: bool = True
     total_timeout: float | None = None
     max_response_bytes: int = 16 * 1024 * 1024
+    landing_time: float = 60.0
 
     @property
     def call_budget(self) -> float:
@@ -113,7 +118,14 @@ class ClientConfig:
 
     def _validate(self) -> None:
         # finite: an infinite backoff or timeout is a hang, not a setting
-        for name in ("timeout", "backoff", "backoff_cap", "max_retry_after", "fee_rate_ttl"):
+        for name in (
+            "timeout",
+            "backoff",
+            "backoff_cap",
+            "max_retry_after",
+            "fee_rate_ttl",
+            "landing_time",
+        ):
             seconds(getattr(self, name), name, zero=True)
         if self.total_timeout is not None:
             seconds(self.total_timeout, "total_timeout")

@@ -12,14 +12,12 @@ from typing import Any, NamedTuple, TypeVar
 import msgspec
 
 from .._core import OrderHasher, limit_amounts, market_amounts
-from .._spec import API_PREFIX, CODE_DUPLICATE, MAX_FEE_RATE_BPS
+from .._spec import API_PREFIX, MAX_FEE_RATE_BPS
 from ..errors import (
     AmountError,
     ApiError,
-    InvalidRequest,
     OrderFieldError,
-    RateLimited,
-    RiskControlError,
+    OutcomeUnknown,
     ServerError,
     TransportError,
     ValidationError,
@@ -27,7 +25,9 @@ from ..errors import (
 from ..models import Order, PlacedOrder, RawOrderResult
 from . import _decode as shapes
 from ._endpoints import MarketInfo
-from ._ops import NEVER, SAFE, Call, Gather, Operation
+from ._errors import UNKNOWN_OUTCOME as UNKNOWN_OUTCOME  # the shells import it from here
+from ._errors import refuses_the_order
+from ._ops import KEYED, NEVER, SAFE, Call, Copies, Gather, Operation, Sleep
 from ._validate import (
     RawOrderFields,
     _market_ids,
@@ -49,12 +49,6 @@ _encoder = msgspec.json.Encoder(decimal_format="number")
 
 # ---------------------------------------------------------------------------
 # The core
-
-
-#: Failures after which a request may or may not have taken effect.
-UNKNOWN_OUTCOME = (TransportError, ServerError, RateLimited)
-"""The exception classes after which a request may or may not have taken effect
-(catch them to resolve an order by its key: ``resolve_raw_order``)."""
 
 
 def raw_order_body(order: RawOrderResult) -> bytes:
@@ -405,15 +399,19 @@ class ClientCore(WaitCore):
 
     def post_raw_order(self, prepared: PreparedRawOrder) -> Operation[PlacedOrder]:
         """The POST of ``send_raw_order`` alone: the service's answer (``order_id``),
-        without reading a V2/V3 order's ``clob_order_id`` back."""
+        without reading a V2/V3 order's ``clob_order_id`` back. A failure of unknown
+        outcome carries the order, ``sent_at`` its last copy without an answer."""
+        copies = Copies(prepared.result.sent_at)
         try:
-            placed: PlacedOrder = yield from self.run(
-                Call("POST", API_PREFIX + "/orders/raw", None, prepared.body, shapes.PLACED, SAFE)
-            )
+            placed: PlacedOrder = yield from self.run(self._raw_call(prepared.body), copies=copies)
         except UNKNOWN_OUTCOME as exc:
-            exc.order = prepared.result
+            exc.order = msgspec.structs.replace(prepared.result, sent_at=copies.unknown_at)
             raise
         return placed
+
+    @staticmethod
+    def _raw_call(body: bytes) -> Call:
+        return Call("POST", API_PREFIX + "/orders/raw", None, body, shapes.PLACED, KEYED)
 
     def _placed(self, sent: RawOrderResult, placed: PlacedOrder) -> Operation[RawOrderResult]:
         """``sent`` with the service's ids: on V2/V3 the stored ``clob_order_id`` is read
@@ -431,20 +429,26 @@ class ClientCore(WaitCore):
         # empty only while the service has stored none yet (never a guessed id)
         return msgspec.structs.replace(result, clob_order_id=stored.clob_order_id or "")
 
-    def resolve_raw_order(self, order: RawOrderResult) -> Operation[Order | None]:
-        """The order as the service holds it, or ``None``: the service refuses it, so
-        it holds none under its ``client_order_id``.
+    def resolve_raw_order(
+        self, order: RawOrderResult, *, wait: bool = False
+    ) -> Operation[Order | None]:
+        """The order as the service holds it, or ``None``: never placed, and no copy
+        can land any more.
 
         ``order`` is ``error.order`` of a raw order whose outcome was unknown. With
         its ``order_id`` known, the order is read. Otherwise the same body is sent
         again under the same ``client_order_id``: the service checks that key
-        before anything else, in one step, so its answer names the one order
-        holding it (the first send's, if it landed, or this one's) and no copy
-        of the first send arriving later can make a second. A lookup alone could
-        not say "never placed": a copy may still be on its way. A refusal (400,
-        a risk-control 500) says it: a held key would have been answered with
-        its order. Still unknown (no answer, 5xx, 429, a 4xx other than 400, which a
-        gateway may answer for the service): the error, with ``order``.
+        before the order itself, so its answer names the one order holding it (the
+        first copy's, if it landed, or this one's) and no copy arriving later can
+        make a second. A refusal of the order answers ``None`` only when it proves
+        the order absent for good: it judges the body alone (every copy is refused
+        alike), or it came once ``order.sent_at`` plus ``landing_time`` had passed
+        (no earlier copy can land any more). A refusal that depends on the service's
+        state before then (balance, risk control, rate limit) raises
+        ``OutcomeUnknown``: ``wait=True`` sleeps until its ``settles_at`` and asks
+        once more, so that the answer is placed or never placed. Still unknown (no
+        answer, 5xx, 429, a refusal before the key was read: 401, 403, a gateway's
+        4xx): the error, with ``order``.
         """
         if not isinstance(order, RawOrderResult):
             raise ValidationError("order", order, "must be a RawOrderResult (error.order)")
@@ -454,22 +458,28 @@ class ClientCore(WaitCore):
             raise ValidationError(
                 "order", order, "needs market_id, outcome and client_order_id to be sent again"
             )
-        body = raw_order_body(order)
-        try:
-            placed = yield from self.run(
-                Call("POST", API_PREFIX + "/orders/raw", None, body, shapes.PLACED, SAFE)
-            )
-        except (InvalidRequest, RiskControlError) as exc:
-            # refused as one that exists, or a 408/413/499 of a gateway: not resolved
-            if exc.code == CODE_DUPLICATE or (type(exc) is InvalidRequest and exc.status != 400):
-                exc.order = order
+        # an order that names no send time came from elsewhere: a copy may have left now
+        copies = Copies(order.sent_at or self.wall_clock())
+        call = self._raw_call(raw_order_body(order))
+        while True:
+            try:
+                placed = yield from self.run(call, copies=copies)
+            except OutcomeUnknown as exc:
+                if wait and exc.settles_at > self.wall_clock():
+                    yield Sleep(exc.settles_at - self.wall_clock())
+                    continue
+                exc.order = msgspec.structs.replace(order, sent_at=copies.unknown_at)
                 raise
-            log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)
-            return None
-        except UNKNOWN_OUTCOME as exc:
-            exc.order = order
-            raise
-        return (yield from self._read_placed(order, placed.order_id))
+            except UNKNOWN_OUTCOME as exc:
+                exc.order = msgspec.structs.replace(order, sent_at=copies.unknown_at)
+                raise
+            except ApiError as exc:
+                if refuses_the_order(exc):  # settled: run raised OutcomeUnknown otherwise
+                    log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)
+                    return None
+                exc.order = msgspec.structs.replace(order, sent_at=copies.unknown_at)
+                raise
+            return (yield from self._read_placed(order, placed.order_id))
 
     def _read_placed(self, order: RawOrderResult, order_id: str) -> Operation[Order]:
         """The record of ``order``, placed as ``order_id``; a failure carries the order."""

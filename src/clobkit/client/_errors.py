@@ -11,10 +11,14 @@ import httpx
 import msgspec
 
 from .._spec import (
+    BODY_REFUSAL_CODES,
+    CODE_DUPLICATE,
     CODE_INVALID_PREFIX,
     CODE_ORDER_NOT_FOUND,
     ERROR_BALANCE,
+    ERROR_BODY,
     ERROR_BOOK_NOT_FOUND,
+    ERROR_MARKET_NOT_FOUND,
     ERROR_NOT_FOUND,
     RISK_CODE,
 )
@@ -26,6 +30,7 @@ from ..errors import (
     InvalidRequest,
     NotFound,
     OrderBookNotFound,
+    OutcomeUnknown,
     PermissionDenied,
     RateLimited,
     RiskControlError,
@@ -124,6 +129,38 @@ def api_error(
     elif lower.endswith(ERROR_NOT_FOUND):
         cls = NotFound
     return cls(message, status=status, code=code, detail=detail)
+
+
+#: Failures after which a request may or may not have taken effect.
+UNKNOWN_OUTCOME = (TransportError, ServerError, RateLimited, OutcomeUnknown)
+"""The exception classes after which a request may or may not have taken effect
+(catch them to resolve an order by its key: ``resolve_raw_order``)."""
+
+
+def refuses_every_copy(error: ApiError) -> bool:
+    """Whether a raw order's refusal judges only its body (``_spec.BODY_REFUSAL_CODES``,
+    an ``invalid request body``, a market that does not exist), so that every copy of
+    the same body is refused alike. Any other refusal may depend on when a copy
+    arrived (balance, risk control, rate limit, 5xx): it proves nothing of a copy
+    still in flight."""
+    if error.code is not None:
+        return error.code in BODY_REFUSAL_CODES
+    if error.status == 400:
+        return error.message.lower() == ERROR_BODY
+    return error.status == 404 and error.message.lower() == ERROR_MARKET_NOT_FOUND.lower()
+
+
+def refuses_the_order(error: ApiError) -> bool:
+    """Whether an answer to a raw order is a refusal of the order itself (a 400, a
+    market not found, a risk-control breach): the service read the order's key
+    first and holds none under it. Not so an answer before the key was read (401,
+    403, a gateway's 408, 413, 429, 5xx) or a duplicate's (``CODE_DUPLICATE``: an
+    order of that id exists)."""
+    if error.code == CODE_DUPLICATE:
+        return False
+    if isinstance(error, RiskControlError) or refuses_every_copy(error):
+        return True
+    return isinstance(error, InvalidRequest) and error.status == 400
 
 
 _DETAIL_MAX = 500  # characters of a server's detail kept on the error

@@ -33,6 +33,7 @@ from .._types import OrderType, Side
 from ..errors import (
     ApiError,
     ClobkitError,
+    OutcomeUnknown,
     RateLimited,
     RiskControlError,
     ServerError,
@@ -40,7 +41,14 @@ from ..errors import (
 )
 from ._config import ClientConfig
 from ._decode import Shape
-from ._errors import Reply, _error_from_response, reply_text, transport_error
+from ._errors import (
+    UNKNOWN_OUTCOME,
+    Reply,
+    _error_from_response,
+    refuses_every_copy,
+    reply_text,
+    transport_error,
+)
 
 log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
@@ -146,7 +154,22 @@ Operation = Generator[Effect, Any, T]
 
 
 NEVER = 0  # never retried (POST /orders, DELETE)
-SAFE = 1  # retried on transport errors, 429 and 5xx (GETs, POST /orders/raw with client_order_id)
+SAFE = 1  # retried on transport errors, 429 and 5xx (GETs)
+#: Retried as ``SAFE`` under an idempotency key (POST /orders/raw, its client_order_id):
+#: once a copy's outcome is unknown, a later copy's refusal that depends on the
+#: service's state does not settle it (``OutcomeUnknown``).
+KEYED = 2
+
+
+class Copies:
+    """The copies of a keyed request: ``unknown_at``, the wall time (Unix s) the last
+    copy without a definite answer was sent (0.0: none), which a later call of the
+    same order starts from (``RawOrderResult.sent_at``)."""
+
+    __slots__ = ("unknown_at",)
+
+    def __init__(self, unknown_at: float = 0.0) -> None:
+        self.unknown_at = unknown_at
 
 
 class Call(NamedTuple):
@@ -332,21 +355,46 @@ class CallRunner:
         delay = min(config.backoff_cap, config.backoff * 2.0**attempt)
         return delay * (0.5 + 0.5 * self.random())
 
-    def run(self, call: Call, until: float | None = None) -> Operation[Any]:
+    def keyed_outcome(self, error: ClobkitError, sent_at: float, copies: Copies) -> None:
+        """A keyed copy sent at ``sent_at`` failed with ``error``: note it when its
+        outcome is unknown; raise ``OutcomeUnknown`` when it is a refusal that an
+        earlier copy, still able to land, is not bound by."""
+        if isinstance(error, UNKNOWN_OUTCOME):
+            copies.unknown_at = max(copies.unknown_at, sent_at)
+            return
+        if not copies.unknown_at or not isinstance(error, ApiError) or refuses_every_copy(error):
+            return
+        settles_at = copies.unknown_at + self.config.landing_time
+        if sent_at >= settles_at:
+            return  # no earlier copy can land any more: the refusal holds
+        raise OutcomeUnknown(
+            f"outcome unknown: an earlier copy got no definite answer and may still land "
+            f"until {settles_at:.3f} (Unix s); a later copy was refused: {error}",
+            refusal=error,
+            settles_at=settles_at,
+        ) from error
+
+    def run(
+        self, call: Call, until: float | None = None, copies: Copies | None = None
+    ) -> Operation[Any]:
         """Send ``call``, retrying as its policy allows; return the parsed result.
 
         Each attempt gets ``timeout`` seconds (less when the call's budget,
         ``total_timeout``, or ``until``, a time of ``clock``, ends sooner); a retry
-        whose wait would end past the budget is not made.
+        whose wait would end past the budget is not made. A ``KEYED`` call notes in
+        ``copies`` when its last copy of unknown outcome went out.
         """
         config = self.config
         attempt = 0
         budget_end = self.clock() + config.call_budget
         if until is not None:
             budget_end = min(budget_end, until)
+        if copies is None:
+            copies = Copies()
         while True:
             request = self.build_outgoing(call)
             started = self.clock()
+            sent_at = self.wall_clock()
             timeout = max(0.0, min(config.timeout, budget_end - started))
             result = yield Send(request, timeout, config.max_response_bytes)
             try:
@@ -358,23 +406,14 @@ class CallRunner:
                     raise transport_error(result, request) from result
                 value = self.parse(call, result)
             except (ApiError, TransportError) as error:
+                if call.retry == KEYED:
+                    self.keyed_outcome(error, sent_at, copies)
                 delay = self.retry_delay(call, attempt, error)
-                log.debug(
-                    "%s %s failed (attempt %d): %s",
-                    call.method,
-                    request.target.decode("ascii"),
-                    attempt + 1,
-                    error,
-                )
+                where = f"{call.method} {request.target.decode('ascii')}"
+                log.debug("%s failed (attempt %d): %s", where, attempt + 1, error)
                 if delay is None or self.clock() + delay >= budget_end:
                     raise
-                log.info(
-                    "retrying %s %s in %.3f s after %s",
-                    call.method,
-                    request.target.decode("ascii"),
-                    delay,
-                    type(error).__name__,
-                )
+                log.info("retrying %s in %.3f s after %s", where, delay, type(error).__name__)
             else:
                 if log.isEnabledFor(logging.DEBUG):
                     log.debug(

@@ -75,7 +75,8 @@ class Client(RawOrderSeam):
     seconds: ``timeout`` bounds one attempt as a whole (a trickling server
     cannot stretch it), ``total_timeout`` a call with its retries (default
     ``(max_retries + 1) * timeout + max_retry_after``); a body over
-    ``max_response_bytes`` is refused with ``ServerError``. GETs retry on 429,
+    ``max_response_bytes`` is refused with ``ServerError``; ``landing_time`` is how long
+    a raw order's copy without an answer may still land (``OutcomeUnknown``). GETs retry on 429,
     5xx and transport errors; ``place_order`` is never retried;
     ``place_raw_order`` always carries a ``client_order_id`` and is retried
     safely. The secret is held only by the request signer and never
@@ -104,6 +105,7 @@ class Client(RawOrderSeam):
         sign_query: bool = True,
         total_timeout: float | None = None,
         max_response_bytes: int = 16 * 1024 * 1024,
+        landing_time: float = 60.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         config, signer = ClientConfig.resolve(
@@ -121,6 +123,7 @@ class Client(RawOrderSeam):
             sign_query=sign_query,
             total_timeout=total_timeout,
             max_response_bytes=max_response_bytes,
+            landing_time=landing_time,
         )
         self._core = ClientCore(config, signer)
         # Requests go through httpcore's pool with httpcore's request and response
@@ -425,20 +428,24 @@ class Client(RawOrderSeam):
             )
         )
 
-    def resolve_raw_order(self, order: RawOrderResult) -> Order | None:
+    def resolve_raw_order(self, order: RawOrderResult, *, wait: bool = False) -> Order | None:
         """Settle a raw order whose outcome was unknown: the order as the service holds
-        it, or ``None`` when it was never placed (the service refuses it).
+        it, or ``None`` when it was never placed and no copy of it can land any more.
 
-        ``order`` is ``error.order`` of the ``TransportError`` / ``ServerError`` /
-        ``RateLimited`` that ``place_raw_order`` raised. Unless its ``order_id`` is
-        known, the very same order is sent again under its ``client_order_id``,
-        which the service checks first: it answers with the one order holding
-        that key, so nothing is ever placed twice (docs/market-making.md). An
-        order that was never placed is placed by this call; cancel it if it is no
-        longer wanted. Raises the error again (with ``order``) while the outcome
-        stays unknown.
+        ``order`` is ``error.order`` of the error in ``UNKNOWN_OUTCOME`` that
+        ``place_raw_order`` raised. Unless its ``order_id`` is known, the very same
+        order is sent again under its ``client_order_id``, which the service checks
+        first: it answers with the one order holding that key, so nothing is ever
+        placed twice (docs/market-making.md). An order that was never placed is
+        placed by this call; cancel it if it is no longer wanted. A refusal that
+        depends on the service's state (balance, risk control, rate limit) proves
+        nothing while an earlier copy may still land (``order.sent_at`` plus the
+        client's ``landing_time``, s): it raises ``OutcomeUnknown``, whose
+        ``settles_at`` says when asking again settles it; ``wait=True`` sleeps until
+        then and asks again. Raises the error again (with ``order``) while the
+        outcome stays unknown.
         """
-        return self._run(self._core.resolve_raw_order(order))
+        return self._run(self._core.resolve_raw_order(order, wait=wait))
 
     def cancel_order(self, order_id: str) -> CancelResult:
         """``DELETE /orders/:id``: cancel a live limit order; never retried."""

@@ -80,9 +80,10 @@ Handler = Callable[[SandboxState, UserConfig, Request, bytes], Any]
 
 
 def api(
-    scope_name: str, handler: Handler, *, status: int = 200
+    scope_name: str, handler: Handler, *, status: int = 200, route: str = ""
 ) -> Callable[[Request], Awaitable[Response]]:
-    """An authenticated endpoint: verify, check scope, run ``handler``, wrap in the envelope."""
+    """An authenticated endpoint: verify, check scope, run ``handler``, wrap in the envelope.
+    Its faults are the sandbox's, or those of its ``route`` ("GET /orders": ``faults.routes``)."""
 
     async def endpoint(request: Request) -> Response:
         st: SandboxState = request.app.state.sandbox
@@ -102,7 +103,7 @@ def api(
                 data = handler(st, user, request, body)
                 return json_response({"success": True, "data": data}, status)
 
-            response: Response = await st.faults.run(handle, injected_500)
+            response: Response = await st.faults.run(handle, injected_500, route)
             return response
         except Rejected as rejected:
             return failure(rejected)
@@ -424,23 +425,31 @@ async def _instead(send: Send, kind: str, exc: Exception) -> None:
     await send({"type": f"{prefix}.body", "body": answer.body})
 
 
+def _signed(
+    method: str, path: str, scope_name: str, handler: Handler, status: int = 200
+) -> tuple[str, str, Endpoint]:
+    return method, path, api(scope_name, handler, status=status, route=f"{method} {path}")
+
+
 # The API's signed endpoints: (method, path under PREFIX, endpoint); "{id}" is the last segment.
 _ENDPOINTS: tuple[tuple[str, str, Endpoint], ...] = (
-    ("GET", "/events", api("markets:read", _events)),
-    ("GET", "/events/{id}", api("markets:read", _event)),
-    ("GET", "/events/{id}/markets", api("markets:read", _event_markets)),
-    ("GET", "/markets", api("markets:read", _markets)),
-    ("GET", "/markets/{id}", api("markets:read", _market)),
-    ("GET", "/orderbooks/{id}", api("markets:read", _orderbook)),
-    ("POST", "/orders/raw", api("orders:write", _place_raw, status=201)),
-    ("POST", "/orders", api("orders:write", _place, status=201)),
-    ("GET", "/orders", api("orders:read", _orders)),
-    ("GET", "/orders/{id}", api("orders:read", _order)),
-    ("DELETE", "/orders/{id}", api("orders:write", _cancel)),
-    ("GET", "/wallet", api("orders:read", _wallet)),
-    ("GET", "/portfolio/positions", api("portfolio:read", _positions)),
-    ("GET", "/portfolio/orders", api("portfolio:read", _portfolio_orders)),
+    _signed("GET", "/events", "markets:read", _events),
+    _signed("GET", "/events/{id}", "markets:read", _event),
+    _signed("GET", "/events/{id}/markets", "markets:read", _event_markets),
+    _signed("GET", "/markets", "markets:read", _markets),
+    _signed("GET", "/markets/{id}", "markets:read", _market),
+    _signed("GET", "/orderbooks/{id}", "markets:read", _orderbook),
+    _signed("POST", "/orders/raw", "orders:write", _place_raw, 201),
+    _signed("POST", "/orders", "orders:write", _place, 201),
+    _signed("GET", "/orders", "orders:read", _orders),
+    _signed("GET", "/orders/{id}", "orders:read", _order),
+    _signed("DELETE", "/orders/{id}", "orders:write", _cancel),
+    _signed("GET", "/wallet", "orders:read", _wallet),
+    _signed("GET", "/portfolio/positions", "portfolio:read", _positions),
+    _signed("GET", "/portfolio/orders", "portfolio:read", _portfolio_orders),
 )
+#: The endpoints ``faults.routes`` may name ("GET /orders/{id}").
+ROUTES = frozenset(f"{method} {path}" for method, path, _ in _ENDPOINTS)
 
 
 def create_app(
@@ -475,7 +484,7 @@ def create_app(
         engine=engine,
         auth=auth,
         hub=hub,
-        faults=Faults(cfg.faults),
+        faults=Faults(cfg.faults, ROUTES),
         streams=set(),
         store=store,
     )

@@ -18,6 +18,12 @@ queued at a slow service does), or ``"both"``. ``Faults.held`` counts the
 requests held now (a point a test can wait for); ``Faults.release()`` ends
 their delays at once.
 
+``"routes": {"GET /orders": {"latency_ms": 5000}, "DELETE /orders/{id}": null}``
+gives one endpoint (its method and path as the API text writes them) faults of
+its own in place of the others (``null``: none): a listing that hangs or fails
+while cancels work. The draws of every route come from the one seeded
+``random.Random``.
+
 :func:`drop_streams` closes every WebSocket connection (``Sandbox.drop_streams()``,
 ``POST /admin/streams/drop``).
 """
@@ -30,7 +36,7 @@ import logging
 import random
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
@@ -66,11 +72,14 @@ class FaultConfig:
     latency_ms: int | tuple[int, int] = 0
     latency_share: float = 1.0
     latency_at: str = "after"
+    #: Faults of one endpoint ("GET /orders") in place of these (``None``: none).
+    routes: Mapping[str, FaultConfig | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from .config import ConfigError  # config imports this module
 
         object.__setattr__(self, "latency_ms", _latency(self.latency_ms))
+        object.__setattr__(self, "routes", _routes(self.routes))
         if self.latency_at not in LATENCY_AT:
             raise ConfigError(
                 f"faults.latency_at must be 'before', 'after' or 'both', got {self.latency_at!r}"
@@ -97,7 +106,7 @@ class FaultConfig:
 
     def to_dict(self) -> dict[str, Any]:
         latency = self.latency_ms
-        return {
+        out: dict[str, Any] = {
             "error_rate": self.error_rate,
             "after_commit": self.after_commit,
             "seed": self.seed,
@@ -105,6 +114,17 @@ class FaultConfig:
             "latency_share": self.latency_share,
             "latency_at": self.latency_at,
         }
+        if self.routes:
+            out["routes"] = {
+                route: None if config is None else config.to_dict()
+                for route, config in self.routes.items()
+            }
+        return out
+
+    def of(self, route: str) -> FaultConfig | None:
+        """The faults of ``route`` ("GET /orders"): its own when given, else these."""
+        routes = self.routes
+        return routes.get(route, self)
 
     @property
     def slow(self) -> bool:
@@ -112,6 +132,33 @@ class FaultConfig:
         latency = self.latency_ms
         high = latency[1] if isinstance(latency, tuple) else latency
         return high > 0 and self.latency_share > 0
+
+
+#: How an endpoint is named in ``routes``: a method, a space, the API text's path.
+ROUTE_METHODS = ("GET", "POST", "DELETE")
+
+
+def _routes(value: object) -> dict[str, FaultConfig | None]:
+    """``routes`` checked: endpoint names to their faults (a mapping, or ``None``)."""
+    from .config import ConfigError
+
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"faults.routes must be an object, got {value!r}")
+    routes: dict[str, FaultConfig | None] = {}
+    for route, config in value.items():
+        method, _, path = str(route).partition(" ")
+        if method not in ROUTE_METHODS or not path.startswith("/"):
+            raise ConfigError(
+                f"faults.routes keys are endpoints such as 'GET /orders', got {route!r}"
+            )
+        if isinstance(config, Mapping):
+            if "routes" in config:
+                raise ConfigError(f"faults.routes[{route!r}] cannot have routes of its own")
+            config = FaultConfig.from_dict(config)
+        elif config is not None and not isinstance(config, FaultConfig):
+            raise ConfigError(f"faults.routes[{route!r}] must be an object or null")
+        routes[route] = config
+    return routes
 
 
 def _latency(value: object) -> int | tuple[int, int]:
@@ -137,10 +184,12 @@ def _latency(value: object) -> int | tuple[int, int]:
 
 
 class Faults:
-    """The seeded draws of one sandbox and counts of what was injected."""
+    """The seeded draws of one sandbox and counts of what was injected; ``routes``:
+    the endpoints a configuration's ``routes`` may name (empty: any)."""
 
-    def __init__(self, config: FaultConfig | None) -> None:
+    def __init__(self, config: FaultConfig | None, routes: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
+        self._routes = frozenset(routes)
         # the delays in progress: their loop and the future that ends them
         self._held: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
         self.configure(config)
@@ -154,6 +203,11 @@ class Faults:
         reseeds the draws. Requests being delayed stay held (``release()``)."""
         if isinstance(config, Mapping):
             config = FaultConfig.from_dict(config)
+        unknown = sorted(set(config.routes) - self._routes) if config and self._routes else []
+        if unknown:
+            from .config import ConfigError
+
+            raise ConfigError(f"faults.routes names no endpoint: {unknown}")
         with self._lock:
             self.config = config or FaultConfig()
             self._random = random.Random(self.config.seed)
@@ -177,26 +231,29 @@ class Faults:
     def active(self) -> bool:
         return self.config.error_rate > 0
 
-    def draw(self) -> tuple[bool, bool] | None:
-        """``None`` (no fault) or ``(after_commit, drop)`` for the next request."""
-        if not self.active:
+    def draw(self, config: FaultConfig | None = None) -> tuple[bool, bool] | None:
+        """``None`` (no fault) or ``(after_commit, drop)`` for the next request under
+        ``config`` (default: the sandbox's)."""
+        config = self.config if config is None else config
+        if config.error_rate <= 0:
             return None
         with self._lock:
             r = self._random
-            if r.random() >= self.config.error_rate:
+            if r.random() >= config.error_rate:
                 return None
-            after = r.random() < self.config.after_commit
+            after = r.random() < config.after_commit
             drop = r.random() < 0.5
             key = ("after_" if after else "before_") + ("drop" if drop else "500")
             self.injected[key] += 1
         return after, drop
 
-    def delays(self) -> tuple[float, float]:
+    def delays(self, config: FaultConfig | None = None) -> tuple[float, float]:
         """Seconds to hold the next request before and after it takes effect (drawn
         after ``draw()``'s, and only when latency is configured: seeds of runs
         without it draw the same faults as before latency existed)."""
+        config = self.config if config is None else config
         with self._lock:
-            config, r = self.config, self._random
+            r = self._random
             if not config.slow:
                 return 0.0, 0.0
             latency = config.latency_ms
@@ -229,12 +286,16 @@ class Faults:
         self,
         handle: Callable[[], Awaitable[Any]],
         failure: Callable[[], Any],
+        route: str = "",
     ) -> Any:
         """``await handle()`` unless a fault says otherwise, delayed before and/or after
         as drawn; ``failure()`` makes the response of an injected 500 (a dropped
-        connection needs no response)."""
-        fault = self.draw()
-        before, after_commit = self.delays()
+        connection needs no response). ``route`` ("GET /orders") picks its own faults."""
+        config = self.config.of(route)
+        if config is None:
+            return await handle()
+        fault = self.draw(config)
+        before, after_commit = self.delays(config)
         await self._hold(before)
         if fault is None:
             response = await handle()
