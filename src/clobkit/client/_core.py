@@ -26,7 +26,6 @@ from ..models import Order, PlacedOrder, RawOrderResult
 from . import _decode as shapes
 from ._endpoints import MarketInfo
 from ._errors import UNKNOWN_OUTCOME as UNKNOWN_OUTCOME  # the shells import it from here
-from ._errors import refuses_the_order
 from ._ops import KEYED, NEVER, SAFE, Call, Copies, Gather, Operation, Sleep
 from ._validate import (
     RawOrderFields,
@@ -447,8 +446,8 @@ class ClientCore(WaitCore):
         state before then (balance, risk control, rate limit) raises
         ``OutcomeUnknown``: ``wait=True`` sleeps until its ``settles_at`` and asks
         once more, so that the answer is placed or never placed. Still unknown (no
-        answer, 5xx, 429, a refusal before the key was read: 401, 403, a gateway's
-        4xx): the error, with ``order``.
+        answer, 5xx, 429): the error, with ``order``; a refusal before the key was
+        read (401, 403, a gateway's 4xx) settles nothing either (``OutcomeUnknown``).
         """
         if not isinstance(order, RawOrderResult):
             raise ValidationError("order", order, "must be a RawOrderResult (error.order)")
@@ -473,12 +472,9 @@ class ClientCore(WaitCore):
             except UNKNOWN_OUTCOME as exc:
                 exc.order = msgspec.structs.replace(order, sent_at=copies.unknown_at)
                 raise
-            except ApiError as exc:
-                if refuses_the_order(exc):  # settled: run raised OutcomeUnknown otherwise
-                    log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)
-                    return None
-                exc.order = msgspec.structs.replace(order, sent_at=copies.unknown_at)
-                raise
+            except ApiError as exc:  # settled (else run raised OutcomeUnknown): never placed
+                log.info("raw order %s: refused, never placed (%s)", order.client_order_id, exc)
+                return None
             return (yield from self._read_placed(order, placed.order_id))
 
     def _read_placed(self, order: RawOrderResult, order_id: str) -> Operation[Order]:

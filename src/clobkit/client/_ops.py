@@ -46,6 +46,7 @@ from ._errors import (
     Reply,
     _error_from_response,
     refuses_every_copy,
+    refuses_the_order,
     reply_text,
     transport_error,
 )
@@ -357,19 +358,20 @@ class CallRunner:
 
     def keyed_outcome(self, error: ClobkitError, sent_at: float, copies: Copies) -> None:
         """A keyed copy sent at ``sent_at`` failed with ``error``: note it when its
-        outcome is unknown; raise ``OutcomeUnknown`` when it is a refusal that an
-        earlier copy, still able to land, is not bound by."""
+        outcome is unknown. A refusal settles the order only when no earlier copy is
+        unknown, or it holds for every copy, or the service read the key and refused
+        the order once no earlier copy could land any more; else ``OutcomeUnknown``."""
         if isinstance(error, UNKNOWN_OUTCOME):
             copies.unknown_at = max(copies.unknown_at, sent_at)
             return
         if not copies.unknown_at or not isinstance(error, ApiError) or refuses_every_copy(error):
             return
         settles_at = copies.unknown_at + self.config.landing_time
-        if sent_at >= settles_at:
-            return  # no earlier copy can land any more: the refusal holds
+        if sent_at >= settles_at and refuses_the_order(error):
+            return  # no earlier copy can land any more, and the service holds none
         raise OutcomeUnknown(
-            f"outcome unknown: an earlier copy got no definite answer and may still land "
-            f"until {settles_at:.3f} (Unix s); a later copy was refused: {error}",
+            f"outcome unknown: an earlier copy got no definite answer and may have landed "
+            f"(or land until {settles_at:.3f}, Unix s); a later copy was refused: {error}",
             refusal=error,
             settles_at=settles_at,
         ) from error
