@@ -59,7 +59,7 @@ async def test_after_the_desks_reconnect_marker_its_books_are_stale_until_the_ne
         await desk.open()
         await eventually(lambda: not any(q.book.stale for q in quoters))
         taken = {q: q.book.received_at for q in quoters}
-        desk.route(Reconnected(topics=[], attempt=1))  # the stream's marker: messages lost
+        desk.router.route(Reconnected(topics=[], attempt=1))  # the stream's marker: messages lost
         assert all(q.book.stale for q in quoters)  # the stream is up; books may be behind
         # each book changes (a new bid): its message makes it fresh
         await desk.requote({q: [Quote("BUY", Decimal("0.10"), 20)] for q in quoters})

@@ -128,7 +128,7 @@ async def test_limits_over_the_desk_are_refused_before_anything_is_sent(
             assert_same(sb, user, q)
         # the event limit spans the event's markets and outcomes
         await desk.requote({a: ladder(5, n=1, size=40), b: ladder(5, n=1, size=40)})
-        assert desk._plan.event[event] == 80 * UNIT
+        assert desk.gate.planned.event[event] == 80 * UNIT
     # a SELL risks 1 - price per share: 20 x (1 - 0.90) = 2 USDC
     assert exposure([Level(1, 900_000, 20 * UNIT, 0, 0)], 20 * UNIT).notional == 2 * UNIT
 
@@ -292,7 +292,8 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
 
 async def test_a_resume_before_a_retry_begins_leaves_the_desk_resumed(sb: Any, user: Any) -> None:
     # the retry called halt(reason): begun after resume(), it halted the desk again and
-    # cancelled the orders the strategy had just been allowed to keep
+    # cancelled the orders the strategy had just been allowed to keep. Now resume() ends
+    # the kill switch's background sweep, and a sweep looks at the halt before each try
     (m1,) = two_sided(sb, 1)
     async with (
         AsyncClient(**options(sb, user, max_retries=0)) as client,
@@ -300,23 +301,18 @@ async def test_a_resume_before_a_retry_begins_leaves_the_desk_resumed(sb: Any, u
     ):
         q = desk.quoter(m1, "a")
         await desk.requote({q: ladder(5, n=4)})
-        q.resolve_attempts = 2
+        desk.halt_retry = 0.01
         sb.faults.configure({"error_rate": 1.0, "after_commit": 0.0, "seed": 1})
         with pytest.raises((ServerError, TransportError)):
-            await desk.halt()
-        sb.faults.configure(None)  # no await from here to resume(): the watchdog waits
-        desk.halt_retry = 1e-9
-        desk._retry_in = 0.0
-        for _ in range(1_000):  # the watchdog's step, until it starts a try
-            desk._recancel()
-            if desk.halt_retries:
-                break
-        assert desk.halt_retries == 1
-        desk.resume()  # before the try's first step
+            await desk.halt()  # its sweep goes on in the background, retrying
+        desk.resume()  # before its next try
+        sb.faults.configure(None)
         await asyncio.sleep(0.2)
         assert desk.halted is None
         assert desk.halts == 1
         assert len(service_view(sb, user, m1)) == 4
+        await q.reconcile()
+        assert_same(sb, user, q)
 
 
 async def test_requotes_after_a_dropped_stream_resync_every_quoter(

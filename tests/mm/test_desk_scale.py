@@ -42,7 +42,7 @@ async def test_a_halt_does_not_wait_behind_places_queued_for_the_budget(sb: Any,
         await desk.open()
         # room for 40 requests in an hour: 30 kept to cancel what the requote admits,
         # so some of its 30 places wait
-        desk.budget = Budget(40, window=3600)
+        desk.gate.budget = Budget(40, window=3600)
         requote = asyncio.ensure_future(desk.requote({q: ladder(5) for q in quoters}))
         try:
             await eventually(lambda: desk.budget.queued > 0 or requote.done(), GUARD)
@@ -55,20 +55,21 @@ async def test_a_halt_does_not_wait_behind_places_queued_for_the_budget(sb: Any,
                 await asyncio.wait_for(requote, GUARD)
         finally:  # a failure leaves no request waiting an hour for the exit
             requote.cancel()
-            desk.budget = Budget(6_000)
+            desk.gate.budget = Budget(6_000)
         for q in quoters:
             assert service_view(sb, user, q.market_id, q.outcome) == []
             assert q.pending == 0
             assert_same(sb, user, q)
 
 
-async def test_a_halt_sends_a_place_of_unknown_outcome_again_to_settle_it(
+async def test_a_place_of_unknown_outcome_that_lands_after_a_halt_is_cancelled(
     sb: Any, user: Any
 ) -> None:
     # a place held by the service before it took effect, cut short: of unknown outcome.
-    # halt() settles it: the listing misses it (not taken yet) and the place goes again
-    # (the same key: one order at most). Refused as a new place by the halt, it was
-    # forgotten, and when the first send landed an order rested that nothing tracked
+    # The halt sends nothing new (not even that place again, which would place it): its
+    # sweep keeps it tracked, and when the held copy lands its record makes the order
+    # live, which a halted desk cancels at once. (Before, it was sent again and, refused
+    # as a new place by the halt, forgotten: the first copy then rested untracked.)
     hold = {"latency_ms": 60_000, "latency_at": "before"}
     async with (
         AsyncClient(**options(sb, user)) as client,
@@ -84,12 +85,20 @@ async def test_a_halt_sends_a_place_of_unknown_outcome_again_to_settle_it(
         with pytest.raises(asyncio.CancelledError):
             await requote
         sb.faults.configure(None)  # the first place stays held
-        await asyncio.wait_for(desk.halt(), GUARD)  # sent again, then cancelled
-        sb.faults.release()  # the first place reaches the service now: a duplicate
+        assert q.pending == 1  # of unknown outcome: tracked
+        await asyncio.wait_for(desk.halt(), GUARD)
+        assert desk.metrics()["halted"] is not None
+        sb.faults.release()  # the first place reaches the service now
         await eventually(lambda: sb.faults.held == 0, GUARD)
-        assert service_view(sb, user, market, "a") == []
-        assert q.pending == 0
+        await eventually(lambda: service_view(sb, user, market, "a") == [], GUARD)
+        await eventually(lambda: q.pending == 0, GUARD)
+        assert len(orders_on(sb, user, market)) == 1  # the one copy that landed
         assert_same(sb, user, q)
+
+
+def orders_on(sb: Any, user: Any, market_id: str) -> list[Any]:
+    records = sb.engine.list_orders(user.user_id, page_size=10_000).items
+    return [r for r in records if r.market_id == market_id]
 
 
 async def test_each_quoter_is_handed_its_own_orders_of_the_shared_listing(

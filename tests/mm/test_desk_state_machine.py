@@ -1,8 +1,10 @@
 """A hypothesis state machine drives a Desk over many markets (both outcomes) through a
 sandbox that fails a fifth of the requests on purpose (half of them after commit) and
-drops its streams: after every step the desk's view equals the service's once it has
-caught up, no limit of the desk is exceeded on the service, no order is duplicated and
-money is conserved; on V1, V2 and V3 wallets."""
+drops its streams: after every step the desk's execution cache equals the service's
+live orders of the desk once it has caught up, no transition outside the order state
+machine's table happened, no limit of the desk is exceeded on the service, no order
+is duplicated, money is conserved, and after a halt nothing of the desk rests; on V1,
+V2 and V3 wallets."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from clobkit import AsyncClient
 from clobkit.errors import ApiError, QuoteRefused, TransportError
 from clobkit.mm import Desk, Quote
+from clobkit.mm.orders import LIVE
 
 from .conftest import VERSIONS, config, eventually, held, options, quoter_view, sandbox_module
 from .test_desk import two_sided
@@ -131,8 +134,19 @@ class DeskMachine(RuleBasedStateMachine):
     @rule()
     def halt_and_resume(self) -> None:
         with contextlib.suppress(ApiError, TransportError):
-            self.run(self.desk.halt())
+            self.run(self.desk.halt())  # through the faults: cancels may fail
+        self.sb.faults.configure(None)  # the kill switch's sweep goes on until flat
+        try:
+            self.run(eventually(lambda: self.live() == [], timeout=30.0))
+            self.run(eventually(lambda: self.desk.execution.kill.flat is True, timeout=30.0))
+        finally:
+            self.sb.faults.configure(FAULTS)
         self.desk.resume()
+
+    @invariant()
+    def no_transition_outside_the_table(self) -> None:
+        cache = self.desk.execution.cache
+        assert cache.refused == 0, list(cache.refusals)
 
     @rule(whole=st.booleans())
     def reconcile(self, whole: bool) -> None:
@@ -172,6 +186,13 @@ class DeskMachine(RuleBasedStateMachine):
     def after_reconcile_same(self) -> bool:
         sb, user = self.sb, self.user
         rows = self.live()
+        cached = {  # the execution cache: every order of the desk that may rest
+            t.order_id
+            for t in self.desk.execution.cache.orders()
+            if t.state in LIVE and t.order_id is not None
+        }
+        if cached != {r.id for r in rows} or self.desk.execution.cache.unknown():
+            return False
         for q in self.quoters:
             mine = sorted(
                 (r.id, r.clob_order_id, r.side, r.clob_price, r.original_size - r.size_matched)

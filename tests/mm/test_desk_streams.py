@@ -59,11 +59,11 @@ async def test_the_topics_are_spread_over_streams_under_the_cap(
         assert len(topics) == 3  # the order topic and four book topics, two a stream
         assert all(len(t) <= 2 for t in topics)
         assert sorted(t for ts in topics for t in ts) == sorted(
-            [orders_topic(user.user_id), *(q._book_topic for q in quoters)]
+            [orders_topic(user.user_id), *(q.book_topic for q in quoters)]
         )
         for q in quoters:
             assert q.book.feed is not None
-            assert q._book_topic in q.book.feed.topics
+            assert q.book_topic in q.book.feed.topics
         await eventually(lambda: not any(q.book.stale for q in quoters))
         updates = {q: q.book.updates for q in quoters}
         reports = await desk.requote(dict.fromkeys(quoters, BID))
@@ -88,7 +88,7 @@ async def test_a_refused_book_topic_makes_its_book_stale_and_is_logged(
         await desk.open()  # the order topic and two books fit; two books do not
         await eventually(lambda: len(desk.refused) == 2)
         refused = [q for q in quoters if q.book.refused is not None]
-        assert sorted(desk.refused) == sorted(q._book_topic for q in refused)
+        assert sorted(desk.refused) == sorted(q.book_topic for q in refused)
         for q in refused:
             assert q.book.refused == "at most 3 topics per connection"
             assert q.book.stale  # the stream is up, but nothing keeps this book current
@@ -98,7 +98,7 @@ async def test_a_refused_book_topic_makes_its_book_stale_and_is_logged(
         assert snap["deaf"] is None
         words = [r.getMessage() for r in caplog.records]
         for q in refused:
-            assert f"the service refused the topic {q._book_topic}" in " ".join(words)
+            assert f"the service refused the topic {q.book_topic}" in " ".join(words)
         assert desk.deaf is None
         q = refused[0]  # a reconnect subscribes anew: refused again, said again
         feed = q.book.feed
@@ -108,8 +108,8 @@ async def test_a_refused_book_topic_makes_its_book_stale_and_is_logged(
         # one seen after the reconnect is the service's new answer
         await eventually(lambda: feed.reconnects >= 1 and q.book.refused is not None)
         assert q.book.stale
-        assert q._book_topic in desk.refused
-        said = f"the service refused the topic {q._book_topic}"
+        assert q.book_topic in desk.refused
+        said = f"the service refused the topic {q.book_topic}"
         await eventually(lambda: " ".join(r.getMessage() for r in caplog.records).count(said) == 2)
 
 
@@ -155,14 +155,15 @@ async def test_a_standalone_quoter_with_a_wrong_user_refuses_to_quote(
     (market,) = two_sided(sb, 1)
     other = next(u for u in sb.users if u.user_id != user.user_id)
     async with Quoter(client, market, "a", user_id=other.user_id) as q:
-        await eventually(lambda: q._deaf is not None)
+        await eventually(lambda: q.deaf is not None)
         with pytest.raises(QuoteRefused) as refused:
             await q.requote(BID)
         assert refused.value.value == orders_topic(other.user_id)
-        stream = q._stream
+        assert q.feed is not None
+        stream = q.feed.stream
         assert stream is not None
         sb.drop_streams()  # subscribed again: refused again (the stream forgets the first)
-        await eventually(lambda: stream.reconnects >= 1 and q._deaf is not None)
+        await eventually(lambda: stream.reconnects >= 1 and q.deaf is not None)
         with pytest.raises(QuoteRefused):
             await q.requote(BID)
 
@@ -174,7 +175,7 @@ async def test_a_quoter_closed_on_its_own_is_forgotten_by_the_desk(
     async with Desk(client, user_id=user.user_id) as desk:
         qa, qb = desk.quoter(market, "a"), desk.quoter(market, "b")
         await desk.requote({qa: BID, qb: BID})
-        topic = qa._book_topic
+        topic = qa.book_topic
         await qa.__aexit__(None, None, None)  # its order cancelled, its topic dropped
         assert desk.quoters == [qb]
         assert all(topic not in t for t in carried(desk))
@@ -200,12 +201,12 @@ async def test_a_reconnect_of_a_book_stream_touches_only_its_books(
         await desk.open()
         await eventually(lambda: not any(q.book.stale for q in quoters))
         first, second = quoters
-        desk.route(Reconnected(topics=[first._book_topic], attempt=1))
+        desk.router.route(Reconnected(topics=[first.book_topic], attempt=1))
         assert first.book.missed
         assert not second.book.missed
-        assert not any(q._stale for q in quoters)  # order updates were not lost
+        assert not any(q.stale for q in quoters)  # order updates were not lost
         assert (first.reconnects, second.reconnects) == (1, 0)
-        desk.route(Reconnected(topics=[orders_topic(user.user_id)], attempt=1))
+        desk.router.route(Reconnected(topics=[orders_topic(user.user_id)], attempt=1))
         assert (first.reconnects, second.reconnects) == (2, 1)  # everyone re-reads
 
 
@@ -217,13 +218,13 @@ async def test_a_dropped_topic_frees_its_place_on_its_stream(
         qa, qb = desk.quoter(first, "a"), desk.quoter(second, "a")
         await desk.open(qa)  # one at a time: opened together, either may come first
         await desk.open(qb)
-        assert carried(desk) == [[orders_topic(user.user_id), qa._book_topic], [qb._book_topic]]
+        assert carried(desk) == [[orders_topic(user.user_id), qa.book_topic], [qb.book_topic]]
         await qa.__aexit__(None, None, None)
         qc = desk.quoter(third, "a")
         await desk.open()
         # the first stream took it: no third stream for three topics
         assert carried(desk) == [
-            [orders_topic(user.user_id), qc._book_topic],
-            [qb._book_topic],
+            [orders_topic(user.user_id), qc.book_topic],
+            [qb.book_topic],
         ]
         await eventually(lambda: not qc.book.stale)

@@ -14,7 +14,7 @@ import pytest
 from clobkit import AsyncClient
 from clobkit.errors import AmountError, ClobkitError, InsufficientBalance, QuoteRefused
 from clobkit.mm import Quote, Quoter
-from clobkit.models import Reconnected
+from clobkit.models import Order
 
 from .conftest import (
     CountingTransport,
@@ -135,14 +135,15 @@ async def test_fills_while_disconnected(
 ) -> None:
     async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
         await q.requote(ladder(10, levels=4))
-        listener = q._on_item
-        q._on_item = lambda item: None  # type: ignore[method-assign] # deaf while we fill
+        assert q.feed is not None
+        listener = q.feed.handle
+        q.feed.handle = lambda item: None  # type: ignore[method-assign] # deaf while we fill
         assert sb.drop_streams() == 1
         orders = sorted(q.open_orders, key=lambda o: o.limit_price or Decimal(0))
         sb.house_fill(orders[0].id, "20")  # completely
         sb.house_fill(orders[1].id, "4")  # partly
         assert q.position == 0
-        q._on_item = listener  # type: ignore[method-assign]
+        q.feed.handle = listener  # type: ignore[method-assign]
         await q.reconcile()
         assert q.position == Decimal(24) == held(sb, user, q)
         assert len(q.open_orders) == 3
@@ -175,7 +176,8 @@ async def test_unknown_outcome_places_and_cancels(
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
         if heard == "rest":  # deaf to the stream: only REST can resolve
-            q._on_item = lambda item: None  # type: ignore[method-assign]
+            assert q.feed is not None
+            q.feed.handle = lambda item: None  # type: ignore[method-assign]
         q.resolve_attempts = 50  # no client retries: resolution itself fails often
         sb.faults.configure({"error_rate": 0.35, "after_commit": 1.0, "seed": 7})
         placed = cancelled = 0
@@ -306,7 +308,9 @@ async def test_ids_of_every_version(
             record = records[order.id]
             assert order.clob_order_id == record.clob_order_id
             assert order.order_source_id == record.order_source_id
-            assert q._by_client[record.order_source_id].order_id == order.id
+            tracked = q.execution.cache.by_key(record.order_source_id)
+            assert tracked is not None
+            assert tracked.order_id == order.id
         assert_same(sb, user, q)
 
 
@@ -319,7 +323,9 @@ async def test_records_without_the_clients_key(
     import msgspec
 
     async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
-        heard = q._on_item
+        feed, cache, gate = q.feed, q.execution.cache, q.execution.gate
+        assert feed is not None
+        heard = feed.handle
         stripped = 0
 
         def without_key(item: Any) -> None:
@@ -332,29 +338,28 @@ async def test_records_without_the_clients_key(
                 )
             heard(item)
 
-        q._on_item = without_key  # type: ignore[method-assign]
-        unknown = q._unknown
+        feed.handle = without_key  # type: ignore[method-assign]
+        hold = cache.hold
         held = 0
 
-        def holding(order: Any) -> None:
+        def holding(order: Order, owner: tuple[str, str]) -> None:
             nonlocal held
-            held += q._in_flight()
-            unknown(order)
+            held += 1
+            hold(order, owner)
 
-        q._unknown = holding  # type: ignore[method-assign]
-        request = q._req
+        cache.hold = holding  # type: ignore[method-assign,assignment]
+        request = gate.request
+        unclaimed = cache.outcome(q.owner).unclaimed
 
-        async def answer_after_record(
-            endpoint: str, call: Any, cost: int = 1, *, again: bool = False
-        ) -> Any:
+        async def answer_after_record(endpoint: str, call: Any, cost: int = 1) -> Any:
             """The POST's answer handed over only once its (stripped) record has come:
             the order this test is about, made certain rather than left to the load."""
-            result = await request(endpoint, call, cost, again=again)
+            result = await request(endpoint, call, cost)
             if endpoint == "POST /orders" and version != 1:
-                await eventually(lambda: result.order_id in q._unclaimed)
+                await eventually(lambda: result.order_id in unclaimed)
             return result
 
-        q._req = answer_after_record  # type: ignore[method-assign]
+        gate.request = answer_after_record  # type: ignore[method-assign]
         for first in (10, 13, 11):
             report = await q.requote(ladder(first, levels=5))
             assert len(report.placed) + len(report.kept) == 5
@@ -363,7 +368,7 @@ async def test_records_without_the_clients_key(
         assert stripped > 0
         # V1 records are still recognised by their precomputed clob_order_id
         assert (held > 0) == (version != 1)
-        assert q._unclaimed == {}
+        assert cache.outcome(q.owner).unclaimed == {}
         assert orders_on(sb, user, market_id) == 5 + 3 + 2  # nothing placed twice
 
 
@@ -470,7 +475,8 @@ async def test_after_a_reconnect_marker_the_book_is_stale_until_the_next_book(
         await eventually(lambda: not q.book.stale)
         taken = q.book.received_at
         assert taken is not None
-        q._on_item(Reconnected(topics=[], attempt=1))  # the stream's marker: messages lost
+        assert q.feed is not None
+        q.feed.lost(orders=True, book=True)  # as the stream's marker says: messages lost
         assert q.book.stale  # the stream is up, but book messages may have been missed
         await q.requote([Quote("BUY", Decimal("0.10"), 20)])  # the book changes: a message
         await eventually(lambda: not q.book.stale)
@@ -499,9 +505,10 @@ async def test_a_book_that_does_not_come_after_a_reconnect_is_read_over_rest(
     async with book_reads(sb, user, market_id) as (q, reads):
         taken, before = q.book.received_at, reads()
         assert taken is not None
-        q._book_topic = "market:none:book"  # deaf to the topic: no snapshot, no house move
-        q.book_grace = 0.05
-        q._on_item(Reconnected(topics=[], attempt=1))  # lost messages
+        assert q.feed is not None
+        q.feed.book_topic = "market:none:book"  # deaf to the topic: no snapshot, no house move
+        q.feed.book_grace = 0.05
+        q.feed.lost(orders=True, book=True)  # lost messages
         assert q.book.stale
         await eventually(lambda: not q.book.stale, timeout=30)
         assert reads() == before + 1
@@ -514,10 +521,11 @@ async def test_a_snapshot_after_a_reconnect_spares_the_rest_read(
 ) -> None:
     async with book_reads(sb, user, market_id) as (q, reads):
         before = reads()
-        q.book_grace = 3.0  # the sandbox's snapshot comes well within it
+        assert q.feed is not None
+        q.feed.book_grace = 3.0  # the sandbox's snapshot comes well within it
         sb.drop_streams()
         await eventually(lambda: q.reconnects >= 1 and not q.book.stale, timeout=30)
-        rebook = q._rebook
+        rebook = q.feed.rebooking
         assert rebook is not None
         await rebook
         assert reads() == before

@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient
-from clobkit.mm import Quote, Quoter
-from clobkit.mm.tracking import CANCEL_UNKNOWN
+from clobkit.mm import Quote, Quoter, State
 from clobkit.sandbox.faults import FaultConfig, Faults
 
 from .conftest import eventually, service_view
@@ -55,11 +54,11 @@ def second_request_held(at: str) -> dict[str, Any]:
 
 async def a_second_cancel_cut_short(sb: Any, q: Quoter, ladder: list[Quote]) -> None:
     """``ladder`` placed, a ``cancel_all`` cut short while its cancels are held, and the
-    next one too, while the cancel it sends again (having read the order live) is held."""
+    next one too, while the cancel it sends again at once (no read before: the kill
+    switch's rule) is held."""
     await q.requote(ladder)
     sb.faults.configure({"latency_ms": HOLD, "latency_at": "before"})
     await cancelled_when_held(sb, q.cancel_all(), 1)
-    sb.faults.configure(second_request_held("before"))
     await cancelled_when_held(sb, q.cancel_all(), 2)
 
 
@@ -136,7 +135,7 @@ async def test_cancel_all_cancelled_while_a_cancel_sent_again_is_held(
         assert len(q.resting()) == 1
         # of unknown outcome, as any request cut short (it stayed "cancelling": in
         # flight, though nothing was)
-        assert [t.state for t in q._live.values()] == [CANCEL_UNKNOWN]
+        assert [t.state for t in q.execution.cache.orders(q.owner)] == [State.CANCEL_UNKNOWN]
         sb.faults.configure(None)  # both cancels stay held: the order is live
     assert service_view(sb, user, market_id) == []  # exit cancelled it
     sb.faults.release()

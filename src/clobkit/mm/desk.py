@@ -1,14 +1,15 @@
-"""The ``Desk``: many ``Quoter``s on shared streams, one request budget, limits over all
-of them, a kill switch and metrics (docs/market-making.md).
+"""The ``Desk``: many ``Quoter``s on shared streams, one execution layer (cache, gate,
+sender, resolver, kill switch), limits over all of them, a watchdog and metrics
+(docs/market-making.md).
 
 A few WebSockets carry the user's order topic and the book topic of every quoter
-(``topics_per_stream`` on each); each frame is decoded once and handed to the quoter
-it concerns (order updates by market and outcome, book updates by topic). Every
-request of every quoter goes through the desk: it waits for room in the budget (a
-sliding window like the service's, keeping room to cancel every open order), and is
-counted by endpoint and outcome. Before a quoter sends anything the desk checks the
-limits over the whole desk against what may rest on the service at any moment of the
-requote."""
+(``topics_per_stream`` on each); each frame is decoded once and handed on (order
+records into the execution cache, books to their quoter). Every request of every
+quoter goes through the desk's gate: it waits for room in the budget (a sliding
+window like the service's, keeping room to cancel every open order), and is counted
+by endpoint and outcome. Before a quoter sends anything the gate checks the limits
+over the whole desk against what may rest on the service at any moment of the
+requote. The kill switch cancels from the cache, before it reads anything."""
 
 from __future__ import annotations
 
@@ -24,13 +25,21 @@ from .._checks import positive_int
 from .._checks import seconds as positive_seconds
 from .._core import from_units, to_units
 from .._spec import RATE_LIMIT_PER_MINUTE
-from ..client import AsyncClient, orders_topic
-from ..errors import QuoteRefused, ValidationError
-from .ladder import Quote, read_ladder
+from ..client import AsyncClient, PreparedRawOrder
+from ..errors import ValidationError
+from ..models import Market, Order, PlacedOrder
+from .budget import Budget
+from .execution import Execution
+from .feed import Feed
+from .gate import Gate, Halted
+from .killswitch import Watchdog
+from .ladder import Quote
 from .metrics import collector
 from .quoter import Quoter, RequoteReport
-from .risk import NONE, DeskLimits, exposure
-from .routing import Routing
+from .reads import SharedReads, by_outcome
+from .risk import DeskLimits, exposure
+from .router import Router
+from .tasks import each_of
 
 __all__ = ["Desk"]
 
@@ -39,12 +48,12 @@ log = logging.getLogger("clobkit.mm")
 Number = Decimal | str | int | float
 
 
-class Desk(Routing):
+class Desk:
     """Market making over many markets: ``async with Desk(client, ...) as desk``.
 
     ``desk.quoter(market_id, outcome)`` gives a ``Quoter`` fed by the desk's
     streams; ``await desk.requote({q: quotes, ...})`` requotes many at once. A
-    quoter closed on its own (``await q.__aexit__(...)``, or ``async with q``) is
+    quoter closed on its own (``await q.close()``, or leaving ``async with q``) is
     forgotten: its orders cancelled (``cancel_on_exit``), its book topic dropped,
     its market free for a new quoter.
 
@@ -58,24 +67,27 @@ class Desk(Routing):
     Requests: at most ``rate_limit_per_minute`` in any minute (the sandbox's default
     is 6,000 a minute per key), queued rather than spent on 429s; room to cancel
     every open order is always kept for cancels. At most ``max_in_flight`` at once
-    (a requote of thousands of orders must not time out in the service's queue, and
-    the HTTP pool's cost per request grows with its connections); cancels go first,
-    and once halted they all go at once (bounded by the client's connection pool).
+    (cancels first; once halted they all go at once). At most ``orders_per_minute``
+    places in any minute when given (a service's per-minute risk control); a 429 or a
+    per-minute risk refusal teaches the budget a lower rate (``Budget.learn``), and
+    the places it has no room for within ``room_timeout`` s are reported
+    (``RequoteReport.refused``) rather than sent to be refused.
 
-    Kill switch: ``halt()`` cancels every open order and refuses new quotes until
-    ``resume()``. It fires by itself when the last ``heartbeat()`` is older than
+    Kill switch: ``halt()`` cancels every order the desk knows at once (no lock, no
+    read before), then lists until nothing of the desk rests, and refuses new quotes
+    until ``resume()``. It fires by itself when the last ``heartbeat()`` is older than
     ``heartbeat_timeout`` s (armed by the first call), when one of its streams has been
     down longer than ``stream_timeout`` s, or when more than ``max_error_rate`` of the
     last ``error_window`` requests ended with an unknown outcome (timeout, 5xx, 429,
-    dropped connection). On exit it cancels every open order (``cancel_on_exit``).
+    dropped connection). On exit it cancels every open order (``cancel_on_exit``),
+    listing until nothing rests for ``exit_timeout`` s at most.
 
     ``books=False`` leaves the book topics out (a strategy pricing from elsewhere):
     each quoter's ``book`` then holds the book read over REST when it opened (never
     kept current: ``book.stale`` is always true, ``book.age`` the read's seconds).
 
     Streams: at most ``topics_per_stream`` topics (500; set it before the first
-    quoter opens) on one WebSocket, another opened as the desk grows (the sandbox
-    refuses more than 1,000 on a connection; the API text names no cap). A topic the
+    quoter opens) on one WebSocket, another opened as the desk grows. A topic the
     service refuses is never silent: logged, in ``refused``, its quoter's book stale
     (``book.refused``); a refused order topic (``deaf``) makes every quoter refuse
     new quotes, since fills would go unheard.
@@ -90,6 +102,7 @@ class Desk(Routing):
         max_position_per_event: Number | None = None,
         max_open_orders: int | None = None,
         rate_limit_per_minute: int = RATE_LIMIT_PER_MINUTE,
+        orders_per_minute: int | None = None,
         max_in_flight: int = 16,
         heartbeat_timeout: float | None = 10.0,
         stream_timeout: float | None = 5.0,
@@ -104,6 +117,7 @@ class Desk(Routing):
             {
                 "max_open_orders": max_open_orders,
                 "rate_limit_per_minute": rate_limit_per_minute,
+                "orders_per_minute": orders_per_minute,
                 "max_in_flight": max_in_flight,
                 "error_window": error_window,
             },
@@ -114,36 +128,137 @@ class Desk(Routing):
             },
             max_error_rate,
         )
-        self._client = client
+        self.client = client
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
-        self.books = books
-        self.room_timeout = room_timeout
         limits = DeskLimits(
             max_open_orders,
             _units(max_notional, "max_notional"),
             _units(max_position_per_market, "max_position_per_market"),
             _units(max_position_per_event, "max_position_per_event"),
         )
-        self._init_kill_switch(heartbeat_timeout, stream_timeout, max_error_rate, error_window)
-        self._init_gate(limits, rate_limit_per_minute, max_in_flight)
-        self._init_routing()
+        gate = Gate(
+            limits,
+            rate_limit_per_minute=rate_limit_per_minute,
+            orders_per_minute=orders_per_minute,
+            max_in_flight=max_in_flight,
+            room_timeout=room_timeout,
+        )
+        self.execution = Execution(client, gate, self._owns)
+        self.router = Router(client, self.execution.cache, gate.counters, self._resync, books)
+        self.watchdog = Watchdog(
+            self.execution.kill,
+            self.router.down_since,
+            heartbeat_timeout,
+            stream_timeout,
+            max_error_rate,
+            error_window,
+        )
+        gate.on_outcome = self.watchdog.outcome
+        #: Seconds leaving the desk keeps listing until nothing of it rests.
+        self.exit_timeout = 10.0
+        self._quoters: dict[tuple[str, str], Quoter] = {}  # (market id as given, outcome)
+        self._opening: set[Quoter] = set()  # the quoters opening together
+        self.reads = SharedReads(client, gate, lambda: bool(self._opening))
         self._watch: asyncio.Task[None] | None = None
-        self._opening: dict[Quoter, asyncio.Task[None]] = {}
+        self._resyncing: asyncio.Task[None] | None = None
+        self._resync_again = False
+        self._resync_everyone = False
 
     def __repr__(self) -> str:
         return (
-            f"Desk(quoters={len(self._quoters)}, open={self._now.orders}, halted={self.halted!r})"
+            f"Desk(quoters={len(self._quoters)}, open={self.gate.open_orders}, "
+            f"halted={self.halted!r})"
         )
+
+    # -- the parts, as the desk's users read them ----------------------------------
+
+    @property
+    def gate(self) -> Gate:
+        """The desk's pre-trade gate (limits, budget)."""
+        return self.execution.gate
+
+    @property
+    def limits(self) -> DeskLimits:
+        """The limits over the whole desk, in units (1 USDC or 1 share = 1_000_000)."""
+        return self.gate.limits
+
+    @property
+    def budget(self) -> Budget:
+        return self.gate.budget
+
+    @property
+    def room_timeout(self) -> float:
+        return self.gate.room_timeout
+
+    @property
+    def halted(self) -> str | None:
+        """Why the kill switch holds (``None``: quoting is allowed)."""
+        return self.execution.kill.halted
+
+    @property
+    def halts(self) -> int:
+        """Times the kill switch fired."""
+        return self.execution.kill.halts
+
+    @property
+    def halt_retries(self) -> int:
+        """Sweeps of the halted desk that had to cancel again or could not read."""
+        return self.execution.kill.retries
+
+    @property
+    def watch_interval(self) -> float:
+        """Seconds between the watchdog's checks (heartbeat, stream, error rate)."""
+        return self.watchdog.interval
+
+    @watch_interval.setter
+    def watch_interval(self, value: float) -> None:
+        self.watchdog.interval = value
+
+    @property
+    def halt_retry(self) -> float:
+        """Seconds before a halted desk sweeps again after a sweep that was not flat
+        (doubling each time, at most 30 s)."""
+        return self.execution.kill.retry
+
+    @halt_retry.setter
+    def halt_retry(self, value: float) -> None:
+        self.execution.kill.retry = value
+
+    @property
+    def streams(self) -> list[Any]:
+        return self.router.streams
+
+    @property
+    def refused(self) -> dict[str, str]:
+        return self.router.refused
+
+    @property
+    def deaf(self) -> str | None:
+        return self.router.deaf
+
+    @property
+    def reconnects(self) -> int:
+        return self.router.reconnects
+
+    @property
+    def topics_per_stream(self) -> int:
+        return self.router.topics_per_stream
+
+    @topics_per_stream.setter
+    def topics_per_stream(self, value: int) -> None:
+        self.router.topics_per_stream = value
+
+    # -- enter and exit -------------------------------------------------------
 
     async def __aenter__(self) -> Desk:
         if self.user_id is None:
-            page = await self.request("GET /orders", self._client.list_orders(page_size=1))
+            call = self.client.list_orders(page_size=1)
+            page = await self.gate.request("GET /orders", call)
             if page.orders:
                 self.user_id = page.orders[0].user_id
-        if self.user_id is not None:
-            await self._listen([orders_topic(self.user_id)])
-        self._watch = asyncio.create_task(self._watchdog(), name="clobkit-desk-watch")
+        await self.router.start(self.user_id)
+        self._watch = asyncio.create_task(self.watchdog.run(), name="clobkit-desk-watch")
         return self
 
     async def __aexit__(
@@ -152,22 +267,34 @@ class Desk(Routing):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._closing = True  # the streams close next: no unsubscribe for each quoter
+        self.router.closing = True  # the streams close next: no unsubscribe per quoter
         try:
+            if self.cancel_on_exit:
+                flat = await self.execution.kill.flatten(timeout=self.exit_timeout)
+                if not flat:
+                    left = self.execution.cache.orders()
+                    log.warning(
+                        "leaving the desk: no listing could confirm that nothing rests "
+                        "(%d orders tracked may: %s)",
+                        len(left),
+                        left,
+                    )
             opened = [q for q in self._quoters.values() if q.market is not None]
-            results = await asyncio.gather(
-                *(q.__aexit__(None, None, None) for q in opened), return_exceptions=True
-            )
+            results = await each_of(q.close(cancel=False) for q in opened)
             for result in results:
                 if isinstance(result, BaseException):
                     log.warning("closing a quoter of the desk failed: %s", result)
         finally:
-            for task in (self._watch, self._resync, self._halting):
+            for task in (self._watch, self._resyncing):
                 if task is not None and not task.done():
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
-            await self._close_streams()
+            await self.watchdog.close()
+            await self.execution.kill.close()
+            await self.router.close()
+
+    # -- quoters ----------------------------------------------------------------
 
     def quoter(self, market_id: str, outcome: str, **options: Any) -> Quoter:
         """A ``Quoter`` of ``outcome`` of ``market_id`` run by this desk (the ``Quoter``'s
@@ -177,9 +304,7 @@ class Desk(Routing):
             raise ValidationError("market_id", market_id, f"already has a quoter of {outcome!r}")
         options.setdefault("cancel_on_exit", self.cancel_on_exit)
         options.setdefault("user_id", self.user_id)
-        q = Quoter(self._client, market_id, outcome, **options)
-        q._host = self
-        q._desk_key = key
+        q = Quoter(self.client, market_id, outcome, desk=self, **options)
         self._quoters[key] = q
         return q
 
@@ -188,38 +313,131 @@ class Desk(Routing):
         """The desk's quoters, in the order they were made."""
         return list(self._quoters.values())
 
+    def _mine(self, q: Quoter) -> None:
+        if q.desk is not self:
+            raise ValidationError("quoter", q, "is not a quoter of this desk")
+
     async def open(self, *quoters: Quoter) -> None:
         """Open ``quoters`` (default: all) not yet open, concurrently: one read of the
         positions and of the live orders serves them all."""
         chosen = quoters or tuple(self._quoters.values())
         for q in chosen:
-            if q._host is not self:
-                raise ValidationError("quoter", q, "is not a quoter of this desk")
+            self._mine(q)
         if self.user_id is None and any(q.market is None for q in chosen):
-            page = await self.request("GET /orders", self._client.list_orders(page_size=1))
+            call = self.client.list_orders(page_size=1)
+            page = await self.gate.request("GET /orders", call)
             if page.orders and page.orders[0].user_id is not None:  # else its first order
-                await self.subscribe_orders(page.orders[0].user_id)
-        tasks = []
-        for q in chosen:
-            if q.market is not None:
-                continue
+                await self.router.subscribe_orders(page.orders[0].user_id)
+                self.user_id = page.orders[0].user_id
+        todo = [q for q in chosen if q.market is None and q not in self._opening]
+        for q in todo:
             if q.user_id is None:
                 q.user_id = self.user_id
-            task = self._opening.get(q)
-            if task is None:
-                task = self._opening[q] = asyncio.ensure_future(self._open_one(q))
-            tasks.append(task)
-        results = await asyncio.gather(*tasks, return_exceptions=True)
+        self._opening.update(todo)
+        try:
+            results = await each_of(q.__aenter__() for q in todo)
+        finally:
+            self._opening.difference_update(todo)
+            self.reads.forget()  # the shared reads served this batch
         for result in results:
             if isinstance(result, BaseException):
                 raise result
 
-    async def _open_one(self, q: Quoter) -> None:
-        try:
-            await q.__aenter__()
-        finally:
-            del self._opening[q]
-            self._forget_reads()  # the shared reads served this batch
+    def join(self, q: Quoter) -> None:
+        """``q`` opens on this desk (again, when it was closed on its own): one quoter
+        per market and outcome."""
+        self._mine(q)
+        other = self._quoters.get(q.key)
+        if other is not None and other is not q:
+            raise ValidationError("market_id", q.key[0], f"already has a quoter of {q.key[1]!r}")
+        self._quoters[q.key] = q
+
+    async def read_market(self, market_id: str) -> Market:
+        """A market read for one of the desk's quoters (shared while they open)."""
+        return await self.reads.market(market_id)
+
+    async def held(self, q: Quoter) -> int:
+        """Share units ``q``'s account holds of its outcome (shared while quoters open)."""
+        return await self.reads.held(q.token_id, q.owner)
+
+    async def listed(self, q: Quoter) -> list[Order]:
+        """``q``'s live orders on the service (one listing shared while quoters open)."""
+        return await self.reads.listed(q.owner)
+
+    # feed.Streams: a quoter's feed hears the desk's streams
+
+    async def attach(self, feed: Feed) -> None:
+        await self.router.attach(feed)
+
+    async def detach(self, feed: Feed, forget: bool) -> None:
+        await self.router.detach(feed, forget)
+
+    def forget(self, q: Quoter) -> None:
+        """``q`` was closed on its own: its market and outcome are free again."""
+        if self._quoters.get(q.key) is q:
+            del self._quoters[q.key]
+
+    async def subscribe_orders(self, user_id: str) -> None:
+        if self.user_id is None:
+            self.user_id = user_id
+        await self.router.subscribe_orders(user_id)
+
+    def _owns(self, record: Order) -> tuple[str, str] | None:
+        """The owner of a record when one of the desk's quoters trades its outcome."""
+        owner = (record.market_id or "", record.outcome or "")
+        return owner if owner in self.router.feeds else None
+
+    # -- the desk's own work ------------------------------------------------------
+
+    async def requote(
+        self, ladders: Mapping[Quoter, Iterable[Quote]]
+    ) -> dict[Quoter, RequoteReport]:
+        """Requote every quoter of ``ladders`` to its quotes, concurrently. Every ladder
+        and the desk as a whole after the requote are checked first (``QuoteRefused``,
+        nothing sent). A failure of one quoter is raised once all are done."""
+        wanted = {q: list(quotes) for q, quotes in ladders.items()}
+        for q, w in wanted.items():
+            self._mine(q)
+            if w:
+                q.check_hearing()  # closed, or deaf to fills: before anything is planned
+        if self.halted is not None and any(wanted.values()):
+            raise Halted(self.halted)
+        await self.open(*wanted)
+        # the desk after every requote, checked as a whole (each quoter's requote checks
+        # its own ladder again: the same targets, so it passes at once)
+        self.gate.plan({q.owner: (q.read_quotes(w), q.position_units) for q, w in wanted.items()})
+        results = await each_of(q.requote(w) for q, w in wanted.items())
+        reports: dict[Quoter, RequoteReport] = {}
+        failure: BaseException | None = None
+        for q, result in zip(wanted, results, strict=True):
+            if isinstance(result, BaseException):
+                failure = failure or result
+            else:
+                reports[q] = result
+        if failure is not None:
+            raise failure
+        return reports
+
+    async def send_raw_order(self, prepared: PreparedRawOrder) -> PlacedOrder | None:
+        """An order of one's own through the desk: checked by its gate against the
+        limits (its outcome's quoter's and the desk's) beside what rests, tracked in
+        its execution cache (its records, the kill switch). ``Execution.send_raw_order``."""
+        return await self.execution.send_raw_order(prepared)
+
+    async def halt(self, reason: str = "halt() called") -> list[Order]:
+        """Refuse new quotes and cancel every order the desk knows at once, then list
+        until nothing rests (in the background). The orders cancelled now; raises the
+        last failure of those cancels once all are done."""
+        return await self.execution.kill.halt(reason)
+
+    def resume(self) -> None:
+        """Allow quoting again after ``halt()`` (and re-arm the automatic triggers)."""
+        self.execution.kill.resume()
+        self.watchdog.reset()
+
+    def heartbeat(self) -> None:
+        """The strategy's loop is alive (call it every round; arms ``heartbeat_timeout``)."""
+        self.watchdog.heartbeat()
 
     async def reconcile(self) -> None:
         """Re-read the service so that every open quoter's view equals it (every fill up
@@ -230,56 +448,52 @@ class Desk(Routing):
         if failures:
             raise failures[0]
 
-    async def requote(
-        self, ladders: Mapping[Quoter, Iterable[Quote]]
-    ) -> dict[Quoter, RequoteReport]:
-        """Requote every quoter of ``ladders`` to its quotes, concurrently. Every ladder
-        and the desk as a whole after the requote are checked first (``QuoteRefused``,
-        nothing sent). A failure of one quoter is raised once all are done."""
-        wanted = {q: list(quotes) for q, quotes in ladders.items()}
-        for q, w in wanted.items():
-            if q._host is not self:
-                raise ValidationError("quoter", q, "is not a quoter of this desk")
-            if w:
-                q._check_hearing()  # closed, or deaf to fills: before anything is planned
-        if self.halted is not None and any(wanted.values()):
-            raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
-        await self.open(*wanted)
-        levels = {q: read_ladder(w, q._limits(), q._position) for q, w in wanted.items()}
-        saved = {q: self._plan.each.get(q, NONE) for q in levels}
-        try:  # the desk after every requote: checked as a whole, then the targets held
-            for q, lv in levels.items():
-                target = exposure(lv, q._position)
-                refused = self._plan.breach(q, target, self.limits)
-                if refused is not None:
-                    raise refused
-                self._plan.set(q, target)
+    def _resync(self, everyone: bool) -> None:
+        """The order topic lost messages: one listing brings every quoter up to date."""
+        self._resync_again = True
+        self._resync_everyone = self._resync_everyone or everyone
+        if self._resyncing is None or self._resyncing.done():
+            self._resyncing = asyncio.ensure_future(self._resync_all())
+
+    async def _resync_all(self) -> None:
+        while self._resync_again:
+            self._resync_again = False
+            everyone, self._resync_everyone = self._resync_everyone, False
+            try:
+                failures = await self._reread(everyone)
+            except Exception as exc:  # each quoter's next requote re-reads what is stale
+                failures = [exc]
+            for failure in failures:
+                log.warning("re-reading orders after a reconnect failed: %s", failure)
+
+    async def _reread(self, everyone: bool) -> list[BaseException]:
+        """One listing of the live orders brings the stale quoters (``everyone``: all
+        of them) up to date; the failures of those it could not."""
+        quoters = [q for q in self._quoters.values() if q.feed is not None]
+        stale = [q for q in quoters if everyone or (q.feed is not None and q.feed.stale)]
+        if not stale:
+            return []
+        try:
+            listed = await self.execution.list_open()
         except BaseException:
-            for q, old in saved.items():
-                self._plan.set(q, old)
+            for q in stale:  # their next requote re-reads first
+                if q.feed is not None:
+                    q.feed.stale = True
             raise
-        results = await asyncio.gather(
-            *(q.requote(w) for q, w in wanted.items()), return_exceptions=True
-        )
-        reports: dict[Quoter, RequoteReport] = {}
-        failure: BaseException | None = None
-        for q, result in zip(wanted, results, strict=True):
-            if isinstance(result, BaseException):
-                failure = failure or result
-                self.settle(q)
-            else:
-                reports[q] = result
-        if failure is not None:
-            raise failure
-        return reports
+        groups = by_outcome(listed)  # each quoter its own orders
+        results = await each_of(q.reconcile(listed=groups.get(q.owner, [])) for q in stale)
+        return [result for result in results if isinstance(result, BaseException)]
 
     def metrics(self) -> dict[str, Any]:
         """A snapshot: requests by endpoint and outcome, latency histograms (s), retries,
-        429s, queued requests, reconnects, messages routed and frames decoded, the
-        streams open, the topics the service refused (``refused``, ``deaf``), the
-        message lag histogram (s), the kill switch, and per market fills, position
-        (shares per outcome), open orders and notional at risk (USDC)."""
-        c = self.counters
+        429s, queued requests, learnt rates, reconnects, messages routed and frames
+        decoded, the streams open, the topics the service refused (``refused``,
+        ``deaf``), the message lag histogram (s), the kill switch, the state machine's
+        refused transitions, and per market fills, position (shares per outcome), open
+        orders and notional at risk (USDC)."""
+        c = self.gate.counters
+        kill = self.execution.kill
+        cache = self.execution.cache
         markets: dict[str, dict[str, Any]] = {}
         orders = notional = 0
         for q in self._quoters.values():
@@ -289,7 +503,7 @@ class Desk(Routing):
                 q.market_id,
                 {"fills": 0, "position": {}, "open_orders": 0, "notional": Decimal(0)},
             )
-            e = exposure(q.resting(), q._position)
+            e = exposure(q.resting(), q.position_units)
             orders += e.orders
             notional += e.notional
             row["fills"] += q.fill_count
@@ -304,16 +518,19 @@ class Desk(Routing):
             "retries": sum(q.retries for q in self._quoters.values()),
             "rate_limited": c.rate_limited,
             "queued": self.budget.queued,
+            "learnt": self.budget.learnt + self.gate.places.learnt,
             "reconnects": self.reconnects,
             "messages": c.messages,
-            "frames": sum(stream.frames for stream in self._streams),
-            "streams": len(self._streams),
+            "frames": sum(stream.frames for stream in self.streams),
+            "streams": len(self.streams),
             "refused": dict(self.refused),
             "deaf": self.deaf,
             "lag": c.lag.snapshot(),
             "halted": self.halted,
-            "halts": self.halts,
-            "halt_retries": self.halt_retries,
+            "halts": kill.halts,
+            "halt_retries": kill.retries,
+            "refused_transitions": cache.refused,
+            "late_landings": cache.late,
             "open_orders": orders,
             "notional": from_units(notional),
             "markets": markets,

@@ -1,258 +1,178 @@
-"""The ``Desk``'s gate: every request of its quoters within the budget (a sliding
-window like the service's, room kept to cancel every open order, a bounded number
-in flight, counted by endpoint and outcome), the reads its quoters share, and the
-limits over the whole desk checked before anything is sent."""
+"""The one pre-trade gate between every strategy and the service: a quoter's own limits
+and the desk's (open orders, notional, position per market and per event) checked in
+one place before anything is sent, and every request within the budget (a sliding
+window like the service's, room always kept to cancel every open order, a bounded
+number in flight, cancels first), slowed down by what the service's refusals teach
+(a 429's ``Retry-After``, a per-minute risk refusal).
+
+A ``Quoter`` on its own has a gate of its own (its limits, the default budget); a
+``Desk``'s quoters share the desk's. ``AsyncClient.post_raw_order`` calls of one's own
+can pass the same gate (``Desk.send_raw_order``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import inspect
+import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .._core import to_units
-from .._spec import PAGE_SIZE_MAX
-from ..client import UNKNOWN_OUTCOME, AsyncClient, paced, within
-from ..errors import ApiError, QuoteRefused, RateLimited
-from ..models import Market, Order
+from .._spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
+from ..client import UNKNOWN_OUTCOME, paced, within
+from ..errors import QuoteRefused, RateLimited, RiskControlError
 from .budget import Budget, Slots
-from .killswitch import KillSwitch
 from .ladder import Level
 from .metrics import Counters
-from .quoter import Quoter
-from .risk import NONE, DeskLimits, Sums, exposure
-from .sending import LISTING, PREPARE
+from .risk import NO_DESK_LIMITS, NONE, DeskLimits, Exposure, Limits, Sums, exposure, own_breach
 
-__all__ = ["CANCEL", "OPEN_ORDERS", "Gate", "Halted"]
+__all__ = ["CANCEL", "OPEN_ORDERS", "PLACE", "Gate", "Halted", "Paced"]
 
 T = TypeVar("T")
+Owner = tuple[str, str]  # (market id, outcome)
+
+log = logging.getLogger("clobkit.mm")
 
 CANCEL = "DELETE /orders/:id"
 PLACE = "POST /orders"
 OPEN_ORDERS = "GET /orders?open"
-POSITIONS = "GET /portfolio/positions"
+#: The window of the service's per-minute risk control (s).
+RISK_WINDOW = 60.0
 
 
-class Halted(QuoteRefused, ApiError):
-    """A place the halted desk did not send: it never reached the service. A
-    ``QuoteRefused`` naming the reason (as a requote refused once halted); an
-    ``ApiError`` too, so that its quoter forgets the order as one the service refused
-    (``status`` 0: no answer came) and raises this once its requote is done."""
+class Halted(QuoteRefused):
+    """A place the halted desk did not send: it never reached the service."""
 
     def __init__(self, reason: str) -> None:
-        self.field, self.value = "desk", reason
-        self.reason = "is halted: no new quotes until resume()"
-        self.message = f"desk: {self.reason} (got {reason!r})"  # as QuoteRefused says it
-        self.status = 0
-        self.code = self.detail = None
-        Exception.__init__(self, self.message)  # (each base's __init__ wants its own args)
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.value,))
+        super().__init__("desk", reason, "is halted: no new quotes until resume()")
 
 
-class Gate(KillSwitch):
-    """The requests, shared reads and limits of a ``Desk`` (the quoters' ``Host``)."""
+class Paced(QuoteRefused):
+    """A place not sent: the service's refusals taught the gate that no more fit now
+    (``Budget.learn``), and none had room within ``room_timeout`` s."""
 
-    _client: AsyncClient
-    _opening: dict[Quoter, asyncio.Task[None]]  # the quoters opening together
-    #: Seconds a requote waits for room under the desk's limits (``admit_places``).
-    room_timeout: float
+    def __init__(self, limit: int | None, window: float) -> None:
+        super().__init__(
+            "quote",
+            f"{limit} orders in {window:g} s",
+            "not sent: the service allows no more orders now (learnt from its refusals)",
+        )
 
-    def _init_gate(
-        self, limits: DeskLimits, rate_limit_per_minute: int, max_in_flight: int
+
+class Gate:
+    """Limits and budget of a desk, or of one lone quoter.
+
+    ``limits`` the desk's (none for a lone quoter); each quoter's own ``Limits`` are
+    registered with ``join``. ``rate_limit_per_minute`` and ``max_in_flight`` bound the
+    requests, ``orders_per_minute`` the places (a service's per-minute risk control:
+    learnt from its refusals when not given); ``room_timeout`` s is how long a place
+    waits for room under the limits or the place rate before it is given up
+    (``QuoteRefused``; at once when no room can come in time).
+    """
+
+    def __init__(
+        self,
+        limits: DeskLimits = NO_DESK_LIMITS,
+        *,
+        rate_limit_per_minute: int | None = RATE_LIMIT_PER_MINUTE,
+        orders_per_minute: int | None = None,
+        max_in_flight: int = 16,
+        room_timeout: float = 10.0,
     ) -> None:
-        #: The limits over the whole desk, in units (1 USDC or 1 share = 1_000_000).
+        #: The desk's limits, in units (1 USDC or 1 share = 1_000_000).
         self.limits = limits
         self.budget = Budget(rate_limit_per_minute)
+        #: Places a minute: as configured (``orders_per_minute``), and as learnt from the
+        #: service's risk refusals.
+        self.places = Budget(orders_per_minute, RISK_WINDOW, spread=True)
         self.slots = Slots(max_in_flight)
         self.counters = Counters()
-        self._now = Sums()  # what may rest on the service now
-        self._plan = Sums()  # what the requotes under way head to
-        self._held: asyncio.Task[dict[Any, int]] | None = None
-        self._listed: asyncio.Task[dict[tuple[str, str], list[Order]]] | None = None
-        self._markets: dict[str, asyncio.Task[Market]] = {}  # market id as given -> read
+        self.room_timeout = room_timeout
+        #: Why no new place may go (``halt``), else ``None``.
+        self.halted: str | None = None
+        #: Called with True after a request of unknown outcome, False after any other.
+        self.on_outcome: Callable[[bool], None] | None = None
+        self._own: dict[Owner, Limits] = {}
+        #: What may rest on the service now, and what the requotes under way head to:
+        #: each outcome's exposure and their sums (per market, per event).
+        self.now = Sums()
+        self.planned = Sums()
+        self._waiting: list[asyncio.Future[None]] = []  # requotes waiting for room
+        self._placed: deque[float] = deque()  # when the places the service took were sent
 
-    async def request(
-        self, endpoint: str, call: Awaitable[T], cost: int = 1, *, again: bool = False
-    ) -> T:
-        """Await ``call`` (``cost`` requests to ``endpoint``: a listing of open orders is
-        one per open status) within the budget, counted. A place not yet sent when the
-        desk halts is not sent (``Halted``): halt()'s cancels must not wait behind the
-        places queued for room in the budget, holding their quoters' locks. A place sent
-        ``again`` to settle one of unknown outcome is sent (the first may still land:
-        settled, it is cancelled; forgotten, it would rest untracked)."""
-        urgent = endpoint == CANCEL
-        if urgent and self.halted is not None:
-            # the kill switch: every cancel at once, bounded by the client's connection
-            # pool alone (the budget always keeps room to cancel every open order)
-            return await self._send(endpoint, call, 0, cost)
-        keep = 0 if urgent else self._now.orders  # room to cancel everything
+    # -- limits ---------------------------------------------------------------
+
+    def join(self, owner: Owner, limits: Limits, event_id: str | None = None) -> None:
+        """``owner``'s quoter trades through this gate, held to its own ``limits``."""
+        self._own[owner] = limits
+        self.now.set(owner, self.now.each.get(owner, NONE), event_id)
+        self.planned.set(owner, self.planned.each.get(owner, NONE), event_id)
+
+    def leave(self, owner: Owner) -> None:
+        """``owner`` left: nothing of it counts against the limits any more."""
+        self.now.set(owner, NONE)
+        self.planned.set(owner, NONE)
+        self._own.pop(owner, None)
+        self.wake()
+
+    @property
+    def open_orders(self) -> int:
+        """Orders that may rest on the service now, over every quoter of the gate."""
+        return self.now.orders
+
+    def plan(self, ladders: Mapping[Owner, tuple[Sequence[Level], int]]) -> None:
+        """Check every ladder (``owner: (levels, held units)``) against its quoter's own
+        limits and, together, against the desk's; ``QuoteRefused`` naming the first one
+        broken, and nothing reserved. Else each ladder is what its quoter heads to."""
+        if self.halted is not None and any(levels for levels, _ in ladders.values()):
+            raise Halted(self.halted)
+        targets: dict[Owner, Exposure] = {}
+        for owner, (levels, held) in ladders.items():
+            target = targets[owner] = exposure(levels, held)
+            own = self._own.get(owner)
+            refused = None if own is None else own_breach(target, own, held)
+            if refused is not None:
+                raise refused
+        saved = {owner: self.planned.each.get(owner, NONE) for owner in targets}
         try:
-            self._refuse(endpoint, again)
-            await self.slots.acquire(urgent)
+            for owner, target in targets.items():
+                refused = self.planned.breach(owner, target, self.limits)
+                if refused is not None:
+                    raise refused
+                self.planned.set(owner, target)
         except BaseException:
-            _close(call)
+            for owner, old in saved.items():
+                self.planned.set(owner, old)
             raise
-        try:
-            return await self._send(endpoint, call, keep, cost, again)
-        finally:
-            self.slots.release()
 
-    def _refuse(self, endpoint: str, again: bool) -> None:
-        """``Halted`` for a new place while the desk is halted."""
-        if self._halted_place(endpoint, again):
-            raise Halted(str(self.halted))
-
-    def _halted_place(self, endpoint: str, again: bool) -> bool:
-        return self.halted is not None and endpoint == PLACE and not again
-
-    async def _send(
-        self, endpoint: str, call: Awaitable[T], keep: int, cost: int, again: bool = False
-    ) -> T:
-        try:
-            self._refuse(endpoint, again)  # halted while it waited for a slot
-            if not await self.budget.take(keep, cost, lambda: self._halted_place(endpoint, again)):
-                raise Halted(str(self.halted))  # halted while it waited for room
-        except BaseException:
-            _close(call)
-            raise
-        start = time.perf_counter()
-        try:
-            # the client's own retries take room in the budget too
-            with paced(lambda: self._room(keep)):
-                result = await call
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:
-            if isinstance(exc, RateLimited):
-                self.counters.rate_limited += 1
-                outcome = "429"
-            else:
-                outcome = type(exc).__name__
-            self.counters.request(endpoint, outcome, time.perf_counter() - start)
-            self._outcome(isinstance(exc, UNKNOWN_OUTCOME))
-            raise
-        self.counters.request(endpoint, "ok", time.perf_counter() - start)
-        self._outcome(False)
-        if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
-            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages (at most)
-        return result
-
-    async def _room(self, keep: int) -> None:
-        await self.budget.take(keep)
-
-    def _outcome(self, unknown: bool) -> None:
-        window = self._outcomes
-        if len(window) == window.maxlen and window[0]:
-            self._unknown -= 1
-        window.append(unknown)
-        self._unknown += unknown
-        if (
-            unknown
-            and len(window) == window.maxlen
-            and self._unknown > self.max_error_rate * len(window)
-        ):
-            self._fire(
-                f"error rate {self._unknown}/{len(window)} requests past max_error_rate "
-                f"{self.max_error_rate}"
-            )
-
-    async def market(self, q: Quoter) -> Market:
-        """``q``'s market, read and prepared (the wallet, both tokens' fee rates) once
-        for the quoters of that market that open together: both outcomes of a market
-        read it and its fee rates once, not once each (twice, racing)."""
-        key = q.market_id
-        task = self._markets.get(key)
-        if task is None:
-            task = self._markets[key] = asyncio.ensure_future(self._read_market(key))
-        try:
-            return await asyncio.shield(task)
-        finally:
-            self._forget_reads()
-
-    async def _read_market(self, market_id: str) -> Market:
-        market = await self.request("GET /markets/:id", self._client.get_market(market_id))
-        await self.request("prepare", self._client.prepare([market.id]), PREPARE)
-        return market
-
-    async def held(self, q: Quoter) -> int:
-        if self._held is None:
-            self._held = asyncio.ensure_future(self._read_positions())
-        try:
-            positions = await asyncio.shield(self._held)
-        finally:
-            self._forget_reads()
-        return positions.get(q.token_id, positions.get((q.market_id, q.outcome), 0))
-
-    async def _read_positions(self) -> dict[Any, int]:
-        """Every position, a page of 100 a request, each within the budget (the client's
-        walk ends it, and ``paced`` makes each further page take room)."""
-        return await self.request(POSITIONS, self._walk_positions())
-
-    async def _walk_positions(self) -> dict[Any, int]:
-        positions: dict[Any, int] = {}
-        async for pos in self._client.iter_positions(per_page=PAGE_SIZE_MAX):
-            units = to_units(pos.shares or 0, "shares")
-            if pos.token_id is not None:
-                positions[pos.token_id] = units
-            elif pos.market_id is not None and pos.raw_outcome is not None:
-                positions[(pos.market_id, pos.raw_outcome)] = units
-        return positions
-
-    async def listed(self, q: Quoter) -> list[Order]:
-        """The live orders of ``q``'s market and outcome, from one listing shared by the
-        desk's quoters (grouped once: each quoter reads its own, not the whole desk's)."""
-        if self._listed is None:
-            self._listed = asyncio.ensure_future(self._grouped())
-        try:
-            return (await asyncio.shield(self._listed)).get((q.market_id, q.outcome), [])
-        finally:
-            self._forget_reads()
-
-    def _forget_reads(self) -> None:
-        """The shared reads serve the quoters opening together (``Desk.open``); a quoter
-        entered on its own, outside such a batch, must not leave them for later ones."""
-        if not self._opening:
-            self._held = self._listed = None
-            self._markets.clear()
-
-    async def _grouped(self) -> dict[tuple[str, str], list[Order]]:
-        return by_outcome(await self.request(OPEN_ORDERS, self._client.open_orders(), LISTING))
-
-    async def admit(self, q: Quoter, levels: Sequence[Level], union: Sequence[Level]) -> bool:
-        """Check ``q``'s new ladder ``levels`` against the desk's limits (``QuoteRefused``)
-        and reserve what may rest meanwhile; True: send the cancels first, since the
-        old and new orders together (``union``) would not fit."""
-        if self.halted is not None and levels:
-            raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
-        held = q._position
-        target = exposure(levels, held)
-        refused = self._plan.breach(q, target, self.limits)
-        if refused is not None:
-            raise refused
-        self._plan.set(q, target)
+    def admit(self, owner: Owner, union: Sequence[Level], held: int) -> bool:
+        """Reserve what may rest while ``owner``'s requote runs (``union``: the orders
+        it keeps, cancels and places); True: the cancels must go first, since the old
+        and new orders together would break a limit."""
         both = exposure(union, held)
-        if self._now.breach(q, both, self.limits) is None:
-            self._now.set(q, both)
+        own = self._own.get(owner)
+        if own is not None and own_breach(both, own, held, orders=False) is not None:
+            return True
+        if self.now.breach(owner, both, self.limits) is None:
+            self.now.set(owner, both)
             return False
         return True
 
-    async def admit_places(self, q: Quoter, place: Sequence[Level]) -> None:
-        """After ``q``'s cancels: wait (``room_timeout`` s at most) until what it tracks
-        (the orders left and ``place``, prepared) fits beside the other quoters', and
-        reserve it."""
+    async def admit_places(self, owner: Owner, resting: Sequence[Level], held: int) -> None:
+        """After ``owner``'s cancels: wait (``room_timeout`` s at most) until what it may
+        have resting (``resting``, its new places included) fits beside the others'."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.room_timeout
-        new = exposure(q.resting(), q._position)
+        new = exposure(resting, held)
         while True:
             if self.halted is not None:
-                raise QuoteRefused("desk", self.halted, "is halted: no new quotes until resume()")
-            refused = self._now.breach(q, new, self.limits)
+                raise Halted(self.halted)
+            refused = self.now.breach(owner, new, self.limits)
             if refused is None:
-                self._now.set(q, new)
+                self.now.set(owner, new)
                 return
             left = deadline - loop.time()
             if left <= 0:
@@ -262,29 +182,140 @@ class Gate(KillSwitch):
             with contextlib.suppress(asyncio.TimeoutError):
                 await within(waiter, left)
 
-    def settle(self, q: Quoter) -> None:
-        """``q``'s requote (cancel, reconcile) ended: what may rest on the service is
-        what it tracks, and what it heads to."""
-        now = exposure(q.resting(), q._position)
-        self._now.set(q, now)
-        self._plan.set(q, now)
-        self._wake()
+    def settle(self, owner: Owner, resting: Sequence[Level], held: int) -> None:
+        """``owner``'s requote (cancel, reconcile) ended: what may rest on the service is
+        ``resting``, and that is what it heads to."""
+        now = exposure(resting, held)
+        self.now.set(owner, now)
+        self.planned.set(owner, now)
+        self.wake()
 
-    def release(self, q: Quoter) -> None:
-        """``q`` left the desk: nothing of it counts against the limits any more."""
-        self._now.set(q, NONE)
-        self._plan.set(q, NONE)
-        self._wake()
+    def wake(self) -> None:
+        """Requotes waiting for room look again (room was freed, or the desk halted)."""
+        waiting, self._waiting = self._waiting, []
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.set_result(None)
 
+    def halt(self, reason: str) -> None:
+        """No new place goes out until ``resume``; those waiting give up."""
+        self.halted = reason
+        self.wake()
+        self.budget.nudge()
+        self.places.nudge()
 
-def by_outcome(orders: list[Order]) -> dict[tuple[str, str], list[Order]]:
-    """A listing's orders by (market, outcome): one pass, so that handing each quoter its
-    own costs the listing once, not once per quoter (quoters x orders on a big desk)."""
-    groups: dict[tuple[str, str], list[Order]] = {}
-    for order in orders:
-        if order.market_id is not None and order.outcome is not None:
-            groups.setdefault((order.market_id, order.outcome), []).append(order)
-    return groups
+    def resume(self) -> None:
+        self.halted = None
+
+    # -- requests -------------------------------------------------------------
+
+    async def request(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T:
+        """Await ``call`` (``cost`` requests to ``endpoint``) within the budget, counted.
+        A place not yet sent when the desk halts is not sent (``Halted``); nor is one
+        the learnt place rate has no room for within ``room_timeout`` s (``Paced``). A
+        cancel of a halted desk goes at once (the budget always keeps room for it)."""
+        urgent = endpoint == CANCEL
+        if urgent and self.halted is not None:
+            self.budget.spend(cost)
+            return await self._send(endpoint, call)
+        keep = 0 if urgent else self.now.orders  # room to cancel everything
+        try:
+            if endpoint == PLACE:
+                await self._pace()
+            await self.slots.acquire(urgent)
+        except BaseException:
+            _close(call)
+            raise
+        try:
+            if not await self.budget.take(keep, cost, self._stop(endpoint)):
+                _close(call)
+                raise Halted(str(self.halted))  # halted while it waited for room
+            if endpoint == PLACE and self.halted is not None:
+                _close(call)
+                raise Halted(self.halted)
+            # the client's own retries take room in the budget too
+            with paced(lambda: self._room(keep)):
+                return await self._send(endpoint, call, cost)
+        finally:
+            self.slots.release()
+
+    def _stop(self, endpoint: str) -> Callable[[], bool]:
+        return lambda: endpoint == PLACE and self.halted is not None
+
+    async def _pace(self) -> None:
+        """Room for one more place under the learnt place rate, else ``Paced``."""
+        if self.halted is not None:
+            raise Halted(self.halted)
+        places = self.places
+        if places.delay() > self.room_timeout:
+            raise Paced(places.limit, places.window)  # no room in time: not worth a wait
+        halted = lambda: self.halted is not None  # noqa: E731 - a stop condition
+        try:
+            took = await within(places.take(0, 1, halted), self.room_timeout)
+        except asyncio.TimeoutError:
+            raise Paced(places.limit, places.window) from None
+        if not took:
+            raise Halted(str(self.halted))
+
+    async def _room(self, keep: int) -> None:
+        await self.budget.take(keep)
+
+    async def _send(self, endpoint: str, call: Awaitable[T], cost: int = 1) -> T:
+        start = time.perf_counter()
+        try:
+            result = await call
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            self._refused(endpoint, exc)
+            outcome = "429" if isinstance(exc, RateLimited) else type(exc).__name__
+            self.counters.request(endpoint, outcome, time.perf_counter() - start)
+            if self.on_outcome is not None:
+                self.on_outcome(isinstance(exc, UNKNOWN_OUTCOME))
+            raise
+        self.counters.request(endpoint, "ok", time.perf_counter() - start)
+        if endpoint == PLACE:
+            self._placed.append(time.monotonic())
+        if self.on_outcome is not None:
+            self.on_outcome(False)
+        if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
+            self.budget.spend(len(result) // PAGE_SIZE_MAX)  # its further pages (at most)
+        return result
+
+    def _refused(self, endpoint: str, exc: BaseException) -> None:
+        """What a refusal teaches: a 429 holds every request to what the window took,
+        and pauses them for its ``Retry-After``; a risk refusal of a place holds the
+        places to what the service took in its minute."""
+        if isinstance(exc, RateLimited):
+            self.counters.rate_limited += 1
+            budget = self.budget
+            budget.learn(budget.used(asyncio.get_running_loop().time()))
+            if exc.retry_after is not None:
+                budget.pause(exc.retry_after)
+            log.warning("the service limits the rate: %s requests a window for now", budget.limit)
+        elif isinstance(exc, RiskControlError) and endpoint == PLACE:
+            placed, since = self._placed, time.monotonic() - RISK_WINDOW
+            while placed and placed[0] <= since:
+                placed.popleft()
+            if self.places.limit is None or len(placed) < self.places.limit:
+                self.places.learn(len(placed))  # what the service took in its minute
+                log.warning(
+                    "the service refused a place (%s): %d a minute for now", exc, len(placed)
+                )
+
+    def admit_order(self, owner: Owner, union: Sequence[Level], held: int) -> None:
+        """An order of one's own (``Desk.send_raw_order``) beside ``owner``'s resting
+        ones (``union``: both): ``QuoteRefused`` naming the limit it would break (its
+        quoter's own, or the desk's), else reserved."""
+        if self.halted is not None:
+            raise Halted(self.halted)
+        both = exposure(union, held)
+        own = self._own.get(owner)
+        refused = None if own is None else own_breach(both, own, held)
+        refused = refused or self.now.breach(owner, both, self.limits)
+        if refused is not None:
+            raise refused
+        self.now.set(owner, both)
 
 
 def _close(call: Awaitable[Any]) -> None:

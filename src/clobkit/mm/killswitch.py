@@ -1,159 +1,298 @@
-"""The ``Desk``'s kill switch: ``halt()`` cancels every open order of the desk and
-refuses new quotes until ``resume()``; a watchdog fires it when the strategy's
-heartbeat, the stream or the error rate says the desk should stop, and while it
-holds sends the cancels again (backing off) until nothing of the desk rests."""
+"""The kill switch: cancel what you know first. ``halt()`` sends a ``DELETE`` for every
+order the execution cache knows at once: no strategy's lock, no read before it. Only
+then does it list the service's open orders to find what it did not know (places of
+unknown outcome that landed, orders adopted elsewhere), and it keeps cancelling,
+backing off, until a listing shows nothing of the desk resting and nothing of
+unknown outcome can still land. A place answered while halted is cancelled as soon
+as it is known. Reads that fail or hang never delay the first cancels.
+
+``Watchdog`` fires it when the strategy's heartbeat, a stream or the error rate
+says the desk should stop.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..client import Stream
+from ..client import UNKNOWN_OUTCOME
+from ..errors import ApiError
 from ..models import Order
-from .budget import Budget
-from .quoter import Quoter
+from .cache import ExecutionCache, Owner
+from .gate import Gate
+from .orders import LIVE, State, TrackedOrder
+from .resolver import Resolver
+from .sender import Sender
+from .tasks import all_of
 
-__all__ = ["KillSwitch"]
+__all__ = ["KillSwitch", "Watchdog"]
 
 log = logging.getLogger("clobkit.mm")
 
-_RETRY_MAX = 30.0  # s: the longest wait between a halted desk's tries to cancel
+_RETRY_MAX = 30.0  # s: the longest wait between a halted desk's sweeps
 
 
 class KillSwitch:
-    """``heartbeat``, ``halt``, ``resume`` and the watchdog of a ``Desk``."""
+    """Cancels every order of one desk (or lone quoter) from its execution cache.
 
-    _quoters: dict[tuple[str, str], Quoter]
-    _streams: list[Stream]
-    budget: Budget
+    ``list_open()`` reads the account's open orders; ``owns(record)`` names the owner
+    (market id, outcome) a record of an order not in the cache belongs to, or ``None``
+    when it is none of this desk's business.
+    """
 
-    def _init_kill_switch(
+    def __init__(
         self,
+        cache: ExecutionCache,
+        gate: Gate,
+        sender: Sender,
+        resolver: Resolver,
+        list_open: Callable[[], Awaitable[list[Order]]],
+        owns: Callable[[Order], Owner | None],
+    ) -> None:
+        self.cache = cache
+        self.gate = gate
+        self.sender = sender
+        self.resolver = resolver
+        self.list_open = list_open
+        self.owns = owns
+        #: Why the kill switch holds (``None``: quoting is allowed).
+        self.halted: str | None = None
+        #: Times the kill switch fired.
+        self.halts = 0
+        #: Seconds before a halted desk sweeps again after a sweep that found orders
+        #: resting or could not read (doubling each time, at most 30 s).
+        self.retry = 1.0
+        #: Sweeps of a halted desk that had to cancel again or could not read.
+        self.retries = 0
+        #: Whether the last sweep's listing showed nothing of this desk resting and
+        #: nothing of unknown outcome could still land (``None``: no sweep yet).
+        self.flat: bool | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._late: set[asyncio.Task[BaseException | None]] = set()
+        cache.watchers.append(self._seen)
+
+    async def halt(self, reason: str = "halt() called") -> list[Order]:
+        """Refuse new places and cancel every order the cache knows at once; then sweep
+        in the background until nothing rests. Returns once those cancels and the
+        places in flight when it fired have been answered (each one placed cancelled
+        as soon as it is known), with the orders cancelled; raises the failure of a
+        cancel once all are done (the sweep goes on)."""
+        if self.halted is None:
+            self.halted = reason
+            self.halts += 1
+            self.gate.halt(reason)
+            log.warning("desk halted: %s", reason)
+        flying = [t for t in self.cache.unknown() if t.state is State.PLACING]
+        try:
+            cancelled = await self.cancel_known()
+            await self._landed(flying)
+        finally:
+            self._sweep_in_background()
+        return cancelled + [t.record for t in flying if _cancelled(t) and t.record is not None]
+
+    async def _landed(self, flying: list[TrackedOrder]) -> None:
+        """Wait (the client's ``timeout`` at most) until every place in ``flying`` has
+        its answer, and for the cancels of those that were placed (``_seen``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.resolver.client.config.timeout
+        while any(t.state is State.PLACING for t in flying) and loop.time() < deadline:
+            await asyncio.sleep(0.005)
+        if self._late:
+            await asyncio.wait(list(self._late))
+
+    def resume(self) -> None:
+        """Allow quoting again (the background sweep stops)."""
+        self.halted = None
+        self.gate.resume()
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None and not sweeper.done():
+            sweeper.cancel()
+
+    async def cancel_known(self, owner: Owner | None = None) -> list[Order]:
+        """A ``DELETE`` for every order of ``owner`` (default: all) that may rest under
+        an id the cache knows, all at once; the orders cancelled. Raises the failure of
+        a cancel that failed, once all are done."""
+        orders = self.cache.cancellable(owner)
+        failures = await all_of(self.sender.cancel(t) for t in orders)
+        failure = next((f for f in failures if f is not None), None)
+        if failure is not None:
+            raise failure
+        return [t.record for t in orders if t.state is State.DONE and t.record is not None]
+
+    async def flatten(self, owner: Owner | None = None, timeout: float = 10.0) -> bool:
+        """Cancel what the cache knows of ``owner`` (default: all), then sweep until a
+        listing shows nothing of it resting, ``timeout`` s at most; whether it did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        with contextlib.suppress(*UNKNOWN_OUTCOME, ApiError):
+            await self.cancel_known(owner)
+        delay = 0.01
+        while True:
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            try:
+                if await asyncio.wait_for(self.sweep(owner), left):
+                    return True
+            except (asyncio.TimeoutError, *UNKNOWN_OUTCOME, ApiError) as exc:
+                log.info("sweeping the book: %s", exc)
+            await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
+            delay = min(2 * delay, 1.0)
+
+    async def sweep(self, owner: Owner | None = None) -> bool:
+        """List the open orders, take them into the cache (adopting what it did not
+        know), read back what the listing no longer shows, cancel what rests, rule out
+        places that can no longer land; True when the listing showed nothing of
+        ``owner`` (default: the desk) resting and nothing can still land."""
+        listed = await self.list_open()
+        seen: set[str] = set()
+        for record in listed:
+            t = self.cache.find(record)
+            if t is None:
+                mine = self.owns(record)
+                if mine is None or (owner is not None and mine != owner):
+                    continue
+                t = self.cache.adopt(record, mine)
+            elif owner is not None and t.owner != owner:
+                continue
+            else:
+                self.cache.apply(t, record)
+            seen.add(t.key)
+        gone = [t for t in self.cache.cancellable(owner) if t.key not in seen]
+        await self.resolver.read_back(gone)  # cancelled or filled: their final records
+        await self.cancel_known(owner)
+        unknown = [t for t in self.cache.unknown(owner) if t.state is State.UNKNOWN]
+        if unknown:
+            await self.resolver.settle(unknown, resend=False)
+        return not seen and not self.cache.orders(owner)
+
+    def _sweep_in_background(self) -> None:
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.ensure_future(self._keep_sweeping())
+
+    async def _keep_sweeping(self) -> None:
+        """While halted: sweep until flat, backing off after each sweep that was not."""
+        wait = self.retry
+        while self.halted is not None:
+            try:
+                self.flat = await self.sweep()
+            except (*UNKNOWN_OUTCOME, ApiError) as exc:
+                log.warning("the kill switch's sweep failed: %s", exc)
+                self.flat = False
+            if self.flat:
+                return
+            self.retries += 1
+            await asyncio.sleep(wait)
+            wait = min(2 * wait, _RETRY_MAX)
+
+    def _seen(self, t: TrackedOrder, before: State) -> None:
+        """An order became live while halted (a place answered late, a record of one of
+        unknown outcome): cancel it now."""
+        if self.halted is None or t.state not in LIVE or before in LIVE:
+            return
+        task = asyncio.ensure_future(self.sender.cancel(t))
+        self._late.add(task)
+        task.add_done_callback(self._late.discard)
+
+    async def close(self) -> None:
+        """Stop the background sweep and wait for the late cancels."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None and not sweeper.done():
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sweeper
+        if self._late:
+            await asyncio.wait(list(self._late))
+
+
+class Watchdog:
+    """Fires a kill switch when the strategy's ``heartbeat`` is older than
+    ``heartbeat_timeout`` s (armed by the first beat), a stream has been down longer
+    than ``stream_timeout`` s, or more than ``max_error_rate`` of the last
+    ``error_window`` requests ended with an unknown outcome."""
+
+    def __init__(
+        self,
+        kill: KillSwitch,
+        streams_down: Callable[[], list[float]],
         heartbeat_timeout: float | None,
         stream_timeout: float | None,
         max_error_rate: float,
         error_window: int,
     ) -> None:
+        self.kill = kill
+        self.streams_down = streams_down
         self.heartbeat_timeout = heartbeat_timeout
         self.stream_timeout = stream_timeout
         self.max_error_rate = max_error_rate
-        #: Why the kill switch holds (``None``: quoting is allowed).
-        self.halted: str | None = None
-        #: Times the kill switch fired.
-        self.halts = 0
-        #: Seconds between the watchdog's checks (heartbeat, stream, error rate).
-        self.watch_interval = 0.05
-        #: Seconds before a halted desk's failed cancels are sent again (doubling
-        #: after each failure, at most ``_RETRY_MAX``).
-        self.halt_retry = 1.0
-        #: Times a halted desk sent its cancels again because orders still rested.
-        self.halt_retries = 0
-        self._retry_in = 0.0
-        self._retry_at = 0.0
-        self._cancelling = 0  # halts in progress (by hand or by the watchdog)
+        #: Seconds between the watchdog's checks.
+        self.interval = 0.05
         self._outcomes: deque[bool] = deque(maxlen=error_window)  # True: unknown outcome
         self._unknown = 0
         self._beat: float | None = None
-        self._halting: asyncio.Task[list[Order]] | None = None
-        self._waiting: list[asyncio.Future[None]] = []  # requotes waiting for room
+        self._firing: asyncio.Task[Any] | None = None
 
     def heartbeat(self) -> None:
-        """The strategy's loop is alive (call it every round; arms ``heartbeat_timeout``)."""
         self._beat = time.monotonic()
 
-    async def halt(self, reason: str = "halt() called") -> list[Order]:
-        """Refuse new quotes and cancel every open order of the desk; the orders cancelled."""
-        if self.halted is None:
-            self.halted = reason
-            self.halts += 1
-            log.warning("desk halted: %s", reason)
-        self._wake()  # requotes waiting for room give up
-        self.budget.nudge()  # and so do their places waiting in the budget (not sent)
-        return await self._cancel_all()
-
-    async def _cancel_all(self) -> list[Order]:
-        """Cancel every open order of every open quoter at once; the orders cancelled.
-        Raises the last failure once all are done."""
-        opened = [q for q in self._quoters.values() if q.market is not None]
-        self._cancelling += 1
-        try:
-            results = await asyncio.gather(
-                *(q.cancel_all() for q in opened), return_exceptions=True
-            )
-        finally:
-            self._cancelling -= 1
-        cancelled: list[Order] = []
-        failure: BaseException | None = None
-        for result in results:
-            if isinstance(result, BaseException):
-                failure = result
-            else:
-                cancelled.extend(result)
-        if failure is not None:
-            raise failure
-        return cancelled
-
-    def resume(self) -> None:
-        """Allow quoting again after ``halt()`` (and re-arm the automatic triggers)."""
-        self.halted = None
-        self._retry_in = 0.0
+    def reset(self) -> None:
+        """Re-arm every trigger (after ``resume``)."""
         self._beat = None
         self._outcomes.clear()
         self._unknown = 0
 
-    def _fire(self, reason: str) -> None:
-        if self.halted is None and (self._halting is None or self._halting.done()):
-            self._halting = asyncio.ensure_future(self.halt(reason))
-            self._halting.add_done_callback(_log_failure)
+    def outcome(self, unknown: bool) -> None:
+        """One request ended (``unknown``: with an unknown outcome)."""
+        window = self._outcomes
+        if len(window) == window.maxlen and window[0]:
+            self._unknown -= 1
+        window.append(unknown)
+        self._unknown += unknown
+        if (
+            unknown
+            and len(window) == window.maxlen
+            and self._unknown > self.max_error_rate * len(window)
+        ):
+            self.fire(
+                f"error rate {self._unknown}/{len(window)} requests past max_error_rate "
+                f"{self.max_error_rate}"
+            )
 
-    async def _watchdog(self) -> None:
+    def fire(self, reason: str) -> None:
+        if self.kill.halted is None and (self._firing is None or self._firing.done()):
+            self._firing = asyncio.ensure_future(self.kill.halt(reason))
+            self._firing.add_done_callback(_log_failure)
+
+    async def run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.watch_interval)
-            if self.halted is not None:
-                self._recancel()
+            await asyncio.sleep(self.interval)
+            if self.kill.halted is not None:
                 continue
             beat, limit = self._beat, self.heartbeat_timeout
             if beat is not None and limit is not None and time.monotonic() - beat > limit:
-                self._fire(f"heartbeat older than {limit} s")
+                self.fire(f"heartbeat older than {limit} s")
                 continue
             limit = self.stream_timeout
-            downs = [s.down_since for s in self._streams if s.down_since is not None]
+            downs = self.streams_down()
             if downs and limit is not None and loop.time() - min(downs) > limit:
-                self._fire(f"stream down for more than {limit} s")
+                self.fire(f"stream down for more than {limit} s")
 
-    def _recancel(self) -> None:
-        """A halted desk whose orders still rest (its cancels failed: the same outage
-        that fired it, say) sends them again, after ``halt_retry`` s doubling per try."""
-        if self._cancelling or (self._halting is not None and not self._halting.done()):
-            return
-        if not any(q.resting() for q in self._quoters.values() if q.market is not None):
-            self._retry_in = 0.0  # all cancelled: the next failure starts afresh
-            return
-        now = time.monotonic()
-        if not self._retry_in:
-            self._retry_in, self._retry_at = self.halt_retry, now + self.halt_retry
-        if now < self._retry_at:
-            return
-        self._retry_in = min(2 * self._retry_in, _RETRY_MAX)
-        self._retry_at = now + self._retry_in
-        self.halt_retries += 1
-        self._halting = asyncio.ensure_future(self._cancel_again())
-        self._halting.add_done_callback(_log_failure)
+    async def close(self) -> None:
+        firing, self._firing = self._firing, None
+        if firing is not None and not firing.done():
+            firing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await firing
 
-    async def _cancel_again(self) -> list[Order]:
-        if self.halted is None:  # resumed before this try began: nothing to do
-            return []
-        return await self._cancel_all()
 
-    def _wake(self) -> None:
-        waiting, self._waiting = self._waiting, []
-        for waiter in waiting:
-            if not waiter.done():
-                waiter.set_result(None)
+def _cancelled(t: TrackedOrder) -> bool:
+    return t.state is State.DONE and t.order_id is not None
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -1,20 +1,20 @@
-"""The ladder: wanted quotes read exactly, checked against the limits, diffed against
-the live orders (what to keep, what to cancel, what to place)."""
+"""The ladder: wanted quotes read exactly (the price grid, the sizes, the market's
+minimum, no side and price twice), diffed against the live orders (what to keep, what
+to cancel, what to place). Risk limits are the gate's (``gate.Gate``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, NamedTuple
 
 from .._core import limit_amounts, to_units
 from .._parse import parse_side
-from .._spec import DECIMALS, UNIT
+from .._spec import DECIMALS
 from .._types import Side
 from ..errors import QuoteRefused
 
-__all__ = ["Level", "Limits", "Quote", "diff", "read_ladder"]
+__all__ = ["Level", "Live", "Quote", "crosses", "diff", "read_ladder", "units_text"]
 
 Number = Decimal | str | int | float
 
@@ -52,21 +52,10 @@ class Level(NamedTuple):
         return (self.side, self.price)
 
 
-@dataclass(frozen=True)
-class Limits:
-    """A quoter's limits: ``max_open_orders``; ``max_position`` in share units (the
-    position if every quote filled); ``max_notional`` in USDC units (the ladder's
-    total value); ``min_order`` in USDC units (the market's minimum)."""
-
-    max_open_orders: int
-    max_position: int | None = None
-    max_notional: int | None = None
-    min_order: int | None = None
-
-
-def read_ladder(quotes: Iterable[Quote], limits: Limits, position: int) -> list[Level]:
+def read_ladder(quotes: Iterable[Quote], min_order: int | None = None) -> list[Level]:
     """The quotes as ``Level``s, or ``QuoteRefused`` / the core's ``AmountError``
-    naming the first one that cannot be quoted; ``position`` in share units."""
+    naming the first one that cannot be quoted; ``min_order`` the market's minimum
+    order value in USDC units."""
     levels: list[Level] = []
     seen: set[tuple[int, int]] = set()
     for i, quote in enumerate(quotes):
@@ -80,56 +69,19 @@ def read_ladder(quotes: Iterable[Quote], limits: Limits, position: int) -> list[
         if level.key in seen:
             raise QuoteRefused(f"quotes[{i}]", quote, "repeats the side and price of a quote")
         seen.add(level.key)
-        if limits.min_order is not None and level.usdc < limits.min_order:
+        if min_order is not None and level.usdc < min_order:
             raise QuoteRefused(
                 f"quotes[{i}]",
                 quote,
-                f"is worth {_text(level.usdc)} USDC, below the market's minimum "
-                f"{_text(limits.min_order)} USDC",
+                f"is worth {units_text(level.usdc)} USDC, below the market's minimum "
+                f"{units_text(min_order)} USDC",
             )
         levels.append(level)
-    if len(levels) > limits.max_open_orders:
-        raise QuoteRefused(
-            "quotes", len(levels), f"exceeds max_open_orders {limits.max_open_orders}"
-        )
-    if limits.max_notional is not None:
-        total = sum(level.usdc for level in levels)
-        if total > limits.max_notional:
-            raise QuoteRefused(
-                "quotes",
-                f"{_text(total)} USDC",
-                f"exceeds max_notional {_text(limits.max_notional)} USDC",
-            )
-    if limits.max_position is not None:
-        bought = sum(level.shares for level in levels if level.side == 0)
-        sold = sum(level.shares for level in levels if level.side == 1)
-        worst = max(position + bought, sold - position)
-        if worst > limits.max_position:
-            raise QuoteRefused(
-                "quotes",
-                f"{_text(worst)} shares",
-                f"could take the position beyond max_position {_text(limits.max_position)} "
-                f"shares (position now {_text(position)})",
-            )
     return levels
 
 
-def exceeds(levels: Sequence[Level], limits: Limits, position: int) -> bool:
-    """Whether ``levels`` resting together (a requote's new orders beside the ones it is
-    cancelling) could pass ``max_notional`` or ``max_position``: then the cancels go
-    first. A level of a live order (no amounts) is valued at its price, rounded up."""
-    if limits.max_notional is not None:
-        total = sum(lv.usdc or -(-lv.shares * lv.price // UNIT) for lv in levels)
-        if total > limits.max_notional:
-            return True
-    if limits.max_position is not None:
-        bought = sum(lv.shares for lv in levels if lv.side == 0)
-        sold = sum(lv.shares for lv in levels if lv.side == 1)
-        return max(position + bought, sold - position) > limits.max_position
-    return False
-
-
-def _text(units: int) -> str:
+def units_text(units: int) -> str:
+    """Units (1_000_000 a share or a USDC) as a plain decimal."""
     return f"{Decimal(units).scaleb(-DECIMALS).normalize():f}"
 
 

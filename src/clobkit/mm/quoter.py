@@ -1,37 +1,50 @@
 """The ``Quoter``: keeps a ladder of resting orders on the service equal to the wanted one.
 
-Every new order is built before it is sent and tracked from then on by the
-``client_order_id`` it carries (the service's idempotency key, which the
-order record echoes as ``order_source_id``), and on a V1 wallet also by its
-precomputed ``clob_order_id``; on V2/V3 wallets that id signs the service's
-timestamp and is learnt from the stream or REST. So the stream's record of an
-order is recognised even when it arrives before the POST's answer. A place or
-cancel whose outcome is unknown (timeout, 5xx, 429, dropped connection) is
-resolved from REST before anything is sent again, and a place is only ever
-sent again under its own key; after the stream's ``Reconnected`` marker the
-live orders and fills are re-read. See docs/market-making.md.
+It is a strategy on the execution layer (``execution.Execution``): every order is
+built before it is sent and tracked from then on in the execution cache by the
+``client_order_id`` it carries (the service's idempotency key, which the order
+record echoes as ``order_source_id``), on a V1 wallet also by its precomputed
+``clob_order_id``; every state change goes through the order state machine
+(``orders.TRANSITIONS``); every quote passes the one pre-trade gate before anything
+is sent. A place whose outcome is unknown stays unknown until it is seen or ruled
+out: it holds its level (nothing is placed beside it), and one that lands late is
+kept when still wanted, else cancelled. See docs/market-making.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Awaitable, Iterable, Sequence
 from decimal import Decimal
 from types import TracebackType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._checks import positive_int
-from .._core import to_units
-from ..client import AsyncClient, Stream, book_topic, orders_topic
-from ..errors import ApiError, OrderBookNotFound, QuoteRefused, ValidationError
-from ..models import Market, Order, Reconnected, StreamMessage
+from .._core import from_units, to_units
+from ..client import UNKNOWN_OUTCOME, AsyncClient
+from ..errors import (
+    ApiError,
+    ClobkitError,
+    OrderBookNotFound,
+    QuoteRefused,
+    RiskControlError,
+    ValidationError,
+)
+from ..models import Market, Order, Orderbook
 from .book import BookMirror
-from .ladder import Level, Limits, Live, Quote, crosses, diff, exceeds, read_ladder
-from .resolve import Resolving
-from .sending import Host
-from .tracking import OPEN, Fill, _Tracked
+from .cache import Holding
+from .execution import Execution
+from .feed import Feed
+from .gate import Gate, Paced
+from .ladder import Level, Live, Quote, crosses, diff, read_ladder
+from .orders import LIVE, Fill, State, TrackedOrder
+from .risk import Limits
+from .tasks import all_of
+
+if TYPE_CHECKING:
+    from .desk import Desk
 
 __all__ = ["Fill", "Quoter", "RequoteReport"]
 
@@ -41,21 +54,28 @@ Number = Decimal | str | int | float
 
 
 class RequoteReport(NamedTuple):
-    """What one ``requote`` did: orders ``placed``, ``cancelled`` and ``kept`` (``Order``s)."""
+    """What one ``requote`` did: orders ``placed``, ``cancelled`` and ``kept`` (``Order``s);
+    quotes the service ``refused`` for a reason it may lift (a risk control's rate,
+    pacing learnt from it), each with its error; quotes whose order's outcome is still
+    ``unknown`` (tracked until seen or ruled out: nothing is placed beside them)."""
 
     placed: list[Order]
     cancelled: list[Order]
     kept: list[Order]
+    refused: list[tuple[Quote, ClobkitError]]
+    unknown: list[Quote]
 
 
-class Quoter(Resolving):
+class Quoter:
     """Keeps the wanted ladder of ``outcome`` (``a``/``b``) of ``market_id`` on the service.
 
     ``async with Quoter(client, market_id, "a") as q: await q.requote([...])``.
     On enter it reads the market (tokens, ``neg_risk``, minimum order size, fee
     rate), subscribes to the user's order topic and the outcome's book topic,
     and adopts the live orders of that market and outcome. On exit it cancels
-    its open orders (unless ``cancel_on_exit`` is false) and closes its stream.
+    its open orders (unless ``cancel_on_exit`` is false): a ``DELETE`` for every
+    order it knows first, then listings until nothing of it rests
+    (``exit_timeout`` s at most); then it closes its stream.
 
     ``book`` mirrors the outcome's book (read over REST on enter, then the stream's);
     ``book.stale`` is true while the stream is down and after a reconnect until a
@@ -66,10 +86,14 @@ class Quoter(Resolving):
     timestamp and is learnt from the order's record (stream, else REST) before
     ``requote`` returns. Either way each order is tracked by its ``client_order_id``.
 
-    Limits, checked before anything is sent (``QuoteRefused``): at most
-    ``max_open_orders`` quotes; ``max_position`` shares held if every quote
-    filled; ``max_notional`` USDC over the ladder. ``user_id`` (optional) names
-    the account; without it the quoter learns it from the first order it sees.
+    Limits, checked by the gate before anything is sent (``QuoteRefused``): at most
+    ``max_open_orders`` quotes; ``max_position`` shares held if every quote filled;
+    ``max_notional`` USDC over the ladder. On its own, at most ``orders_per_minute``
+    places in any minute when given (a service's per-minute risk control; learnt from
+    its refusals too: ``Gate``). ``user_id`` (optional) names the account;
+    without it the quoter learns it from the first order it sees. ``desk``: the
+    ``Desk`` that runs it (``Desk.quoter`` passes itself), else it runs alone, with
+    an execution layer and a stream of its own.
     """
 
     def __init__(
@@ -83,76 +107,192 @@ class Quoter(Resolving):
         max_notional: Number | None = None,
         cancel_on_exit: bool = True,
         user_id: str | None = None,
+        orders_per_minute: int | None = None,
+        desk: Desk | None = None,
     ) -> None:
         _check(market_id, outcome, max_open_orders)
-        self._client = client
+        if orders_per_minute is not None:
+            positive_int(orders_per_minute, "orders_per_minute")
+            if desk is not None:
+                raise ValidationError(
+                    "orders_per_minute", orders_per_minute, "is the desk's: set it on the Desk"
+                )
+        self.client = client
         self.market_id = market_id
         self.outcome = outcome
         self.max_open_orders = max_open_orders
-        self._max_position = _units(max_position, "max_position")
-        self._max_notional = _units(max_notional, "max_notional")
+        self.limits = Limits(
+            max_open_orders,
+            _units(max_position, "max_position"),
+            _units(max_notional, "max_notional"),
+        )
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
-        self._init_market()
-        self._init_tracking()
-        self._init_requests()
-
-    def _init_market(self) -> None:
-        """What ``__aenter__`` reads of the market (empty until then)."""
-        #: The market as read on enter.
+        self.desk = desk
+        #: (market id as given, outcome): its key on its desk.
+        self.key = (market_id, outcome)
+        #: The market as read on enter; ``event_id``, ``token_id``, ``neg_risk``,
+        #: ``fee_rate_bps`` and the wallet's ``exchange_version`` (1, 2 or 3) with it.
         self.market: Market | None = None
         self.event_id: str | None = None
         self.token_id = ""
         self.neg_risk = False
         self.fee_rate_bps = 0
-        #: The market's minimum order value in USDC (from the book), when known.
-        self.min_order_size: Decimal | None = None
-        self.book = BookMirror("")
-        #: The wallet's exchange version (1, 2 or 3), known after enter.
         self.exchange_version = 0
-
-    def _init_requests(self) -> None:
-        """The stream, the lock over requotes, and the settings of resolution."""
-        #: Reconnects of the stream seen so far.
-        self.reconnects = 0
-        #: Places and cancels sent again after REST showed they had not happened.
-        self.retries = 0
-        self.resolve_attempts = 20
-        self.id_wait = 0.25
-        self._errors: list[ApiError] = []
+        #: Seconds an exit (or ``cancel_all``) keeps listing until nothing rests.
+        self.exit_timeout = 10.0
+        self.execution = (
+            desk.execution
+            if desk is not None
+            else Execution(client, Gate(orders_per_minute=orders_per_minute), self.owns)
+        )
+        self.feed: Feed | None = None
         self._lock = asyncio.Lock()
-        self._stale = False  # the stream reconnected: re-read before trusting the view
-        self._stream: Stream | None = None
-        self._pump: asyncio.Task[None] | None = None
-        self._resync: asyncio.Task[None] | None = None
-        #: Seconds a book may take to come on the stream after a reconnect before it is
-        #: read over REST instead.
-        self.book_grace = 1.0
-        self._rebook: asyncio.Task[None] | None = None
-        self._acked: asyncio.Event | None = None
-        self._orders_topic: str | None = None
-        self._book_topic = ""
-        #: The desk this quoter runs on (``Desk.quoter``), else ``None``: own stream.
-        self._host: Host | None = None
-        self._desk_key = (self.market_id, self.outcome)  # its key on the desk, as given
-        self._closed = False  # exited: no new quotes until entered again
+        self._wanted: list[Level] | None = None  # the last ladder requoted (late landings)
+        self._tidying: asyncio.Task[None] | None = None
+        self._closed = False
 
     def __repr__(self) -> str:
         return (
             f"Quoter(market_id={self.market_id!r}, outcome={self.outcome!r}, "
-            f"open={len(self._live)}, position={self.position})"
+            f"open={len(self.open_orders)}, position={self.position})"
         )
 
-    def _limits(self) -> Limits:
-        low = None if self.min_order_size is None else to_units(self.min_order_size, "min")
-        return Limits(self.max_open_orders, self._max_position, self._max_notional, low)
+    # -- what it holds ----------------------------------------------------------
+
+    @property
+    def owner(self) -> tuple[str, str]:
+        """(market id, outcome): its key in the execution cache and the gate."""
+        return (self.market_id, self.outcome)
+
+    def owns(self, record: Order) -> tuple[str, str] | None:
+        """This quoter's key, if ``record`` is an order of its market and outcome."""
+        mine = record.market_id == self.market_id and record.outcome == self.outcome
+        return self.owner if mine else None
+
+    @property
+    def _holding(self) -> Holding:
+        return self.execution.cache.holding(self.owner)
+
+    @property
+    def position(self) -> Decimal:
+        """Shares of the outcome held: the holding read on enter plus the fills since."""
+        return from_units(self._holding.position)
+
+    @property
+    def fills(self) -> deque[Fill]:
+        """Fills seen so far, oldest first (the last 10,000; a deque: pop as you read)."""
+        return self._holding.fills
+
+    @property
+    def fill_count(self) -> int:
+        """Fills seen so far (all of them)."""
+        return self._holding.count
+
+    @property
+    def open_orders(self) -> list[Order]:
+        """The quoter's live orders on the service (``Order`` with ``clob_order_id``)."""
+        return [
+            t.record
+            for t in self.execution.cache.orders(self.owner)
+            if t.state in LIVE and t.record is not None
+        ]
+
+    @property
+    def pending(self) -> int:
+        """Orders whose place or cancel is unresolved (of unknown outcome included)."""
+        return sum(1 for t in self.execution.cache.orders(self.owner) if t.state is not State.OPEN)
+
+    @property
+    def position_units(self) -> int:
+        """``position`` in share units (1 share = 1_000_000)."""
+        return self._holding.position
+
+    def read_quotes(self, quotes: Iterable[Quote]) -> list[Level]:
+        """``quotes`` as ``Level``s checked against the market's minimum
+        (``ladder.read_ladder``); ``QuoteRefused`` or ``AmountError`` naming the first
+        one that cannot be quoted."""
+        return read_ladder(quotes, self._min_order())
+
+    def resting(self) -> list[Level]:
+        """Every order that may rest on the service (open, or with a place or cancel in
+        flight or of unknown outcome) as a ``Level`` of its remaining shares."""
+        return self.execution.cache.resting(self.owner)
+
+    @property
+    def book(self) -> BookMirror:
+        """The outcome's book (an empty one, never fed, before enter)."""
+        return self.feed.book if self.feed is not None else BookMirror("")
+
+    @property
+    def min_order_size(self) -> Decimal | None:
+        """The market's minimum order value in USDC, when known."""
+        return None if self.feed is None else self.feed.min_order_size
+
+    @property
+    def book_topic(self) -> str:
+        """The outcome's book topic ("" before enter)."""
+        return "" if self.feed is None else self.feed.book_topic
+
+    @property
+    def stale(self) -> bool:
+        """Whether order messages were lost since the view was last read (a reconnect):
+        the next requote re-reads first."""
+        return self.feed is not None and self.feed.stale
+
+    @property
+    def deaf(self) -> str | None:
+        """Why the service refused the user's order topic (fills would go unheard),
+        else ``None``: new quotes are refused meanwhile."""
+        return None if self.feed is None else self.feed.deaf
+
+    @property
+    def reconnects(self) -> int:
+        return 0 if self.feed is None else self.feed.reconnects
+
+    @property
+    def retries(self) -> int:
+        """Places and cancels sent again after the service showed they had not happened."""
+        return self.execution.resolver.resent.get(self.owner, 0)
+
+    @property
+    def resolve_attempts(self) -> int:
+        """Rounds of reads resolving unknown outcomes (the execution layer's)."""
+        return self.execution.resolver.attempts
+
+    @resolve_attempts.setter
+    def resolve_attempts(self, value: int) -> None:
+        self.execution.resolver.attempts = value
+
+    @property
+    def id_wait(self) -> float:
+        """Seconds to wait for the stream to name a V2/V3 order's id before REST."""
+        return self.execution.resolver.id_wait
+
+    @id_wait.setter
+    def id_wait(self, value: float) -> None:
+        self.execution.resolver.id_wait = value
+
+    # -- enter and exit -------------------------------------------------------
 
     async def __aenter__(self) -> Quoter:
         self._closed = False
+        if self.desk is not None:
+            self.desk.join(self)
         await self._read_market()
-        await self._read_book()
-        await self._listen()
+        self.execution.gate.join(self.owner, self.limits, self.event_id)
+        feed = self.feed = Feed(
+            self.client,
+            self.execution.cache,
+            self.owner,
+            self.token_id,
+            self._read_book,
+            self.reconcile,
+        )
+        self.execution.cache.on_live[self.owner] = self._landed
         try:
+            await self._first_book(feed)
+            await self._listen(feed)
             await self._adopt_live()
         except BaseException:
             await self._close()
@@ -161,94 +301,56 @@ class Quoter(Resolving):
 
     async def _read_market(self) -> None:
         """The market, its token and ``neg_risk``, the wallet's version, the fee rate."""
-        client = self._client
-        if self._host is not None:  # one read for the quoters of a market opening together
-            market = await self._host.market(self)
+        client = self.client
+        if self.desk is not None:  # one read for the quoters of a market opening together
+            market = await self.desk.read_market(self.market_id)
         else:
             market = await client.get_market(self.market_id)  # caches tokens and neg_risk
             await client.prepare([market.id])  # the wallet, both tokens' fee rates
         self.market = market
-        self.market_id = market.id
+        self.market_id = market.id  # as the service spells it
         self.event_id = market.event_id
-        # all three cached by prepare(): no request (on a desk, none to charge to its
-        # budget nor count in its metrics). V1: ids precomputed; V2/V3: learnt from
-        # the service (tracked by client_order_id)
+        # all cached by prepare(): no request (on a desk, none to charge to its budget)
         self.exchange_version = await client.exchange_version()
         info = await client.market_info(market.id)
         self.token_id = info.token(self.outcome)
         self.neg_risk = info.neg_risk
         self.fee_rate_bps = await client.get_fee_rate(self.token_id)
 
-    async def _read_book(self) -> None:
-        """The book over REST into the mirror, and the market's minimum order value."""
-        self.book = BookMirror(self.token_id)
-        with contextlib.suppress(OrderBookNotFound):
-            book = await self._req("GET /orderbook", self._client.get_orderbook(self.token_id))
-            self.min_order_size = book.min_order_size
-            self.book.take(book)
+    async def _read_book(self) -> Orderbook:
+        return await self.execution.gate.request(
+            "GET /orderbook", self.client.get_orderbook(self.token_id)
+        )
 
-    async def _listen(self) -> None:
-        """The book and order topics: from the desk's stream, else an own stream."""
-        host = self._host
-        if self.user_id is None and host is None:  # a desk learns it once for all
-            page = await self._req("GET /orders", self._client.list_orders(page_size=1))
+    async def _first_book(self, feed: Feed) -> None:
+        try:
+            feed.take(await self._read_book())
+        except OrderBookNotFound:
+            return
+
+    async def _listen(self, feed: Feed) -> None:
+        if self.user_id is None and self.desk is None:  # a desk learns it once for all
+            call = self.client.list_orders(page_size=1)
+            page = await self.execution.gate.request("GET /orders", call)
             if page.orders:
                 self.user_id = page.orders[0].user_id
-        self._book_topic = book_topic(self.token_id)
-        if self.user_id is not None:
-            self._orders_topic = orders_topic(self.user_id)
-        if host is not None:  # the desk's stream hands this quoter its messages
-            await host.attach(self)
-            return
-        topics = [self._book_topic]
-        if self._orders_topic is not None:
-            topics.append(self._orders_topic)
-        self._stream = self._client.stream(topics, backoff=0.05, backoff_cap=1.0)
-        await self._stream.start()
-        self.book.feed = self._stream  # down or closed: the book is stale
-        self._pump = asyncio.create_task(self._consume(), name="clobkit-quoter")
+        await feed.listen(self.user_id, self.desk)
 
     async def _adopt_live(self) -> None:
-        """The position held and the live orders of this outcome, now that updates
-        are heard (on a desk: one read of each shared by its quoters)."""
-        host = self._host
+        """The position held and the live orders of this outcome, now that updates are
+        heard (on a desk: one read of each shared by its quoters)."""
+        desk = self.desk
         listed = None
-        if host is not None:
-            self._position = await host.held(self)
-            listed = await host.listed(self)
+        if desk is not None:
+            held = await desk.held(self)
+            listed = await desk.listed(self)
         else:
-            self._position = await self._held()
-        async with self._lock:
-            await self._reconcile(listed)
-            self._settle()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._closed = True
-        try:
-            if self.cancel_on_exit:
-                await self.cancel_all()
-        finally:
-            await self._close(forget=True)
-
-    async def _close(self, forget: bool = False) -> None:
-        self.book.feed = None  # nothing keeps it current any more: stale
-        if self._host is not None:
-            await self._host.detach(self, forget)
-        for task in (self._resync, self._pump, self._rebook):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-        if self._stream is not None:
-            await self._stream.close()
+            held = await self._held()
+        self._holding.position = held
+        await self.reconcile(listed=listed)
 
     async def _held(self) -> int:
-        async for pos in self._client.iter_positions():
+        async for pos in self.client.iter_positions():
             if pos.token_id == self.token_id or (
                 pos.token_id is None
                 and pos.market_id == self.market_id
@@ -257,69 +359,40 @@ class Quoter(Resolving):
                 return to_units(pos.shares or 0, "shares")
         return 0
 
-    async def _consume(self) -> None:
-        assert self._stream is not None
-        async for item in self._stream:
-            self._on_item(item)
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
-    def _on_item(self, item: StreamMessage | Reconnected) -> None:
-        """Bookkeeping of one stream item (order update, book, reconnect marker)."""
-        if type(item) is StreamMessage:
-            if item.topic == self._book_topic:
-                self._on_book(item)
-                return
-            order = item.order
-            if order is None:
-                if item.type == "subscribed" and self._acked is not None:
-                    self._acked.set()
-                return
-            t = self._match(order)
-            if t is None:
-                if order.market_id == self.market_id and order.outcome == self.outcome:
-                    self._unknown(order)
-                return
-            self._apply(t, order)
-        elif type(item) is Reconnected:
-            self.reconnects += 1
-            self._stale = True
-            self._lost_book()
-            if self._resync is None or self._resync.done():
-                self._resync = asyncio.ensure_future(self._resync_after_reconnect())
-
-    def _on_book(self, item: StreamMessage) -> None:
-        if item.type in ("data", "snapshot"):
-            self.book.apply(item.data)
-            if self.book.min_order_size is not None:  # the market may raise it
-                self.min_order_size = self.book.min_order_size
-
-    def _lost_book(self) -> None:
-        """Book messages were lost (a reconnect): the book is stale until the next one
-        comes; none within ``book_grace`` s (a service need not send a snapshot on
-        subscription), it is read over REST."""
-        self.book.mark_stale()
-        if self.book.feed is not None and (self._rebook is None or self._rebook.done()):
-            self._rebook = asyncio.ensure_future(self._book_after_gap())
-
-    async def _book_after_gap(self) -> None:
-        await asyncio.sleep(self.book_grace)
-        if not self.book.missed:  # the stream's book came
-            return
+    async def close(self, *, cancel: bool | None = None) -> None:
+        """Leave: cancel every order of the quoter (``cancel``, default
+        ``cancel_on_exit``: see ``cancel_all``), stop hearing the service and leave the
+        gate. A closed quoter refuses new quotes until entered again."""
+        self._closed = True
         try:
-            book = await self._req("GET /orderbook", self._client.get_orderbook(self.token_id))
-        except Exception as exc:  # stale until the next book, or the next reconnect's try
-            log.warning("reading the book after a reconnect failed: %s", exc)
-            return
-        if self.book.missed:  # else the stream's came first: newer than this read
-            self.book.take(book)
+            if self.cancel_on_exit if cancel is None else cancel:
+                await self.cancel_all()
+        finally:
+            await self._close(forget=True)
 
-    async def _resync_after_reconnect(self) -> None:
-        try:
-            async with self._lock:
-                if self._stale:
-                    await self._reconcile()
-        except Exception as exc:  # the next requote or reconcile tries again
-            self._stale = True
-            log.warning("re-reading orders after a reconnect failed: %s", exc)
+    async def _close(self, forget: bool = False) -> None:
+        tidying, self._tidying = self._tidying, None
+        if tidying is not None and not tidying.done():
+            tidying.cancel()
+        self.execution.cache.on_live.pop(self.owner, None)
+        if self.feed is not None:
+            await self.feed.close(forget)
+        if forget:
+            self.execution.gate.leave(self.owner)
+            if self.desk is not None:
+                self.desk.forget(self)
+        if self.desk is None:
+            await self.execution.kill.close()
+
+    # -- requote --------------------------------------------------------------
 
     async def requote(self, quotes: Iterable[Quote]) -> RequoteReport:
         """Make the live ladder equal ``quotes``: keep the orders that already match (side,
@@ -327,141 +400,239 @@ class Quoter(Resolving):
 
         Quotes breaking a limit or the market minimum raise ``QuoteRefused`` (bad prices
         or sizes the core's ``AmountError``) before anything is sent. A quote the service
-        refuses raises its ``ApiError`` once everything else is done and the view is
-        consistent. Returns after every request's outcome is known.
+        refuses for good raises its ``ApiError`` once everything else is done and the
+        view is consistent; one refused for a reason it may lift (a risk control's rate)
+        is reported (``refused``) and the gate paces the places to come. Returns when
+        every request has ended; an order whose outcome the service leaves unknown is
+        reported (``unknown``) and tracked until it is seen or ruled out.
         """
         wanted = list(quotes)
         if wanted:
-            self._check_hearing()
-        if self._host is not None and self.market is None:
-            await self._host.open(self)  # reads only: the market, positions, live orders
-        position = self._position
-        levels = read_ladder(wanted, self._limits(), position)  # refused before anything is sent
+            self.check_hearing()
+        if self.desk is not None and self.market is None:
+            await self.desk.open(self)  # reads only: the market, positions, live orders
+        levels = self.read_quotes(wanted)
+        self.plan(levels)  # refused before anything is sent
         async with self._lock:
-            if self._stale:
-                await self._reconcile()
-            elif self.pending:
-                await self._resolve()
-            if self._position != position:  # fills while waiting: the position limit again
-                levels = read_ladder(wanted, self._limits(), self._position)
-            live = [
-                Live(t.side, t.price, t.shares - t.matched, t)
-                for t in self._live.values()
-                if t.state == OPEN
-            ]
-            kept, cancel, place = diff(levels, live)
-            # old and new orders rest together while a requote is in flight: when both
-            # could pass the quoter's own limits, the cancels go first
-            union = [*levels, *(_as_level(o) for o in cancel)]
-            first = exceeds(union, self._limits(), self._position)
-            if self._host is not None:  # the desk's limits, before anything is sent
-                first = await self._host.admit(self, levels, union) or first
-            self._errors = []
-            new: list[_Tracked] = []
             try:
-                new.extend([await self._prepare(level) for level in place])
-                await self._send(place, cancel, live, new, first)
+                report = await self._requote(wanted, levels)
             finally:
-                self._orphans()
                 self._settle()
-            await self._resolve()
-            await self._learn_ids()
-            if self._stale:
-                await self._reconcile()
-            self._settle()
-            errors, self._errors = self._errors, []
-            gone = [o.handle for o in cancel]
-            report = RequoteReport(
-                placed=[t.order for t in new if t.order is not None],
-                cancelled=[t.order for t in gone if t.order is not None],
-                kept=[t.order for t in (o.handle for o in kept) if t.order is not None],
-            )
-        if errors:
-            raise errors[0]
+        refusals = [e for _, e in report.refused if not isinstance(e, (RiskControlError, Paced))]
+        if refusals:
+            raise refusals[0]
         return report
+
+    def plan(self, levels: Sequence[Level]) -> None:
+        """Check ``levels`` against this quoter's limits and its desk's (the gate's
+        ``plan``), ``QuoteRefused`` naming the first one broken."""
+        self.execution.gate.plan({self.owner: (levels, self._holding.position)})
+
+    async def _requote(self, wanted: list[Quote], levels: list[Level]) -> RequoteReport:
+        feed = self.feed
+        assert feed is not None
+        position = self._holding.position
+        if feed.stale:
+            await self._reconcile()
+        else:
+            await self.execution.resolver.settle(self.execution.cache.orders(self.owner))
+        if self._holding.position != position:  # fills meanwhile: the limits again
+            self.plan(levels)
+        self._wanted = levels
+        cache, sender = self.execution.cache, self.execution.sender
+        live = [
+            Live(t.side, t.price, t.remaining, t)
+            for t in cache.orders(self.owner)
+            if t.state in (State.OPEN, State.UNKNOWN)
+        ]
+        kept, cancel, place = diff(levels, live)
+        # old and new orders rest together while a requote is in flight: when both
+        # could break a limit (the quoter's own or the desk's), the cancels go first
+        union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in cancel)]
+        first = self.execution.gate.admit(self.owner, union, self._holding.position)
+        new = [await sender.prepare(self.owner, level) for level in place]
+        gone: list[TrackedOrder] = [o.handle for o in cancel]
+        try:
+            refused = await self._send(place, gone, live, new, first)
+        finally:
+            sender.withhold(new)
+        await self.execution.resolver.settle(cache.orders(self.owner))
+        await self.execution.resolver.learn_ids(new, lambda: feed.heard)
+        if feed.stale:
+            await self._reconcile()
+        await self._learn_user(new)
+        return _report(wanted, levels, new, gone, kept, refused)
 
     async def _send(
         self,
         place: list[Level],
-        cancel: list[Live],
+        gone: list[TrackedOrder],
         live: list[Live],
-        new: list[_Tracked],
-        first: bool = False,
-    ) -> None:
+        new: list[TrackedOrder],
+        first: bool,
+    ) -> list[tuple[Level, ClobkitError]]:
         """Send the cancels and the places: concurrently, or cancels first when a new
-        order could trade with one being cancelled, needs the shares that a
-        cancelled SELL still reserves, or (``first``) fits the quoter's or the desk's
-        limits only once the cancels are done."""
-        gone = [o.handle for o in cancel]
+        order could trade with one being cancelled, needs the shares that a cancelled
+        SELL still reserves, or (``first``) fits a limit only once the cancels are
+        done. The places the service or the gate refused, with the error."""
+        sender = self.execution.sender
         selling = sum(level.shares for level in place if level.side == 1)
         reserved = sum(o.remaining for o in live if o.side == 1)
-        if first or crosses(place, cancel) or (selling and selling > self._position - reserved):
-            await asyncio.gather(*(self._send_cancel(t) for t in gone))
-            await self._resolve()
-            if self._host is not None and new:
+        position = self._holding.position
+        if (
+            first
+            or crosses(place, [_live(t) for t in gone])
+            or (selling and selling > position - reserved)
+        ):
+            await all_of(sender.cancel(t) for t in gone)
+            await self.execution.resolver.settle(gone)
+            if new:
                 try:
-                    await self._host.admit_places(self, place)
+                    await self.execution.gate.admit_places(self.owner, self.resting(), position)
                 except BaseException:
-                    for t in new:  # never sent
-                        self._forget(t)
+                    sender.withhold(new)
                     raise
-            await asyncio.gather(*(self._send_place(t) for t in new))
+            results: list[object] = list(await all_of(sender.place(t) for t in new))
         else:
-            await asyncio.gather(
-                *(self._send_cancel(t) for t in gone),
-                *(self._send_place(t) for t in new),
-            )
+            calls: list[Awaitable[object]] = [sender.place(t) for t in new]
+            calls += [sender.cancel(t) for t in gone]
+            results = (await all_of(calls))[: len(new)]
+        return [
+            (lv, r) for lv, r in zip(place, results, strict=True) if isinstance(r, ClobkitError)
+        ]
+
+    async def _learn_user(self, new: list[TrackedOrder]) -> None:
+        """Subscribe to the user's order topic once the first order names the user."""
+        if self.user_id is not None or self.feed is None:
+            return
+        placed = next((t for t in new if t.order_id is not None), None)
+        if placed is None or placed.order_id is None:
+            return
+        call = self.client.get_order(placed.order_id)
+        record = await self.execution.gate.request("GET /orders/:id", call)
+        self.execution.cache.apply(placed, record)
+        if record.user_id is not None:
+            self.user_id = record.user_id
+            await self.feed.learn_user(record.user_id)
+
+    # -- cancel, reconcile, late landings ------------------------------------------
 
     async def cancel_all(self) -> list[Order]:
-        """Cancel every open order of the quoter; the orders cancelled (or found done)."""
-        async with self._lock:
-            if self._stale:
-                await self._reconcile()
-            else:
-                await self._resolve()
-            orders = [t for t in self._live.values() if t.state == OPEN]
-            try:
-                await asyncio.gather(*(self._send_cancel(t) for t in orders))
-            finally:
-                self._orphans()
-            try:
-                await self._resolve()
-            finally:
-                self._settle()
-            return [t.order for t in orders if t.order is not None]
-
-    async def reconcile(self) -> None:
-        """Re-read the service (live orders, fills) so that the view equals it."""
+        """Cancel every order of the quoter: a ``DELETE`` for every order it knows at
+        once (no lock, no read before), then, once a requote in flight is done, listings
+        until nothing of it rests (``exit_timeout`` s at most). The orders cancelled
+        (or found done); raises the last failure if something may still rest."""
+        cache, kill = self.execution.cache, self.execution.kill
+        known = cache.orders(self.owner)
+        try:
+            await kill.cancel_known(self.owner)
+        except (ApiError, *UNKNOWN_OUTCOME) as exc:
+            log.info("cancelling %s %s: %s", self.market_id, self.outcome, exc)
         async with self._lock:
             try:
-                await self._reconcile()
+                self._wanted = []
+                flat = await kill.flatten(self.owner, self.exit_timeout)
+            finally:
+                self._settle()
+        if not flat:
+            raise next(
+                (t.failure for t in cache.orders(self.owner) if t.failure is not None),
+                ClobkitError(f"orders of {self.market_id} {self.outcome} may still rest"),
+            )
+        return [t.record for t in known if t.state is State.DONE and t.record is not None]
+
+    async def reconcile(self, *, listed: list[Order] | None = None) -> None:
+        """Re-read the service (live orders, fills) so that the view equals it;
+        ``listed``: the account's open orders, read by the caller (a desk reads them
+        once for all its quoters)."""
+        async with self._lock:
+            try:
+                await self._reconcile(listed)
             finally:
                 self._settle()
 
-    def _check_hearing(self) -> None:
+    async def _reconcile(self, listed: list[Order] | None = None) -> None:
+        feed = self.feed
+        if feed is not None:
+            feed.stale = False
+        try:
+            await self.execution.resolver.reconcile(self.owner, listed)
+        except BaseException:
+            if feed is not None:
+                feed.stale = True
+            raise
+
+    def _landed(self, t: TrackedOrder, before: State) -> None:
+        """An order of unknown outcome (or called refused) is live after all: kept when
+        the last ladder still wants its level, else cancelled (``_tidy``)."""
+        if before in (State.UNKNOWN, State.REFUSED) and (
+            self._tidying is None or self._tidying.done()
+        ):
+            self._tidying = asyncio.ensure_future(self._tidy())
+
+    async def _tidy(self) -> None:
+        async with self._lock:
+            wanted = self._wanted
+            if wanted is None:
+                return  # no ladder yet: adopted as any live order found on enter
+            live = [
+                Live(t.side, t.price, t.remaining, t)
+                for t in self.execution.cache.orders(self.owner)
+                if t.state is State.OPEN
+            ]
+            _, cancel, _ = diff(wanted, live)
+            await all_of(self.execution.sender.cancel(o.handle) for o in cancel)
+            self._settle()
+
+    def check_hearing(self) -> None:
         """``QuoteRefused`` for new quotes of a closed quoter, or of one whose order
         topic the service refused (cancels still go: they only lower the risk)."""
         if self._closed:
             raise QuoteRefused("quoter", self, "is closed: enter it again to quote")
-        deaf = self._deaf
+        deaf = self.deaf
         if deaf is not None:
-            topic = self._orders_topic
+            topic = None if self.feed is None else self.feed.orders_topic
             reason = f"was refused by the service ({deaf}): fills would go unheard"
             raise QuoteRefused("orders topic", topic, reason)
 
-    @property
-    def _deaf(self) -> str | None:
-        """Why the service refused the order topic (fills would go unheard), else
-        ``None``: the desk's word, or this quoter's own stream's."""
-        if self._host is not None:
-            return self._host.deaf
-        stream, topic = self._stream, self._orders_topic
-        return None if stream is None or topic is None else stream.refusal(topic)
-
     def _settle(self) -> None:
-        """Tell the desk (if any) what this quoter may now have on the service."""
-        if self._host is not None:
-            self._host.settle(self)
+        """Tell the gate what this quoter may now have on the service."""
+        if self.feed is not None:
+            self.feed.settle_unclaimed()
+        self.execution.gate.settle(self.owner, self.resting(), self._holding.position)
+
+    def _min_order(self) -> int | None:
+        size = self.min_order_size
+        return None if size is None else to_units(size, "min_order_size")
+
+
+def _report(
+    wanted: list[Quote],
+    levels: list[Level],
+    new: list[TrackedOrder],
+    gone: list[TrackedOrder],
+    kept: list[Live],
+    refused: list[tuple[Level, ClobkitError]],
+) -> RequoteReport:
+    quote_of = {level.key: quote for quote, level in zip(wanted, levels, strict=True)}
+    return RequoteReport(
+        placed=[t.record for t in new if t.state not in _NOT_PLACED and t.record is not None],
+        cancelled=[t.record for t in gone if t.record is not None],
+        kept=[o.handle.record for o in kept if o.handle.record is not None],
+        refused=[(quote_of[level.key], error) for level, error in refused],
+        unknown=[
+            quote_of[t.level().key]
+            for t in (*new, *(o.handle for o in kept))
+            if t.state is State.UNKNOWN and t.level().key in quote_of
+        ],
+    )
+
+
+_NOT_PLACED = frozenset({State.PLACING, State.UNKNOWN, State.REFUSED})
+
+
+def _live(t: TrackedOrder) -> Live:
+    return Live(t.side, t.price, t.remaining, t)
 
 
 def _check(market_id: object, outcome: object, max_open_orders: object) -> None:
@@ -474,7 +645,3 @@ def _check(market_id: object, outcome: object, max_open_orders: object) -> None:
 
 def _units(value: Number | None, name: str) -> int | None:
     return None if value is None else to_units(value, name)
-
-
-def _as_level(o: Live) -> Level:
-    return Level(o.side, o.price, o.remaining, 0, 0)

@@ -1,20 +1,39 @@
-"""Limits over a whole desk: what each quoter's orders put at risk (``Exposure``), and
-running sums of it over the desk, per market and per event (``Sums``), checked
-against ``DeskLimits`` in O(1) per quoter."""
+"""What orders put at risk, and the limits they are held to: a quoter's own
+(``Limits``) and a desk's (``DeskLimits``, as running sums per market and per event,
+``Sums``). The gate checks both, in one place, before anything is sent."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from .._spec import UNIT
 from ..errors import QuoteRefused
-from .ladder import Level, _text
+from .ladder import Level
+from .ladder import units_text as text
 
-if TYPE_CHECKING:
-    from .quoter import Quoter
+__all__ = [
+    "NONE",
+    "NO_DESK_LIMITS",
+    "DeskLimits",
+    "Exposure",
+    "Limits",
+    "Sums",
+    "exposure",
+    "own_breach",
+]
 
-__all__ = ["NONE", "DeskLimits", "Exposure", "Sums", "exposure"]
+Owner = tuple[str, str]  # (market id, outcome)
+
+
+class Limits(NamedTuple):
+    """A quoter's own limits (``None``: none): ``max_open_orders``; ``max_position`` in
+    share units (the position if every quote filled); ``max_notional`` in USDC units
+    (the ladder's total value: each order's price times its shares)."""
+
+    max_open_orders: int
+    max_position: int | None = None
+    max_notional: int | None = None
 
 
 class DeskLimits(NamedTuple):
@@ -27,55 +46,101 @@ class DeskLimits(NamedTuple):
     max_position_per_event: int | None
 
 
+#: No desk limits (a lone quoter's gate).
+NO_DESK_LIMITS = DeskLimits(None, None, None, None)
+
+
 class Exposure(NamedTuple):
-    """What a ladder puts at risk: ``orders`` resting; ``notional`` USDC units (each BUY's
-    price times its shares, each SELL's 1 - price times its shares: what it loses if
-    the outcome wins); ``worst`` share units, the position if the worse side filled."""
+    """What orders put at risk: ``orders`` resting; ``notional`` USDC units at risk (each
+    BUY's price times its shares, each SELL's 1 - price times its shares: what it loses
+    if the outcome wins); ``worst`` share units, the position if the worse side filled;
+    ``value`` USDC units, each order's price times its shares (a quoter's notional);
+    ``bought`` / ``sold`` share units resting on each side."""
 
     orders: int
     notional: int
     worst: int
+    value: int = 0
+    bought: int = 0
+    sold: int = 0
 
 
 def exposure(levels: Iterable[Level], held: int) -> Exposure:
-    """The ``Exposure`` of ``levels`` (remaining shares) over a holding of ``held`` units."""
-    orders = notional = bought = sold = 0
+    """The ``Exposure`` of ``levels`` (their remaining shares) over a holding of ``held``
+    units. A level's value is its amounts' when it has them, else its price times its
+    shares rounded up."""
+    orders = notional = value = bought = sold = 0
     for level in levels:
         orders += 1
+        worth = level.usdc or -(-level.price * level.shares // UNIT)
+        value += worth
         if level.side == 0:
             notional += -(-level.price * level.shares // UNIT)
             bought += level.shares
         else:
             notional += -(-(UNIT - level.price) * level.shares // UNIT)
             sold += level.shares
-    return Exposure(orders, notional, max(held + bought, sold - held, 0))
+    worst = max(held + bought, sold - held, 0)
+    return Exposure(orders, notional, worst, value, bought, sold)
 
 
 NONE = Exposure(0, 0, 0)
 
 
+def own_breach(
+    e: Exposure, limits: Limits, held: int, *, orders: bool = True
+) -> QuoteRefused | None:
+    """The first of a quoter's own ``limits`` that ``e`` breaks (``held``: its position
+    in share units), or None; ``orders=False`` leaves ``max_open_orders`` out (old and
+    new orders of a requote resting together count once each against it)."""
+    if orders and e.orders > limits.max_open_orders:
+        return QuoteRefused("quotes", e.orders, f"exceeds max_open_orders {limits.max_open_orders}")
+    if limits.max_notional is not None and e.value > limits.max_notional:
+        return QuoteRefused(
+            "quotes",
+            f"{text(e.value)} USDC",
+            f"exceeds max_notional {text(limits.max_notional)} USDC",
+        )
+    if limits.max_position is not None and e.worst > limits.max_position:
+        return QuoteRefused(
+            "quotes",
+            f"{text(e.worst)} shares",
+            f"could take the position beyond max_position {text(limits.max_position)} "
+            f"shares (position now {text(held)})",
+        )
+    return None
+
+
 class Sums:
-    """Running sums of the quoters' exposures: over the desk, per market, per event."""
+    """Running sums of each outcome's exposure: over the desk, per market, per event."""
 
     def __init__(self) -> None:
-        self.each: dict[Quoter, Exposure] = {}
+        self.each: dict[Owner, Exposure] = {}
+        self.events: dict[Owner, str | None] = {}
         self.orders = 0
         self.notional = 0
         self.market: dict[str, int] = {}
         self.event: dict[str, int] = {}
 
-    def set(self, q: Quoter, new: Exposure) -> None:
-        old = self.each.get(q, NONE)
-        self.each[q] = new
+    def set(self, owner: Owner, new: Exposure, event_id: str | None = None) -> None:
+        old = self.each.get(owner, NONE)
+        if event_id is not None:
+            self.events[owner] = event_id
+        event_id = self.events.get(owner)
+        self.each[owner] = new
         self.orders += new.orders - old.orders
         self.notional += new.notional - old.notional
-        self.market[q.market_id] = self.market.get(q.market_id, 0) + new.worst - old.worst
-        if q.event_id is not None:
-            self.event[q.event_id] = self.event.get(q.event_id, 0) + new.worst - old.worst
+        market = owner[0]
+        self.market[market] = self.market.get(market, 0) + new.worst - old.worst
+        if event_id is not None:
+            self.event[event_id] = self.event.get(event_id, 0) + new.worst - old.worst
 
-    def breach(self, q: Quoter, new: Exposure, limits: DeskLimits) -> QuoteRefused | None:
-        """The limit ``new`` in place of ``q``'s exposure would break, or None."""
-        old = self.each.get(q, NONE)
+    def breach(
+        self, owner: Owner, new: Exposure, limits: DeskLimits, event_id: str | None = None
+    ) -> QuoteRefused | None:
+        """The desk limit ``new`` in place of ``owner``'s exposure would break, or None."""
+        old = self.each.get(owner, NONE)
+        market_id, outcome = owner
         limit = limits.max_open_orders
         if limit is not None and new.orders > old.orders:
             total = self.orders - old.orders + new.orders
@@ -84,7 +149,7 @@ class Sums:
                     "max_open_orders",
                     f"{total} open orders",
                     f"the desk would have {total} open orders ({new.orders} of "
-                    f"{q.market_id} {q.outcome}), over its max_open_orders {limit}",
+                    f"{market_id} {outcome}), over its max_open_orders {limit}",
                 )
         limit = limits.max_notional
         if limit is not None and new.notional > old.notional:
@@ -92,32 +157,45 @@ class Sums:
             if total > limit:
                 return QuoteRefused(
                     "max_notional",
-                    f"{_text(total)} USDC",
-                    f"the desk's notional at risk would be {_text(total)} USDC "
-                    f"({_text(new.notional)} of {q.market_id} {q.outcome}), over its "
-                    f"max_notional {_text(limit)} USDC",
+                    f"{text(total)} USDC",
+                    f"the desk's notional at risk would be {text(total)} USDC "
+                    f"({text(new.notional)} of {market_id} {outcome}), over its "
+                    f"max_notional {text(limit)} USDC",
                 )
         if new.worst > old.worst:
-            limit = limits.max_position_per_market
-            if limit is not None:
-                total = self.market.get(q.market_id, 0) - old.worst + new.worst
-                if total > limit:
-                    return QuoteRefused(
-                        "max_position_per_market",
-                        f"{_text(total)} shares",
-                        f"market {q.market_id} could hold {_text(total)} shares "
-                        f"({_text(new.worst)} of outcome {q.outcome}), over the desk's "
-                        f"max_position_per_market {_text(limit)} shares",
-                    )
-            limit = limits.max_position_per_event
-            if limit is not None and q.event_id is not None:
-                total = self.event.get(q.event_id, 0) - old.worst + new.worst
-                if total > limit:
-                    return QuoteRefused(
-                        "max_position_per_event",
-                        f"{_text(total)} shares",
-                        f"event {q.event_id} could hold {_text(total)} shares "
-                        f"({_text(new.worst)} of {q.market_id} {q.outcome}), over the "
-                        f"desk's max_position_per_event {_text(limit)} shares",
-                    )
+            return self._position_breach(owner, new, old, limits, event_id)
+        return None
+
+    def _position_breach(
+        self,
+        owner: Owner,
+        new: Exposure,
+        old: Exposure,
+        limits: DeskLimits,
+        event_id: str | None,
+    ) -> QuoteRefused | None:
+        market_id, outcome = owner
+        limit = limits.max_position_per_market
+        if limit is not None:
+            total = self.market.get(market_id, 0) - old.worst + new.worst
+            if total > limit:
+                return QuoteRefused(
+                    "max_position_per_market",
+                    f"{text(total)} shares",
+                    f"market {market_id} could hold {text(total)} shares "
+                    f"({text(new.worst)} of outcome {outcome}), over the desk's "
+                    f"max_position_per_market {text(limit)} shares",
+                )
+        limit = limits.max_position_per_event
+        event_id = event_id if event_id is not None else self.events.get(owner)
+        if limit is not None and event_id is not None:
+            total = self.event.get(event_id, 0) - old.worst + new.worst
+            if total > limit:
+                return QuoteRefused(
+                    "max_position_per_event",
+                    f"{text(total)} shares",
+                    f"event {event_id} could hold {text(total)} shares "
+                    f"({text(new.worst)} of {market_id} {outcome}), over the "
+                    f"desk's max_position_per_event {text(limit)} shares",
+                )
         return None

@@ -1,0 +1,65 @@
+"""The execution layer one desk (or one lone quoter) trades through: the execution
+cache with its state machine, the one pre-trade gate, the sender, the resolver and
+the kill switch, each with one job, wired together here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..client import AsyncClient, PreparedRawOrder
+from ..models import Order, PlacedOrder
+from .cache import ExecutionCache, Owner
+from .gate import OPEN_ORDERS, Gate
+from .killswitch import KillSwitch
+from .ladder import Level
+from .orders import State
+from .resolver import LISTING, Resolver
+from .sender import Sender
+
+__all__ = ["Execution"]
+
+
+class Execution:
+    """The parts orders go through. ``owns(record)`` names the owner (market id,
+    outcome) of a record of an order the cache does not know, when it belongs to this
+    desk (a quoter of it trades that outcome), else ``None``."""
+
+    def __init__(
+        self, client: AsyncClient, gate: Gate, owns: Callable[[Order], Owner | None]
+    ) -> None:
+        self.client = client
+        self.gate = gate
+        self.cache = ExecutionCache()
+        self.sender = Sender(client, self.cache, gate)
+        self.resolver = Resolver(client, self.cache, gate, self.sender)
+        self.kill = KillSwitch(self.cache, gate, self.sender, self.resolver, self.list_open, owns)
+
+    async def list_open(self) -> list[Order]:
+        """The account's open orders (a request per open status), within the budget."""
+        return await self.gate.request(OPEN_ORDERS, self.client.open_orders(), LISTING)
+
+    async def send_raw_order(self, prepared: PreparedRawOrder) -> PlacedOrder | None:
+        """An order of one's own (``client.prepare_raw_order(...)``) through this gate
+        and cache: checked against the limits of its outcome's quoter and the desk's
+        beside what rests (``QuoteRefused``, nothing sent), tracked from before its
+        POST (its records, the kill switch). The service's answer, or ``None`` when
+        its outcome is unknown (tracked until it is seen or ruled out); a refusal is
+        raised."""
+        result = prepared.result
+        owner = (result.market_id, result.outcome)
+        shares = result.taker_amount if result.side == 0 else result.maker_amount
+        usdc = result.maker_amount if result.side == 0 else result.taker_amount
+        price = -(-usdc * 1_000_000 // max(shares, 1))  # USDC units per share, rounded up
+        level = Level(result.side, price, shares, result.maker_amount, result.taker_amount)
+        held = self.cache.holding(owner).position
+        self.gate.admit_order(owner, [*self.cache.resting(owner), level], held)
+        t = self.sender.track(prepared, owner, level)
+        try:
+            refusal = await self.sender.place(t)
+        finally:
+            self.gate.settle(owner, self.cache.resting(owner), held)
+        if refusal is not None:
+            raise refusal
+        if t.state is State.UNKNOWN or t.order_id is None:
+            return None
+        return PlacedOrder(order_id=t.order_id, notification_id="")

@@ -1,0 +1,172 @@
+"""Places and cancels: each order built (its ids known) before its POST and tracked
+from then on; every request through the gate; every answer turned into an event of
+the state machine (``orders.TRANSITIONS``), never a state set by hand."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import msgspec
+
+from .._core import from_units
+from .._spec import CANCELLED, CODE_DUPLICATE, LIVE, SIDES
+from ..client import UNKNOWN_OUTCOME, AsyncClient, PreparedRawOrder
+from ..errors import ApiError, QuoteRefused, TransportError
+from ..models import Order
+from .cache import ExecutionCache, Owner
+from .gate import CANCEL, PLACE, Gate
+from .ladder import Level
+from .orders import CANCELLABLE, Event, State, TrackedOrder
+
+__all__ = ["Sender"]
+
+log = logging.getLogger("clobkit.mm")
+
+
+class Sender:
+    """Builds and sends one desk's (or one lone quoter's) orders and cancels."""
+
+    def __init__(self, client: AsyncClient, cache: ExecutionCache, gate: Gate) -> None:
+        self.client = client
+        self.cache = cache
+        self.gate = gate
+
+    async def prepare(
+        self,
+        owner: Owner,
+        level: Level,
+        *,
+        order_type: str = "GTC",
+        expiration: int | None = None,
+    ) -> TrackedOrder:
+        """``level`` of ``owner`` as an order ready to send, tracked from now on: its
+        record is recognised by the key it echoes (``order_source_id``) or, on V1, by
+        its precomputed ``clob_order_id``, even when it comes before the POST's answer.
+        No request once the client's caches are warm."""
+        market_id, outcome = owner
+        prepared = await self.client.prepare_raw_order_amounts(
+            market_id,
+            outcome,
+            level.side,
+            level.maker,
+            level.taker,
+            order_type=order_type,
+            expiration=expiration,
+        )
+        return self.track(prepared, owner, level)
+
+    def track(self, prepared: PreparedRawOrder, owner: Owner, level: Level) -> TrackedOrder:
+        """A prepared order tracked (``PLACING``) before it is sent."""
+        result = prepared.result
+        t = TrackedOrder(
+            result.client_order_id,
+            owner,
+            level.side,
+            level.price,
+            level.shares,
+            State.PLACING,
+            result.clob_order_id,  # precomputed on V1, "" on V2/V3
+            prepared,
+        )
+        self.cache.add(t)
+        return t
+
+    async def place(self, t: TrackedOrder) -> ApiError | QuoteRefused | None:
+        """Send ``t`` (again, under its key, when its outcome is unknown); the refusal
+        that ended it, to report, else ``None`` (placed, or still of unknown outcome)."""
+        prepared = t.prepared
+        if prepared is None or t.state not in (State.PLACING, State.UNKNOWN):
+            return None
+        if t.state is State.UNKNOWN:  # the client weighs a refusal against earlier copies
+            result = msgspec.structs.replace(prepared.result, sent_at=t.sent_at)
+            prepared = PreparedRawOrder(result, prepared.body)
+        fire = self.cache.fire
+        t.tries += 1
+        try:
+            placed = await self.gate.request(PLACE, self.client.post_raw_order(prepared))
+        except QuoteRefused as exc:  # never sent: halted, or no room under the service's rate
+            first = t.state is State.PLACING  # else an earlier copy may still land
+            t.failure = exc  # not the service's doing: an unknown one waits to be seen
+            fire(t, Event.WITHHELD)
+            return exc if first else None
+        except UNKNOWN_OUTCOME as exc:
+            log.info("place %s: outcome unknown (%s)", t.key, exc)
+            sent = exc.order
+            t.sent_at = sent.sent_at if sent is not None and sent.sent_at else time.time()
+            t.failure = exc
+            fire(t, Event.LOST)
+            return None
+        except asyncio.CancelledError:  # cut short: a copy may have left, and may land
+            if t.state is State.PLACING:
+                t.sent_at, t.failure = time.time(), TransportError(f"place {t.key}: cut short")
+                fire(t, Event.LOST)
+            raise
+        except ApiError as exc:
+            if exc.code == CODE_DUPLICATE:  # an order of this id exists: find it
+                t.sent_at = t.sent_at or time.time()
+                t.failure = exc
+                fire(t, Event.LOST)
+                return None
+            # refused, and no earlier copy can land (the client raised OutcomeUnknown else)
+            fire(t, Event.REFUSED)
+            return exc
+        self.cache.claim(t, placed.order_id)
+        fire(t, Event.ACCEPTED)
+        if t.record is None:
+            t.record = self._synthesised(t)
+        return None
+
+    async def cancel(self, t: TrackedOrder) -> BaseException | None:
+        """``DELETE`` ``t`` if it may rest under an id we know; its outcome an event.
+        Why this cancel failed (the order may still rest), else ``None``."""
+        if t.state not in CANCELLABLE or t.order_id is None:
+            return None
+        fire = self.cache.fire
+        fire(t, Event.CANCEL)
+        try:
+            await self.gate.request(CANCEL, self.client.cancel_order(t.order_id))
+        except asyncio.CancelledError:  # cut short: done or not, read it later
+            t.failure = TransportError(f"cancel of {t.order_id}: cut short")
+            fire(t, Event.CANCEL_FAILED)
+            raise
+        except (ApiError, *UNKNOWN_OUTCOME) as exc:
+            # unknown outcome, or not cancellable now (filled, not live yet): read it
+            log.info("cancel %s: %s", t.order_id, exc)
+            t.failure = exc
+            fire(t, Event.CANCEL_FAILED)
+            return exc
+        if t.record is not None:
+            t.record = msgspec.structs.replace(t.record, status=CANCELLED)
+        fire(t, Event.CANCELLED)
+        return None
+
+    def withhold(self, orders: list[TrackedOrder]) -> None:
+        """Orders built but never handed to the gate (the requote failed or was
+        cancelled before their turn) are never sent: withheld."""
+        for t in orders:
+            if t.state is State.PLACING and not t.tries:
+                self.cache.fire(t, Event.WITHHELD)
+
+    @staticmethod
+    def _synthesised(t: TrackedOrder) -> Order:
+        """A record of a just placed order, until the service's comes."""
+        assert t.order_id is not None
+        market_id, outcome = t.owner
+        price = from_units(t.price)
+        kind = "GTC" if t.prepared is None else t.prepared.result.order_type
+        return Order(
+            id=t.order_id,
+            market_id=market_id,
+            outcome=outcome,
+            status=LIVE,
+            side=SIDES[t.side],
+            order_type=kind,
+            order_source_id=t.key,
+            clob_order_id=t.clob_order_id or None,
+            original_size=from_units(t.shares),
+            size_matched=from_units(t.matched),
+            clob_price=price,
+            limit_price=price,
+        )
