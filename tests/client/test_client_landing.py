@@ -37,9 +37,10 @@ SIZE = 20
 
 
 class Setup:
-    """A sandbox whose user has all but half an order's cost reserved by a resting BUY."""
+    """A sandbox whose user has all but ``spare`` orders' cost (half of one by default)
+    reserved by a resting BUY."""
 
-    def __init__(self, sb: Any, api: Any) -> None:
+    def __init__(self, sb: Any, api: Any, spare: Decimal = Decimal("0.5")) -> None:
         self.sb, self.api = sb, api
         self.user = full_scope_users(sb)[0]
         self.market = market_with_book(api, "nba")
@@ -48,7 +49,7 @@ class Setup:
         balances = sb.engine.balances(self.user.user_id)
         free = balances.cash - balances.cash_reserved
         cost = self.price * SIZE
-        shares = ((free - cost / 2) / self.price).quantize(Decimal("0.01"), ROUND_DOWN)
+        shares = ((free - cost * spare) / self.price).quantize(Decimal("0.01"), ROUND_DOWN)
         self.hog = api.place_raw_order(self.market.id, "a", "BUY", self.price, shares)
 
     def free_the_balance(self) -> None:
@@ -174,3 +175,71 @@ def test_waiting_out_the_landing_time_proves_never_placed(
             api.resolve_raw_order(sent)  # within the landing time: still unknown
         assert api.resolve_raw_order(sent, wait=True) is None
         assert s.orders_under(sent.client_order_id) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", VERSIONS)
+def test_hostile_latency_never_calls_an_order_that_rests_refused(
+    serve: Callable[..., Any], make_api: Any, version: int
+) -> None:
+    """Copies held before they take effect longer than the client waits, a third of
+    the answers failing (half after commit), and a balance that runs out and is freed
+    again: whatever the caller is told, an order told refused or never placed never
+    rests later, and no key holds two orders."""
+    config = {"exchange_version": version, "rate_limit_per_minute": None, "risk": None}
+    with serve(config=config) as sb:
+        user = full_scope_users(sb)[0]
+        api = make_api(sb, user, "sync", timeout=0.3, max_retries=2, landing_time=2.0)
+        s = Setup(sb, api, spare=Decimal(3))  # room for three orders at a time
+        sb.faults.configure(
+            {
+                "error_rate": 0.3,
+                "after_commit": 0.5,
+                "latency_ms": [100, 600],
+                "latency_share": 0.3,
+                "latency_at": "before",
+                "seed": 11,
+            }
+        )
+        told: dict[str, str] = {}
+        for n in range(40):
+            if n % 5 == 4:  # balance freed: a queued copy may land now
+                for row in sb.engine.list_orders(s.user.user_id, page_size=1000).items:
+                    if row.status == "live" and row.id != s.hog.order_id:
+                        sb.engine.cancel_order(s.user.user_id, row.id)
+            told.update(_placed_or_not(api, s))
+        sb.faults.configure(None)
+        sb.faults.release()
+        time.sleep(2.5)  # past the landing time: every copy that could land has
+        for key, what in told.items():
+            held = s.orders_under(key)
+            assert len(held) <= 1, key
+            if what in ("refused", "never placed"):
+                assert held == [], (key, what)
+        assert sb.engine.check_invariants() == []
+        assert set(told.values()) >= {"placed", "refused"}
+
+
+def _placed_or_not(api: Any, s: Setup) -> dict[str, str]:
+    """Place one order; what the caller was told of it, by its client_order_id."""
+    try:
+        result = api.place_raw_order(s.market.id, "a", "BUY", s.price, SIZE)
+    except errors.ApiError as exc:
+        if isinstance(exc, (ServerError, errors.RateLimited)) and exc.order is not None:
+            return {exc.order.client_order_id: _resolved(api, exc.order)}
+        return {f"refused-{id(exc)}": "refused"}  # refused with no copy unknown
+    except (TransportError, OutcomeUnknown) as exc:
+        sent = exc.order
+    else:
+        return {result.client_order_id: "placed"}
+    if sent is None:
+        raise AssertionError("an unknown outcome without its order")
+    return {sent.client_order_id: _resolved(api, sent)}
+
+
+def _resolved(api: Any, order: RawOrderResult) -> str:
+    try:
+        found = api.resolve_raw_order(order, wait=True)
+    except (TransportError, ServerError, errors.RateLimited, OutcomeUnknown):
+        return "unknown"
+    return "never placed" if found is None else "placed"
