@@ -79,7 +79,12 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
     market_id, mid = await pick_market(client)
     if sb is not None:  # inventory to sell: a market BUY of 30 USDC of outcome a
         await client.place_order(market_id, side="BUY", outcome="a", amount=30)
-    async with Quoter(client, market_id, "a", max_position=300, max_notional=100) as q:
+    # the embedded sandbox's per-minute risk control is known: paced under it from the
+    # start; a service's is learnt from its first refusal (the gate slows down then)
+    pace = None if sb is None or sb.config.risk is None else sb.config.risk.per_minute
+    async with Quoter(
+        client, market_id, "a", max_position=300, max_notional=100, orders_per_minute=pace
+    ) as q:
         if args.exchange_version is not None and q.exchange_version != args.exchange_version:
             raise SystemExit(
                 f"the service's wallet is on exchange V{q.exchange_version}, "
@@ -107,10 +112,13 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
                 f"{len(report.placed)}, cancelled {len(report.cancelled)}, kept "
                 f"{len(report.kept)} in {took:.1f} ms"
             )
+            for quote, error in report.refused:  # the service's rate: the loop goes on
+                print(f"   not placed: {quote.side} {quote.price}: {error}")
             if sb is not None:
                 # someone takes part of one of our quotes (the sandbox's house does it)
-                taken = rng.choice(q.open_orders)
-                sb.house_fill(taken.id, rng.randint(2, 6))
+                if q.open_orders:  # none while the service's rate holds every place back
+                    taken = rng.choice(q.open_orders)
+                    sb.house_fill(taken.id, rng.randint(2, 6))
                 # the house moves its price; the book topic brings the new mid
                 step = rng.choice((-3, -2, 2, 3)) * CENT
                 target = min(max(mid + step, Decimal("0.15")), Decimal("0.85")).quantize(CENT)
@@ -168,7 +176,7 @@ def main() -> None:
     else:
         from clobkit.sandbox import serve_in_thread  # the sandbox extra
 
-        config = {"rate_limit_per_minute": None, "exchange_version": args.exchange_version or 1}
+        config = {"exchange_version": args.exchange_version or 1}  # the default limits
         with serve_in_thread(config) as sb:
             asyncio.run(on_sandbox(sb, args))
     print(f"done in {time.perf_counter() - started:.1f} s")
