@@ -308,6 +308,10 @@ class SandboxConfig:
     ``faults`` (``None``: none) makes requests fail or slow on purpose (``faults.py``).
     ``extra_games`` adds that many upcoming games per league to the fixtures, each
     with a moneyline market the house quotes (0: the default set of 72 markets).
+    ``min_expiration_seconds``: how far ahead of the sandbox's clock a GTD order's
+    expiration must lie at least (0: only in the future, as the API text says; a
+    service may ask more, Polymarket a minute); a shorter one is refused, 400
+    ``ORDER_INVALID_EXPIRATION`` naming the minimum.
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
@@ -323,6 +327,7 @@ class SandboxConfig:
     exchange_version: int = 1
     faults: FaultConfig | None = None
     extra_games: int = 0
+    min_expiration_seconds: int = 0
 
     def __post_init__(self) -> None:
         games = _optional_count(self.extra_games, "extra_games")
@@ -355,6 +360,12 @@ class SandboxConfig:
             raise ConfigError("strict_query_signing must be a boolean")
         if type(self.exchange_version) is not int or self.exchange_version not in (1, 2, 3):
             raise ConfigError(f"exchange_version must be 1, 2 or 3, got {self.exchange_version!r}")
+        minimum = self.min_expiration_seconds
+        if type(minimum) is not int or not 0 <= minimum < _MAX_LIMIT_SECONDS:
+            raise ConfigError(
+                f"min_expiration_seconds must be an integer from 0 to {_MAX_LIMIT_SECONDS - 1},"
+                f" got {minimum!r}"
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SandboxConfig:
