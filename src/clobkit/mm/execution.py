@@ -4,7 +4,7 @@ the kill switch, each with one job, wired together here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..client import AsyncClient, PreparedRawOrder
 from ..models import Order, PlacedOrder
@@ -12,7 +12,8 @@ from .cache import ExecutionCache, Owner
 from .gate import OPEN_ORDERS, Gate
 from .killswitch import KillSwitch
 from .ladder import Level
-from .orders import State
+from .orders import State, TrackedOrder
+from .renewal import Expiry, Renewer
 from .resolver import LISTING, Resolver
 from .sender import Sender
 
@@ -22,10 +23,15 @@ __all__ = ["Execution"]
 class Execution:
     """The parts orders go through. ``owns(record)`` names the owner (market id,
     outcome) of a record of an order the cache does not know, when it belongs to this
-    desk (a quoter of it trades that outcome), else ``None``."""
+    desk (a quoter of it trades that outcome), else ``None``. ``expiry``: quotes are
+    GTD orders renewed before they expire (``renewer``), else ``None``."""
 
     def __init__(
-        self, client: AsyncClient, gate: Gate, owns: Callable[[Order], Owner | None]
+        self,
+        client: AsyncClient,
+        gate: Gate,
+        owns: Callable[[Order], Owner | None],
+        expiry: Expiry | None = None,
     ) -> None:
         self.client = client
         self.gate = gate
@@ -33,6 +39,36 @@ class Execution:
         self.sender = Sender(client, self.cache, gate)
         self.resolver = Resolver(client, self.cache, gate, self.sender)
         self.kill = KillSwitch(self.cache, gate, self.sender, self.resolver, self.list_open, owns)
+        self.renewer = (
+            None
+            if expiry is None
+            else Renewer(expiry, self.cache, gate, self.sender, self.resolver)
+        )
+
+    def renew(
+        self,
+        owner: Owner,
+        hook: Callable[[list[TrackedOrder]], Awaitable[None]] | None,
+        *,
+        alone: bool = False,
+    ) -> None:
+        """``owner``'s quoter renews its orders with ``hook`` (``None``: it left); a lone
+        quoter (``alone``) starts the renewer, a desk does when it opens."""
+        renewer = self.renewer
+        if renewer is None:
+            return
+        if hook is None:
+            renewer.quoters.pop(owner, None)
+            return
+        renewer.quoters[owner] = hook
+        if alone:
+            renewer.start()
+
+    async def close(self) -> None:
+        """Stop the renewer and the kill switch's background work."""
+        if self.renewer is not None:
+            await self.renewer.close()
+        await self.kill.close()
 
     async def list_open(self) -> list[Order]:
         """The account's open orders (a request per open status), within the budget."""

@@ -19,9 +19,8 @@ from collections import deque
 from collections.abc import Awaitable, Iterable, Sequence
 from decimal import Decimal
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from .._checks import positive_int
 from .._core import from_units, to_units
 from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..errors import (
@@ -30,7 +29,6 @@ from ..errors import (
     OrderBookNotFound,
     QuoteRefused,
     RiskControlError,
-    ValidationError,
 )
 from ..models import Market, Order, Orderbook
 from .book import BookMirror
@@ -38,9 +36,13 @@ from .cache import Holding
 from .execution import Execution
 from .feed import Feed
 from .gate import Gate, Paced
-from .ladder import Level, Live, Quote, crosses, diff, read_ladder
+from .ladder import Level, Live, Quote, diff, read_ladder
+from .options import check_quoter
 from .orders import LIVE, Fill, State, TrackedOrder
-from .risk import Limits
+from .plan import RequoteReport, cancels_first, report, standing, unwanted
+from .reads import SharedReads
+from .renewal import Expiry, expiry
+from .risk import Limits, limit_units
 from .tasks import all_of
 
 if TYPE_CHECKING:
@@ -51,19 +53,6 @@ __all__ = ["Fill", "Quoter", "RequoteReport"]
 log = logging.getLogger("clobkit.mm")
 
 Number = Decimal | str | int | float
-
-
-class RequoteReport(NamedTuple):
-    """What one ``requote`` did: orders ``placed``, ``cancelled`` and ``kept`` (``Order``s);
-    quotes the service ``refused`` for a reason it may lift (a risk control's rate,
-    pacing learnt from it), each with its error; quotes whose order's outcome is still
-    ``unknown`` (tracked until seen or ruled out: nothing is placed beside them)."""
-
-    placed: list[Order]
-    cancelled: list[Order]
-    kept: list[Order]
-    refused: list[tuple[Quote, ClobkitError]]
-    unknown: list[Quote]
 
 
 class Quoter:
@@ -90,7 +79,10 @@ class Quoter:
     ``max_open_orders`` quotes; ``max_position`` shares held if every quote filled;
     ``max_notional`` USDC over the ladder. On its own, at most ``orders_per_minute``
     places in any minute when given (a service's per-minute risk control; learnt from
-    its refusals too: ``Gate``). ``user_id`` (optional) names the account;
+    its refusals too: ``Gate``). ``order_ttl`` (s, or an ``Expiry``): every quote is a
+    GTD order that expires that long after it is placed, renewed before it does while
+    the quoter lives (``renewal.Renewer``; on a desk, the desk's). ``user_id``
+    (optional) names the account;
     without it the quoter learns it from the first order it sees. ``desk``: the
     ``Desk`` that runs it (``Desk.quoter`` passes itself), else it runs alone, with
     an execution layer and a stream of its own.
@@ -108,23 +100,20 @@ class Quoter:
         cancel_on_exit: bool = True,
         user_id: str | None = None,
         orders_per_minute: int | None = None,
+        order_ttl: float | Expiry | None = None,
         desk: Desk | None = None,
     ) -> None:
-        _check(market_id, outcome, max_open_orders)
-        if orders_per_minute is not None:
-            positive_int(orders_per_minute, "orders_per_minute")
-            if desk is not None:
-                raise ValidationError(
-                    "orders_per_minute", orders_per_minute, "is the desk's: set it on the Desk"
-                )
+        alone = {"orders_per_minute": orders_per_minute, "order_ttl": order_ttl}
+        check_quoter(market_id, outcome, max_open_orders, desk is not None, alone)
+        policy = expiry(order_ttl)
         self.client = client
         self.market_id = market_id
         self.outcome = outcome
         self.max_open_orders = max_open_orders
         self.limits = Limits(
             max_open_orders,
-            _units(max_position, "max_position"),
-            _units(max_notional, "max_notional"),
+            limit_units(max_position, "max_position"),
+            limit_units(max_notional, "max_notional"),
         )
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
@@ -144,8 +133,10 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution(client, Gate(orders_per_minute=orders_per_minute), self.owns)
+            else Execution(client, Gate(orders_per_minute=orders_per_minute), self.owns, policy)
         )
+        #: A lone quoter's reads (a desk's quoters share the desk's).
+        self.reads = SharedReads(client, self.execution.gate, lambda: False)
         self.feed: Feed | None = None
         self._lock = asyncio.Lock()
         self._wanted: list[Level] | None = None  # the last ladder requoted (late landings)
@@ -290,6 +281,7 @@ class Quoter:
             self.reconcile,
         )
         self.execution.cache.on_live[self.owner] = self._landed
+        self.execution.renew(self.owner, self._renew, alone=self.desk is None)
         try:
             await self._first_book(feed)
             await self._listen(feed)
@@ -302,11 +294,10 @@ class Quoter:
     async def _read_market(self) -> None:
         """The market, its token and ``neg_risk``, the wallet's version, the fee rate."""
         client = self.client
-        if self.desk is not None:  # one read for the quoters of a market opening together
-            market = await self.desk.read_market(self.market_id)
-        else:
-            market = await client.get_market(self.market_id)  # caches tokens and neg_risk
-            await client.prepare([market.id])  # the wallet, both tokens' fee rates
+        # the market (caching tokens and neg_risk), the wallet, both tokens' fee rates; on
+        # a desk one read for the quoters of a market opening together
+        reads = self.reads if self.desk is None else self.desk.reads
+        market = await reads.market(self.market_id)
         self.market = market
         self.market_id = market.id  # as the service spells it
         self.event_id = market.event_id
@@ -345,19 +336,9 @@ class Quoter:
             held = await desk.held(self)
             listed = await desk.listed(self)
         else:
-            held = await self._held()
+            held = await self.reads.held(self.token_id, self.owner)
         self._holding.position = held
         await self.reconcile(listed=listed)
-
-    async def _held(self) -> int:
-        async for pos in self.client.iter_positions():
-            if pos.token_id == self.token_id or (
-                pos.token_id is None
-                and pos.market_id == self.market_id
-                and pos.raw_outcome == self.outcome
-            ):
-                return to_units(pos.shares or 0, "shares")
-        return 0
 
     async def __aexit__(
         self,
@@ -383,6 +364,7 @@ class Quoter:
         if tidying is not None and not tidying.done():
             tidying.cancel()
         self.execution.cache.on_live.pop(self.owner, None)
+        self.execution.renew(self.owner, None)
         if self.feed is not None:
             await self.feed.close(forget)
         if forget:
@@ -390,7 +372,7 @@ class Quoter:
             if self.desk is not None:
                 self.desk.forget(self)
         if self.desk is None:
-            await self.execution.kill.close()
+            await self.execution.close()
 
     # -- requote --------------------------------------------------------------
 
@@ -439,21 +421,22 @@ class Quoter:
         if self._holding.position != position:  # fills meanwhile: the limits again
             self.plan(levels)
         self._wanted = levels
-        cache, sender = self.execution.cache, self.execution.sender
-        live = [
-            Live(t.side, t.price, t.remaining, t)
-            for t in cache.orders(self.owner)
-            if t.state in (State.OPEN, State.UNKNOWN)
-        ]
-        kept, cancel, place = diff(levels, live)
+        cache, sender, renewer = self.execution.cache, self.execution.sender, self.execution.renewer
+        now = standing(cache.orders(self.owner), self.expiring)
+        kept, cancel, place = diff(levels, now.keep)
+        cancel += now.replace
         # old and new orders rest together while a requote is in flight: when both
         # could break a limit (the quoter's own or the desk's), the cancels go first
-        union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in cancel)]
+        resting = [*cancel, *now.retiring]  # renewed, left to expire: resting all the same
+        union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in resting)]
         first = self.execution.gate.admit(self.owner, union, self._holding.position)
-        new = [await sender.prepare(self.owner, level) for level in place]
+        kind = {} if renewer is None else renewer.order_kind()
+        new = [await sender.prepare(self.owner, level, **kind) for level in place]
         gone: list[TrackedOrder] = [o.handle for o in cancel]
         try:
-            refused = await self._send(place, gone, live, new, first)
+            refused = await self._send(
+                place, gone, [*now.keep, *now.replace, *now.retiring], new, first
+            )
         finally:
             sender.withhold(new)
         await self.execution.resolver.settle(cache.orders(self.owner))
@@ -461,7 +444,7 @@ class Quoter:
         if feed.stale:
             await self._reconcile()
         await self._learn_user(new)
-        return _report(wanted, levels, new, gone, kept, refused)
+        return report(wanted, levels, new, gone, kept, refused)
 
     async def _send(
         self,
@@ -471,19 +454,12 @@ class Quoter:
         new: list[TrackedOrder],
         first: bool,
     ) -> list[tuple[Level, ClobkitError]]:
-        """Send the cancels and the places: concurrently, or cancels first when a new
-        order could trade with one being cancelled, needs the shares that a cancelled
-        SELL still reserves, or (``first``) fits a limit only once the cancels are
-        done. The places the service or the gate refused, with the error."""
+        """Send the cancels and the places: concurrently, or cancels first (``plan``'s
+        ``cancels_first``, or ``first``: the limits hold only once the cancels are
+        done). The places the service or the gate refused, with the error."""
         sender = self.execution.sender
-        selling = sum(level.shares for level in place if level.side == 1)
-        reserved = sum(o.remaining for o in live if o.side == 1)
         position = self._holding.position
-        if (
-            first
-            or crosses(place, [_live(t) for t in gone])
-            or (selling and selling > position - reserved)
-        ):
+        if first or cancels_first(place, gone, live, position):
             await all_of(sender.cancel(t) for t in gone)
             await self.execution.resolver.settle(gone)
             if new:
@@ -575,13 +551,8 @@ class Quoter:
             wanted = self._wanted
             if wanted is None:
                 return  # no ladder yet: adopted as any live order found on enter
-            live = [
-                Live(t.side, t.price, t.remaining, t)
-                for t in self.execution.cache.orders(self.owner)
-                if t.state is State.OPEN
-            ]
-            _, cancel, _ = diff(wanted, live)
-            await all_of(self.execution.sender.cancel(o.handle) for o in cancel)
+            cancel = unwanted(self.execution.cache.orders(self.owner), wanted, self.expiring)
+            await all_of(self.execution.sender.cancel(t) for t in cancel)
             self._settle()
 
     def check_hearing(self) -> None:
@@ -595,6 +566,22 @@ class Quoter:
             reason = f"was refused by the service ({deaf}): fills would go unheard"
             raise QuoteRefused("orders topic", topic, reason)
 
+    @property
+    def expiring(self) -> bool:
+        """Whether its quotes are GTD orders that are renewed (``order_ttl``)."""
+        return self.execution.renewer is not None
+
+    async def _renew(self, due: list[TrackedOrder]) -> None:
+        """Renew ``due`` orders (the renewer's call) at the last ladder's levels."""
+        renewer = self.execution.renewer
+        assert renewer is not None
+        async with self._lock:
+            try:
+                held = self._holding.position
+                await renewer.renew_owner(self.owner, due, self._wanted or [], held)
+            finally:
+                self._settle()
+
     def _settle(self) -> None:
         """Tell the gate what this quoter may now have on the service."""
         if self.feed is not None:
@@ -604,44 +591,3 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
-
-
-def _report(
-    wanted: list[Quote],
-    levels: list[Level],
-    new: list[TrackedOrder],
-    gone: list[TrackedOrder],
-    kept: list[Live],
-    refused: list[tuple[Level, ClobkitError]],
-) -> RequoteReport:
-    quote_of = {level.key: quote for quote, level in zip(wanted, levels, strict=True)}
-    return RequoteReport(
-        placed=[t.record for t in new if t.state not in _NOT_PLACED and t.record is not None],
-        cancelled=[t.record for t in gone if t.record is not None],
-        kept=[o.handle.record for o in kept if o.handle.record is not None],
-        refused=[(quote_of[level.key], error) for level, error in refused],
-        unknown=[
-            quote_of[t.level().key]
-            for t in (*new, *(o.handle for o in kept))
-            if t.state is State.UNKNOWN and t.level().key in quote_of
-        ],
-    )
-
-
-_NOT_PLACED = frozenset({State.PLACING, State.UNKNOWN, State.REFUSED})
-
-
-def _live(t: TrackedOrder) -> Live:
-    return Live(t.side, t.price, t.remaining, t)
-
-
-def _check(market_id: object, outcome: object, max_open_orders: object) -> None:
-    if outcome not in ("a", "b"):
-        raise ValidationError("outcome", outcome, "must be 'a' or 'b'")
-    if not isinstance(market_id, str) or not market_id.strip():
-        raise ValidationError("market_id", market_id, "must be a non-empty string")
-    positive_int(max_open_orders, "max_open_orders")
-
-
-def _units(value: Number | None, name: str) -> int | None:
-    return None if value is None else to_units(value, name)

@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import NamedTuple
 
+from .._core import to_units
 from .._spec import UNIT
 from ..errors import QuoteRefused
 from .ladder import Level
@@ -20,6 +22,7 @@ __all__ = [
     "Limits",
     "Sums",
     "exposure",
+    "limit_units",
     "own_breach",
 ]
 
@@ -63,6 +66,12 @@ class Exposure(NamedTuple):
     value: int = 0
     bought: int = 0
     sold: int = 0
+
+
+def limit_units(value: Decimal | str | int | float | None, name: str) -> int | None:
+    """A limit given in USDC or shares, in units (``None``: no limit); the core's
+    ``AmountError`` naming ``name`` when it is no amount."""
+    return None if value is None else to_units(value, name)
 
 
 def exposure(levels: Iterable[Level], held: int) -> Exposure:
