@@ -96,11 +96,27 @@ def stop(proc: subprocess.Popen[str]) -> None:
             proc.wait(10)
 
 
+class Log:
+    """A process's stderr read as it comes (a pipe nobody reads would block it)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, args=(proc,), daemon=True).start()
+
+    def _read(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self.lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
 def sentinel(
     base_url: str, token: str, timeout: float, linger: float = 30.0
-) -> tuple[subprocess.Popen[str], str]:
+) -> tuple[subprocess.Popen[str], str, Log]:
     """``clobkit sentinel`` on a free port, watching the maker's account: (process, its
-    URL). Its log goes to its stderr (a pipe: ``proc.stderr``)."""
+    URL, its log)."""
     key, secret = MAKER
     env = child_env(
         CLOBKIT_BASE_URL=base_url,
@@ -116,8 +132,9 @@ def sentinel(
         text=True,
         env=env,
     )
+    log = Log(proc)
     line = first_line(proc, "sentinel listening on ", 60)
-    return proc, line.split()[3]
+    return proc, line.split()[3], log
 
 
 def desk(
