@@ -31,10 +31,19 @@ from typing import Any
 
 from clobkit import AsyncClient, Client
 from clobkit.errors import OrderBookNotFound
-from clobkit.mm import Desk, Quote
+from clobkit.mm import Desk, Expiry, Quote
 
 ROOT = Path(__file__).resolve().parent.parent
-MAKER = ("sandbox-maker-key", "sandbox-maker-secret")  # the sandbox's default maker
+MAKER = ("sandbox-maker-key", "sandbox-maker-secret")
+#: The sandbox's users: the maker with enough USDC for 2,000 orders of 5 USDC.
+USERS = [
+    {
+        "user_id": "00000000-0000-4000-8000-000000000002",
+        "api_key": MAKER[0],
+        "api_secret": MAKER[1],
+        "balance": "1000000",
+    }
+]
 OPEN = ("pending", "signing", "submitted", "live")
 
 
@@ -73,10 +82,10 @@ def first_line(proc: subprocess.Popen[str], starts: str, timeout: float) -> str:
 
 @contextlib.contextmanager
 def sandbox(**config: Any) -> Iterator[str]:
-    """``clobkit sandbox`` in a process of its own (no rate or risk limits, ``config`` on
-    top): its base URL."""
+    """``clobkit sandbox`` in a process of its own (the maker alone, no rate or risk
+    limits, ``config`` on top): its base URL."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
-        json.dump({"rate_limit_per_minute": None, "risk": None, **config}, fh)
+        json.dump({"users": USERS, "rate_limit_per_minute": None, "risk": None, **config}, fh)
     command = [sys.executable, "-m", "clobkit", "sandbox", "--port", "0", "--config", fh.name]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=child_env())
     try:
@@ -244,6 +253,18 @@ def port_of(url: str) -> int:
 # -- the desk process --------------------------------------------------------------------
 
 
+def two_sided(base_url: str, n: int) -> list[str]:
+    """``n`` markets whose both outcomes have a two-sided book (read once, for every
+    desk of a run: ``desk(..., "--market-ids", ...)``)."""
+
+    async def read() -> list[str]:
+        key, secret = MAKER
+        async with AsyncClient(base_url, key, secret) as client:
+            return await _two_sided(client, n)
+
+    return asyncio.run(read())
+
+
 async def _two_sided(client: AsyncClient, n: int) -> list[str]:
     """``n`` markets whose both outcomes have a two-sided book."""
     found: list[str] = []
@@ -273,10 +294,11 @@ async def _desk(args: argparse.Namespace) -> None:
     if args.ws_url:
         options["ws_url"] = args.ws_url
     async with AsyncClient(args.base_url, args.key, args.secret, **options) as client:
-        markets = await _two_sided(client, args.markets)
+        markets = args.market_ids or await _two_sided(client, args.markets)
+        ttl = None if args.ttl is None else Expiry(args.ttl, renewal=args.renewal)
         async with Desk(
             client,
-            order_ttl=args.ttl,
+            order_ttl=ttl,
             sentinel=args.sentinel,
             heartbeat_timeout=None,
             rate_limit_per_minute=1_000_000,
@@ -288,7 +310,7 @@ async def _desk(args: argparse.Namespace) -> None:
             while True:
                 await asyncio.sleep(args.every)
                 if args.metrics:
-                    print(f"metrics {d.metrics()['renewal']}", flush=True)
+                    print(f"metrics {json.dumps(d.metrics()['renewal'])}", flush=True)
                 if d.halted is None:
                     await d.requote(ladders)
 
@@ -305,8 +327,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--key", required=True)
     parser.add_argument("--secret", required=True)
     parser.add_argument("--markets", type=int, default=20)
+    parser.add_argument("--market-ids", type=lambda text: text.split(","), default=None)
     parser.add_argument("--levels", type=int, default=3)
     parser.add_argument("--ttl", type=float)
+    parser.add_argument("--renewal", default="expire")
     parser.add_argument("--sentinel")
     parser.add_argument("--every", type=float, default=1.0, help="seconds between requotes")
     parser.add_argument("--metrics", action="store_true", help="print the renewal metrics")

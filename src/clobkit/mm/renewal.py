@@ -125,6 +125,10 @@ class Renewer:
         self._recent: deque[float] = deque()  # monotonic times of the last minute's
         self._retry_at: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
+        #: Each owner's renewal under way: one owner's slow one (a place timing out)
+        #: never holds back the others'.
+        self._working: dict[Owner, asyncio.Task[None]] = {}
+        self._reading: asyncio.Task[None] | None = None
         cache.watchers.append(self._seen)
 
     def order_kind(self) -> dict[str, Any]:
@@ -134,30 +138,34 @@ class Renewer:
     # -- what is due --------------------------------------------------------------------
 
     def due(self) -> dict[Owner, list[TrackedOrder]]:
-        """The open GTD orders to renew now, by owner."""
-        now, wall = time.monotonic(), time.time()
+        """The open GTD orders to renew now, by owner (none of an owner whose renewal is
+        under way: they wait for it)."""
+        wall = time.time()
         found: dict[Owner, list[TrackedOrder]] = {}
-        for t in self.cache.orders():
-            if (
-                t.state is State.OPEN
-                and t.expiration
-                and not t.retiring
-                and wall >= t.expiration - self.policy.renew_before
-                and self._retry_at.get(t.key, 0.0) <= now
-                and t.owner in self.quoters
-            ):
+        for t in self._waiting():
+            if wall >= t.expiration - self.policy.renew_before:
                 found.setdefault(t.owner, []).append(t)
         return found
+
+    def _waiting(self) -> list[TrackedOrder]:
+        """The open GTD orders this renewer may renew when they fall due."""
+        now = time.monotonic()
+        return [
+            t
+            for t in self.cache.orders()
+            if t.state is State.OPEN
+            and t.expiration
+            and not t.retiring
+            and t.owner in self.quoters
+            and t.owner not in self._working
+            and self._retry_at.get(t.key, 0.0) <= now
+        ]
 
     def _wake_in(self) -> float:
         """Seconds until the next order falls due (at most ``_WAKE_MAX``)."""
         wall = time.time()
         soonest = min(
-            (
-                t.expiration - self.policy.renew_before - wall
-                for t in self.cache.orders()
-                if t.state is State.OPEN and t.expiration and not t.retiring
-            ),
+            (t.expiration - self.policy.renew_before - wall for t in self._waiting()),
             default=_WAKE_MAX,
         )
         return min(_WAKE_MAX, max(0.01, soonest))
@@ -168,9 +176,11 @@ class Renewer:
         self, owner: Owner, due: list[TrackedOrder], wanted: Sequence[Level], held: int
     ) -> None:
         """Renew ``owner``'s ``due`` orders, each at the level of ``wanted`` (the last
-        requote's) of its side and price; the others are left to expire. The caller
-        holds the owner's quoter's lock."""
+        requote's) of its side and price, all at once (orders placed together fall due
+        together: one by one, the last would lapse behind a busy service's queue); the
+        others are left to expire. The caller holds the owner's quoter's lock."""
         levels = {level.key: level for level in wanted}
+        todo: list[tuple[TrackedOrder, Level]] = []
         for t in due:
             if t.state is not State.OPEN or t.retiring or self.gate.halted is not None:
                 continue
@@ -178,7 +188,11 @@ class Renewer:
             if level is None or self._succeeded(t):
                 t.retiring = True  # not wanted any more, or a newer order holds its level
                 continue
-            await self.renew(owner, t, level, held)
+            todo.append((t, level))
+        results = await each_of(self.renew(owner, t, level, held) for t, level in todo)
+        failure = next((r for r in results if isinstance(r, BaseException)), None)
+        if failure is not None:
+            raise failure
 
     def _succeeded(self, t: TrackedOrder) -> bool:
         """Whether a newer order of ``t``'s owner already holds its side and price."""
@@ -262,25 +276,36 @@ class Renewer:
             self._task = asyncio.ensure_future(self._run())
 
     async def close(self) -> None:
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        """Stop: the loop, and the renewals under way (a place cut short is of unknown
+        outcome: the kill switch's listing finds it)."""
+        tasks = [self._task, self._reading, *self._working.values()]
+        self._task = self._reading = None
+        for task in tasks:
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
 
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self._wake_in())
             if self.gate.halted is not None:
                 continue
-            due = self.due()
-            results = await each_of(
-                self.quoters[o](ts) for o, ts in due.items() if o in self.quoters
-            )
-            for result in results:
-                if isinstance(result, BaseException):
-                    log.warning("renewing orders failed: %s", result)
-            await self._read_back_expired()
+            for owner, due in self.due().items():
+                task = asyncio.ensure_future(self._renew(owner, due))
+                self._working[owner] = task
+                task.add_done_callback(lambda _, owner=owner: self._working.pop(owner, None))
+            if self._reading is None or self._reading.done():
+                self._reading = asyncio.ensure_future(self._read_back_expired())
+
+    async def _renew(self, owner: Owner, due: list[TrackedOrder]) -> None:
+        hook = self.quoters.get(owner)
+        if hook is None:  # its quoter left meanwhile
+            return
+        try:
+            await hook(due)
+        except Exception as exc:  # the next round tries again
+            log.warning("renewing the orders of %s failed: %s", owner, exc)
 
     async def _read_back_expired(self) -> None:
         """Orders past their expiration whose end no record told (a stream message

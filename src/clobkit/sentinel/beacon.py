@@ -170,7 +170,9 @@ class Beacon:
             if raise_failure:
                 raise TransportError(f"the sentinel did not accept a heartbeat: {failure}") from e
             if self.failures == 1 or self.failures % 100 == 0:
-                log.warning("heartbeat to the sentinel failed (%d so far): %s", self.failures, e)
+                log.warning(
+                    "heartbeat to the sentinel failed (%d so far): %s", self.failures, failure
+                )
             return
         self.acks += 1
         self.timeout = reply.timeout

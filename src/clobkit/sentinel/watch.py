@@ -47,7 +47,8 @@ class Session:
 class Watch:
     """Fires ``cancel_all()`` (the account's cancel-all: ``AsyncClient.cancel_all_orders``)
     when a desk it heard has been silent for ``timeout`` s; after it, sweeps again
-    for ``linger`` s (at 1, 2, 4, ... s) unless a desk is heard again.
+    for ``linger`` s (at 1, 2, 4, ... s) until a desk is heard (the one back, or a new
+    one: its orders are its own).
 
     ``fires`` counts firings, ``cancelled`` the orders they cancelled; ``last`` is the
     last cancel-all's result.
@@ -96,7 +97,7 @@ class Watch:
                 beat.desk,
                 now - old.heard,
             )
-            self._heard_again.set()
+        self._heard_again.set()  # a desk quotes again: its orders are not to be swept
         if beat.state == HALTED and (old is None or old.state != HALTED or old.dead):
             log.warning("desk %s halted itself: %s", beat.desk, beat.reason or "no reason given")
         elif old is not None and old.state == HALTED and beat.state != HALTED:
@@ -171,7 +172,8 @@ class Watch:
 
     async def sweep_after(self) -> None:
         """After a firing: sweep again at 1, 2, 4, ... s for ``linger`` s (a place sent
-        just before the silence may land late), until a desk is heard again."""
+        just before the silence may land late), until a desk is heard (again, or a new
+        one)."""
         end = self.clock() + self.linger
         wait = 1.0
         while (left := end - self.clock()) > 0:

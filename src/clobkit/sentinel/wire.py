@@ -50,10 +50,14 @@ SKEW_SECONDS = 30.0
 #: The fewest characters of a token (a shorter one is refused at start).
 TOKEN_MIN = 16
 
-#: What a desk says of itself in each heartbeat.
 QUOTING = "quoting"
-HALTED = "halted"  # its kill switch fired: ``reason`` says why (an orderly halt)
-LEFT = "left"  # it left on purpose: the sentinel stops watching it
+"""A heartbeat's ``state``: the desk quotes."""
+HALTED = "halted"
+"""A heartbeat's ``state``: the desk's kill switch fired (``reason`` says why): an
+orderly halt, still watched."""
+LEFT = "left"
+"""A heartbeat's ``state``: the desk left on purpose; the sentinel stops watching it."""
+#: What a desk may say of itself in a heartbeat.
 STATES = (QUOTING, HALTED, LEFT)
 
 _TEXT_MAX = 200  # characters of a desk's name or a reason
