@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -129,3 +130,25 @@ def test_a_desk_that_leaves_in_order_is_told_apart(
     flat(maker)
     wait_until(lambda: "left (left, nothing resting" in log.text())
     assert "no heartbeat from desk" not in log.text()
+
+
+def test_the_dead_man_benchmark_runs_at_tiny_sizes() -> None:
+    """benchmarks/bench_deadman.py end to end (--quick): every figure printed, and
+    nothing resting at the end of each case (it raises if a desk's book was not whole
+    before its end)."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/bench_deadman.py", "--quick"],
+        cwd=deadman.ROOT,
+        env=deadman.child_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert out.count("nothing rests after") == 4
+    assert "SIGKILL, sentinel (timeout 1 s), 3 desks of 8 orders" in out
+    assert out.count("requests per order per TTL") == 2
+    assert out.count("resting at the end: 0") == 2
+    assert "inf s" not in out

@@ -152,6 +152,7 @@ async def test_a_desk_that_left_is_no_longer_watched(
     assert resting(sb, user) == 2
 
 
+@pytest.mark.slow
 async def test_it_sweeps_again_for_late_landings_until_the_desk_is_back(
     sb: Any, user: Any, client: AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
