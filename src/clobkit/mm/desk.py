@@ -38,7 +38,7 @@ from .options import check_desk
 from .quoter import Quoter, RequoteReport
 from .reads import SharedReads, by_outcome
 from .renewal import Expiry, expiry
-from .risk import DeskLimits, exposure, limit_units
+from .risk import DeskLimits, exposure, units
 from .router import Router
 from .tasks import each_of
 
@@ -140,7 +140,7 @@ class Desk:
         self.name = desk_name()
         at_risk = (max_notional, max_position_per_market, max_position_per_event)
         gate = Gate(
-            DeskLimits(max_open_orders, *map(limit_units, at_risk, _AT_RISK)),
+            DeskLimits(max_open_orders, *map(units, at_risk, _AT_RISK)),
             rate_limit_per_minute=rate_limit_per_minute,
             orders_per_minute=orders_per_minute,
             max_in_flight=max_in_flight,

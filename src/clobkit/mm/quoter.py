@@ -39,10 +39,11 @@ from .gate import Gate, Paced
 from .ladder import Level, Live, Quote, diff, read_ladder
 from .options import check_quoter
 from .orders import LIVE, Fill, State, TrackedOrder
-from .plan import RequoteReport, cancels_first, report, standing, unwanted
+from .plan import cancels_first, standing, unwanted
 from .reads import SharedReads
 from .renewal import Expiry, expiry
-from .risk import Limits, limit_units
+from .report import RequoteReport, report
+from .risk import Limits, Number, units
 from .tasks import all_of
 
 if TYPE_CHECKING:
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["Fill", "Quoter", "RequoteReport"]
 
 log = logging.getLogger("clobkit.mm")
-
-Number = Decimal | str | int | float
 
 
 class Quoter:
@@ -112,8 +111,8 @@ class Quoter:
         self.max_open_orders = max_open_orders
         self.limits = Limits(
             max_open_orders,
-            limit_units(max_position, "max_position"),
-            limit_units(max_notional, "max_notional"),
+            units(max_position, "max_position"),
+            units(max_notional, "max_notional"),
         )
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id

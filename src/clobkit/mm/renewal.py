@@ -280,6 +280,7 @@ class Renewer:
         outcome: the kill switch's listing finds it)."""
         tasks = [self._task, self._reading, *self._working.values()]
         self._task = self._reading = None
+        self._working.clear()
         for task in tasks:
             if task is not None and not task.done():
                 task.cancel()
@@ -292,20 +293,19 @@ class Renewer:
             if self.gate.halted is not None:
                 continue
             for owner, due in self.due().items():
-                task = asyncio.ensure_future(self._renew(owner, due))
-                self._working[owner] = task
-                task.add_done_callback(lambda _, owner=owner: self._working.pop(owner, None))
+                self._working[owner] = asyncio.ensure_future(self._renew(owner, due))
             if self._reading is None or self._reading.done():
                 self._reading = asyncio.ensure_future(self._read_back_expired())
 
     async def _renew(self, owner: Owner, due: list[TrackedOrder]) -> None:
         hook = self.quoters.get(owner)
-        if hook is None:  # its quoter left meanwhile
-            return
         try:
-            await hook(due)
+            if hook is not None:  # else its quoter left meanwhile
+                await hook(due)
         except Exception as exc:  # the next round tries again
             log.warning("renewing the orders of %s failed: %s", owner, exc)
+        finally:
+            self._working.pop(owner, None)
 
     async def _read_back_expired(self) -> None:
         """Orders past their expiration whose end no record told (a stream message

@@ -22,11 +22,20 @@ __all__ = [
     "Limits",
     "Sums",
     "exposure",
-    "limit_units",
     "own_breach",
+    "units",
 ]
 
 Owner = tuple[str, str]  # (market id, outcome)
+
+
+Number = Decimal | str | int | float
+
+
+def units(value: Number | None, name: str) -> int | None:
+    """A limit given in shares or USDC, in units (``None``: none); ``AmountError``
+    naming ``name`` when it is not an exact amount."""
+    return None if value is None else to_units(value, name)
 
 
 class Limits(NamedTuple):
@@ -66,12 +75,6 @@ class Exposure(NamedTuple):
     value: int = 0
     bought: int = 0
     sold: int = 0
-
-
-def limit_units(value: Decimal | str | int | float | None, name: str) -> int | None:
-    """A limit given in USDC or shares, in units (``None``: no limit); the core's
-    ``AmountError`` naming ``name`` when it is no amount."""
-    return None if value is None else to_units(value, name)
 
 
 def exposure(levels: Iterable[Level], held: int) -> Exposure:
