@@ -44,7 +44,8 @@ def heard_states(heard: Heard) -> list[tuple[str, str | None]]:
 
 async def test_the_desk_says_what_it_does(client: AsyncClient, user: Any, market_id: str) -> None:
     heard = Heard()
-    with serve(listener_app(TOKEN.encode(), heard, 1.0)) as url:
+    # a long timeout: a busy machine's pauses never make the desk think itself unheard
+    with serve(listener_app(TOKEN.encode(), heard, 30.0)) as url:
         desk = Desk(client, user_id=user.user_id, sentinel=url)
         desk.name = "desk-under-test"
         async with desk:
@@ -58,8 +59,8 @@ async def test_the_desk_says_what_it_does(client: AsyncClient, user: Any, market
             desk.resume()
             await eventually(lambda: heard.beats[-1].state == QUOTING)
             metrics = desk.metrics()["sentinel"]
-            assert metrics["timeout"] == 1.0
-            assert metrics["acknowledged"] == len(heard.beats)
+            assert metrics["timeout"] == 30.0
+            assert 3 <= metrics["acknowledged"] <= len(heard.beats)  # the first, halt, resume
             assert metrics["failed"] == 0
         assert heard_states(heard) == [
             (QUOTING, None),
