@@ -127,14 +127,16 @@ class ApiError(ClobkitError):
     def __init__(
         self, message: str, *, status: int, code: str | None = None, detail: str | None = None
     ) -> None:
+        super().__init__(self._answered(message, status, code, detail))
+
+    def _answered(self, message: str, status: int, code: str | None, detail: str | None) -> str:
+        """Keep the answer's parts; the error's text."""
         self.message = message
         self.status = status
         self.code = code
         self.detail = detail
         text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
-        if detail and detail != message:
-            text += f": {detail}"
-        super().__init__(text)
+        return text + f": {detail}" if detail and detail != message else text
 
     def __reduce__(self) -> tuple[object, ...]:
         return (
@@ -170,17 +172,11 @@ class ExpirationRefused(InvalidRequest, ValidationError):
     def __init__(
         self, message: str, *, status: int, code: str | None = None, detail: str | None = None
     ) -> None:
-        self.message = message
-        self.status = status
-        self.code = code
-        self.detail = detail
+        text = self._answered(message, status, code, detail)
         self.field = "expiration"
         self.reason = detail or message
         self.value: object = None  # the expiration sent is in ``reason``, as the service saw it
         self.minimum = expiration_minimum(self.reason)
-        text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
-        if detail and detail != message:
-            text += f": {detail}"
         Exception.__init__(self, text)  # not ValidationError's (field, value, reason)
 
 

@@ -5,7 +5,6 @@ the account the sentinel watches."""
 from __future__ import annotations
 
 import contextlib
-import os
 import secrets
 import socket
 import threading
@@ -116,28 +115,6 @@ def post(
     if http is not None:
         return http.post(url + PATH, content=raw, headers=sent)
     return httpx.post(url + PATH, content=raw, headers=sent, timeout=10)
-
-
-def options(sb: Any, user: Any, **extra: Any) -> dict[str, Any]:
-    return {
-        "base_url": sb.base_url,
-        "api_key": user.api_key,
-        "api_secret": user.api_secret,
-        "clob_url": sb.clob_url,
-        "ws_url": sb.ws_url,
-        **extra,
-    }
-
-
-def env_of(sb: Any, user: Any) -> dict[str, str]:
-    """The environment of a ``clobkit sentinel`` process watching ``user``'s account."""
-    return {
-        **os.environ,
-        "CLOBKIT_BASE_URL": sb.base_url,
-        "CLOBKIT_API_KEY": user.api_key,
-        "CLOBKIT_API_SECRET": user.api_secret,
-        ENV_SENTINEL_TOKEN: TOKEN,
-    }
 
 
 def new_session() -> str:

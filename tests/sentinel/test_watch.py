@@ -17,7 +17,8 @@ from clobkit.client import CancelAllResult
 from clobkit.sentinel import HALTED, LEFT, Watch
 
 from ..conftest import import_extra
-from .conftest import beat, options
+from ..mm.conftest import options
+from .conftest import beat
 
 sandbox_module = import_extra("clobkit.sandbox", "sandbox")
 OPEN = ("pending", "signing", "submitted", "live")
