@@ -247,7 +247,7 @@ async def test_an_error_rate_past_the_threshold_fires_the_kill_switch(sb: Any, u
     ):
         q = desk.quoter(m1, "a")
         await desk.open()
-        q.resolve_attempts = 3
+        q.execution.resolver.attempts = 3
         sb.faults.configure({"error_rate": 1.0, "after_commit": 0.5, "seed": 1})
         with pytest.raises((ServerError, TransportError)):  # whatever failed last
             await desk.requote({q: ladder(5, n=10)})
@@ -272,7 +272,7 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         desk.halt_retry = 0.02
         q = desk.quoter(m1, "a")
         await desk.requote({q: ladder(5, n=4)})
-        q.resolve_attempts = 2
+        q.execution.resolver.attempts = 2
         sb.faults.configure({"error_rate": 1.0, "after_commit": 0.0, "seed": 1})
         with pytest.raises((ServerError, TransportError)):
             await desk.halt("by hand, through the faults")

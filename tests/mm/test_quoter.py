@@ -178,7 +178,7 @@ async def test_unknown_outcome_places_and_cancels(
         if heard == "rest":  # deaf to the stream: only REST can resolve
             assert q.feed is not None
             q.feed.handle = lambda item: None  # type: ignore[method-assign]
-        q.resolve_attempts = 50  # no client retries: resolution itself fails often
+        q.execution.resolver.attempts = 50  # no client retries: resolution itself fails often
         sb.faults.configure({"error_rate": 0.35, "after_commit": 1.0, "seed": 7})
         placed = cancelled = 0
         for first in (10, 14, 11, 30, 12):
@@ -203,7 +203,7 @@ async def test_unknown_outcome_before_commit_is_sent_again(
         AsyncClient(**options(sb, user, max_retries=0)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
-        q.resolve_attempts = 50
+        q.execution.resolver.attempts = 50
         sb.faults.configure({"error_rate": 0.35, "after_commit": 0.0, "seed": 1})
         for first in (10, 15, 12):
             await q.requote(ladder(first))

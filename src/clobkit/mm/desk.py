@@ -22,8 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from .._checks import positive_int
-from .._checks import seconds as positive_seconds
-from .._core import from_units, to_units
+from .._core import from_units
 from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, PreparedRawOrder
 from ..errors import ValidationError
@@ -37,7 +36,7 @@ from .ladder import Quote
 from .metrics import collector
 from .quoter import Quoter, RequoteReport
 from .reads import SharedReads, by_outcome
-from .risk import DeskLimits, exposure
+from .risk import DeskLimits, exposure, units
 from .router import Router
 from .tasks import each_of
 
@@ -113,32 +112,13 @@ class Desk:
         user_id: str | None = None,
         books: bool = True,
     ) -> None:
-        _check_options(
-            {
-                "max_open_orders": max_open_orders,
-                "rate_limit_per_minute": rate_limit_per_minute,
-                "orders_per_minute": orders_per_minute,
-                "max_in_flight": max_in_flight,
-                "error_window": error_window,
-            },
-            {
-                "heartbeat_timeout": heartbeat_timeout,
-                "stream_timeout": stream_timeout,
-                "room_timeout": room_timeout,
-            },
-            max_error_rate,
-        )
+        if max_open_orders is not None:
+            positive_int(max_open_orders, "max_open_orders")
         self.client = client
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
-        limits = DeskLimits(
-            max_open_orders,
-            _units(max_notional, "max_notional"),
-            _units(max_position_per_market, "max_position_per_market"),
-            _units(max_position_per_event, "max_position_per_event"),
-        )
         gate = Gate(
-            limits,
+            _limits(max_open_orders, max_notional, max_position_per_market, max_position_per_event),
             rate_limit_per_minute=rate_limit_per_minute,
             orders_per_minute=orders_per_minute,
             max_in_flight=max_in_flight,
@@ -269,17 +249,8 @@ class Desk:
     ) -> None:
         self.router.closing = True  # the streams close next: no unsubscribe per quoter
         try:
-            if self.cancel_on_exit:
-                flat = await self.execution.kill.flatten(timeout=self.exit_timeout)
-                if not flat:
-                    left = self.execution.cache.orders()
-                    log.warning(
-                        "leaving the desk: no listing could confirm that nothing rests "
-                        "(%d orders tracked may: %s)",
-                        len(left),
-                        left,
-                    )
             opened = [q for q in self._quoters.values() if q.market is not None]
+            await self._cancel_on_exit(opened)
             results = await each_of(q.close(cancel=False) for q in opened)
             for result in results:
                 if isinstance(result, BaseException):
@@ -293,6 +264,26 @@ class Desk:
             await self.watchdog.close()
             await self.execution.kill.close()
             await self.router.close()
+
+    async def _cancel_on_exit(self, opened: list[Quoter]) -> None:
+        """Every order of the quoters that cancel on exit: what the cache knows at once,
+        then listings until nothing rests (``exit_timeout`` s at most): one listing
+        for the whole desk when all of them do (orders of one's own too)."""
+        kill = self.execution.kill
+        if self.cancel_on_exit and all(q.cancel_on_exit for q in opened):
+            flat = await kill.flatten(timeout=self.exit_timeout)
+        else:
+            owners = [q.owner for q in opened if q.cancel_on_exit]
+            done = await each_of(kill.flatten(owner, self.exit_timeout) for owner in owners)
+            flat = all(result is True for result in done)
+        if not flat:
+            left = self.execution.cache.orders()
+            log.warning(
+                "leaving the desk: no listing could confirm that nothing rests "
+                "(%d orders tracked may: %s)",
+                len(left),
+                left,
+            )
 
     # -- quoters ----------------------------------------------------------------
 
@@ -541,20 +532,16 @@ class Desk:
         return collector(self.metrics)
 
 
-def _check_options(
-    counts: dict[str, int | None], seconds: dict[str, float | None], max_error_rate: float
-) -> None:
-    """``ValidationError`` naming the first option out of its range."""
-    for name, value in counts.items():
-        if value is not None:
-            positive_int(value, name)
-    for name, given in seconds.items():
-        if given is not None:
-            positive_seconds(given, name)
-    rate = max_error_rate
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
-        raise ValidationError("max_error_rate", rate, "must be in (0, 1]")
-
-
-def _units(value: Number | None, name: str) -> int | None:
-    return None if value is None else to_units(value, name)
+def _limits(
+    orders: int | None,
+    notional: Number | None,
+    per_market: Number | None,
+    per_event: Number | None,
+) -> DeskLimits:
+    """The desk's limits in units (``AmountError`` naming one that is not an amount)."""
+    return DeskLimits(
+        orders,
+        units(notional, "max_notional"),
+        units(per_market, "max_position_per_market"),
+        units(per_event, "max_position_per_event"),
+    )

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .._checks import positive_int, seconds
 from .._spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
 from ..client import UNKNOWN_OUTCOME, paced, within
 from ..errors import QuoteRefused, RateLimited, RiskControlError
@@ -82,6 +83,14 @@ class Gate:
         max_in_flight: int = 16,
         room_timeout: float = 10.0,
     ) -> None:
+        for name, count in (
+            ("rate_limit_per_minute", rate_limit_per_minute),
+            ("orders_per_minute", orders_per_minute),
+            ("max_in_flight", max_in_flight),
+        ):
+            if count is not None:
+                positive_int(count, name)
+        seconds(room_timeout, "room_timeout")
         #: The desk's limits, in units (1 USDC or 1 share = 1_000_000).
         self.limits = limits
         self.budget = Budget(rate_limit_per_minute)

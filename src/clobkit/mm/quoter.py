@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Iterable, Sequence
 from decimal import Decimal
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from .._checks import positive_int
 from .._core import from_units, to_units
@@ -40,7 +40,8 @@ from .feed import Feed
 from .gate import Gate, Paced
 from .ladder import Level, Live, Quote, crosses, diff, read_ladder
 from .orders import LIVE, Fill, State, TrackedOrder
-from .risk import Limits
+from .report import RequoteReport, report
+from .risk import Limits, Number, units
 from .tasks import all_of
 
 if TYPE_CHECKING:
@@ -49,21 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["Fill", "Quoter", "RequoteReport"]
 
 log = logging.getLogger("clobkit.mm")
-
-Number = Decimal | str | int | float
-
-
-class RequoteReport(NamedTuple):
-    """What one ``requote`` did: orders ``placed``, ``cancelled`` and ``kept`` (``Order``s);
-    quotes the service ``refused`` for a reason it may lift (a risk control's rate,
-    pacing learnt from it), each with its error; quotes whose order's outcome is still
-    ``unknown`` (tracked until seen or ruled out: nothing is placed beside them)."""
-
-    placed: list[Order]
-    cancelled: list[Order]
-    kept: list[Order]
-    refused: list[tuple[Quote, ClobkitError]]
-    unknown: list[Quote]
 
 
 class Quoter:
@@ -123,8 +109,8 @@ class Quoter:
         self.max_open_orders = max_open_orders
         self.limits = Limits(
             max_open_orders,
-            _units(max_position, "max_position"),
-            _units(max_notional, "max_notional"),
+            units(max_position, "max_position"),
+            units(max_notional, "max_notional"),
         )
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
@@ -254,24 +240,6 @@ class Quoter:
     def retries(self) -> int:
         """Places and cancels sent again after the service showed they had not happened."""
         return self.execution.resolver.resent.get(self.owner, 0)
-
-    @property
-    def resolve_attempts(self) -> int:
-        """Rounds of reads resolving unknown outcomes (the execution layer's)."""
-        return self.execution.resolver.attempts
-
-    @resolve_attempts.setter
-    def resolve_attempts(self, value: int) -> None:
-        self.execution.resolver.attempts = value
-
-    @property
-    def id_wait(self) -> float:
-        """Seconds to wait for the stream to name a V2/V3 order's id before REST."""
-        return self.execution.resolver.id_wait
-
-    @id_wait.setter
-    def id_wait(self, value: float) -> None:
-        self.execution.resolver.id_wait = value
 
     # -- enter and exit -------------------------------------------------------
 
@@ -461,7 +429,7 @@ class Quoter:
         if feed.stale:
             await self._reconcile()
         await self._learn_user(new)
-        return _report(wanted, levels, new, gone, kept, refused)
+        return report(wanted, levels, new, gone, kept, refused)
 
     async def _send(
         self,
@@ -606,31 +574,6 @@ class Quoter:
         return None if size is None else to_units(size, "min_order_size")
 
 
-def _report(
-    wanted: list[Quote],
-    levels: list[Level],
-    new: list[TrackedOrder],
-    gone: list[TrackedOrder],
-    kept: list[Live],
-    refused: list[tuple[Level, ClobkitError]],
-) -> RequoteReport:
-    quote_of = {level.key: quote for quote, level in zip(wanted, levels, strict=True)}
-    return RequoteReport(
-        placed=[t.record for t in new if t.state not in _NOT_PLACED and t.record is not None],
-        cancelled=[t.record for t in gone if t.record is not None],
-        kept=[o.handle.record for o in kept if o.handle.record is not None],
-        refused=[(quote_of[level.key], error) for level, error in refused],
-        unknown=[
-            quote_of[t.level().key]
-            for t in (*new, *(o.handle for o in kept))
-            if t.state is State.UNKNOWN and t.level().key in quote_of
-        ],
-    )
-
-
-_NOT_PLACED = frozenset({State.PLACING, State.UNKNOWN, State.REFUSED})
-
-
 def _live(t: TrackedOrder) -> Live:
     return Live(t.side, t.price, t.remaining, t)
 
@@ -641,7 +584,3 @@ def _check(market_id: object, outcome: object, max_open_orders: object) -> None:
     if not isinstance(market_id, str) or not market_id.strip():
         raise ValidationError("market_id", market_id, "must be a non-empty string")
     positive_int(max_open_orders, "max_open_orders")
-
-
-def _units(value: Number | None, name: str) -> int | None:
-    return None if value is None else to_units(value, name)

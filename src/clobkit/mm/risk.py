@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import NamedTuple
 
+from .._core import to_units
 from .._spec import UNIT
 from ..errors import QuoteRefused
 from .ladder import Level
@@ -21,9 +23,19 @@ __all__ = [
     "Sums",
     "exposure",
     "own_breach",
+    "units",
 ]
 
 Owner = tuple[str, str]  # (market id, outcome)
+
+
+Number = Decimal | str | int | float
+
+
+def units(value: Number | None, name: str) -> int | None:
+    """A limit given in shares or USDC, in units (``None``: none); ``AmountError``
+    naming ``name`` when it is not an exact amount."""
+    return None if value is None else to_units(value, name)
 
 
 class Limits(NamedTuple):
