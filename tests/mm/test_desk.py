@@ -283,6 +283,8 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         sb.faults.configure(None)
         await eventually(lambda: service_view(sb, user, m1) == [], timeout=60)
         await eventually(lambda: not q.resting(), timeout=60)
+        # the sweep under way when the faults went ends once a listing shows nothing
+        await eventually(lambda: desk.execution.kill.flat is True, timeout=60)
         assert desk.halted == "by hand, through the faults"
         retries = desk.metrics()["halt_retries"]
         await asyncio.sleep(0.1)  # nothing left to cancel: no more retries

@@ -256,6 +256,8 @@ class Gate:
         if self.halted is not None:
             raise Halted(self.halted)
         places = self.places
+        if places.limit is None:
+            return  # no pace configured nor learnt: nothing to wait for
         if places.delay() > self.room_timeout:
             raise Paced(places.limit, places.window)  # no room in time: not worth a wait
         halted = lambda: self.halted is not None  # noqa: E731 - a stop condition

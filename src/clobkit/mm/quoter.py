@@ -130,7 +130,7 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution(client, Gate(orders_per_minute=orders_per_minute), self.owns)
+            else Execution(client, _own_gate(orders_per_minute), self.owns)
         )
         self.feed: Feed | None = None
         self._lock = asyncio.Lock()
@@ -572,6 +572,17 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
+
+
+def _own_gate(orders_per_minute: int | None) -> Gate:
+    """A lone quoter's gate: its requests as concurrent as the client's connection pool
+    allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
+    handful of requests), the default request budget, its own place pace."""
+    return Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
+
+
+#: Requests of a lone quoter in flight at most: the client's connection pool (100).
+LONE_IN_FLIGHT = 100
 
 
 def _live(t: TrackedOrder) -> Live:
