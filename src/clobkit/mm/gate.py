@@ -110,7 +110,9 @@ class Gate:
         self.now = Sums()
         self.planned = Sums()
         self._waiting: list[asyncio.Future[None]] = []  # requotes waiting for room
-        self._placed: deque[float] = deque()  # when the places the service took were sent
+        # when the requests and the places the service took were answered (a window's)
+        self._answered: deque[float] = deque()
+        self._placed: deque[float] = deque()
 
     # -- limits ---------------------------------------------------------------
 
@@ -285,8 +287,10 @@ class Gate:
                 self.on_outcome(isinstance(exc, UNKNOWN_OUTCOME))
             raise
         self.counters.request(endpoint, "ok", time.perf_counter() - start)
+        now = time.monotonic()
+        self._answered.append(now)
         if endpoint == PLACE:
-            self._placed.append(time.monotonic())
+            self._placed.append(now)
         if self.on_outcome is not None:
             self.on_outcome(False)
         if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
@@ -327,6 +331,15 @@ class Gate:
         if refused is not None:
             raise refused
         self.now.set(owner, both)
+
+
+def _within(stamps: deque[float], window: float) -> int:
+    """How many of ``stamps`` (``time.monotonic()``) fall in the last ``window`` s (the
+    older ones dropped)."""
+    since = time.monotonic() - window
+    while stamps and stamps[0] <= since:
+        stamps.popleft()
+    return len(stamps)
 
 
 def _close(call: Awaitable[Any]) -> None:
