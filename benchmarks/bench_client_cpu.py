@@ -17,7 +17,13 @@ Raw orders are prepared (untimed) before each timed POST and cancelled right
 after (the cancel is the timed cancel row), so the book stays the same size.
 Rows are interleaved round by round, so every row meets the same machine.
 
+``--burst N`` (and ``--burst-rounds R``) measures a burst instead: ``N`` signed
+``GET /wallet`` calls of one ``AsyncClient`` started at once (the pool's connections
+are the bound), each call's latency from the burst's start to its answer; it prints
+p50, p99 and the burst's wall time, medians over the rounds.
+
 Run: PYTHONPATH=src python benchmarks/bench_client_cpu.py [--rounds 5] [--n 200]
+     PYTHONPATH=src python benchmarks/bench_client_cpu.py --burst 2000 [--burst-rounds 5]
 """
 
 from __future__ import annotations
@@ -292,13 +298,46 @@ async def main_async(base: str, rounds: int, n: int, bench: Bench) -> None:
                 sync_round(bench, base, market_id, n, sync, signer)
 
 
+async def burst(base: str, n: int, rounds: int) -> str:
+    """``n`` calls started at once, ``rounds`` times: p50, p99 (ms) and wall time (s)."""
+    figures: dict[str, list[float]] = {"p50": [], "p99": [], "max": [], "wall": []}
+    async with AsyncClient(
+        base, USER["api_key"], USER["api_secret"], max_retries=0, timeout=60.0
+    ) as client:
+        await client.get_wallet()  # one connection made; the burst opens the rest
+        loop = asyncio.get_running_loop()
+        for _ in range(rounds):
+            start = loop.time()
+
+            async def one() -> float:
+                await client.get_wallet(refresh=True)
+                return loop.time() - start
+
+            latencies = sorted(await asyncio.gather(*(one() for _ in range(n))))
+            figures["wall"].append(loop.time() - start)
+            figures["p50"].append(latencies[n // 2] * 1e3)
+            figures["p99"].append(latencies[min(n - 1, n * 99 // 100)] * 1e3)
+            figures["max"].append(latencies[-1] * 1e3)
+    med = {k: statistics.median(v) for k, v in figures.items()}
+    return (
+        f"burst of {n} GET /wallet at once, medians of {rounds} rounds: "
+        f"p50 {med['p50']:.0f} ms, p99 {med['p99']:.0f} ms, max {med['max']:.0f} ms, "
+        f"wall {med['wall']:.2f} s"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=200, help="requests of each kind per round")
+    parser.add_argument("--burst", type=int, default=0, help="calls of one burst (0: none)")
+    parser.add_argument("--burst-rounds", type=int, default=5)
     args = parser.parse_args()
     proc, base, path = start_sandbox()
     try:
+        if args.burst:
+            print(asyncio.run(burst(base, args.burst, args.burst_rounds)))
+            return
         bench = Bench()
         asyncio.run(main_async(base, args.rounds, args.n, bench))
         print(report(bench))
