@@ -83,9 +83,7 @@ class FakeApi:
         self.server.api = self  # type: ignore[attr-defined]
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         # a short poll: shutdown() waits for the loop to see it
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, args=(0.02,), daemon=True
-        )
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
         self._thread.start()
 
     def on(self, method: str, path: str, *responses: Any) -> None:
@@ -174,9 +172,7 @@ class _Handler(BaseHTTPRequestHandler):
         if action == HANG:
             api.stopped.wait(30)
         elif action == RESET:
-            self.connection.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-            )
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
     do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _serve
 

@@ -112,7 +112,9 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
 
 def test_sign_query_false_signs_bare_path() -> None:
     core = make_core(sign_query=False)
-    request = seen_build(core, Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", shapes.ORDERS, SAFE))
+    request = seen_build(
+        core, Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", shapes.ORDERS, SAFE)
+    )
     h = request.headers
     assert verify_signature(
         SECRET,

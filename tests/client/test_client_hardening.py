@@ -178,14 +178,23 @@ async def test_oversized_response_is_refused(
                 await aclient.get_wallet()
 
 
-def test_declared_oversized_response_is_refused_unread() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=b"[" * 5000, headers={"Content-Length": "5000"})
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+async def test_declared_oversized_response_is_refused_unread(
+    raw_server: Callable[..., RawServer], flavour: str
+) -> None:
+    def declared(conn: socket.socket, stop: threading.Event) -> None:
+        """A head declaring 5000 bytes, then silence: only a refusal unread ends it."""
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n[")
+        stop.wait(10)
 
-    options = _options("http://x.test", max_response_bytes=4096)
-    client = Client(transport=httpx.MockTransport(handler), **options)
-    with client, pytest.raises(errors.ServerError, match="larger than 4096 bytes"):
-        client.get_wallet()
+    options = _options(raw_server(declared).url, max_response_bytes=4096, timeout=10.0)
+    if flavour == "sync":
+        with Client(**options) as client, pytest.raises(errors.ServerError, match="than 4096"):
+            client.get_wallet()
+    else:
+        async with AsyncClient(**options) as aclient:
+            with pytest.raises(errors.ServerError, match="larger than 4096 bytes"):
+                await aclient.get_wallet()
 
 
 # ---------------------------------------------------------------------------

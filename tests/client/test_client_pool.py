@@ -71,13 +71,7 @@ class Server:
                 if b"token_id=hold" in head:
                     self.held += 1
                     await self.release.wait()
-                if head.startswith(b"POST"):
-                    body = json.dumps({"success": True, "data": {"order_id": "o-1"}}).encode()
-                elif head.startswith(b"GET /api/ext/v1/orders/"):
-                    order = {"order": {"id": "o-1", "status": "live"}}
-                    body = json.dumps({"success": True, "data": order}).encode()
-                else:
-                    body = json.dumps({"base_fee": 0}).encode()
+                body = _body(head)
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
@@ -87,6 +81,16 @@ class Server:
                     return
         finally:
             writer.close()
+
+
+def _body(head: bytes) -> bytes:
+    """The answer's body: a placed order, an order read, else a fee rate."""
+    if head.startswith(b"POST"):
+        return json.dumps({"success": True, "data": {"order_id": "o-1"}}).encode()
+    if head.startswith(b"GET /api/ext/v1/orders/"):
+        order = {"order": {"id": "o-1", "status": "live"}}
+        return json.dumps({"success": True, "data": order}).encode()
+    return json.dumps({"base_fee": 0}).encode()
 
 
 @pytest.fixture

@@ -148,7 +148,7 @@ class ProxyUrl:
             self.auth = (unquote(user), unquote(password))
 
     def __repr__(self) -> str:
-        return f"ProxyUrl({self.url!r})"
+        return f"ProxyUrl({self.url!r})"  # never the credentials
 
     @property
     def with_auth(self) -> str:

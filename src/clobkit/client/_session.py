@@ -156,8 +156,7 @@ class SessionTransport:
                 data=outgoing.body or None,
                 allow_redirects=False,
                 timeout=self._timeout(timeout),
-                proxy=None if proxy is None else proxy.url,
-                proxy_auth=None if proxy is None or proxy.auth is None else _auth(proxy.auth),
+                proxy=None if proxy is None else proxy.with_auth,
             ) as response:
                 return await _read(outgoing, response, limit)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
@@ -168,10 +167,6 @@ class SessionTransport:
         session, self._session = self._session, None
         if session is not None:
             await session.close()
-
-
-def _auth(auth: tuple[str, str]) -> aiohttp.BasicAuth:
-    return aiohttp.BasicAuth(auth[0], auth[1])
 
 
 async def _read(

@@ -116,11 +116,13 @@ def _start(
     if codings:
         coding = ", ".join(codings)
         return coding_error(coding, status) or Body(coding, limit)
-    for key, value in headers:
-        big = limit is not None and value.isdigit() and int(value) > limit
-        if big and key.lower() == b"content-length":
-            assert limit is not None
-            return too_large(outgoing, status, limit)
+    if limit is not None:
+        for key, value in headers:
+            # a length of more digits than any limit is never converted (past 4,300
+            # digits int() raises)
+            if key.lower() == b"content-length" and value.isdigit():
+                if len(value) > len(str(limit)) or int(value) > limit:
+                    return too_large(outgoing, status, limit)
     return Body(None, limit)
 
 
@@ -283,9 +285,9 @@ class SyncConnections:
         }
         if proxy is None:
             return httpcore.ConnectionPool(**options)
-        return httpcore.HTTPProxy(
-            proxy_url=proxy.url, proxy_auth=proxy.auth, proxy_ssl_context=self._tls, **options
-        )
+        if proxy.url.startswith("https:"):  # TLS to the proxy itself too
+            options["proxy_ssl_context"] = self._tls
+        return httpcore.HTTPProxy(proxy_url=proxy.url, proxy_auth=proxy.auth, **options)
 
     def _pool_of(self, outgoing: Outgoing) -> httpcore.ConnectionPool:
         proxy = self._proxies(outgoing.origin.scheme, outgoing.origin.host)
