@@ -309,11 +309,11 @@ async def burst(base: str, n: int, rounds: int) -> str:
         for _ in range(rounds):
             start = loop.time()
 
-            async def one() -> float:
+            async def one(start: float) -> float:
                 await client.get_wallet(refresh=True)
                 return loop.time() - start
 
-            latencies = sorted(await asyncio.gather(*(one() for _ in range(n))))
+            latencies = sorted(await asyncio.gather(*(one(start) for _ in range(n))))
             figures["wall"].append(loop.time() - start)
             figures["p50"].append(latencies[n // 2] * 1e3)
             figures["p99"].append(latencies[min(n - 1, n * 99 // 100)] * 1e3)

@@ -6,6 +6,7 @@ when its caller is cancelled; the cancel is swept over the loop's turns (0 to 40
 after the call starts: while resolving, connecting, writing, waiting), with no race
 against a clock. Time bounds are hang guards only.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -236,14 +236,16 @@ def test_the_wait_for_a_connection_ends_by_the_deadline(
     assert outcome == ("TimeoutError", size, 0)  # the waiter timed out; none answered
 
 
-WAIT = {"timeout": 1.0, "poll_interval": 0.2}
+WAIT_S, POLL_S = 1.0, 0.2  # the wait's deadline and poll interval
 
 
 async def _async_pool_wait(
     server: Server, size: int, options: dict[str, Any]
 ) -> tuple[str, int, int]:
     async with client_of(server, **options) as client:
-        waiter = asyncio.ensure_future(client.wait_for_order("o-1", **WAIT))
+        waiter = asyncio.ensure_future(
+            client.wait_for_order("o-1", timeout=WAIT_S, poll_interval=POLL_S)
+        )
         await until(lambda: len(server.reads) > 0)  # its first read is answered
         holders = [
             asyncio.ensure_future(client.get_fee_rate(f"hold-{k}", refresh=True))
@@ -262,7 +264,7 @@ async def _async_pool_wait(
 
 def _sync_pool_wait(server: Server, size: int, options: dict[str, Any]) -> tuple[str, int, int]:
     with sync_client_of(server, **options) as client, ThreadPoolExecutor(size + 1) as threads:
-        waiter = threads.submit(client.wait_for_order, "o-1", **WAIT)
+        waiter = threads.submit(client.wait_for_order, "o-1", timeout=WAIT_S, poll_interval=POLL_S)
         asyncio.run(until(lambda: len(server.reads) > 0))
         holders = [
             threads.submit(client.get_fee_rate, f"hold-{k}", refresh=True) for k in range(size)
@@ -272,5 +274,6 @@ def _sync_pool_wait(server: Server, size: int, options: dict[str, Any]) -> tuple
         answered = sum(h.done() for h in holders)
         kind = type(waiter.exception()).__name__ if waiter.done() else "still waiting"
         server.let_go()
-        wait([*holders, waiter], timeout=20)
+        wait([*holders], timeout=20)
+        wait([waiter], timeout=20)
     return kind, server.held, answered

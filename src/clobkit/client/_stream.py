@@ -124,7 +124,9 @@ class Stream:
     past that the stream stops reading the socket until the consumer catches
     up (frames are at most ``max_size`` bytes, 1 MiB by default). Should the
     stream's task ever fail, the consumer gets the error (a ``ClobkitError``)
-    and ``closed`` turns True: it never waits on a dead stream.
+    and ``closed`` turns True: it never waits on a dead stream. ``tls``: the
+    client's TLS context (``wss``); the proxy is the client's ``proxy``, else the
+    environment's (websockets reads it as the clients do).
     """
 
     def __init__(
@@ -141,8 +143,6 @@ class Stream:
         max_size: int = 1 << 20,
         tls: SSLContext | None = None,
     ) -> None:
-        """``tls``: the client's TLS context (``wss`` URLs); the client's ``proxy`` when
-        given, else the environment's (websockets reads it as the clients do)."""
         for name, value in (("max_queue", max_queue), ("max_size", max_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValidationError(name, value, "must be a positive int")

@@ -120,9 +120,9 @@ def _start(
         for key, value in headers:
             # a length of more digits than any limit is never converted (past 4,300
             # digits int() raises)
-            if key.lower() == b"content-length" and value.isdigit():
-                if len(value) > len(str(limit)) or int(value) > limit:
-                    return too_large(outgoing, status, limit)
+            length = key.lower() == b"content-length" and value.isdigit()
+            if length and (len(value) > len(str(limit)) or int(value) > limit):
+                return too_large(outgoing, status, limit)
     return Body(None, limit)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -50,12 +51,27 @@ class RequestLog:
             for key in (method, ""):
                 self._now[key] += 1
                 self._most[key] = max(self._most[key], self._now[key])
+        answered = False
+
+        def done() -> None:
+            nonlocal answered
+            if not answered:
+                answered = True
+                with self._lock:
+                    self._now[method] -= 1
+                    self._now[""] -= 1
+
+        async def sending(message: Any) -> None:
+            # out of flight before the answer's last bytes go: whoever reads the
+            # answer sees the count without it
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                done()
+            await send(message)
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, receive, sending)
         finally:
-            with self._lock:
-                self._now[method] -= 1
-                self._now[""] -= 1
+            done()  # no answer (an error, a dropped connection)
 
     @property
     def sent(self) -> dict[tuple[str, str], int]:
