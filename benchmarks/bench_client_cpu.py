@@ -20,7 +20,8 @@ Rows are interleaved round by round, so every row meets the same machine.
 ``--burst N`` (and ``--burst-rounds R``) measures a burst instead: ``N`` signed
 ``GET /wallet`` calls of one ``AsyncClient`` started at once (the pool's connections
 are the bound), each call's latency from the burst's start to its answer; it prints
-p50, p99 and the burst's wall time, medians over the rounds.
+p50, p99, the burst's wall time and the client process's CPU per call, medians over
+the rounds.
 
 ``--ws N`` measures the stream's transport instead: a WebSocket server in another
 process sends ``N`` book frames (JSON, about 400 bytes each) to each connection, and
@@ -307,14 +308,14 @@ async def main_async(base: str, rounds: int, n: int, bench: Bench) -> None:
 
 async def burst(base: str, n: int, rounds: int) -> str:
     """``n`` calls started at once, ``rounds`` times: p50, p99 (ms) and wall time (s)."""
-    figures: dict[str, list[float]] = {"p50": [], "p99": [], "max": [], "wall": []}
+    figures: dict[str, list[float]] = {"p50": [], "p99": [], "max": [], "wall": [], "cpu": []}
     async with AsyncClient(
         base, USER["api_key"], USER["api_secret"], max_retries=0, timeout=60.0
     ) as client:
         await client.get_wallet()  # one connection made; the burst opens the rest
         loop = asyncio.get_running_loop()
         for _ in range(rounds):
-            start = loop.time()
+            start, cpu = loop.time(), time.process_time()
 
             async def one(start: float) -> float:
                 await client.get_wallet(refresh=True)
@@ -322,6 +323,7 @@ async def burst(base: str, n: int, rounds: int) -> str:
 
             latencies = sorted(await asyncio.gather(*(one(start) for _ in range(n))))
             figures["wall"].append(loop.time() - start)
+            figures["cpu"].append((time.process_time() - cpu) / n * 1e6)
             figures["p50"].append(latencies[n // 2] * 1e3)
             figures["p99"].append(latencies[min(n - 1, n * 99 // 100)] * 1e3)
             figures["max"].append(latencies[-1] * 1e3)
@@ -329,7 +331,7 @@ async def burst(base: str, n: int, rounds: int) -> str:
     return (
         f"burst of {n} GET /wallet at once, medians of {rounds} rounds: "
         f"p50 {med['p50']:.0f} ms, p99 {med['p99']:.0f} ms, max {med['max']:.0f} ms, "
-        f"wall {med['wall']:.2f} s"
+        f"wall {med['wall']:.2f} s; client CPU {med['cpu']:.0f} us a call"
     )
 
 
