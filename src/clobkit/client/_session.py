@@ -33,9 +33,8 @@ import aiohttp
 from yarl import URL
 
 from ..errors import ClobkitError
-from ._body import Body, BodyTooLarge, coding_error
+from ._body import Body, BodyTooLarge, refusal, unreadable
 from ._config import ClientConfig
-from ._errors import too_large
 from ._net import Proxies
 from ._wire import Answer, Failure, Outgoing, failure_error, lookup_failure
 
@@ -179,12 +178,9 @@ async def _read(
     codings = headers.getall("Content-Encoding", ())
     coding = ", ".join(codings) if codings else None
     length = response.content_length
-    if coding is not None:
-        error = coding_error(coding, status)
-        if error is not None:
-            return error
-    elif length is not None and limit is not None and length > limit:
-        return too_large(outgoing, status, limit)  # refused unread
+    refused = refusal(outgoing, status, coding, length, limit)  # refused unread
+    if refused is not None:
+        return refused
     try:
         if coding is None and length is not None:
             content = await response.read()  # as long as declared: within the limit
@@ -193,11 +189,8 @@ async def _read(
             async for chunk in response.content.iter_any():
                 body.feed(chunk)
             content = body.finish()
-    except BodyTooLarge:
-        assert limit is not None
-        return too_large(outgoing, status, limit)
-    except zlib.error as exc:
-        return failure_error(Failure.UNDECODABLE, outgoing, str(exc))
+    except (BodyTooLarge, zlib.error) as exc:
+        return unreadable(exc, outgoing, status, limit)
     return Answer(status, headers, content, response.reason or "")
 
 

@@ -29,9 +29,8 @@ import httpcore
 
 from ..errors import ClobkitError
 from ..errors import TransportError as ClobkitTransportError
-from ._body import Body, BodyTooLarge, coding_error
+from ._body import Body, BodyTooLarge, refusal, unreadable
 from ._config import ClientConfig
-from ._errors import too_large
 from ._net import Proxies, ProxyUrl
 from ._wire import (
     Answer,
@@ -113,17 +112,21 @@ def _start(
 ) -> Body | ClobkitError:
     """The body reader of an answer, or the error refusing it before its body."""
     codings = [v.decode("latin-1") for k, v in headers if k.lower() == b"content-encoding"]
-    if codings:
-        coding = ", ".join(codings)
-        return coding_error(coding, status) or Body(coding, limit)
-    if limit is not None:
-        for key, value in headers:
-            # a length of more digits than any limit is never converted (past 4,300
-            # digits int() raises)
-            length = key.lower() == b"content-length" and value.isdigit()
-            if length and (len(value) > len(str(limit)) or int(value) > limit):
-                return too_large(outgoing, status, limit)
-    return Body(None, limit)
+    coding = ", ".join(codings) if codings else None
+    refused = refusal(outgoing, status, coding, _declared(headers, limit), limit)
+    return Body(coding, limit) if refused is None else refused
+
+
+def _declared(headers: list[tuple[bytes, bytes]], limit: int | None) -> int | None:
+    """The ``Content-Length`` of ``headers`` (None when absent or unread), read only as
+    far as ``limit`` needs: a length of more digits than it is past it unconverted
+    (int() of more than 4,300 digits raises)."""
+    if limit is None:
+        return None  # nothing to refuse
+    for key, value in headers:
+        if key.lower() == b"content-length" and value.isdigit():
+            return limit + 1 if len(value) > len(str(limit)) else int(value)
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -362,11 +365,8 @@ class SyncConnections:
                 if deadline is not None and time.monotonic() > deadline:
                     return attempt_timeout_error(outgoing, timeout)
             content = body.finish()
-        except BodyTooLarge:
-            assert limit is not None
-            return too_large(outgoing, status, limit)
-        except zlib.error as exc:
-            return failure_error(Failure.UNDECODABLE, outgoing, str(exc))
+        except (BodyTooLarge, zlib.error) as exc:
+            return unreadable(exc, outgoing, status, limit)
         except _HTTPCORE_ERRORS as exc:
             if self.closed:
                 return _closed(outgoing, "cut off")
