@@ -386,3 +386,21 @@ async def test_any_retry_after_is_a_bounded_wait_or_none(
 def test_retry_after_of_any_text_never_raises(value: str) -> None:
     wait = retry_after_seconds(value)
     assert wait is None or (0 <= wait <= RETRY_AFTER_CAP and math.isfinite(wait))
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_no_client_follows_a_redirect(
+    raw_server: Callable[..., RawServer], status: int
+) -> None:
+    """A redirect would carry the signed X-API-* headers (and a raw order's body) to
+    wherever it points: both clients refuse it as an answer and send nothing there."""
+    elsewhere = raw_server(_answer(200, WALLET, "application/json"))
+
+    def redirect(conn: socket.socket, stop: threading.Event) -> None:
+        head = f"HTTP/1.1 {status} Moved\r\nLocation: {elsewhere.url}/api/ext/v1/wallet\r\n"
+        conn.sendall((head + "Content-Length: 0\r\nConnection: close\r\n\r\n").encode())
+
+    got = await _both(raw_server(redirect).url, lambda c: c.get_wallet())
+    assert [kind for kind, _ in got] == ["ApiError", "ApiError"]
+    assert all(f"{status}" in text for _, text in got)
+    assert elsewhere.accepted == 0

@@ -32,7 +32,7 @@ from ssl import SSLContext
 import aiohttp
 from yarl import URL
 
-from ..errors import ClobkitError
+from ..errors import ClobkitError, TransportError
 from ._body import Body, BodyTooLarge, refusal, unreadable
 from ._config import ClientConfig
 from ._net import Proxies
@@ -112,6 +112,7 @@ class SessionTransport:
         self._proxies = Proxies(config.proxy)
         self._session: aiohttp.ClientSession | None = None
         self._timeouts: dict[float | None, aiohttp.ClientTimeout] = {}
+        self._closed = False
 
     def _start(self) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
@@ -144,6 +145,8 @@ class SessionTransport:
         """Send ``outgoing`` and read its whole answer (at most ``limit`` bytes as
         decoded) within ``timeout`` s: the answer, or the ``clobkit.errors`` exception
         of the failure."""
+        if self._closed:  # never a new session after aclose(): it would stay open
+            return TransportError(f"{outgoing.where}: not sent, the AsyncClient is closed")
         session = self._session or self._start()
         origin = outgoing.origin
         proxy = self._proxies(origin.scheme, origin.host)
@@ -162,7 +165,8 @@ class SessionTransport:
             return _failure(exc, outgoing, timeout)
 
     async def aclose(self) -> None:
-        """Close the session and its connections."""
+        """Close the session and its connections; later exchanges are refused."""
+        self._closed = True
         session, self._session = self._session, None
         if session is not None:
             await session.close()
