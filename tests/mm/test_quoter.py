@@ -17,7 +17,7 @@ from clobkit.mm import Quote, Quoter
 from clobkit.models import Order
 
 from .conftest import (
-    CountingTransport,
+    Counted,
     assert_same,
     eventually,
     held,
@@ -170,9 +170,9 @@ async def test_unknown_outcome_places_and_cancels(
     # no client retries: every fault reaches the quoter; every one lands after commit,
     # so a request that failed must be recognised (from the stream by the client_order_id
     # its record echoes, or over REST) and never sent again, on every exchange version
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, max_retries=0), transport=transport) as client,
+        AsyncClient(**options(sb, user, max_retries=0)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
         if heard == "rest":  # deaf to the stream: only REST can resolve
@@ -488,9 +488,9 @@ async def test_after_a_reconnect_marker_the_book_is_stale_until_the_next_book(
 @contextlib.asynccontextmanager
 async def book_reads(sb: Any, user: Any, market_id: str) -> AsyncIterator[tuple[Quoter, Any]]:
     """An open quoter with a fresh book, and a count of its book's REST reads."""
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
+        AsyncClient(**options(sb, user)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
         await eventually(lambda: not q.book.stale)

@@ -238,12 +238,14 @@ class Gate:
             _close(call)
             raise
         try:
-            if not await self.budget.take(keep, cost, self._stop(endpoint)):
+            try:
+                if not await self.budget.take(keep, cost, self._stop(endpoint)):
+                    raise Halted(str(self.halted))  # halted while it waited for room
+                if endpoint == PLACE and self.halted is not None:
+                    raise Halted(self.halted)
+            except BaseException:  # cancelled or halted before it was sent: never sent
                 _close(call)
-                raise Halted(str(self.halted))  # halted while it waited for room
-            if endpoint == PLACE and self.halted is not None:
-                _close(call)
-                raise Halted(self.halted)
+                raise
             # the client's own retries take room in the budget too
             with paced(lambda: self._room(keep)):
                 return await self._send(endpoint, call, cost)
