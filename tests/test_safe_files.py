@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from clobkit._safe_files import NotRegular, atomic_output, read_regular, unsafe_directory
+from clobkit._safe_files import (
+    NotRegular,
+    atomic_output,
+    open_regular,
+    read_regular,
+    unsafe_directory,
+)
 
 
 def test_atomic_output_replaces_a_planted_link_instead_of_writing_through_it(
@@ -70,6 +76,18 @@ def test_read_regular_refuses_a_device_and_a_directory(tmp_path: Path) -> None:
         read_regular("/dev/zero", 1024)
     with pytest.raises(NotRegular, match="not a regular file"):
         read_regular(tmp_path, 1024)
+
+
+def test_open_regular_gives_a_regular_file_and_refuses_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "book-000000000000-20251201T000000.parquet"
+    path.write_bytes(b"PAR1")
+    with open_regular(path) as f:
+        assert f.read() == b"PAR1"
+    fifo = tmp_path / "book-000000000001-20251201T000001.parquet"
+    os.mkfifo(fifo)
+    for other in (fifo, tmp_path, Path("/dev/null")):
+        with pytest.raises(NotRegular, match="not a regular file"):
+            open_regular(other)
 
 
 def test_read_regular_bounds_the_size(tmp_path: Path) -> None:

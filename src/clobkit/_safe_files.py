@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Literal, overload
 
-__all__ = ["atomic_output", "read_regular", "unsafe_directory"]
+__all__ = ["NotRegular", "atomic_output", "open_regular", "read_regular", "unsafe_directory"]
 
 
 def _umask() -> int:
@@ -118,31 +118,33 @@ class NotRegular(OSError):
     """``read_regular``'s refusal: not a regular file, or larger than the bound."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
-
-    Opened without blocking (a FIFO answers at once instead of waiting for a
-    writer) and refused (``NotRegular``, an ``OSError`` naming the path) unless it
-    is a regular file of at most ``limit`` bytes; read once, never past the bound
-    whatever the file claims (a device or a file that grows)."""
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened for reading as a binary file, refused (``NotRegular``) unless it is
+    a regular file: opened without blocking (a FIFO answers at once instead of waiting
+    for a writer), checked on the descriptor opened (no swap in between)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegular(f"{os.fsdecode(path)} is not a regular file")
-        if st.st_size > limit:
-            raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
-        return b"".join(chunks)
-    finally:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)  # a regular file: reads as usual from here
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Opened as ``open_regular`` opens it and refused (``NotRegular``, an ``OSError``
+    naming the path) unless it is a regular file of at most ``limit`` bytes; read
+    once, never past the bound whatever the file claims (a file that grows)."""
+    with open_regular(path) as file:
+        if os.fstat(file.fileno()).st_size > limit:
+            raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
+    return data
