@@ -38,7 +38,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
@@ -58,12 +58,15 @@ from ._record_frames import (
 from ._record_markets import RecordedEvent, RecordedMarket, resolve_events, resolve_markets
 from ._record_read import (
     MARKETS_FILE,
+    MAX_FILE_LEVELS,
+    MAX_FILE_ROWS,
     BookRow,
     iter_rows,
     read_events,
     read_markets,
     recording_files,
 )
+from ._safe_files import atomic_output, unsafe_directory
 from ._spec import book_topic
 from .errors import ClobkitError, OrderBookNotFound, ValidationError
 
@@ -175,6 +178,7 @@ class RecordingWriter:
         self._opened = time.monotonic()
         self._writing: asyncio.Task[None] | None = None
         self._rotating = asyncio.Lock()  # the run loop and each stream's consumer rotate
+        self._warned = False  # about an unsafe directory, once
 
     # -- the hot path ------------------------------------------------------------------------
 
@@ -259,17 +263,22 @@ class RecordingWriter:
         return pa.ListArray.from_arrays(offsets, values, type=level_type)
 
     def _write(self, rows: Columns) -> None:
-        """One complete file of ``rows``, under a ``.part`` name until it is whole."""
+        """``rows`` as files, each within what a replay reads (``MAX_FILE_ROWS`` rows,
+        ``MAX_FILE_LEVELS`` levels: one file unless ``rotate_bytes`` is set past them),
+        each under a random ``.part`` name until it is whole (``atomic_output``: never
+        through a link planted at either name)."""
         table = self._table(rows)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(rows.recv_ns[0] / 1e9))
-        path = self.directory / f"book-{rows.seq[0]:012d}-{stamp}.parquet"
-        part = path.with_name(path.name + ".part")
-        from ._local_files import LOCAL, local
-
-        self._pa.parquet.write_table(table, local(part), compression="zstd", filesystem=LOCAL)
-        os.replace(part, path)
-        self.stats.files += 1
-        self.stats.bytes += path.stat().st_size
+        counts = [b + a for b, a in zip(rows.bid_counts, rows.ask_counts, strict=True)]
+        for start, stop in _file_spans(counts):
+            first_ns = rows.recv_ns[start]
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(first_ns / 1e9))
+            path = self.directory / f"book-{rows.seq[start]:012d}-{stamp}.parquet"
+            with atomic_output(path) as file:
+                part = table.slice(start, stop - start)
+                self._pa.parquet.write_table(part, file, compression="zstd")
+                size = file.tell()
+            self.stats.files += 1
+            self.stats.bytes += size
 
     async def rotate(self) -> None:
         """Write the rows held as one file (in a thread; at most one write in flight)."""
@@ -293,18 +302,23 @@ class RecordingWriter:
         await self._drain()
 
     def check_directory(self) -> None:
-        """Refuse a directory that already holds a recording (its rows would mix), or
-        whose name Parquet's writer cannot take (before any row is recorded)."""
+        """Refuse a directory that already holds a recording (its rows would mix; a link
+        named ``markets.json`` counts), or whose name Parquet's writer cannot take (before
+        any row is recorded); warn once about one other users can write into."""
         try:
             os.fsdecode(self.directory).encode("utf-8")
         except UnicodeEncodeError:
             raise ValidationError(
                 "directory", str(self.directory), "must be a UTF-8 path (Parquet's writer)"
             ) from None
-        if (self.directory / MARKETS_FILE).exists() or recording_files(self.directory):
+        if os.path.lexists(self.directory / MARKETS_FILE) or recording_files(self.directory):
             raise ValidationError(
                 "directory", str(self.directory), "already holds a recording: use a new one"
             )
+        unsafe = None if self._warned else unsafe_directory(self.directory)
+        if unsafe is not None:  # its files are written safely; what else is there is not
+            self._warned = True
+            log.warning("recording into an unsafe directory: %s", unsafe)
 
     def write_markets(self) -> None:
         """Write ``markets.json``: the recorded markets, their events (``events``) and the
@@ -317,7 +331,8 @@ class RecordingWriter:
             "markets": [m._asdict() for m in self.markets],
             "events": [e._asdict() for e in self.events],
         }
-        (self.directory / MARKETS_FILE).write_text(json.dumps(info, indent=1) + "\n")
+        with atomic_output(self.directory / MARKETS_FILE, "w") as file:
+            file.write(json.dumps(info, indent=1) + "\n")
 
 
 class Recorder(RecordingWriter):
@@ -477,7 +492,12 @@ class Recorder(RecordingWriter):
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            wake = min(self._opened + self.rotate_seconds, progress, now + 0.25)
+            # the next chore: a rotation, a progress line (only when one is shown: an
+            # unshown one's time never moves on, and waiting for it spun a core), the
+            # deadline, or a look at the books left unread
+            wake = min(self._opened + self.rotate_seconds, now + 0.25)
+            if self.on_progress is not None:
+                wake = min(wake, progress)
             if deadline is not None:
                 wake = min(wake, deadline)
             await asyncio.wait(
@@ -525,6 +545,19 @@ class Recorder(RecordingWriter):
                 for stream in streams:
                     await stream.close()
         return self.stats
+
+
+def _file_spans(counts: list[int]) -> Iterator[tuple[int, int]]:
+    """Consecutive (start, stop) spans of rows of ``counts`` levels each, each at most
+    ``MAX_FILE_ROWS`` rows and ``MAX_FILE_LEVELS`` levels (a row past that alone)."""
+    start = levels = 0
+    for i, n in enumerate(counts):
+        if i > start and (i - start >= MAX_FILE_ROWS or levels + n > MAX_FILE_LEVELS):
+            yield start, i
+            start, levels = i, 0
+        levels += n
+    if counts:
+        yield start, len(counts)
 
 
 async def record(
