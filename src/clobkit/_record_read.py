@@ -80,9 +80,10 @@ class BookRow(NamedTuple):
 
 
 def refused(path: str | os.PathLike[str], problem: str) -> ValidationError:
-    """The one-line refusal of a recording's file (``problem`` cut to one line)."""
+    """The one-line refusal of a recording's file: its name, then ``problem`` (cut to one
+    line; the whole path is the error's value)."""
     said = " ".join(problem.split())
-    return ValidationError("recording", os.fsdecode(path), said[:300])
+    return ValidationError("recording", os.fsdecode(path), f"{Path(path).name} {said[:300]}")
 
 
 def recording_files(directory: str | os.PathLike[str]) -> list[Path]:
@@ -208,8 +209,9 @@ def _check_counts(path: Path, meta: Any) -> None:
     rows = max(rows, meta.num_rows)
     if rows > MAX_FILE_ROWS:
         raise refused(path, f"holds {rows:,} rows: a file holds at most {MAX_FILE_ROWS:,}")
-    if levels > MAX_FILE_LEVELS:
-        raise refused(path, f"holds {levels:,} levels: a file holds at most {MAX_FILE_LEVELS:,}")
+    if levels > MAX_FILE_LEVELS:  # (an empty or null side counts one)
+        problem = f"counts {levels:,} levels in its metadata: a file holds at most"
+        raise refused(path, f"{problem} {MAX_FILE_LEVELS:,}")
     if decoded > MAX_FILE_BYTES:
         raise refused(
             path, f"decodes to {decoded:,} bytes: a file decodes to at most {MAX_FILE_BYTES:,}"

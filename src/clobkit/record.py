@@ -268,7 +268,9 @@ class RecordingWriter:
         each under a random ``.part`` name until it is whole (``atomic_output``: never
         through a link planted at either name)."""
         table = self._table(rows)
-        counts = [b + a for b, a in zip(rows.bid_counts, rows.ask_counts, strict=True)]
+        # as a replay counts them from the file: an empty side takes a value too
+        sides = zip(rows.bid_counts, rows.ask_counts, strict=True)
+        counts = [max(b, 1) + max(a, 1) for b, a in sides]
         for start, stop in _file_spans(counts):
             first_ns = rows.recv_ns[start]
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(first_ns / 1e9))
