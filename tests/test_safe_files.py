@@ -13,6 +13,7 @@ import pytest
 from clobkit._safe_files import (
     NotRegular,
     atomic_output,
+    new_regular,
     open_regular,
     read_regular,
     unsafe_directory,
@@ -109,3 +110,22 @@ def test_unsafe_directory_names_a_world_writable_one(tmp_path: Path) -> None:
     shared.chmod(0o1777)  # sticky, as /tmp: others cannot replace one's files
     assert unsafe_directory(shared) is None
     assert unsafe_directory(shared / "not" / "yet") is None  # judged by its parent
+
+
+def test_new_regular_makes_a_file_and_refuses_links(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    assert new_regular(path, ("-wal",)) is None
+    assert path.is_file()
+    assert path.read_bytes() == b""
+    path.write_bytes(b"kept")
+    assert new_regular(path) is None  # an existing file is left as it is
+    assert path.read_bytes() == b"kept"
+    target = tmp_path / "nowhere"
+    dangling = tmp_path / "other.db"
+    dangling.symlink_to(target)
+    reason = new_regular(dangling)
+    assert reason is not None
+    assert "is a symbolic link" in reason
+    assert not target.exists()
+    (tmp_path / "state.db-wal").symlink_to(target)
+    assert "state.db-wal is a symbolic link" in (new_regular(path, ("-wal",)) or "")

@@ -10,6 +10,11 @@ sees half a file. ``unsafe_directory`` names what makes a directory unsafe to
 write into (another owner, or others allowed to write it without the sticky
 bit), for a warning.
 
+A file another library opens by name (the sandbox's SQLite state file) is made
+by ``new_regular`` when it does not exist yet (exclusively, never through a link),
+and refused when it, or a companion file the library writes beside it (SQLite's
+``-wal`` and ``-journal``), is a link.
+
 Small metadata files (``markets.json``) are read by ``read_regular``: opened
 without blocking (a FIFO cannot hang the reader), refused unless a regular file,
 and read up to a bound (``/dev/zero`` cannot fill memory).
@@ -25,7 +30,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Literal, overload
 
-__all__ = ["NotRegular", "atomic_output", "open_regular", "read_regular", "unsafe_directory"]
+__all__ = [
+    "NotRegular",
+    "atomic_output",
+    "new_regular",
+    "open_regular",
+    "read_regular",
+    "unsafe_directory",
+]
 
 
 def _umask() -> int:
@@ -148,3 +160,18 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     if len(data) > limit:
         raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
     return data
+
+
+def new_regular(path: str | os.PathLike[str], companions: tuple[str, ...] = ()) -> str | None:
+    """Make ``path`` an empty regular file if nothing is there (``O_CREAT | O_EXCL``, no
+    link followed), for a library that then opens it by name; why it must not be opened
+    (it, or ``path`` plus one of ``companions``, is a symbolic link), or ``None``."""
+    name = os.fsdecode(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    # already there (checked next), or not creatable (the library will say why)
+    with contextlib.suppress(OSError):
+        os.close(os.open(name, flags, 0o666))  # the umask applies, as to open()
+    for linked in (name, *(name + suffix for suffix in companions)):
+        if os.path.islink(linked):
+            return f"{linked} is a symbolic link (name the file itself; none beside it)"
+    return None
