@@ -56,11 +56,11 @@ MARKETS_FILE_BYTES = 16 << 20
 #: has at most 99).
 MAX_BOOK_LEVELS = 1_000
 #: The most rows one file of a recording may hold.
-MAX_FILE_ROWS = 500_000
+MAX_FILE_ROWS = 250_000
 #: The most levels (bids and asks) one file may hold.
-MAX_FILE_LEVELS = 1_000_000
+MAX_FILE_LEVELS = 500_000
 #: The most bytes one file's columns may take decoded (Parquet's uncompressed size).
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = 16 << 20
 _LEVEL_SIDES = ("bids", "asks")
 _TEXT_COLUMNS = ("kind", "market_id", "token_id")
 _INT_COLUMNS = ("seq", "recv_ns", "service_ms")

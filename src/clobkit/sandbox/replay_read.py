@@ -32,7 +32,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from clobkit._checks import bounded, bounded_int
+from clobkit._checks import MAX_NUMBER_TEXT, bounded, bounded_int
 from clobkit._record_read import file_batches, recording_files, refused
 from clobkit.errors import ValidationError
 from clobkit.record import BOOK, GAP, SNAPSHOT, RecordedMarket
@@ -121,9 +121,12 @@ def index(directory: str | os.PathLike[str], markets: list[RecordedMarket]) -> I
     past a bound, a time or kind out of range, and a recording with books but none of
     a market its ``markets.json`` lists."""
     import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     files: list[_File] = []
-    seen: set[str] = set()  # the tokens of the rows that are no gap
+    listed = [t for m in markets for t in (m.token_id_a, m.token_id_b)]
+    seen: set[str] = set()  # the listed tokens of the rows that are no gap
     books = 0
     for path in recording_files(directory):
         try:
@@ -139,8 +142,10 @@ def index(directory: str | os.PathLike[str], markets: list[RecordedMarket]) -> I
             book = kinds != _GAP
             books += int(book.sum())
             codes = _codes(tokens.indices)[book]
-            dictionary = tokens.dictionary.to_pylist()
-            seen.update(dictionary[c] for c in np.unique(codes[codes >= 0]).tolist())
+            # which listed token each text is (no other text made a Python string)
+            found = pc.index_in(tokens.dictionary, value_set=pa.array(listed, pa.string()))
+            which = np.append(_codes(found), -1)[np.unique(codes)]
+            seen.update(listed[k] for k in which[which >= 0].tolist())
             start = rows % _BLOCK
             if start:  # the rest of the last block first
                 take = min(_BLOCK - start, len(recv))
@@ -252,36 +257,46 @@ def _level_value(text: object, name: str) -> int:
     return int(bounded(text, name, *_SIZE, places=6, text=True, unit="USDC") * UNIT)
 
 
-def _first_bad(codes: list[int], texts: list[object], name: str, lookup: Any) -> int | None:
-    """Fill ``lookup`` with each code's value; the first code refused (None: none)."""
-    for code, text in zip(codes, texts, strict=True):
+def _values(texts: list[object], name: str) -> list[int | None]:
+    """Each text's value (``_level_value``), None where it is refused."""
+    out: list[int | None] = []
+    for text in texts:
         try:
-            lookup[code] = _level_value(text, name)
-        except ValidationError:  # noqa: PERF203 - the first refusal ends the loop
-            return code
-    return None
+            out.append(_level_value(text, name))
+        except ValidationError:  # noqa: PERF203 - rare: a recording of the API has none
+            out.append(None)
+    return out
 
 
 def _parsed(path: Path, values: Any, offsets: Any, first: int, what: tuple[str, str]) -> Any:
-    """Each level's price in cents or size in units (int64), every one checked."""
+    """Each level's price in cents or size in units (int64), every one checked: each
+    distinct text once, one longer than any number never made a Python string."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     side, name = what
     codes = _codes(values.indices)
     used = np.unique(codes)
     valid = used[used >= 0]
+    lengths = _codes(pc.binary_length(values.dictionary))
+    short = valid[lengths[valid] <= MAX_NUMBER_TEXT]
+    read = _values(values.dictionary.take(pa.array(short, pa.int64())).to_pylist(), name)
     lookup = np.zeros(len(values.dictionary) + 1, dtype=np.int64)  # the last: null's
-    texts = values.dictionary.take(pa.array(valid)).to_pylist()
-    bad = _first_bad(valid.tolist(), texts, name, lookup)
-    if bad is None and len(used) and used[0] < 0:
-        bad = -1  # a null price or size (of a null level too)
-    if bad is None:
+    lookup[short] = [v or 0 for v in read]
+    bad = [c for c, v in zip(short.tolist(), read, strict=True) if v is None]
+    bad += valid[lengths[valid] > MAX_NUMBER_TEXT].tolist()
+    bad += [-1] if len(used) and used[0] < 0 else []  # a null price or size, or level
+    if not bad:
         return lookup[codes]
-    at = int(np.argmax(codes == bad))
+    at = int(np.flatnonzero(np.isin(codes, bad))[0])  # the first refused level, in order
     row = int(np.searchsorted(offsets, at, side="right")) - 1
+    code = int(codes[at])
+    text = None  # (a long one cut: still longer than any number)
+    if code >= 0:
+        text = pc.utf8_slice_codeunits(values.dictionary.slice(code, 1), 0, 80)[0].as_py()
     try:
-        _level_value(None if bad < 0 else texts[valid.tolist().index(bad)], name)
+        _level_value(text, name)
     except ValidationError as exc:
         raise _again(exc, path, first + row, f"{side}[{at - int(offsets[row])}].{name}") from None
     raise AssertionError("a refused value was accepted")  # pragma: no cover
