@@ -27,7 +27,14 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ._jsondepth import MAX_JSON_DEPTH, json_too_deep
-from ._record_frames import arrow, schema
+from ._record_frames import (
+    MAX_BOOK_LEVELS,
+    MAX_FILE_BYTES,
+    MAX_FILE_LEVELS,
+    MAX_FILE_ROWS,
+    arrow,
+    schema,
+)
 from ._record_markets import RecordedEvent, RecordedMarket
 from ._safe_files import open_regular, read_regular
 from .errors import ValidationError
@@ -52,15 +59,6 @@ __all__ = [
 MARKETS_FILE = "markets.json"
 #: The largest ``markets.json`` read (bytes): thousands of markets and their events.
 MARKETS_FILE_BYTES = 16 << 20
-#: The most levels one side of one recorded book may hold (a book on the 0.01 grid
-#: has at most 99).
-MAX_BOOK_LEVELS = 1_000
-#: The most rows one file of a recording may hold.
-MAX_FILE_ROWS = 250_000
-#: The most levels (bids and asks) one file may hold.
-MAX_FILE_LEVELS = 500_000
-#: The most bytes one file's columns may take decoded (Parquet's uncompressed size).
-MAX_FILE_BYTES = 16 << 20
 _LEVEL_SIDES = ("bids", "asks")
 _TEXT_COLUMNS = ("kind", "market_id", "token_id")
 _INT_COLUMNS = ("seq", "recv_ns", "service_ms")

@@ -38,7 +38,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import accumulate
 from operator import attrgetter
 from pathlib import Path
@@ -51,16 +51,15 @@ from ._record_frames import (
     Level,
     arrow,
     decode_book_frame,
+    file_spans,
     rest_levels,
+    row_bytes,
     schema,
     text_levels,
 )
 from ._record_markets import RecordedEvent, RecordedMarket, resolve_events, resolve_markets
 from ._record_read import (
     MARKETS_FILE,
-    MAX_FILE_BYTES,
-    MAX_FILE_LEVELS,
-    MAX_FILE_ROWS,
     BookRow,
     iter_rows,
     read_events,
@@ -264,17 +263,16 @@ class RecordingWriter:
         return pa.ListArray.from_arrays(offsets, values, type=level_type)
 
     def _write(self, rows: Columns) -> None:
-        """``rows`` as files, each within what a replay reads (``MAX_FILE_ROWS`` rows,
-        ``MAX_FILE_LEVELS`` levels, half ``MAX_FILE_BYTES`` of text: one file unless
-        ``rotate_bytes`` is set past them),
+        """``rows`` as files, each within what a replay reads (``file_spans``: one file
+        unless ``rotate_bytes`` is set past the bounds),
         each under a random ``.part`` name until it is whole (``atomic_output``: never
         through a link planted at either name)."""
         table = self._table(rows)
         # as a replay counts them from the file: an empty side takes a value too
         sides = zip(rows.bid_counts, rows.ask_counts, strict=True)
         counts = [max(b, 1) + max(a, 1) for b, a in sides]
-        texts = _row_bytes(rows)
-        for start, stop in _file_spans(counts, texts):
+        texts = row_bytes(rows)
+        for start, stop in file_spans(counts, texts):
             first_ns = rows.recv_ns[start]
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(first_ns / 1e9))
             path = self.directory / f"book-{rows.seq[start]:012d}-{stamp}.parquet"
@@ -550,36 +548,6 @@ class Recorder(RecordingWriter):
                 for stream in streams:
                     await stream.close()
         return self.stats
-
-
-def _row_bytes(rows: Columns) -> list[int]:
-    """Each row's bytes of text as a file holds it undecoded at worst (its levels'
-    prices and sizes, each with its 4-byte length, and its ids)."""
-    out = []
-    at_bid = at_ask = 0
-    for k, (b, a) in enumerate(zip(rows.bid_counts, rows.ask_counts, strict=True)):
-        texts = rows.bid_prices[at_bid : at_bid + b] + rows.bid_sizes[at_bid : at_bid + b]
-        texts += rows.ask_prices[at_ask : at_ask + a] + rows.ask_sizes[at_ask : at_ask + a]
-        ids = len(rows.market[k] or "") + len(rows.token[k] or "")
-        out.append(sum(map(len, texts)) + 4 * len(texts) + ids + 40)
-        at_bid, at_ask = at_bid + b, at_ask + a
-    return out
-
-
-def _file_spans(counts: list[int], texts: list[int]) -> Iterator[tuple[int, int]]:
-    """Consecutive (start, stop) spans of rows of ``counts`` levels and ``texts`` bytes
-    each, each at most ``MAX_FILE_ROWS`` rows, ``MAX_FILE_LEVELS`` levels and half
-    ``MAX_FILE_BYTES`` (a row past that alone)."""
-    start = levels = size = 0
-    for i, (n, b) in enumerate(zip(counts, texts, strict=True)):
-        full = levels + n > MAX_FILE_LEVELS or size + b > MAX_FILE_BYTES // 2
-        if i > start and (i - start >= MAX_FILE_ROWS or full):
-            yield start, i
-            start, levels, size = i, 0, 0
-        levels += n
-        size += b
-    if counts:
-        yield start, len(counts)
 
 
 async def record(

@@ -41,8 +41,8 @@ def recording(tmp_path: Path) -> Path:
         ("--start", "-1e999999999", "start: must be a number in [-10,000,000,000,"),
         ("--end", "1e999999999", "end: must be a number in [-10,000,000,000, 10,000,000,000]"),
         ("--end", "NaN", "end: must be a number in"),
-        ("--speed", "1e999999999", "--speed: must be a number in [0.000001, 1,000,000]"),
-        ("--speed", "1e-999999999", "--speed: must be a number in [0.000001, 1,000,000]"),
+        ("--speed", "1e999999999", "--speed: must be a number in [0.001, 1,000,000]"),
+        ("--speed", "1e-999999999", "--speed: must be a number in [0.001, 1,000,000]"),
     ],
 )
 def test_replay_numbers_past_their_range_are_one_line(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import clobkit.record
+from clobkit import _record_frames
 from clobkit.record import BOOK, RecordedMarket, RecordingWriter, iter_rows, recording_files
 
 from .conftest import config, sandbox_module
@@ -61,8 +61,8 @@ def test_rows_held_past_a_files_bounds_are_written_as_several_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a --rotate-mb large enough held more rows than a replay reads from one file
-    monkeypatch.setattr(clobkit.record, "MAX_FILE_ROWS", 4)
-    monkeypatch.setattr(clobkit.record, "MAX_FILE_LEVELS", 8)
+    monkeypatch.setattr(_record_frames, "MAX_FILE_ROWS", 4)
+    monkeypatch.setattr(_record_frames, "MAX_FILE_LEVELS", 8)
     market = RecordedMarket("00000000-0000-4000-8000-00000000000a", None, "Q", "11", "22")
     writer = RecordingWriter(tmp_path, [market], rotate_seconds=1e9)
     writer.write_markets()

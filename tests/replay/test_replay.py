@@ -355,7 +355,7 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
     assert main(["--port", "0", "--start", "5"]) == 2
     assert "--start needs --replay" in capsys.readouterr().err
     assert main(["--replay", str(tmp_path), "--speed", "inf"]) == 2
-    assert "--speed: must be a number in [0.000001, 1,000,000]" in capsys.readouterr().err
+    assert "--speed: must be a number in [0.001, 1,000,000]" in capsys.readouterr().err
     assert main(["--port", "0", "--host", ""]) == 2
     assert "--host must name an address" in capsys.readouterr().err
 

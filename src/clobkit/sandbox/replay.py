@@ -70,7 +70,7 @@ _T = TypeVar("_T")
 MAX_SECONDS = 10**10
 #: The fastest a replay's clock runs (times real time), and the slowest.
 MAX_SPEED = Decimal(10**6)
-MIN_SPEED = Decimal("0.000001")
+MIN_SPEED = Decimal("0.001")
 #: The most virtual ms one step moves the clock, and the most update times.
 MAX_STEP_MS = 10**13
 MAX_STEP_UPDATES = 10_000

@@ -55,7 +55,7 @@ __all__ = [
 MAX_HELD = 1_000_000
 #: The largest size of one recorded level (USDC).
 MAX_LEVEL_USDC = 10**10
-#: The most nanoseconds a recorded time may be (int64's, the year 2262).
+#: The latest a recorded time may be (int64's: in ns, the year 2262).
 MAX_NS = 2**63 - 1
 _KINDS = (BOOK, SNAPSHOT, GAP)
 _GAP = _KINDS.index(GAP)
@@ -341,7 +341,7 @@ def _service(path: Path, batch: Any, first: int) -> list[int | None]:
     for row, ms in enumerate(values):
         if ms is not None and ms < 0:
             try:
-                bounded_int(ms, "service_ms", 0, MAX_NS // 1_000_000, unit="ms")
+                bounded_int(ms, "service_ms", 0, MAX_NS, unit="ms")
             except ValidationError as exc:
                 raise _again(exc, path, first + row) from None
     return values
