@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import json
 import multiprocessing
-import os
 import random
 import resource
 import subprocess
@@ -186,21 +185,11 @@ def idle(seconds: float, before: str | None) -> None:
 def _measured(argv: list[str], src: str | None) -> tuple[float, float]:
     """The CPU and wall seconds of ``clobkit *argv`` (into a new directory), in a child
     with the clobkit of ``src`` (this one's by default)."""
-    env = os.environ.copy()
-    if src is not None:
-        env["PYTHONPATH"] = src
+    from bench_replay import run_json  # this script's own folder is on sys.path
+
     with tempfile.TemporaryDirectory() as tmp:
-        done = subprocess.run(
-            [sys.executable, "-c", _MEASURE, *argv, "--out", str(Path(tmp) / "rec")],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-    if done.returncode != 0:
-        raise SystemExit(f"clobkit record failed:\n{done.stderr}")
-    got = json.loads(done.stdout.splitlines()[-1])
-    return float(got["cpu"]), float(got["wall"])
+        got = run_json(_MEASURE, [*argv, "--out", str(Path(tmp) / "rec")], src)
+    return float(str(got["cpu"])), float(str(got["wall"]))
 
 
 def main() -> None:

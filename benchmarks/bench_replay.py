@@ -120,23 +120,25 @@ print(json.dumps(out))
 """
 
 
-def replay_in_child(directory: Path, src: str | None = None) -> dict[str, object]:
-    """Replay ``directory`` in a fresh interpreter (with the clobkit of ``src`` when
-    given): its figures (module doc)."""
+def run_json(code: str, args: list[str], src: str | None = None) -> dict[str, object]:
+    """Run ``code`` with ``args`` in a fresh interpreter (with the clobkit of ``src`` when
+    given); the JSON object its last line prints."""
     env = os.environ.copy()
     if src is not None:
         env["PYTHONPATH"] = src
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(directory)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=False, env=env
     )
     if done.returncode != 0:
-        raise SystemExit(f"the replay failed:\n{done.stderr}")
+        raise SystemExit(f"the child failed:\n{done.stderr}")
     result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     return result
+
+
+def replay_in_child(directory: Path, src: str | None = None) -> dict[str, object]:
+    """Replay ``directory`` in a fresh interpreter (with the clobkit of ``src`` when
+    given): its figures (module doc)."""
+    return run_json(CHILD, [str(directory)], src)
 
 
 def line(name: str, n: int, got: dict[str, object]) -> str:

@@ -7,10 +7,7 @@ here, so that random recordings reach them; the memory test uses the real ones."
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -85,26 +82,6 @@ def _replay(engine: Any, directory: Path) -> Replay | ClobkitError:
         return exc
 
 
-_WORST = """
-import json, sys
-from pathlib import Path
-sys.path.insert(0, sys.argv[2])
-import clobkit.sandbox
-from clobkit.errors import ClobkitError
-from clobkit.sandbox.replay import Replay
-said = []
-for directory in sorted(Path(sys.argv[1]).iterdir()):
-    try:
-        Replay(clobkit.sandbox.Engine({}), directory)
-        said.append(None)
-    except ClobkitError as exc:
-        said.append(str(exc))
-with open("/proc/self/status") as status:
-    peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print(json.dumps({"said": said, "peak_kb": peak}))
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="VmHWM is Linux's")
 def test_the_worst_hostile_recordings_stay_within_a_memory_bound(tmp_path: Path) -> None:
@@ -115,7 +92,13 @@ def test_the_worst_hostile_recordings_stay_within_a_memory_bound(tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .test_replay_bounded import _level_column, _markets, _one_row, write_bomb
+    from .test_replay_bounded import (
+        _level_column,
+        _markets,
+        _one_row,
+        replayed_in_child,
+        write_bomb,
+    )
 
     write_bomb(tmp_path / "a-levels", 20_000_000, per_group=1_000_000)
     _markets(tmp_path / "b-dictionary")
@@ -140,17 +123,8 @@ def test_the_worst_hostile_recordings_stay_within_a_memory_bound(tmp_path: Path)
     _markets(tmp_path / "d-rows")
     empty = _one_row(_level_column(0)).take(pa.array([0] * 1_000_000))
     pq.write_table(empty, tmp_path / "d-rows" / "book-0.parquet")
-    tests_root = str(Path(__file__).resolve().parents[2])
-    done = subprocess.run(
-        [sys.executable, "-c", _WORST, str(tmp_path), tests_root],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
-    assert all(said is not None and "\n" not in said for said in got["said"]), got
+    said, peak_kb = replayed_in_child(*sorted(tmp_path.iterdir()))
+    assert all(s is not None and "\n" not in s for s in said), said
     # read (within the bounds), its one price text refused, never made 490,000 strings
-    assert got["said"][1].startswith("bids[0].price: must be a number in [0.01, 0.99]")
-    assert got["peak_kb"] < 300 * 1024, got
+    assert str(said[1]).startswith("bids[0].price: must be a number in [0.01, 0.99]")
+    assert peak_kb < 300 * 1024, (said, peak_kb)
