@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,3 +55,23 @@ def test_replay_numbers_past_their_range_are_one_line(
     assert line.startswith("error: ")
     assert said in line
     assert value in line
+
+
+@pytest.mark.slow
+def test_record_warns_about_a_directory_others_can_write(
+    proc: Callable[..., Result], sandbox: Any, env: dict[str, str], tmp_path: Path
+) -> None:
+    """clobkit record into a directory anyone may write (no sticky bit): one warning line
+    on stderr before it records, then the recording as usual, its files written safely."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    market = min(m.id for m in sandbox.engine.markets.values() if m.active)
+    got = proc(
+        "record", "--market", market, "--out", str(shared / "rec"), "--duration", "1", env=env
+    )
+    assert got.code == 0, got.err
+    warning = [line for line in got.err.splitlines() if "unsafe directory" in line]
+    assert warning == [f"recording into an unsafe directory: {shared} can be written by other "
+                       "users (mode drwxrwxrwx)"]  # fmt: skip
+    assert (shared / "rec" / "markets.json").is_file()
