@@ -29,6 +29,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -120,10 +121,6 @@ def index(directory: str | os.PathLike[str], markets: list[RecordedMarket]) -> I
     """Read a recording's arrival times, kinds and tokens (module doc); refuse a file
     past a bound, a time or kind out of range, and a recording with books but none of
     a market its ``markets.json`` lists."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     files: list[_File] = []
     listed = [t for m in markets for t in (m.token_id_a, m.token_id_b)]
     seen: set[str] = set()  # the listed tokens of the rows that are no gap
@@ -136,6 +133,11 @@ def index(directory: str | os.PathLike[str], markets: list[RecordedMarket]) -> I
         mins: list[int] = []
         rows = 0
         for batch in file_batches(path, _INDEX_COLUMNS, stamp=stamp):
+            # imported once a file passed its counts (a refused bomb never loads them)
+            import numpy as np
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
             recv = _times(path, batch, rows)
             kinds = _kinds(path, batch, rows)
             tokens = batch.column("token_id")
@@ -153,8 +155,8 @@ def index(directory: str | os.PathLike[str], markets: list[RecordedMarket]) -> I
                 recv = recv[take:]
             mins += [int(recv[k : k + _BLOCK].min()) for k in range(0, len(recv), _BLOCK)]
             rows += batch.num_rows
-        suffix = list(np.minimum.accumulate(np.array(mins[::-1], dtype=np.int64))[::-1])
-        files.append(_File(path, stamp, rows, [int(m) for m in suffix]))
+        suffix = list(accumulate(reversed(mins), min))[::-1]  # the earliest from each on
+        files.append(_File(path, stamp, rows, suffix))
     later = [MAX_NS + 1] * len(files)
     for f in range(len(files) - 2, -1, -1):
         after = files[f + 1]
