@@ -25,6 +25,7 @@ from ._amounts_py import market_price as market_price
 from ._amounts_py import to_units as to_units
 from ._arrow_ids import id_array, offsets, parse_out, pyarrow
 from ._columns import Column, is_columnar, nullable
+from ._csv_columns import csv_columns as csv_columns
 from ._parse import (
     _SALT_SPAN,
     COLUMN_KINDS,
