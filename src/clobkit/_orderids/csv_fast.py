@@ -179,51 +179,47 @@ def _array(pa: Any, spec: tuple[Any, ...], rows: int, col: Any) -> Any:
 
 
 def run_blocks(
-    fast: FastCsv | None,
     raw: IO[bytes],
     rest: bytes,
     start: int,
     first: int,
     *,
-    write: Callable[[Any], None],
-    exact: Callable[[bytes], tuple[T, int]],
-    emit: Callable[[int, T, int], None],
-    done: Callable[[int, int], None],
+    block: Callable[[int, bytes], tuple[T, int] | None],
+    exact: Callable[[int, bytes], tuple[T, int]],
+    report: Callable[[T, int, int], None],
     workers: int = 1,
 ) -> None:
     """Every line after the header: blocks read, hashed and written in overlapping stages.
 
     ``workers`` blocks are worked on at once (``_orderids.stages.staged``): a
-    reader thread cuts them, pool threads run ``fast.block`` on them (the RE2 check,
-    pyarrow's reader and kernels, the core's hashing and ``append_column``,
-    all without the GIL), and this thread writes them in order. With ``fast``
-    None every block goes to the exact reader.
-
-    ``start`` is the offset of ``rest`` in the file (no ``tell``: a pipe has
-    none). ``exact(block)`` runs a block in doubt through the exact reader, in
-    the pool like a fast block, and returns (what it made, its line count);
-    ``emit(first_line, made, bytes_read)`` writes that here, in order (it
-    reports and counts its own rows); ``done(bytes_read, rows)`` counts the
-    rows of a fast block.
+    reader thread cuts them, pool threads make each block's piece, and this
+    thread reports them in order. ``block(index, data)`` makes (the piece, its
+    line count) of a block on the fast path (``FastCsv``: ``csv_columns``, the
+    core's hashing, the output's rows, all without the GIL) or returns None:
+    in doubt.
+    ``exact(index, data)`` then makes it through the exact reader, in the pool
+    like a fast block, and returns (the piece, its line count). ``report(piece,
+    bytes_read, first_line)`` writes a piece here, in order: ``first_line`` is
+    the number of the block's first line (an exact piece's line numbers count
+    from 0 in its block). ``start`` is the offset of ``rest`` in the file (no
+    ``tell``: a pipe has none).
     """
     line = first
 
-    def work(entry: tuple[bytes, int]) -> tuple[bool, Any, int]:
-        """(whether fast, the output or what ``exact`` made, the line count)."""
-        made = fast.block(entry[0]) if fast is not None else None
-        return (True, *made) if made is not None else (False, *exact(entry[0]))
+    def work(entry: tuple[int, bytes, int]) -> tuple[T, int]:
+        """(the block's piece, its line count)."""
+        index, data, _ = entry
+        made = block(index, data)
+        return exact(index, data) if made is None else made
 
-    def finish(entry: tuple[bytes, int], result: tuple[bool, Any, int]) -> None:
+    def finish(entry: tuple[int, bytes, int], result: tuple[T, int]) -> None:
         nonlocal line
-        is_fast, made, lines = result
-        if is_fast:
-            write(made)
-            done(entry[1], lines)
-        else:
-            emit(line, made, entry[1])
+        piece, lines = result
+        report(piece, entry[2], line)
         line += lines
 
-    staged(_blocks(raw, rest, start), work, finish, workers)
+    numbered = ((i, data, at) for i, (data, at) in enumerate(_blocks(raw, rest, start)))
+    staged(numbered, work, finish, workers)
 
 
 def _blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:
