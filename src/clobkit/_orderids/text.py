@@ -180,7 +180,7 @@ class _Made:
         pa, _, _, schema = self.arrow()
         import pyarrow.parquet as pq
 
-        return pa, pq, schema, parquet_options(schema.names, self.added)
+        return pa, pq, schema, parquet_options(schema.names, self.added, statistics=False)
 
     def render(self, index: int, table: Any, out: Any) -> Any:
         """A table of the output's columns as the output's piece (a work thread)."""
