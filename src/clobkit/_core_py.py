@@ -335,10 +335,12 @@ class OrderHasher:
         """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar.
 
         A list of ``"0x…"`` strings, or with ``out="arrow"`` one pyarrow string
-        array of them (needs pyarrow; see ``clobkit._arrow_ids``).
+        array of them (needs pyarrow), with ``out="bytes"`` one ``bytes`` of them
+        back to back (see ``clobkit._arrow_ids``).
         """
         parse_threads(threads)
-        pa = pyarrow() if parse_out(out) else None
+        kind = parse_out(out)
+        pa = pyarrow() if kind == "arrow" else None
         version = self._prepared.version
         given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
         check_version_fields(version, given, batch=True)
@@ -362,6 +364,8 @@ class OrderHasher:
             self._digest((tok[i], mak[i], tak[i], sid[i], sal[i], a[i], b[i], c[i]), neg[i])
             for i in range(n)
         ]
+        if kind == "bytes":
+            return "".join(ids).encode("ascii")
         if pa is None:
             return ids
         return id_array(pa, "".join(ids).encode("ascii"), offsets(n), n)
