@@ -267,3 +267,21 @@ def test_a_dataset_directory_gets_the_mode_a_new_directory_would(
         os.umask(mask)
     assert got.code == 0, got.err
     assert (tmp_path / "ds").stat().st_mode & 0o777 == 0o750
+
+
+def test_a_parquet_file_is_the_same_bytes_without_proc(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pyarrow writes the file ``atomic_output`` opened through ``/proc/self/fd/N`` where
+    Linux has it, else through the file's Python methods: the same bytes either way."""
+    from clobkit._orderids import outputs
+
+    src = tmp_path / "in.parquet"
+    write_parquet(src, orders(700, full=True))
+    wallet = wallet_file(tmp_path, WALLET)
+    assert run(cli, wallet, src, tmp_path / "native.parquet", "--batch-size", "200").code == 0
+    monkeypatch.setattr(outputs, "PROC_FD", str(tmp_path / "no-proc"))
+    assert run(cli, wallet, src, tmp_path / "python.parquet", "--batch-size", "200").code == 0
+    native = (tmp_path / "native.parquet").read_bytes()
+    assert native == (tmp_path / "python.parquet").read_bytes()
+    assert pq.ParquetFile(tmp_path / "native.parquet").metadata.num_row_groups == 4
