@@ -33,6 +33,7 @@ from __future__ import annotations
 import csv
 import re
 from array import array
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -159,34 +160,30 @@ def _text(cells: list[str], empty: bytes | None, _: object) -> Any:
 
 
 def _uint64(cells: list[str], empty: int | None, _: object) -> bytes | None:
-    values = array("Q")
-    for cell in cells:
-        if not cell:
-            if empty is None:
-                return None
-            values.append(empty)
-        else:
-            digits = cell.lstrip("0")  # (int() refuses past 4,300 digits, zeros too)
-            if not (cell.isascii() and cell.isdigit()) or len(digits) > 20:
-                return None
-            value = int(digits or "0")
-            if value >= 1 << 64:
-                return None
-            values.append(value)
-    return values.tobytes()
+    def read(cell: str) -> int | None:
+        digits = cell.lstrip("0")  # (int() refuses past 4,300 digits, zeros too)
+        if not (cell.isascii() and cell.isdigit()) or len(digits) > 20:
+            return None
+        value = int(digits or "0")
+        return value if value < 1 << 64 else None
+
+    return _values("Q", cells, empty, read)
 
 
 def _mapped(cells: list[str], empty: int | None, table: tuple[tuple[bytes, int], ...]) -> Any:
     lookup = {key.decode("ascii"): value for key, value in table}
-    values = array("b")
+    # ASCII letters only are folded (the C side's rule); the block is ASCII
+    return _values("b", cells, empty, lambda cell: lookup.get(cell.lower()))
+
+
+def _values(
+    code: str, cells: list[str], empty: int | None, read: Callable[[str], int | None]
+) -> bytes | None:
+    """Each cell read (an empty one is ``empty``) into an array of ``code``; None if a
+    cell is refused (``read`` gives None, or it is empty and ``empty`` is None)."""
+    values = array(code)
     for cell in cells:
-        if not cell:
-            if empty is None:
-                return None
-            values.append(empty)
-            continue
-        # ASCII letters only are folded (the C side's rule); the block is ASCII
-        value = lookup.get(cell.lower()) if len(cell) <= KEY_MAX else None
+        value = empty if not cell else read(cell)
         if value is None:
             return None
         values.append(value)

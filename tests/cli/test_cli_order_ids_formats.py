@@ -23,6 +23,7 @@ from clobkit._orderids.outputs import MANIFEST
 
 from .conftest import WALLET, Result
 from .test_cli_order_ids import expected_id, orders, write_csv, write_jsonl
+from .test_cli_order_ids_stages import _parquet
 from .test_cli_order_ids_v2 import wallet_file
 
 pa = pytest.importorskip("pyarrow")
@@ -32,18 +33,8 @@ FORMATS = ("csv", "jsonl", "parquet")
 OUTPUTS = ("csv", "jsonl", "parquet", "dataset")
 
 
-def write_parquet(path: Path, rows: list[dict[str, Any]], group: int = 400) -> None:
-    cols: dict[str, Any] = {}
-    for name in rows[0]:
-        values = [row[name] for row in rows]
-        if name == "neg_risk":
-            cols[name] = pa.array(values, pa.bool_())
-        elif name != "token_id" and all(type(v) is int for v in values):
-            cols[name] = pa.array(values, pa.int64())
-        else:
-            cols[name] = pa.array([str(v) for v in values], pa.string())
-    cols["note"] = pa.array([f"kept, {i}" for i in range(len(rows))])
-    pq.write_table(pa.table(cols), path, row_group_size=group)
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
+    _parquet(path, rows, group=400)  # typed columns, and a "note" column kept as it is
 
 
 def write_input(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -103,7 +94,7 @@ def test_every_format_into_every_format(
         for name, value in original.items():
             assert _same_value(value, row[name], fmt, out), (name, value, row[name])
     if fmt == "parquet":
-        assert written[7]["note"] == "kept, 7"
+        assert written[7]["note"] == "kept 7"
 
 
 def _same_value(value: Any, got: Any, fmt: str, out: str) -> bool:
