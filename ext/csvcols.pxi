@@ -37,7 +37,6 @@ cdef extern from "csvcols.h":
     int ck_csv_fill(const uint8_t *buf, ck_csv_col *cols, int ncols, const ck_csv_span *spans,
                     int64_t rows) nogil
 
-from clobkit import _csv_columns as _csvc
 
 
 cdef class _CsvPlan:
@@ -116,6 +115,8 @@ cdef bytes _fresh(Py_ssize_t size):
 def csv_columns(block, width, columns):
     """A block of plain CSV lines read into columns: ``(rows, [column, ...])`` or
     ``None`` (see ``clobkit._csv_columns``, the rule and the pure twin)."""
+    from clobkit import _csv_columns as _csvc  # on first use: `import clobkit` stays light
+
     cdef _Bytes src = _data(block, "block")
     cdef Py_ssize_t w = _p.parse_width(width)
     specs = _csvc.parse_columns(columns, w)

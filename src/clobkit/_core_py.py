@@ -25,7 +25,6 @@ from ._amounts_py import market_price as market_price
 from ._amounts_py import to_units as to_units
 from ._arrow_ids import id_array, offsets, parse_out, pyarrow
 from ._columns import Column, is_columnar, nullable
-from ._csv_columns import csv_columns as csv_columns
 from ._parse import (
     _SALT_SPAN,
     COLUMN_KINDS,
@@ -445,6 +444,14 @@ def append_column(lines: object, values: object, width: object) -> bytes:
         out.append(row[:-1] if row.endswith(b"\r") else row)
         out.append(b"," + vals[k * w : (k + 1) * w] + b"\n")
     return b"".join(out)
+
+
+def csv_columns(block: object, width: object, columns: object) -> Any:
+    """A block of plain CSV lines read into columns: ``(rows, [column, ...])`` or ``None``
+    (``clobkit._csv_columns``, loaded on first use: its rule and this twin's body)."""
+    from ._csv_columns import csv_columns as read
+
+    return read(block, width, columns)
 
 
 def sha256_hex(data: bytes) -> str:
