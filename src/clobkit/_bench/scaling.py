@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from clobkit import OrderHasher, OrderSigner
+from clobkit._spec import SALT_MAX
 
 from .machine import machine, machine_line
 from .order_ids import WALLET as V1_WALLET
@@ -110,7 +111,7 @@ def orders(start: int, n: int, version: int = 1) -> Any:
         "maker_amount": pc.if_else(buy, usdc, shares),
         "taker_amount": pc.if_else(buy, shares, usdc),
         "side": pc.if_else(buy, "BUY", "SELL"),
-        "salt": mod(pc.multiply(i, 7919), 10**12),
+        "salt": mod(pc.multiply(i, 7919), SALT_MAX),
     }
     if version != 1:
         cols["timestamp"] = pc.add(i, 1_777_000_000_000)

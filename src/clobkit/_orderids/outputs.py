@@ -257,7 +257,7 @@ def check_dataset_target(path: str, *keep: str) -> None:
 
 def _replace_directory(new: Path, final: Path) -> None:
     """``new`` renamed to ``final``: a link there removed (never followed), a previous
-    dataset moved aside and removed after."""
+    dataset moved aside, removed once ``new`` is in place (put back if it could not be)."""
     check_dataset_target(str(final))  # again: it may have changed while we wrote
     if final.is_symlink():
         final.unlink()
@@ -267,9 +267,12 @@ def _replace_directory(new: Path, final: Path) -> None:
         os.replace(final, old)  # onto the empty directory just made
     try:
         os.replace(new, final)  # onto nothing, or an empty directory
-    finally:
+    except BaseException:
         if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+            os.replace(old, final)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def open_output(

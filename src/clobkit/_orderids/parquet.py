@@ -262,47 +262,77 @@ def run_parquet(
     check_types(pa, ac, schema, layout, input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
     schema = _output_schema(pa, schema, added)
-    total = max(source.metadata.num_rows, 1)
-    per_item = item_threads(threads)
-    written = rejected = done = 0
     options = parquet_options(schema.names, added, dictionaries)
     out = open_output(
         out_kind, output_path, workers_for(threads), lambda: (pa, pq, schema, options)
     )
-    render = _renderer(pa, ac, out_kind, out)
-
-    def work(entry: tuple[int, int, Any]) -> tuple[Any, int, list[tuple[int, str]]]:
-        """One record batch hashed and made the output's piece (in a pool thread)."""
-        index, first, batch = entry
-        result = _arrow_batch(pa, ac, hasher, batch, first, layout, per_item, signer)
-        made, kept, rejects = _output(pa, ac, batch, result, added, read, schema)
-        return render(index, made), kept, rejects
-
-    def finish(entry: tuple[int, int, Any], result: tuple[Any, int, list[tuple[int, str]]]) -> None:
-        """Refusals reported and the piece written, in the file's order (this thread)."""
-        nonlocal written, rejected, done
-        piece, kept, rejects = result
-        for number, reason in rejects:
-            bar.clear()
-            say(f"row {number}: {reason}")
-        out.put(piece)  # Parquet: encoded and compressed while the next batches are hashed
-        written += kept
-        rejected += len(rejects)
-        done += kept + len(rejects)
-        bar.update(int(done / total * bar.total), written)
-
+    run = _Run(pa, ac, hasher, layout, signer, item_threads(threads), bar, say)
+    run.output(added, read, schema, _renderer(pa, ac, out_kind, out), out)
+    run.total = max(source.metadata.num_rows, 1)
     ok = False
     try:
         if out_kind == "csv":
             out.put(csv_header(schema.names))
         items = ((i, *entry) for i, entry in enumerate(_numbered(_batches(source, batch_size))))
-        staged(items, work, finish, workers_for(threads))
+        staged(items, run.work, run.finish, workers_for(threads))
         ok = True
     except pa.ArrowException as exc:
         raise InputError(f"{input_path}: {exc}") from None
     finally:
         out.close(ok)
-    return written, rejected
+    return run.written, run.rejected
+
+
+class _Run:
+    """One Parquet input's stages: an item's work (a pool thread), its finish (this one)."""
+
+    def __init__(
+        self,
+        pa: Any,
+        ac: Any,
+        hasher: OrderHasher,
+        layout: Layout,
+        signer: OrderSigner | None,
+        per_item: int,
+        bar: Progress,
+        say: Callable[[str], None],
+    ) -> None:
+        self.pa, self.ac, self.hasher, self.layout, self.signer = pa, ac, hasher, layout, signer
+        self.per_item, self.bar, self.say = per_item, bar, say
+        self.written = self.rejected = self.done = 0
+        self.total = 1
+
+    def output(self, added: list[str], read: list[str], schema: Any, render: Any, out: Any) -> None:
+        """What the output needs: the added columns, the dictionary-read ones, its schema,
+        how a batch becomes its piece and where the pieces go."""
+        self.added, self.read, self.schema, self.render, self.out = added, read, schema, render, out
+
+    def work(self, entry: tuple[int, int, Any]) -> tuple[Any, int, list[tuple[int, str]]]:
+        """One record batch hashed and made the output's piece (in a pool thread)."""
+        index, first, batch = entry
+        pa, ac = self.pa, self.ac
+        result = _arrow_batch(
+            pa, ac, self.hasher, batch, first, self.layout, self.per_item, self.signer
+        )
+        made, kept, rejects = _output(pa, ac, batch, result, self.added, self.read, self.schema)
+        return self.render(index, made), kept, rejects
+
+    def finish(self, _: object, result: tuple[Any, int, list[tuple[int, str]]]) -> None:
+        """Refusals reported and the piece written, in the file's order (this thread)."""
+        piece, kept, rejects = result
+        _report(rejects, self.bar, self.say)
+        self.out.put(piece)  # Parquet: encoded and compressed while the next are hashed
+        self.written += kept
+        self.rejected += len(rejects)
+        self.done += kept + len(rejects)
+        self.bar.update(int(self.done / self.total * self.bar.total), self.written)
+
+
+def _report(rejects: list[tuple[int, str]], bar: Progress, say: Callable[[str], None]) -> None:
+    """Each refused row said as ``row N: reason``, the bar out of its way."""
+    for number, reason in rejects:
+        bar.clear()
+        say(f"row {number}: {reason}")
 
 
 def _renderer(pa: Any, ac: Any, out_kind: str, out: Any) -> Callable[[int, Any], Any]:
