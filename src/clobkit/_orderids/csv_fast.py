@@ -128,14 +128,16 @@ class FastCsv:
         the table, an empty required cell) sends the block to the exact reader.
         """
         pa = self.pa
-        specs = self.specs + [(i, "text", None) for i in texts]
+        # a field the hashing reads as text already (a token id) is read once
+        wanted = [(i, "text", None) for i in texts]
+        specs = self.specs + [spec for spec in wanted if spec not in self.specs]
         got = csv_columns(block, self.width, specs)
         if got is None:
             return None
         rows, cols = got
         arrays = [_array(pa, spec, rows, col) for spec, col in zip(specs, cols, strict=True)]
         ids = self._ids(dict(zip(self.names, arrays, strict=False)))
-        return None if ids is None else (ids, rows, arrays[len(self.specs) :])
+        return None if ids is None else (ids, rows, [arrays[specs.index(s)] for s in wanted])
 
     def _ids(self, columns: dict[str, Any]) -> Any:
         """The ids of a block's columns (an Arrow array), or None if any row needs the
