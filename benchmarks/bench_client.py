@@ -30,6 +30,7 @@ import pytest
 
 from clobkit import Client
 from clobkit.client._ops import Send
+from clobkit.client._wire import Outgoing
 
 pytest.importorskip("pytest_benchmark")
 sandbox_server = pytest.importorskip("clobkit.sandbox")
@@ -91,7 +92,7 @@ def client_order(client: Client, market_id: str) -> str:
     return client.place_raw_order(market_id, "a", "BUY", PRICE, SIZE).order_id
 
 
-def prepared_request(client: Client, market_id: str) -> httpx.Request:
+def prepared_request(client: Client, market_id: str) -> Outgoing:
     """The exact request (bytes and signed headers) ``place_raw_order`` would send now."""
     op = client._core.place_raw_order(market_id, "a", "BUY", PRICE, SIZE)
     effect = op.send(None)
@@ -100,8 +101,8 @@ def prepared_request(client: Client, market_id: str) -> httpx.Request:
     return effect.request
 
 
-def bare_order(bare: httpx.Client, request: httpx.Request) -> str:
-    response = bare.post(str(request.url), content=request.content, headers=request.headers)
+def bare_order(bare: httpx.Client, request: Outgoing) -> str:
+    response = bare.post(request.url, content=request.body, headers=request.headers)
     assert response.status_code == 201, response.text
     return str(response.json()["data"]["order_id"])
 

@@ -17,7 +17,20 @@ Raw orders are prepared (untimed) before each timed POST and cancelled right
 after (the cancel is the timed cancel row), so the book stays the same size.
 Rows are interleaved round by round, so every row meets the same machine.
 
+``--burst N`` (and ``--burst-rounds R``) measures a burst instead: ``N`` signed
+``GET /wallet`` calls of one ``AsyncClient`` started at once (the pool's connections
+are the bound), each call's latency from the burst's start to its answer; it prints
+p50, p99, the burst's wall time and the client process's CPU per call, medians over
+the rounds.
+
+``--ws N`` measures the stream's transport instead: a WebSocket server in another
+process sends ``N`` book frames (JSON, about 400 bytes each) to each connection, and
+this process's CPU per frame received is timed for websockets' client (what
+``Stream`` uses) and aiohttp's (``ClientSession.ws_connect``), rounds interleaved.
+
 Run: PYTHONPATH=src python benchmarks/bench_client_cpu.py [--rounds 5] [--n 200]
+     PYTHONPATH=src python benchmarks/bench_client_cpu.py --burst 2000 [--burst-rounds 5]
+     PYTHONPATH=src python benchmarks/bench_client_cpu.py --ws 20000 [--rounds 5]
 """
 
 from __future__ import annotations
@@ -27,6 +40,7 @@ import asyncio
 import os
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
@@ -267,7 +281,9 @@ def report(bench: Bench) -> str:
     us = {row: statistics.median(v) * 1e6 for row, v in bench.cpu.items()}
     lines = ["client CPU per request, us (medians of every timed request):"]
     lines += [f"  {row:32s} {us[row]:8.0f}" for row in sorted(us)]
-    lines.append("ratios (targets: AsyncClient / aiohttp by hand <= 1.0, Client / httpx <= 1.0):")
+    lines.append(
+        "ratios (targets of #41: AsyncClient / aiohttp by hand <= 1.25, Client / httpx <= 1.0):"
+    )
     for kind in ("GET", "raw", "DEL"):
         for ours, theirs in PAIRS:
             prefix = "async" if ours == "AsyncClient" else "sync"
@@ -292,13 +308,124 @@ async def main_async(base: str, rounds: int, n: int, bench: Bench) -> None:
                 sync_round(bench, base, market_id, n, sync, signer)
 
 
+async def burst(base: str, n: int, rounds: int) -> str:
+    """``n`` calls started at once, ``rounds`` times: p50, p99 (ms) and wall time (s)."""
+    figures: dict[str, list[float]] = {"p50": [], "p99": [], "max": [], "wall": [], "cpu": []}
+    async with AsyncClient(
+        base, USER["api_key"], USER["api_secret"], max_retries=0, timeout=60.0
+    ) as client:
+        await client.get_wallet()  # one connection made; the burst opens the rest
+        loop = asyncio.get_running_loop()
+        for _ in range(rounds):
+            start, cpu = loop.time(), time.process_time()
+
+            async def one(start: float) -> float:
+                await client.get_wallet(refresh=True)
+                return loop.time() - start
+
+            latencies = sorted(await asyncio.gather(*(one(start) for _ in range(n))))
+            figures["wall"].append(loop.time() - start)
+            figures["cpu"].append((time.process_time() - cpu) / n * 1e6)
+            figures["p50"].append(latencies[n // 2] * 1e3)
+            figures["p99"].append(latencies[min(n - 1, n * 99 // 100)] * 1e3)
+            figures["max"].append(latencies[-1] * 1e3)
+    med = {k: statistics.median(v) for k, v in figures.items()}
+    return (
+        f"burst of {n} GET /wallet at once, medians of {rounds} rounds: "
+        f"p50 {med['p50']:.0f} ms, p99 {med['p99']:.0f} ms, max {med['max']:.0f} ms, "
+        f"wall {med['wall']:.2f} s; client CPU {med['cpu']:.0f} us a call"
+    )
+
+
+FRAME = msgspec.json.encode(
+    {
+        "type": "data",
+        "topic": "market:7132104567925221259462638553270691275033272857194253228963:book",
+        "data": {
+            "asset_id": "71321045679252212594626385532706912750332728571942532289631379312455",
+            "bids": [{"price": f"0.{40 - i}", "size": f"{100 + i}.5"} for i in range(4)],
+            "asks": [{"price": f"0.{45 + i}", "size": f"{90 + i}.25"} for i in range(4)],
+            "timestamp": 1_777_000_000_000,
+        },
+    }
+)
+
+
+async def _ws_serve(frames: int) -> None:
+    """The frames server (``--ws-server``): ``frames`` frames to each connection."""
+    from websockets.asyncio.server import serve
+
+    async def handler(ws: Any) -> None:
+        for _ in range(frames):
+            await ws.send(FRAME.decode())
+        await ws.close()
+
+    async with serve(handler, "127.0.0.1", 0, compression=None, max_size=None) as server:
+        print(f"ws on {server.sockets[0].getsockname()[1]}", flush=True)
+        await asyncio.Future()
+
+
+async def _ws_round(url: str, frames: int, bench: Bench) -> None:
+    from websockets.asyncio.client import connect
+
+    async def with_websockets() -> None:
+        async with connect(url, compression=None, max_size=None) as ws:
+            async for raw in ws:
+                msgspec.json.decode(raw)
+
+    async def with_aiohttp() -> None:
+        async with aiohttp.ClientSession() as session, session.ws_connect(url) as ws:
+            async for message in ws:
+                msgspec.json.decode(message.data)
+
+    for name, step in (("websockets", with_websockets), ("aiohttp", with_aiohttp)):
+        t = time.process_time()
+        await step()
+        bench.add(f"ws {name}", (time.process_time() - t) / frames)
+
+
+def ws_figures(frames: int, rounds: int) -> str:
+    """CPU per frame received, websockets' client and aiohttp's, ``rounds`` rounds."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--ws-server", str(frames)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().split()[-1])
+        bench = Bench()
+
+        async def run() -> None:
+            for _ in range(rounds):
+                await _ws_round(f"ws://127.0.0.1:{port}/", frames, bench)
+
+        asyncio.run(run())
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    us = {row: statistics.median(v) * 1e6 for row, v in bench.cpu.items()}
+    return (
+        f"stream CPU per frame received ({frames} frames, medians of {rounds} rounds): "
+        f"websockets {us['ws websockets']:.1f} us, aiohttp {us['ws aiohttp']:.1f} us "
+        f"(aiohttp / websockets {us['ws aiohttp'] / us['ws websockets']:.2f})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--n", type=int, default=200, help="requests of each kind per round")
+    parser.add_argument("--burst", type=int, default=0, help="calls of one burst (0: none)")
+    parser.add_argument("--burst-rounds", type=int, default=5)
+    parser.add_argument("--ws", type=int, default=0, help="stream frames a round (0: none)")
     args = parser.parse_args()
+    if args.ws:
+        print(ws_figures(args.ws, args.rounds))
+        return
     proc, base, path = start_sandbox()
     try:
+        if args.burst:
+            print(asyncio.run(burst(base, args.burst, args.burst_rounds)))
+            return
         bench = Bench()
         asyncio.run(main_async(base, args.rounds, args.n, bench))
         print(report(bench))
@@ -309,4 +436,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--ws-server"]:
+        asyncio.run(_ws_serve(int(sys.argv[2])))
+    else:
+        main()

@@ -57,6 +57,7 @@ import pytest
 from clobkit import AsyncClient
 from clobkit.errors import OrderBookNotFound
 from clobkit.mm import Quote, Quoter
+from clobkit.mm.feed import Feed
 from clobkit.models import Order, StreamMessage
 
 ROUNDS = 20
@@ -224,8 +225,9 @@ async def round_trips(base_url: str, server_pid: int | None = None) -> dict[str,
         clock = time.perf_counter
         async with Quoter(client, market_id, "a", user_id=USER["user_id"]) as q:
             heard = [clock()]
-            assert q._stream is not None
-            q._stream.add_listener(lambda item: heard.__setitem__(0, clock()))
+            assert q.feed is not None
+            assert q.feed.stream is not None
+            q.feed.stream.add_listener(lambda item: heard.__setitem__(0, clock()))
 
             async def settle() -> None:
                 """Until the stream has been quiet for QUIET ms (at most 1 s)."""
@@ -311,8 +313,8 @@ def bookkeeping() -> float:
     async def build() -> Quoter:
         client = AsyncClient("http://127.0.0.1:9", "k", "s")
         q = Quoter(client, "m-1", "a", user_id="u-1")
-        q._book_topic = "market:t-a:book"
         q.token_id = "t-a"
+        q.feed = Feed(client, q.execution.cache, q.owner, "t-a", _never, _never)
         return q
 
     q = asyncio.run(build())
@@ -331,7 +333,7 @@ def bookkeeping() -> float:
             size_matched=Decimal(0),
             limit_price=Decimal(5 + k) / 100,
         )
-        q._adopt(order)
+        q.execution.cache.adopt(order, q.owner)
         orders.append(order)
     book = {
         "asset_id": "t-a",
@@ -361,7 +363,8 @@ def bookkeeping() -> float:
             messages.append(
                 StreamMessage(type="data", topic="user:u-1:orders", data={}, order=update)
             )
-    handle = q._on_item
+    assert q.feed is not None
+    handle = q.feed.handle
     best = float("inf")
     for _ in range(5):
         t = time.perf_counter()
@@ -372,6 +375,10 @@ def bookkeeping() -> float:
 
 
 Figures = dict[str, float]
+
+
+async def _never() -> Any:
+    raise AssertionError("the bookkeeping benchmark reads nothing")
 
 
 @pytest.fixture(scope="module")
@@ -544,14 +551,14 @@ async def desk_figures(base_url: str) -> dict[str, float]:
         figures["cancel_round_trip"] = statistics.median(trips)
         desk = Desk(client, user_id=USER["user_id"], heartbeat_timeout=None)
         routed = [0.0]
-        route = desk.route
+        route = desk.router.route
 
         def timed(item: Any) -> None:
             t = thread_cpu()
             route(item)
             routed[0] += thread_cpu() - t
 
-        desk.route = timed  # type: ignore[method-assign]  # the desk's bookkeeping, timed
+        desk.router.route = timed  # type: ignore[method-assign]  # the desk's bookkeeping, timed
         async with desk:
             ladders = {}
             for market_id, mid in markets:
@@ -600,10 +607,11 @@ def desk_bookkeeping() -> float:
         for m in range(DESK_MARKETS):
             for outcome in ("a", "b"):
                 q = desk.quoter(f"m-{m}", outcome)
-                q._book_topic = f"market:t-{m}-{outcome}:book"
                 q.token_id = f"t-{m}-{outcome}"
-                desk._by_outcome[(q.market_id, outcome)] = q
-                desk._by_topic[q._book_topic] = q
+                cache = desk.execution.cache
+                feed = q.feed = Feed(client, cache, q.owner, q.token_id, _never, _never)
+                desk.router.feeds[q.owner] = feed  # as attach() does, without its streams
+                desk.router.book_feeds[feed.book_topic] = feed
         return desk
 
     desk = asyncio.run(build())
@@ -623,7 +631,7 @@ def desk_bookkeeping() -> float:
                 size_matched=Decimal(0),
                 limit_price=Decimal(5 + k) / 100,
             )
-            q._adopt(order)
+            desk.execution.cache.adopt(order, q.owner)
             orders.append(order)
     book = {
         "bids": [{"price": f"0.{p:02d}", "size": "100"} for p in range(30, 20, -1)],
@@ -635,7 +643,7 @@ def desk_bookkeeping() -> float:
     for n in range(MESSAGES):
         if n % 2:
             q = quoters[n * 7 % len(quoters)]
-            messages.append(StreamMessage(type="data", topic=q._book_topic, data=book))
+            messages.append(StreamMessage(type="data", topic=q.book_topic, data=book))
         else:
             base = orders[n * 13 % len(orders)]
             update = Order(
@@ -653,7 +661,7 @@ def desk_bookkeeping() -> float:
             messages.append(
                 StreamMessage(type="data", topic="user:u-1:orders", data={}, order=update)
             )
-    route = desk.route
+    route = desk.router.route
     best = float("inf")
     for _ in range(5):
         t = time.perf_counter()

@@ -1,4 +1,4 @@
-"""Order signing on libsecp256k1 (through coincurve's cffi binding).
+"""Order signing on libsecp256k1 (through coincurve).
 
 ``OrderSigner`` signs order ids (EIP-712 digests): 65 bytes ``r || s || v``
 (v 27/28, low s, RFC 6979 nonces), the bytes eth-account produces.
@@ -6,20 +6,21 @@
 Batches (``sign_many``) run in the compiled core's native worker threads:
 each order is hashed and signed there, libsecp256k1 called from C with no
 Python object per order. The C code reaches libsecp256k1 through the addresses
-of two of its functions, taken once here with cffi's public ``ffi.addressof``
-on the ``lib`` of coincurve's compiled module ``coincurve._libsecp256k1`` (not
-a public coincurve API: pyproject.toml bounds coincurve's version, and
-tests/core/test_signing_native.py fails if that module stops being the one
-used). Single signatures, and every signature under the pure twin, go
-through cffi, which releases the GIL around each call.
+of two of its functions in coincurve's compiled module, which coincurve does not
+make public: ``_secp.load`` takes that path only after checking, when first
+needed, that the module declares them as the C code calls them and that known
+digests sign through it exactly as through coincurve's public API; otherwise it
+signs through the public API (with a logged warning). Single signatures, and
+every signature under the pure twin, go through cffi, which releases the GIL
+around each call.
 
 ``sign_order`` / ``sign_orders`` back ``OrderHasher.sign`` / ``sign_many``:
 signature types 0-2 sign the order id with the wallet's signer key; type 3
 (POLY_1271, a deposit wallet) signs the ERC-7739 ``TypedDataSign`` wrapper of
 the order and sends the wrapped signature the deposit wallet verifies.
 
-The private key lives in a cffi buffer; it never appears in a repr, an error
-message or a log line.
+The private key lives in a cffi buffer (or coincurve's ``PrivateKey``); it never
+appears in a repr, an error message or a log line.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from functools import lru_cache
 from itertools import chain
 from typing import Any, NamedTuple, cast
 
-from . import _wallet
+from . import _secp, _wallet
 from ._columns import Column, is_columnar, numpy_rows
 from ._core import keccak256
 from ._parse import (
@@ -70,24 +71,16 @@ _NAME_HASH = keccak256(DEPOSIT_WALLET_NAME.encode())
 _VERSION_HASH = keccak256(DEPOSIT_WALLET_VERSION.encode())
 _ZERO_WORD = bytes(32)
 
-_V = ("1b", "1c", "1d", "1e")  # v = 27 + recovery id, as hex
 _KEY_REASON = "must be a secp256k1 private key: 0x + 64 hex digits, or 32 bytes"
 _ID_REASON = "must be 0x followed by 64 hex digits (or 32 bytes)"
 
-# libsecp256k1 through coincurve's cffi module, loaded by the first OrderSigner
-# so that ``import clobkit`` does not load it.
-ffi: Any = None
-lib: Any = None
-_CTX: Any = None  # one context for the process: signing only reads it, so threads share it
-_NULL: Any = None
-_SIGN: Any = None
-_SERIALIZE: Any = None
-_HANDLE: tuple[int, int, int] | None = None  # for the compiled core: sign, serialize, context
+# libsecp256k1, chosen by the first OrderSigner (``import clobkit`` loads none of it)
+_BACKEND: _secp.Backend | None = None
 _LOAD_LOCK = threading.Lock()
 
 
-def _native() -> Any:
-    """The compiled core when it is the live twin (it signs batches), else None."""
+def _compiled() -> Any:
+    """The compiled core when it is the live twin, else None."""
     from . import _core
 
     if _core.IMPLEMENTATION != "c":
@@ -97,33 +90,29 @@ def _native() -> Any:
     return _core_c
 
 
-def _load() -> None:
-    global ffi, lib, _CTX, _NULL, _SIGN, _SERIALIZE, _HANDLE
-    with _LOAD_LOCK:
-        if _CTX is not None:
-            return
-        from coincurve._libsecp256k1 import ffi as _ffi
-        from coincurve._libsecp256k1 import lib as _lib
-
-        ctx = _lib.secp256k1_context_create(_lib.SECP256K1_CONTEXT_NONE)
-        # Blinds the signing multiplication against timing side channels.
-        if not _lib.secp256k1_context_randomize(ctx, os.urandom(32)):  # pragma: no cover
-            raise RuntimeError("secp256k1_context_randomize failed")
-        ffi, lib, _NULL = _ffi, _lib, _ffi.NULL
-        _SIGN = _lib.secp256k1_ecdsa_sign_recoverable
-        _SERIALIZE = _lib.secp256k1_ecdsa_recoverable_signature_serialize_compact
-        _HANDLE = (
-            _address(_lib, _ffi, "secp256k1_ecdsa_sign_recoverable"),
-            _address(_lib, _ffi, "secp256k1_ecdsa_recoverable_signature_serialize_compact"),
-            _address(_lib, _ffi, None, ctx),
-        )
-        _CTX = ctx
+def _backend() -> _secp.Backend:
+    global _BACKEND
+    backend = _BACKEND
+    if backend is None:
+        with _LOAD_LOCK:
+            if _BACKEND is None:
+                _BACKEND = _secp.load(compiled=_compiled())
+            backend = _BACKEND
+    return backend
 
 
-def _address(lib_: Any, ffi_: Any, name: str | None, pointer: Any = None) -> int:
-    """The address of ``lib_``'s function ``name`` (cffi's ``ffi.addressof``), or of a pointer."""
-    cdata = ffi_.addressof(lib_, name) if name is not None else pointer
-    return int(ffi_.cast("uintptr_t", cdata))
+def _native() -> Any:
+    """The compiled core when it signs batches (the live twin, and the backend gives it
+    libsecp256k1's functions), else None."""
+    if _backend().handle is None:
+        return None
+    return _compiled()
+
+
+def _handle() -> tuple[int, int, int]:
+    handle = _backend().handle
+    assert handle is not None  # asked for only when _native() is the compiled core
+    return handle
 
 
 class SignedOrder(NamedTuple):
@@ -137,7 +126,7 @@ class SignedOrder(NamedTuple):
 
 
 def _parse_key(value: object) -> bytes:
-    """32 key bytes, checked to lie in [1, n-1]; every error hides the value."""
+    """32 key bytes (their range is the backend's to check); every error hides the value."""
     if isinstance(value, str):
         text = value[2:] if value[:2] in ("0x", "0X") else value
         try:
@@ -152,10 +141,6 @@ def _parse_key(value: object) -> bytes:
         )
     if len(raw) != 32:
         raise OrderFieldError("private_key", HIDDEN, _KEY_REASON)
-    if not lib.secp256k1_ec_seckey_verify(_CTX, raw):
-        raise OrderFieldError(
-            "private_key", HIDDEN, "is not a valid secp256k1 private key (0, or not below n)"
-        )
     return raw
 
 
@@ -199,51 +184,14 @@ def parse_order_id(value: object, field: str = "order_id") -> bytes:
 # ---------------------------------------------------------------- ECDSA
 
 
-class _Workspace:
-    """Output buffers of one signing thread (cffi releases the GIL, so never shared)."""
-
-    __slots__ = ("out", "rec", "sig", "view")
-
-    def __init__(self) -> None:
-        self.sig = ffi.new("secp256k1_ecdsa_recoverable_signature *")
-        self.out = ffi.new("unsigned char[64]")
-        self.rec = ffi.new("int *")
-        self.view = ffi.buffer(self.out)
-
-
-_LOCAL = threading.local()
-
-
-def _workspace() -> _Workspace:
-    try:
-        ws: _Workspace = _LOCAL.ws
-    except AttributeError:
-        ws = _LOCAL.ws = _Workspace()
-    return ws
-
-
-def _sign_hex(key: Any, digest: bytes, ws: _Workspace) -> str:
+def _sign_hex(key: Any, digest: bytes) -> str:
     """``"0x"`` + 130 hex digits: r || s || v of one 32-byte digest."""
-    if not _SIGN(_CTX, ws.sig, digest, key, _NULL, _NULL):  # pragma: no cover - key is verified
-        raise OrderFieldError("private_key", HIDDEN, "could not sign (libsecp256k1 refused)")
-    _SERIALIZE(_CTX, ws.out, ws.rec, ws.sig)
-    text: str = "0x" + ws.view[:].hex() + _V[ws.rec[0]]
-    return text
+    return _backend().sign_chunk(key, [digest], 0, 1)[0]
 
 
 def _sign_chunk(key: Any, digests: list[bytes], start: int, stop: int) -> list[str]:
-    """Signatures of ``digests[start:stop]`` with this thread's own buffers."""
-    ws = _Workspace()
-    sig, out, rec, view = ws.sig, ws.out, ws.rec, ws.view
-    sign, serialize, ctx, null, v = _SIGN, _SERIALIZE, _CTX, _NULL, _V
-    result: list[str] = []
-    append = result.append
-    for i in range(start, stop):
-        if not sign(ctx, sig, digests[i], key, null, null):  # pragma: no cover
-            raise OrderFieldError("private_key", HIDDEN, "could not sign (libsecp256k1 refused)")
-        serialize(ctx, out, rec, sig)
-        append("0x" + view[:].hex() + v[rec[0]])
-    return result
+    """Signatures of ``digests[start:stop]``."""
+    return _backend().sign_chunk(key, digests, start, stop)
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -270,8 +218,8 @@ def _after_fork() -> None:
     _POOL = None
     _POOL_LOCK = threading.Lock()
     _LOAD_LOCK = threading.Lock()
-    if _CTX is not None:
-        lib.secp256k1_context_randomize(_CTX, os.urandom(32))
+    if _BACKEND is not None:
+        _BACKEND.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
@@ -332,9 +280,12 @@ class OrderSigner:
     __slots__ = ("_address", "_key")
 
     def __init__(self, private_key: str | bytes) -> None:
-        if _CTX is None:
-            _load()
-        self._key = ffi.new("unsigned char[32]", _parse_key(private_key))
+        key = _backend().key(_parse_key(private_key))
+        if key is None:
+            raise OrderFieldError(
+                "private_key", HIDDEN, "is not a valid secp256k1 private key (0, or not below n)"
+            )
+        self._key = key
         self._address: str | None = None
 
     def __repr__(self) -> str:
@@ -347,23 +298,17 @@ class OrderSigner:
     def address(self) -> str:
         """The key's address, EIP-55 (derived once, on first use)."""
         if self._address is None:
-            pub = ffi.new("secp256k1_pubkey *")
-            if not lib.secp256k1_ec_pubkey_create(_CTX, pub, self._key):  # pragma: no cover
-                raise OrderFieldError("private_key", HIDDEN, "has no public key")
-            out = ffi.new("unsigned char[65]")
-            size = ffi.new("size_t *", 65)
-            lib.secp256k1_ec_pubkey_serialize(_CTX, out, size, pub, lib.SECP256K1_EC_UNCOMPRESSED)
-            lower = keccak256(ffi.buffer(out)[1:])[12:].hex()
+            lower = keccak256(_backend().public_key(self._key)[1:])[12:].hex()
             self._address = "0x" + checksum(lower, keccak256)
         return self._address
 
     def _key_at(self) -> int:
         """Where the 32 key bytes live, for the compiled core (alive while ``self`` is)."""
-        return _address(lib, ffi, None, self._key)
+        return _backend().key_at(self._key)
 
     def sign(self, order_id: str | bytes) -> str:
         """Signature of one order id: ``"0x"`` + 130 hex digits (r || s || v, v 27/28)."""
-        return _sign_hex(self._key, parse_order_id(order_id), _workspace())
+        return _sign_hex(self._key, parse_order_id(order_id))
 
     def sign_many(
         self, order_ids: Iterable[str | bytes], *, threads: int | None = None
@@ -385,7 +330,7 @@ class OrderSigner:
             if core is None:
                 return _sign_batch(self._key, cast("list[bytes]", parsed), workers)
             raw = b"".join(cast("list[bytes]", parsed))
-        result: list[str] = core.sign_digests(_HANDLE, self._key_at(), raw, workers)
+        result: list[str] = core.sign_digests(_handle(), self._key_at(), raw, workers)
         return result
 
 
@@ -462,7 +407,7 @@ def wrap_poly_1271(
     wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
     app_domain, contents = _word(app_domain, "app_domain"), _word(contents, "contents")
     digest = wrapper.digest(app_domain, contents)
-    return _sign_hex(signer._key, digest, _workspace()) + wrapper.suffix(app_domain, contents)
+    return _sign_hex(signer._key, digest) + wrapper.suffix(app_domain, contents)
 
 
 # ---------------------------------------------------------------- hasher.sign / sign_many
@@ -515,11 +460,11 @@ def sign_order(hasher: Any, signer: OrderSigner, order: Mapping[str, Any]) -> Si
         # the id and the signed contents come from one struct hash
         order_id = "0x" + _eip712(app_domain, contents).hex()
         wrapper = _wrapper(hasher)
-        signature = _sign_hex(signer._key, wrapper.digest(app_domain, contents), _workspace())
+        signature = _sign_hex(signer._key, wrapper.digest(app_domain, contents))
         return SignedOrder(order_id, signature + wrapper.suffix(app_domain, contents))
     _check_signer(hasher, signer)
     order_id = hasher.order_id(**order)
-    return SignedOrder(order_id, _sign_hex(signer._key, bytes.fromhex(order_id[2:]), _workspace()))
+    return SignedOrder(order_id, _sign_hex(signer._key, bytes.fromhex(order_id[2:])))
 
 
 def sign_orders(
@@ -550,7 +495,7 @@ def sign_orders(
         _check_signer(hasher, signer)
     if native:  # hashed and signed in the native workers, no Python object per order
         signed: list[SignedOrder] = hasher._sign_many(
-            _HANDLE, signer._key_at(), threads, columns, wrap
+            _handle(), signer._key_at(), threads, columns, wrap
         )
         return signed
     ids: list[str] = hasher.order_ids(**columns, threads=threads)
@@ -582,7 +527,7 @@ def _sign_poly_1271_rows(
         contents = hasher.struct_hash(**row)
         digests.append(wrapper.digest(app_domain, contents))
         tails.append(wrapper.suffix(app_domain, contents))
-    signatures = _sign_batch(signer._key, digests, workers)  # through cffi
+    signatures = _sign_batch(signer._key, digests, workers)  # through the backend
     return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
 
 

@@ -1,11 +1,13 @@
 """Fixtures of the client tests.
 
-Unit tests drive the sans-I/O core directly or through ``httpx.MockTransport``.
-Integration tests run both clients over real HTTP on loopback against the
-sandbox (``clobkit.sandbox.serve_in_thread``). The ``api`` fixture is
-parametrised over ``sync`` and ``async``: the async flavour runs each
-``AsyncClient`` coroutine on a private event loop, so one test body checks both
-clients against the same server.
+Unit tests drive the sans-I/O core directly. Every other test runs a client's own
+transport (aiohttp for ``AsyncClient``, httpcore for ``Client``) over real HTTP on
+loopback: against the sandbox (``clobkit.sandbox.serve_in_thread``), or against
+``FakeApi``, a scripted server answering each route as a test says (an answer, a
+dropped or reset connection, silence), or a ``RawServer`` writing bytes by hand.
+The ``api`` fixture is parametrised over ``sync`` and ``async``: the async flavour
+runs each ``AsyncClient`` coroutine on a private event loop, so one test body
+checks both clients against the same server.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import contextlib
 import inspect
 import json
 import socket
+import struct
 import threading
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -52,38 +56,60 @@ def fail(status: int, error: str, code: str | None = None, **headers: str) -> ht
     return httpx.Response(status, json=body, headers=headers)
 
 
+class Action(str):
+    """What ``FakeApi`` does instead of answering."""
+
+
+#: close the connection without a word, as a crashed server does
+DROP = Action("drop")
+#: reset the connection (linger 0), as a server killed mid-request does
+RESET = Action("reset")
+#: never answer (until the server stops): the client's timeout ends the attempt
+HANG = Action("hang")
+
+
 class FakeApi:
-    """A programmable MockTransport handler that records every request."""
+    """A scripted API server on loopback that records every request (``httpx.Request``
+    as it arrived) and answers each route as ``on`` says, else as the service would
+    for the fixtures' wallet and market; ``url`` is its base URL."""
 
     def __init__(self) -> None:
         self.requests: list[httpx.Request] = []
         self.routes: dict[tuple[str, str], list[Any]] = {}
         self.neg_risk = False
+        self._lock = threading.Lock()
+        self.stopped = threading.Event()
+        self.server = _Server(("127.0.0.1", 0), _Handler)
+        self.server.api = self  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        # a short poll: shutdown() waits for the loop to see it
+        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
+        self._thread.start()
 
     def on(self, method: str, path: str, *responses: Any) -> None:
         """Answer ``method path`` with ``responses`` in turn (the last one repeats).
 
-        A response may be an ``httpx.Response``, an exception to raise, or a
-        callable taking the request.
+        A response may be an ``httpx.Response`` (sent as it is), an ``Action``
+        (``DROP``, ``RESET``, ``HANG``), or a callable taking the request and
+        returning either.
         """
         self.routes[(method, path)] = list(responses)
 
     def count(self, method: str, path: str) -> int:
         return sum(1 for r in self.requests if r.method == method and r.url.path == path)
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        key = (request.method, request.url.path)
-        if key in self.routes:
-            queue = self.routes[key]
+    def __call__(self, request: httpx.Request) -> httpx.Response | Action:
+        with self._lock:
+            self.requests.append(request)
+            key = (request.method, request.url.path)
+            queue = self.routes.get(key)
+            if queue is None:
+                return self.default(request)
             answer = queue.pop(0) if len(queue) > 1 else queue[0]
-            if isinstance(answer, BaseException):
-                raise answer
-            if callable(answer) and not isinstance(answer, httpx.Response):
-                answer = answer(request)
-            assert isinstance(answer, httpx.Response)
-            return answer
-        return self.default(request)
+        if callable(answer) and not isinstance(answer, (httpx.Response, Action)):
+            answer = answer(request)
+        assert isinstance(answer, (httpx.Response, Action)), answer
+        return answer
 
     def default(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
@@ -110,20 +136,66 @@ class FakeApi:
             return ok({"order_id": "o-1", "notification_id": "n-1"}, 201)
         return fail(404, "not routed in FakeApi")
 
+    def close(self) -> None:
+        self.stopped.set()
+        self.server.shutdown()
+        self.server.server_close()
+        self._thread.join(5)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # a burst of connections is queued, not refused
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection of ``FakeApi``: HTTP/1.1, kept alive, each request answered as
+    the script says."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        api: FakeApi = self.server.api  # type: ignore[attr-defined]
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        url = f"http://{self.headers.get('Host', 'fake')}{self.path}"
+        request = httpx.Request(self.command, url, headers=self.headers.items(), content=body)
+        answer = api(request)
+        if isinstance(answer, Action):
+            self._act(answer, api)
+            return
+        head = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}".encode()]
+        head += [k + b": " + v for k, v in answer.headers.raw]
+        self.wfile.write(b"\r\n".join(head) + b"\r\n\r\n" + answer.content)
+
+    def _act(self, action: Action, api: FakeApi) -> None:
+        self.close_connection = True
+        if action == HANG:
+            api.stopped.wait(30)
+        elif action == RESET:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        pass  # quiet: a test reads fake.requests
+
 
 @pytest.fixture
-def fake() -> FakeApi:
-    return FakeApi()
+def fake() -> Iterator[FakeApi]:
+    api = FakeApi()
+    yield api
+    api.close()
 
 
-def _options(**overrides: Any) -> dict[str, Any]:
+def _options(url: str, **overrides: Any) -> dict[str, Any]:
     options: dict[str, Any] = {
-        "base_url": "http://api.test",
+        "base_url": url,
         "api_key": KEY,
         "api_secret": SECRET,
-        "clob_url": "http://clob.test",
+        "clob_url": url,
         "backoff": 0.001,
         "backoff_cap": 0.01,
+        "timeout": 5.0,
     }
     options.update(overrides)
     return options
@@ -131,7 +203,7 @@ def _options(**overrides: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def mock_client(fake: FakeApi) -> Iterator[Client]:
-    with Client(transport=httpx.MockTransport(fake), **_options()) as client:
+    with Client(**_options(fake.url)) as client:
         yield client
 
 
@@ -140,7 +212,7 @@ def make_mock_client(fake: FakeApi) -> Iterator[Callable[..., Client]]:
     made: list[Client] = []
 
     def make(**overrides: Any) -> Client:
-        client = Client(transport=httpx.MockTransport(fake), **_options(**overrides))
+        client = Client(**_options(fake.url, **overrides))
         made.append(client)
         return client
 
@@ -151,7 +223,7 @@ def make_mock_client(fake: FakeApi) -> Iterator[Callable[..., Client]]:
 
 @pytest.fixture
 async def mock_aclient(fake: FakeApi) -> Any:
-    async with AsyncClient(transport=httpx.MockTransport(fake), **_options()) as client:
+    async with AsyncClient(**_options(fake.url)) as client:
         yield client
 
 

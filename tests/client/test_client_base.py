@@ -19,9 +19,10 @@ from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
 from clobkit.client._errors import api_error, retry_after_seconds
 from clobkit.client._ops import NEVER, SAFE, Call, Gather, Receive, Send, Sleep
+from clobkit.client._wire import Outgoing
 from clobkit.models import CancelResult, StreamMessage, WalletInfo
 
-from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, WALLET, FakeApi, fail, ok
+from .conftest import DROP, KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, WALLET, FakeApi, fail, ok
 
 
 def make_core(**settings: Any) -> ClientCore:
@@ -51,6 +52,17 @@ def drive(op: Any, answers: list[Any]) -> tuple[Any, list[Any]]:
         return stop.value, effects
 
 
+def seen(outgoing: Outgoing) -> httpx.Request:
+    """``outgoing`` as httpx reads it: an oracle of its URL, query and headers."""
+    return httpx.Request(
+        outgoing.method, outgoing.url, headers=outgoing.headers, content=outgoing.body
+    )
+
+
+def seen_build(core: ClientCore, call: Call) -> httpx.Request:
+    return seen(core.build_outgoing(call))
+
+
 def verify(request: httpx.Request) -> bool:
     h = request.headers
     return verify_signature(
@@ -78,7 +90,7 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
         shapes.EVENTS,
         SAFE,
     )
-    request = core.build(call)
+    request = seen_build(core, call)
     assert request.url.raw_path == b"/api/ext/v1/events?live=true&limit=5"
     assert request.content == b""
     assert "Content-Type" not in request.headers
@@ -100,7 +112,9 @@ def test_get_is_signed_over_raw_path_with_query() -> None:
 
 def test_sign_query_false_signs_bare_path() -> None:
     core = make_core(sign_query=False)
-    request = core.build(Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", shapes.ORDERS, SAFE))
+    request = seen_build(
+        core, Call("GET", "/api/ext/v1/orders", {"page": 2}, b"", shapes.ORDERS, SAFE)
+    )
     h = request.headers
     assert verify_signature(
         SECRET,
@@ -132,7 +146,7 @@ def test_post_body_is_the_signed_compact_bytes() -> None:
         b'{"market_id":"' + MARKET_ID.encode() + b'","outcome":"a","amount":12.5,"side":"BUY",'
         b'"order_type":"FOK","take_profit_price":0.9,"stop_loss_price":0.2}'
     )
-    request = core.build(Call("POST", "/api/ext/v1/orders", None, body, shapes.PLACED, NEVER))
+    request = seen_build(core, Call("POST", "/api/ext/v1/orders", None, body, shapes.PLACED, NEVER))
     assert request.content == body
     assert request.headers["Content-Type"] == "application/json"
     assert verify(request)
@@ -143,7 +157,7 @@ def test_path_segments_are_percent_encoded_and_signed_as_sent() -> None:
     op = core.get_event("a slug/with?odd chars")
     send = next(op)
     assert isinstance(send, Send)
-    request = send.request
+    request = seen(send.request)
     assert request.url.raw_path == b"/api/ext/v1/events/a%20slug%2Fwith%3Fodd%20chars"
     assert verify(request)
 
@@ -153,7 +167,7 @@ def test_base_url_with_prefix_is_kept_in_the_signed_path() -> None:
     core = ClientCore(config, signer)
     send = next(core.get_wallet())
     assert isinstance(send, Send)
-    request = send.request
+    request = seen(send.request)
     assert request.url.raw_path == b"/prefix/api/ext/v1/wallet"
     assert verify(request)
 
@@ -171,7 +185,7 @@ def test_base_url_ending_in_the_api_path_is_taken_without_it(base: str, path: by
     assert not config.base_url.endswith("/api/ext/v1")
     send = next(ClientCore(config, signer).get_wallet())
     assert isinstance(send, Send)
-    request = send.request
+    request = seen(send.request)
     assert request.url.raw_path == path
     assert verify(request)
 
@@ -180,7 +194,7 @@ def test_fee_rate_query_is_unsigned_and_goes_to_clob_url() -> None:
     core = make_core()
     fee, effects = drive(core.fee_rate(TOKEN_A), [httpx.Response(200, json={"base_fee": 25})])
     assert fee == 25
-    request = effects[0].request
+    request = seen(effects[0].request)
     assert str(request.url) == f"http://clob.test/fee-rate?token_id={TOKEN_A}"
     assert "X-API-SIGNATURE" not in request.headers
 
@@ -233,10 +247,8 @@ def test_secret_never_in_repr_logs_or_errors(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     fake.on("GET", "/api/ext/v1/orders/x", fail(401, "unauthorized"))
-    fake.on("GET", "/api/ext/v1/events", httpx.ConnectError("refused"), fail(503, "down"), ok([]))
-    client = Client(
-        "http://api.test", KEY, SECRET, transport=httpx.MockTransport(fake), backoff=0.001
-    )
+    fake.on("GET", "/api/ext/v1/events", DROP, fail(503, "down"), ok([]))
+    client = Client(fake.url, KEY, SECRET, backoff=0.001)
     texts = [repr(client), repr(client._core), repr(client._core.signer), repr(client.config)]
     with pytest.raises(errors.AuthenticationError) as info:
         client.get_order("x")
@@ -353,8 +365,8 @@ def test_get_retries_5xx_and_transport_errors_with_capped_backoff() -> None:
     core = make_core(max_retries=4, backoff=0.1, backoff_cap=0.3)
     answers = [
         fail(503, "down"),
-        httpx.ConnectError("refused"),
-        httpx.ReadTimeout("slow"),
+        errors.TransportError("refused"),
+        errors.TimeoutError("slow"),
         fail(500, "boom"),
         ok({"order": {"id": "o"}}),
     ]
@@ -362,7 +374,7 @@ def test_get_retries_5xx_and_transport_errors_with_capped_backoff() -> None:
     assert order.id == "o"
     sleeps = [e.seconds for e in effects if isinstance(e, Sleep)]
     assert sleeps == [0.1, 0.2, 0.3, 0.3]  # doubling, capped (jitter pinned at its top)
-    nonces = {e.request.headers["X-API-NONCE"] for e in effects if isinstance(e, Send)}
+    nonces = {seen(e.request).headers["X-API-NONCE"] for e in effects if isinstance(e, Send)}
     assert len(nonces) == 5  # every attempt is signed afresh
 
 
@@ -380,9 +392,9 @@ def test_get_gives_up_after_max_retries() -> None:
     with pytest.raises(errors.ServerError):
         drive(core.get_order("o"), [fail(503, "down")] * 3)
     with pytest.raises(errors.TimeoutError):
-        drive(core.get_order("o"), [httpx.ConnectTimeout("t")] * 3)
+        drive(core.get_order("o"), [errors.TimeoutError("t")] * 3)
     with pytest.raises(errors.TransportError):
-        drive(core.get_order("o"), [httpx.RemoteProtocolError("eof")] * 3)
+        drive(core.get_order("o"), [errors.TransportError("eof")] * 3)
 
 
 def test_429_honours_retry_after() -> None:
@@ -477,7 +489,7 @@ def test_place_order_is_never_retried() -> None:
     for answer in (
         fail(503, "down"),
         fail(429, "slow", **{"Retry-After": "0"}),
-        httpx.ReadError("x"),
+        errors.TransportError("x"),
     ):
         op = core.place_order(MARKET_ID, outcome="a", amount=5)
         with pytest.raises((errors.ApiError, errors.TransportError)):
@@ -499,12 +511,12 @@ def test_raw_order_retries_the_same_bytes_under_one_client_order_id() -> None:
     warm(core)
     op = core.place_raw_order(MARKET_ID, "a", "BUY", "0.5", 10)
     answers = [
-        httpx.ReadError("lost"),
+        errors.TransportError("lost"),
         fail(503, "down"),
         ok({"order_id": "x", "notification_id": ""}, 201),
     ]
     result, effects = drive(op, answers)
-    sends = [e.request for e in effects if isinstance(e, Send)]
+    sends = [seen(e.request) for e in effects if isinstance(e, Send)]
     assert len(sends) == 3  # warm caches: only the POST, three times
     assert all(r.url.path == "/api/ext/v1/orders/raw" for r in sends)
     assert len({r.content for r in sends}) == 1
@@ -556,7 +568,7 @@ def test_raw_order_cold_then_warm() -> None:
     result, effects = drive(
         core.place_raw_order(MARKET_ID, "b", "SELL", "0.40", "12.5", salt=42), answers
     )
-    paths = [e.request.url.path for e in effects if isinstance(e, Send)]
+    paths = [seen(e.request).url.path for e in effects if isinstance(e, Send)]
     assert paths == [
         f"/api/ext/v1/markets/{MARKET_ID}",
         "/api/ext/v1/wallet",
@@ -581,7 +593,7 @@ def test_raw_order_cold_then_warm() -> None:
         neg_risk=True,
     )
     assert result.clob_order_id == expected
-    body = json.loads(effects[-1].request.content)
+    body = json.loads(effects[-1].request.body)
     assert body == {
         "market_id": MARKET_ID,
         "outcome": "b",
@@ -624,7 +636,7 @@ def test_raw_order_market_amounts_and_explicit_amounts() -> None:
         ),
         [ok({"order_id": "y"}, 201)],
     )
-    body = json.loads(effects[0].request.content)
+    body = json.loads(seen(effects[0].request).content)
     assert (body["fee_rate_bps"], body["salt"], body["client_order_id"]) == (3, "5", "mine")
 
 
@@ -648,7 +660,7 @@ def test_raw_order_sends_the_validated_values_not_the_given_text() -> None:
         ),
         [ok({"order_id": "z"}, 201)],
     )
-    body = json.loads(effects[0].request.content)
+    body = json.loads(seen(effects[0].request).content)
     assert body["fee_rate_bps"] == 200
     assert (body["maker_amount"], body["taker_amount"]) == ("1000000", "2000000")
     assert (body["nonce"], body["salt"]) == ("7", "5")

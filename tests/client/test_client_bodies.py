@@ -11,8 +11,10 @@ one answer per request, on kept-alive connections unless an answer closes it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import json
+import socket
 import ssl
 import threading
 import tracemalloc
@@ -25,7 +27,7 @@ import pytest
 
 from clobkit import AsyncClient, Client, errors
 
-from .conftest import KEY, SECRET
+from .conftest import KEY, SECRET, RawServer
 
 TOKEN = "7"
 FLAVOURS = ["sync", "async"]
@@ -219,7 +221,7 @@ def test_a_body_that_does_not_inflate_is_a_transport_error(script: Any, flavour:
     server = script([answer(b"not gzip at all", "Content-Encoding: gzip"), answer(fee_body(5))])
     got = outcomes(flavour, server.url, 2)
     assert got[0][0] == "TransportError"
-    assert "DecodingError" in got[0][1]
+    assert ": body does not decode (" in got[0][1]
     assert got[1] == ("ok", 5)
 
 
@@ -371,7 +373,7 @@ def test_a_server_closing_mid_body(script: Any, flavour: str, form: str) -> None
     server = script([cut, answer(fee_body(2))])
     got = outcomes(flavour, server.url, 2)
     assert got[0][0] == "TransportError"
-    assert "peer closed connection without sending complete message body" in got[0][1]
+    assert ": answer cut short (" in got[0][1]
     assert got[1] == ("ok", 2)
 
 
@@ -415,19 +417,32 @@ def test_keep_alive_after_each_kind_of_error(script: Any, flavour: str) -> None:
     assert "unknown content coding" in got[6][1]
     assert got[1::2] == [("ok", 1), ("ok", 2), ("ok", 3), ("ok", 4), ("ok", 5)]
     # the connection is kept after the envelope; one whose answer was left unread
-    # (too large, an unreadable coding, a timeout) is closed, never used again
-    assert server.accepted == 5
+    # (too large, an unreadable coding, a timeout) is closed, never used again:
+    # httpcore closes each; aiohttp keeps one whose refused answer had arrived whole
+    # (its parser read the message to its end), closes the others (the timeout's)
+    if flavour == "sync":
+        assert server.accepted == 5
+    else:
+        assert 2 <= server.accepted <= 5
 
 
 # ---------------------------------------------------------------------------
 # Proxies from the environment
 
 
+def clear_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
 class ForwardProxy:
-    """A plain HTTP forward proxy on loopback: absolute-form requests, recorded."""
+    """An HTTP proxy on loopback: absolute-form requests answered by itself (recorded,
+    with their heads), CONNECT tunnelled to the target."""
 
     def __init__(self) -> None:
         self.seen: list[bytes] = []
+        self.heads: list[bytes] = []
         self.loop = asyncio.new_event_loop()
         self.server = self.loop.run_until_complete(
             asyncio.start_server(self.handle, "127.0.0.1", 0)
@@ -436,11 +451,19 @@ class ForwardProxy:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
+                self.heads.append(head)
                 self.seen.append(head.split(b"\r\n", 1)[0])
+                if head.startswith(b"CONNECT "):
+                    await self.tunnel(head, reader, writer)
+                    return
                 body = fee_body(11)
                 writer.write(answer(body))
                 await writer.drain()
@@ -449,29 +472,142 @@ class ForwardProxy:
         finally:
             writer.close()
 
+    async def tunnel(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        host, _, port = head.split(b" ")[1].decode().rpartition(":")
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except ConnectionError:
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
     def close(self) -> None:
         _stop(self.loop, self.server, self.thread)
 
 
-@pytest.mark.parametrize("flavour", FLAVOURS)
-def test_proxies_from_the_environment(monkeypatch: pytest.MonkeyPatch, flavour: str) -> None:
+@pytest.fixture
+def forward_proxy() -> Iterator[ForwardProxy]:
     proxy = ForwardProxy()
-    try:
-        for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
-        # nothing listens at the target: only the proxy can answer
-        got = outcomes(flavour, "http://api.example.test:9", 2)
-    finally:
-        proxy.close()
+    yield proxy
+    proxy.close()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_proxies_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, forward_proxy: ForwardProxy, flavour: str
+) -> None:
+    clear_proxies(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", forward_proxy.url)
+    # nothing listens at the target: only the proxy can answer
+    got = outcomes(flavour, "http://api.example.test:9", 2)
     assert got == [("ok", 11), ("ok", 11)]
-    assert proxy.seen == [b"GET http://api.example.test:9/fee-rate?token_id=7 HTTP/1.1"] * 2
+    line = b"GET http://api.example.test:9/fee-rate?token_id=7 HTTP/1.1"
+    assert forward_proxy.seen == [line] * 2
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_no_proxy_names_the_hosts_that_go_direct(
+    monkeypatch: pytest.MonkeyPatch, forward_proxy: ForwardProxy, script: Any, flavour: str
+) -> None:
+    clear_proxies(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", forward_proxy.url)
+    monkeypatch.setenv("NO_PROXY", "example.invalid,127.0.0.1")
+    server = script([answer(fee_body(3))])
+    assert outcomes(flavour, server.url) == [("ok", 3)]
+    assert forward_proxy.seen == []
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_an_explicit_proxy_wins_over_the_environment(
+    monkeypatch: pytest.MonkeyPatch, forward_proxy: ForwardProxy, flavour: str
+) -> None:
+    clear_proxies(monkeypatch)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("NO_PROXY", "*")
+    proxy = f"http://trader:p%40ss@127.0.0.1:{forward_proxy.port}"
+    got = outcomes(flavour, "http://api.example.test:9", 1, proxy=proxy)
+    assert got == [("ok", 11)]
+    assert forward_proxy.seen == [b"GET http://api.example.test:9/fee-rate?token_id=7 HTTP/1.1"]
+    credentials = base64.b64encode(b"trader:p@ss").decode()
+    assert f"Proxy-Authorization: Basic {credentials}".lower().encode() in (
+        forward_proxy.heads[0].lower()
+    )
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_tls_through_a_proxy_tunnel(
+    script: Any, monkeypatch: pytest.MonkeyPatch, forward_proxy: ForwardProxy, flavour: str
+) -> None:
+    clear_proxies(monkeypatch)
+    server = script([answer(fee_body(13))] * 2, server_tls())
+    got = outcomes(flavour, server.url, 2, proxy=forward_proxy.url, verify=str(CERT))
+    assert got == [("ok", 13)] * 2
+    assert forward_proxy.seen == [f"CONNECT 127.0.0.1:{server.port} HTTP/1.1".encode()]
+
+
+class Trickler:
+    """The status line and headers one byte every 0.1 s (20 s in all); ``done`` once
+    it stopped, cut off or not."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+
+    def __call__(self, conn: socket.socket, stop: threading.Event) -> None:
+        try:
+            for byte in b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 200:
+                if stop.wait(0.1):
+                    return
+                conn.sendall(bytes([byte]))
+        except OSError:
+            return
+        finally:
+            self.done.set()
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_no_proxy_alone_leaves_the_deadline_in_place(
+    monkeypatch: pytest.MonkeyPatch, raw_server: Callable[..., RawServer], flavour: str
+) -> None:
+    """With ``NO_PROXY`` alone set (as in many CI and Kubernetes environments) both
+    clients went through httpx's client: the sync one then had per-read timeouts
+    only, and an answer trickled a byte at a time outlasted its timeout. No proxy is
+    named, so nothing changes: the attempt ends by its deadline, while the server is
+    still trickling."""
+    clear_proxies(monkeypatch)
+    monkeypatch.setenv("NO_PROXY", "example.invalid")
+    trickler = Trickler()
+    server = raw_server(trickler)
+    got = outcomes(flavour, server.url, timeout=0.5)
+    assert got[0][0] == "TimeoutError"
+    assert not trickler.done.is_set()  # cut off while the server still trickled
 
 
 # ---------------------------------------------------------------------------
 # TLS
 
 CERTS = Path(__file__).parent / "data"
+CERT, KEY_FILE = CERTS / "loopback-cert.pem", CERTS / "loopback-key.pem"
+
+
+def server_tls(client_cert: bool = False) -> ssl.SSLContext:
+    """The TLS of a loopback server (its certificate self-signed); with ``client_cert``
+    it asks the client for a certificate of its own and checks it."""
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(CERT, KEY_FILE)
+    if client_cert:
+        tls.verify_mode = ssl.CERT_REQUIRED
+        tls.load_verify_locations(CERT)
+    return tls
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
@@ -492,6 +628,55 @@ def test_tls_with_the_roots_from_the_environment(
     assert server.accepted == 1
 
 
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_tls_options(script: Any, flavour: str) -> None:
+    """``verify=`` a CA bundle, ``verify=False``, ``ssl=`` a context of one's own, and
+    ``cert=`` a client certificate for a server that asks for one."""
+    assert outcomes(flavour, script([answer(fee_body(1))], server_tls()).url, verify=str(CERT)) == [
+        ("ok", 1)
+    ]
+    assert outcomes(flavour, script([answer(fee_body(2))], server_tls()).url, verify=False) == [
+        ("ok", 2)
+    ]
+    own = ssl.create_default_context(cafile=str(CERT))
+    assert outcomes(flavour, script([answer(fee_body(3))], server_tls()).url, ssl=own) == [
+        ("ok", 3)
+    ]
+    mutual = script([answer(fee_body(4))], server_tls(client_cert=True))
+    got = outcomes(flavour, mutual.url, verify=str(CERT), cert=(str(CERT), str(KEY_FILE)))
+    assert got == [("ok", 4)]
+    refused = script([answer(fee_body(5))], server_tls(client_cert=True))
+    got = outcomes(flavour, refused.url, verify=str(CERT))  # no certificate of the client's
+    assert got[0][0] == "TransportError"
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"verify": "/no/such/bundle.pem"}, "verify"),
+        ({"verify": 3}, "verify"),
+        ({"cert": "/no/such/cert.pem"}, "cert"),
+        ({"cert": ("a",)}, "cert"),
+        ({"ssl": "tls"}, "ssl"),
+        ({"ssl": ssl.create_default_context(), "verify": False}, "ssl"),
+        ({"proxy": "socks5://127.0.0.1:1080"}, "proxy"),
+        ({"proxy": "http://"}, "proxy"),
+        ({"max_connections": 0}, "max_connections"),
+        ({"max_connections": True}, "max_connections"),
+    ],
+)
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_bad_network_options_are_refused_by_name(
+    flavour: str, options: dict[str, Any], field: str
+) -> None:
+    make = Client if flavour == "sync" else AsyncClient
+    with pytest.raises(errors.ValidationError) as info:
+        make("https://127.0.0.1:9", KEY, SECRET, **options)
+    assert info.value.field == field
+    with pytest.raises(TypeError, match="unexpected keyword argument 'transport'"):
+        make("https://127.0.0.1:9", KEY, SECRET, transport=object())  # type: ignore[call-arg]
+
+
 def test_an_answer_nobody_asked_for_closes_the_connection(script: Any) -> None:
     """Two answers to one request: the first is read, the connection is not used again.
     (The sync client, on httpcore and h11, reads the second as the next request's
@@ -499,18 +684,3 @@ def test_an_answer_nobody_asked_for_closes_the_connection(script: Any) -> None:
     server = script([answer(fee_body(1)) + answer(fee_body(99)), answer(fee_body(2))])
     assert outcomes("async", server.url, 2) == [("ok", 1), ("ok", 2)]
     assert server.accepted == 2
-
-
-def test_both_clients_take_their_own_path_unless_a_proxy_is_set(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Fails should a client quietly fall back to httpx's client path (and its costs)."""
-    for name in ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    with Client("http://127.0.0.1:9", KEY, SECRET) as sync:
-        assert sync._direct is not None
-        assert sync._http is None
-    aclient = AsyncClient("http://127.0.0.1:9", KEY, SECRET)
-    assert aclient._direct is not None
-    assert aclient._http is None
-    asyncio.run(aclient.close())

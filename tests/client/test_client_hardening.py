@@ -169,23 +169,36 @@ async def test_oversized_response_is_refused(
 ) -> None:
     server = raw_server(huge_chunked_body)
     options = _options(server.url, timeout=30.0, max_response_bytes=1_000_000)
+    error = await _wallet_error(flavour, options)
+    assert isinstance(error, errors.ServerError)
+    assert "larger than 1000000 bytes (max_response_bytes)" in str(error)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+async def test_declared_oversized_response_is_refused_unread(
+    raw_server: Callable[..., RawServer], flavour: str
+) -> None:
+    def declared(conn: socket.socket, stop: threading.Event) -> None:
+        """A head declaring 5000 bytes, then silence: only a refusal unread ends it."""
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n[")
+        stop.wait(10)
+
+    options = _options(raw_server(declared).url, max_response_bytes=4096, timeout=10.0)
+    error = await _wallet_error(flavour, options)
+    assert isinstance(error, errors.ServerError)
+    assert "larger than 4096 bytes (max_response_bytes)" in str(error)
+
+
+async def _wallet_error(flavour: str, options: dict[str, Any]) -> errors.ClobkitError:
+    """What ``get_wallet`` raised on a client of ``flavour``."""
     if flavour == "sync":
-        with Client(**options) as client, pytest.raises(errors.ServerError, match="max_resp"):
+        with Client(**options) as client, pytest.raises(errors.ClobkitError) as info:
             client.get_wallet()
-    else:
-        async with AsyncClient(**options) as aclient:
-            with pytest.raises(errors.ServerError, match="max_response_bytes"):
-                await aclient.get_wallet()
-
-
-def test_declared_oversized_response_is_refused_unread() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=b"[" * 5000, headers={"Content-Length": "5000"})
-
-    options = _options("http://x.test", max_response_bytes=4096)
-    client = Client(transport=httpx.MockTransport(handler), **options)
-    with client, pytest.raises(errors.ServerError, match="larger than 4096 bytes"):
-        client.get_wallet()
+        return info.value
+    async with AsyncClient(**options) as aclient:
+        with pytest.raises(errors.ClobkitError) as ainfo:
+            await aclient.get_wallet()
+    return ainfo.value
 
 
 # ---------------------------------------------------------------------------

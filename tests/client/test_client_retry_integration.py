@@ -1,14 +1,18 @@
 """Retries against the sandbox: lost responses, injected 5xx, the sandbox's rate limit.
 
-The failing transports forward every request to the real sandbox and only
-then lose the answer, which is exactly the case where a naive retry would
-place a second order.
+A lossy proxy on loopback (``LossyProxy``) forwards every request to the real
+sandbox and only then drops the connection instead of relaying the answer, which
+is exactly the case where a naive retry would place a second order; or answers a
+503 itself. The clients talk to it through their own transports.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -50,48 +54,71 @@ class _Plan:
         return False
 
 
-class FailingTransport(httpx.HTTPTransport):
-    def __init__(self, plan: _Plan) -> None:
-        super().__init__()
+class LossyProxy:
+    """An HTTP/1.1 proxy on loopback in front of ``upstream`` (the sandbox's base URL),
+    breaking the requests of ``plan`` as it says; ``url`` is the base URL to use."""
+
+    def __init__(self, upstream: str, plan: _Plan) -> None:
         self.plan = plan
+        self.upstream = httpx.Client(base_url=upstream, timeout=30)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Lossy)
+        self.server.daemon_threads = True
+        self.server.proxy = self  # type: ignore[attr-defined]
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,))
+        self.thread.start()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if not self.plan.matches(request):
-            return super().handle_request(request)
-        self.plan.seen.append(request)
-        injected = self.plan.injected_503(request)
-        if injected is not None:
-            return injected
-        response = super().handle_request(request)
-        if self.plan.should_lose():
-            response.read()
-            response.close()
-            raise httpx.ReadError("injected: the answer was lost", request=request)
-        return response
-
-
-class AsyncFailingTransport(httpx.AsyncHTTPTransport):
-    def __init__(self, plan: _Plan) -> None:
-        super().__init__()
-        self.plan = plan
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if not self.plan.matches(request):
-            return await super().handle_async_request(request)
-        self.plan.seen.append(request)
-        injected = self.plan.injected_503(request)
-        if injected is not None:
-            return injected
-        response = await super().handle_async_request(request)
-        if self.plan.should_lose():
-            await response.aread()
-            await response.aclose()
-            raise httpx.ReadError("injected: the answer was lost", request=request)
-        return response
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+        self.upstream.close()
 
 
-def failing(flavour: str, plan: _Plan) -> httpx.BaseTransport | httpx.AsyncBaseTransport:
-    return FailingTransport(plan) if flavour == "sync" else AsyncFailingTransport(plan)
+class _Lossy(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _serve(self) -> None:
+        proxy: LossyProxy = self.server.proxy  # type: ignore[attr-defined]
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = [(k, v) for k, v in self.headers.items() if k.lower() != "host"]
+        request = httpx.Request(self.command, proxy.url + self.path, headers=headers, content=body)
+        plan = proxy.plan
+        answer = None
+        if plan.matches(request):
+            plan.seen.append(request)
+            answer = plan.injected_503(request)
+        if answer is None:
+            answer = proxy.upstream.request(self.command, self.path, headers=headers, content=body)
+            if plan.matches(request) and plan.should_lose():
+                self.close_connection = True  # handled upstream; its answer never comes
+                return
+        head = [f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}".encode()]
+        head += [f"Content-Length: {len(answer.content)}".encode()]
+        head += [k + b": " + v for k, v in answer.headers.raw if k.lower() in _RELAYED]
+        self.wfile.write(b"\r\n".join(head) + b"\r\n\r\n" + answer.content)
+
+    do_GET = do_POST = do_DELETE = _serve
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        pass
+
+
+_RELAYED = (b"content-type", b"retry-after")
+
+
+@pytest.fixture
+def lossy(sandbox: Any) -> Iterator[Callable[[_Plan], str]]:
+    """``lossy(plan)``: the base URL of a ``LossyProxy`` in front of the sandbox."""
+    made: list[LossyProxy] = []
+
+    def make(plan: _Plan, upstream: Any = None) -> str:
+        made.append(LossyProxy((upstream or sandbox).base_url, plan))
+        return made[-1].url
+
+    yield make
+    for proxy in made:
+        proxy.close()
 
 
 def order_ids(api: Any) -> set[str]:
@@ -99,7 +126,7 @@ def order_ids(api: Any) -> set[str]:
 
 
 def test_raw_order_retried_after_lost_answers_places_one_order(
-    sandbox: Any, make_api: Any, flavour: str
+    sandbox: Any, make_api: Any, flavour: str, lossy: Any
 ) -> None:
     me = full_scope_users(sandbox)[0]
     plain = make_api(sandbox, me, flavour)
@@ -108,7 +135,7 @@ def test_raw_order_retried_after_lost_answers_places_one_order(
     before = order_ids(plain)
 
     plan = _Plan("POST", RAW, lose=2)
-    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan))
+    api = make_api(sandbox, me, flavour, base_url=lossy(plan))
     api.prepare([market.id])
     result = api.place_raw_order(market.id, "a", "BUY", price, 40)
 
@@ -123,21 +150,25 @@ def test_raw_order_retried_after_lost_answers_places_one_order(
     plain.cancel_order(result.order_id)
 
 
-def test_raw_order_retried_after_injected_5xx(sandbox: Any, make_api: Any, flavour: str) -> None:
+def test_raw_order_retried_after_injected_5xx(
+    sandbox: Any, make_api: Any, flavour: str, lossy: Any
+) -> None:
     me = full_scope_users(sandbox)[0]
     plain = make_api(sandbox, me, flavour)
     market = market_with_book(plain, "nba")
     price = resting_buy_price(plain.get_orderbook(market.token_id_a))
     before = order_ids(plain)
     plan = _Plan("POST", RAW, fail=2, lose=1)
-    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan))
+    api = make_api(sandbox, me, flavour, base_url=lossy(plan))
     result = api.place_raw_order(market.id, "a", "BUY", price, 40)
     assert len(plan.seen) == 4  # 503, 503, lost, answered
     assert order_ids(plain) - before == {result.order_id}
     plain.cancel_order(result.order_id)
 
 
-def test_place_order_is_never_retried(sandbox: Any, make_api: Any, flavour: str) -> None:
+def test_place_order_is_never_retried(
+    sandbox: Any, make_api: Any, flavour: str, lossy: Any
+) -> None:
     me = full_scope_users(sandbox)[0]
     plain = make_api(sandbox, me, flavour)
     market = market_with_book(plain, "nba")
@@ -145,7 +176,7 @@ def test_place_order_is_never_retried(sandbox: Any, make_api: Any, flavour: str)
     before = order_ids(plain)
 
     lost = _Plan("POST", ORDERS, lose=1)
-    api = make_api(sandbox, me, flavour, transport=failing(flavour, lost))
+    api = make_api(sandbox, me, flavour, base_url=lossy(lost))
     with pytest.raises(errors.TransportError):
         api.place_order(
             market.id, amount="2", order_type="GTC", limit_price=price, token_option="yes"
@@ -156,7 +187,7 @@ def test_place_order_is_never_retried(sandbox: Any, make_api: Any, flavour: str)
     plain.cancel_order(placed.pop())
 
     unavailable = _Plan("POST", ORDERS, fail=1)
-    api = make_api(sandbox, me, flavour, transport=failing(flavour, unavailable))
+    api = make_api(sandbox, me, flavour, base_url=lossy(unavailable))
     with pytest.raises(errors.ServerError) as info:
         api.place_order(market.id, outcome="a", amount="1")
     assert info.value.status == 503
@@ -164,15 +195,15 @@ def test_place_order_is_never_retried(sandbox: Any, make_api: Any, flavour: str)
 
 
 def test_gets_retry_injected_5xx_and_lost_answers(
-    sandbox: Any, make_api: Any, flavour: str
+    sandbox: Any, make_api: Any, flavour: str, lossy: Any
 ) -> None:
     me = full_scope_users(sandbox)[0]
     plan = _Plan("GET", "/api/ext/v1/wallet", fail=2, lose=1)
-    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan))
+    api = make_api(sandbox, me, flavour, base_url=lossy(plan))
     assert api.get_wallet().maker
     assert len(plan.seen) == 4
     plan = _Plan("GET", "/api/ext/v1/orders", fail=5)
-    api = make_api(sandbox, me, flavour, transport=failing(flavour, plan), max_retries=2)
+    api = make_api(sandbox, me, flavour, base_url=lossy(plan), max_retries=2)
     with pytest.raises(errors.ServerError) as info:
         api.list_orders()
     assert info.value.status == 503
@@ -214,7 +245,7 @@ def exhaust(api: Any) -> errors.RateLimited:
 
 
 def test_rate_limit_is_typed_and_never_blindly_retried(
-    rate_sandbox: Any, make_api: Any, flavour: str
+    rate_sandbox: Any, make_api: Any, flavour: str, lossy: Any
 ) -> None:
     me, other = rate_sandbox.users
     setup = make_api(rate_sandbox, other, flavour)  # another key: its own window
@@ -230,7 +261,7 @@ def test_rate_limit_is_typed_and_never_blindly_retried(
     gets = _Plan("GET", "/api/ext/v1/orders")
     impatient = make_api(
         rate_sandbox, me, flavour, max_retries=5, max_retry_after=1,
-        transport=failing(flavour, gets),
+        base_url=lossy(gets, rate_sandbox),
     )  # fmt: skip
     with pytest.raises(errors.RateLimited):
         impatient.list_orders()
@@ -242,7 +273,7 @@ def test_rate_limit_is_typed_and_never_blindly_retried(
     posts = _Plan("POST", ORDERS)
     patient = make_api(
         rate_sandbox, me, flavour, max_retries=5, max_retry_after=120,
-        transport=failing(flavour, posts),
+        base_url=lossy(posts, rate_sandbox),
     )  # fmt: skip
     with pytest.raises(errors.RateLimited):
         patient.place_order(market.id, outcome="a", amount="2")
@@ -250,7 +281,9 @@ def test_rate_limit_is_typed_and_never_blindly_retried(
 
 
 @pytest.mark.slow
-def test_rate_limit_waited_out_places_each_raw_order_once(rate_sandbox: Any, make_api: Any) -> None:
+def test_rate_limit_waited_out_places_each_raw_order_once(
+    rate_sandbox: Any, make_api: Any, lossy: Any
+) -> None:
     """Both clients hit the sandbox's limit, sleep out its Retry-After (up to a
     minute: the window is 60 s) and then place their raw order exactly once."""
     import threading
@@ -267,7 +300,7 @@ def test_rate_limit_waited_out_places_each_raw_order_once(rate_sandbox: Any, mak
             flavour,
             max_retries=3,
             max_retry_after=65,
-            transport=failing(flavour, plans[flavour]),
+            base_url=lossy(plans[flavour], rate_sandbox),
         )
         for flavour in ("sync", "async")
     }

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from clobkit import OrderHasher
@@ -18,26 +17,6 @@ from .conftest import full_scope_users
 from .helpers import market_with_book, resting_buy_price
 
 
-class Counting(httpx.HTTPTransport):
-    """The ordinary sync transport, counting requests."""
-
-    sent = 0
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent += 1
-        return super().handle_request(request)
-
-
-class AsyncCounting(httpx.AsyncHTTPTransport):
-    """The ordinary async transport, counting requests."""
-
-    sent = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent += 1
-        return await super().handle_async_request(request)
-
-
 @pytest.fixture(scope="module", params=[1, 2])
 def versioned(request: pytest.FixtureRequest, serve: Callable[..., Any]) -> Iterator[Any]:
     with serve(config={"exchange_version": request.param}) as sb:
@@ -45,13 +24,13 @@ def versioned(request: pytest.FixtureRequest, serve: Callable[..., Any]) -> Iter
 
 
 def test_prepare_then_post(versioned: Any, make_api: Any, flavour: str) -> None:
-    counter = Counting() if flavour == "sync" else AsyncCounting()
-    api = make_api(versioned, full_scope_users(versioned)[0], flavour, transport=counter)
+    api = make_api(versioned, full_scope_users(versioned)[0], flavour)
+    received = versioned.requests.count  # what the service received (sandbox.counting)
     version = versioned.engine.config.exchange_version
     market = market_with_book(api, "nba")
     price = resting_buy_price(api.get_orderbook(market.token_id_a))
     api.prepare([market.id])
-    before = counter.sent
+    before = received()
     assert api.exchange_version() == version
     info = api.market_info(market.id)
     assert isinstance(info, MarketInfo)
@@ -59,7 +38,7 @@ def test_prepare_then_post(versioned: Any, make_api: Any, flavour: str) -> None:
     assert info.neg_risk == bool(market.neg_risk)
     prepared = api.prepare_raw_order(market.id, "a", "BUY", price, 40)
     amounts = api.prepare_raw_order_amounts(market.id, "a", 0, 4_000_000, 40_000_000)
-    assert counter.sent == before  # all of the above from the warm caches
+    assert received() == before  # all of the above from the warm caches
     assert isinstance(prepared, PreparedRawOrder)
     result = prepared.result
     assert result.order_id == ""
@@ -81,7 +60,7 @@ def test_prepare_then_post(versioned: Any, make_api: Any, flavour: str) -> None:
     else:  # signs the service's timestamp: never guessed
         assert result.clob_order_id == ""
     placed = api.post_raw_order(prepared)
-    assert counter.sent == before + 1  # the POST alone
+    assert received() == before + 1  # the POST alone
     stored = api.get_order(placed.order_id)
     assert stored.order_source_id == result.client_order_id
     if version == 1:

@@ -1,4 +1,5 @@
-"""The two I/O shells over httpx.MockTransport: drivers, paging, gather, waiting."""
+"""The two I/O shells against a scripted server on loopback (``FakeApi``): drivers,
+paging, gather, waiting."""
 
 from __future__ import annotations
 
@@ -14,7 +15,18 @@ from clobkit import AsyncClient, Client, errors
 from clobkit.client import paced
 from clobkit.models import Order
 
-from .conftest import KEY, MARKET_ID, SECRET, TOKEN_A, TOKEN_B, FakeApi, _options, fail, ok
+from .conftest import (
+    DROP,
+    HANG,
+    MARKET_ID,
+    TOKEN_A,
+    TOKEN_B,
+    Action,
+    FakeApi,
+    _options,
+    fail,
+    ok,
+)
 
 
 def paged_events(total: int) -> Any:
@@ -110,7 +122,7 @@ async def test_async_open_orders(fake: FakeApi, mock_aclient: AsyncClient) -> No
 
 
 class SlowFake(FakeApi):
-    """Each answer takes 100 ms; records how many requests overlap."""
+    """Each answer takes 100 ms; records how many requests overlap (on the server)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -118,7 +130,7 @@ class SlowFake(FakeApi):
         self.peak = 0
         self.lock = threading.Lock()
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx.Request) -> httpx.Response | Action:
         with self.lock:
             self.active += 1
             self.peak = max(self.peak, self.active)
@@ -128,43 +140,33 @@ class SlowFake(FakeApi):
         return super().__call__(request)
 
 
-def test_sync_prepare_warms_caches_concurrently() -> None:
-    fake = SlowFake()
-    with Client("http://api.test", KEY, SECRET, transport=httpx.MockTransport(fake)) as client:
+@pytest.fixture
+def slow() -> Any:
+    api = SlowFake()
+    yield api
+    api.close()
+
+
+def test_sync_prepare_warms_caches_concurrently(slow: SlowFake) -> None:
+    with Client(**_options(slow.url)) as client:
         client.prepare([MARKET_ID])
         # wallet || market, then both fee rates together: requests overlapped (counted,
         # not timed, so a busy machine cannot fail it)
-        assert fake.peak >= 2
+        assert slow.peak >= 2
         assert client._core.hasher is not None
         assert set(client._core.fee_rates) == {TOKEN_A, TOKEN_B}
-        before = len(fake.requests)
+        before = len(slow.requests)
         client.place_raw_order(MARKET_ID, "a", "BUY", "0.5", 2)
-        assert len(fake.requests) == before + 1  # nothing looked up any more
+        assert len(slow.requests) == before + 1  # nothing looked up any more
 
 
-class AsyncSlowTransport(httpx.AsyncBaseTransport):
-    def __init__(self, fake: FakeApi) -> None:
-        self.fake = fake
-        self.active = 0
-        self.peak = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.active += 1
-        self.peak = max(self.peak, self.active)
-        await asyncio.sleep(0.1)
-        self.active -= 1
-        await request.aread()
-        return self.fake(request)
-
-
-async def test_async_prepare_warms_caches_concurrently(fake: FakeApi) -> None:
-    transport = AsyncSlowTransport(fake)
-    async with AsyncClient("http://api.test", KEY, SECRET, transport=transport) as client:
+async def test_async_prepare_warms_caches_concurrently(slow: SlowFake) -> None:
+    async with AsyncClient(**_options(slow.url)) as client:
         await client.prepare([MARKET_ID])
-        assert transport.peak >= 2  # requests overlapped
-        before = len(fake.requests)
+        assert slow.peak >= 2  # requests overlapped
+        before = len(slow.requests)
         result = await client.place_raw_order(MARKET_ID, "b", "SELL", "0.5", 2)
-        assert len(fake.requests) == before + 1
+        assert len(slow.requests) == before + 1
         assert result.token_id == TOKEN_B
 
 
@@ -173,7 +175,7 @@ def test_sync_retry_with_real_sleeps(fake: FakeApi, make_mock_client: Any) -> No
         "GET",
         "/api/ext/v1/orders/o",
         fail(429, "slow down", **{"Retry-After": "0.2"}),
-        httpx.ConnectError("refused"),
+        DROP,
         ok({"order": {"id": "o", "status": "live"}}),
     )
     client = make_mock_client()
@@ -183,22 +185,24 @@ def test_sync_retry_with_real_sleeps(fake: FakeApi, make_mock_client: Any) -> No
     assert fake.count("GET", "/api/ext/v1/orders/o") == 3
 
 
-async def test_async_retry_with_real_sleeps(fake: FakeApi, mock_aclient: AsyncClient) -> None:
+async def test_async_retry_with_real_sleeps(fake: FakeApi) -> None:
     fake.on(
         "GET",
         "/api/ext/v1/orders/o",
         fail(429, "slow down", **{"Retry-After": "0.2"}),
-        httpx.ReadTimeout("slow"),
+        HANG,
         ok({"order": {"id": "o", "status": "live"}}),
     )
     started = time.perf_counter()
-    assert (await mock_aclient.get_order("o")).status == "live"
+    async with AsyncClient(**_options(fake.url, timeout=0.3)) as client:
+        assert (await client.get_order("o")).status == "live"
     assert time.perf_counter() - started >= 0.2
+    assert fake.count("GET", "/api/ext/v1/orders/o") == 3
 
 
 async def test_a_closed_async_client_refuses_its_calls(fake: FakeApi) -> None:
     # close() then a call sent the request anyway, on a pool opened again
-    client = AsyncClient(transport=httpx.MockTransport(fake), **_options())
+    client = AsyncClient(**_options(fake.url))
     fake.on("GET", "/api/ext/v1/orders/o", ok({"order": {"id": "o"}}))
     assert (await client.get_order("o")).id == "o"
     await client.close()
@@ -212,10 +216,9 @@ async def test_a_closed_async_client_refuses_its_calls(fake: FakeApi) -> None:
     assert len(fake.requests) == sent
 
 
-async def test_paced_takes_room_before_each_request_sent_again(
-    fake: FakeApi, mock_aclient: AsyncClient
-) -> None:
-    answers = [fail(503, "busy"), httpx.ReadTimeout("slow"), ok({"order": {"id": "o"}})]
+async def test_paced_takes_room_before_each_request_sent_again(fake: FakeApi) -> None:
+    mock_aclient = AsyncClient(**_options(fake.url, timeout=0.3))
+    answers = [fail(503, "busy"), HANG, ok({"order": {"id": "o"}})]
     taken: list[str] = []
 
     async def take() -> None:
@@ -236,37 +239,34 @@ async def test_paced_takes_room_before_each_request_sent_again(
     with paced(take):
         assert len([p async for p in mock_aclient.iter_positions(per_page=2)]) == 5
     assert taken == ["retry"] * 4
+    await mock_aclient.close()
 
 
 @pytest.mark.parametrize("flavour", ["sync", "async"])
 def test_transport_error_classes(fake: FakeApi, flavour: str) -> None:
-    fake.on("GET", "/api/ext/v1/wallet", httpx.ConnectTimeout("t"))
-    fake.on("GET", "/api/ext/v1/orders/x", httpx.ConnectError("refused"))
-    options: dict[str, Any] = {"max_retries": 0}
+    fake.on("GET", "/api/ext/v1/wallet", HANG)
+    fake.on("GET", "/api/ext/v1/orders/x", DROP)
+    options = _options(fake.url, max_retries=0, timeout=0.3)
     if flavour == "sync":
-        with Client(
-            "http://api.test", KEY, SECRET, transport=httpx.MockTransport(fake), **options
-        ) as c:
+        with Client(**options) as c:
             with pytest.raises(errors.TimeoutError) as timeout:
                 c.get_wallet()
-            with pytest.raises(errors.TransportError) as refused:
+            with pytest.raises(errors.TransportError) as dropped:
                 c.get_order("x")
     else:
 
         async def run() -> tuple[Any, Any]:
-            async with AsyncClient(
-                "http://api.test", KEY, SECRET, transport=httpx.MockTransport(fake), **options
-            ) as c:
+            async with AsyncClient(**options) as c:
                 with pytest.raises(errors.TimeoutError) as t:
                     await c.get_wallet()
                 with pytest.raises(errors.TransportError) as r:
                     await c.get_order("x")
                 return t, r
 
-        timeout, refused = asyncio.run(run())
+        timeout, dropped = asyncio.run(run())
     assert isinstance(timeout.value, TimeoutError)  # also the builtin
-    assert not isinstance(refused.value, errors.TimeoutError)
-    assert "refused" in str(refused.value)
+    assert not isinstance(dropped.value, errors.TimeoutError)
+    assert "server disconnected without sending an answer" in str(dropped.value)
 
 
 def test_wallet_is_cached_for_the_client_life(fake: FakeApi, mock_client: Client) -> None:

@@ -99,13 +99,12 @@ async def ws_server() -> AsyncIterator[WsServer]:
 
 
 def aclient_for(server: WsServer, fake: FakeApi | None = None) -> AsyncClient:
-    transport = httpx.MockTransport(fake or FakeApi())
+    """A client of the stream ``server``; its REST requests go to ``fake`` (when given)."""
     return AsyncClient(
-        "http://api.test",
+        "http://127.0.0.1:9" if fake is None else fake.url,
         KEY,
         SECRET,
         ws_url=f"ws://127.0.0.1:{server.port}/api/ext/v1/ws",
-        transport=transport,
     )
 
 
@@ -247,8 +246,7 @@ async def test_a_cancel_meeting_the_subscription_answer_ends_the_stream() -> Non
             await asyncio.wait_for(starting, 3.0)  # start() does not wait for ever either
 
 
-async def test_wait_for_order_uses_an_open_stream() -> None:
-    fake = FakeApi()
+async def test_wait_for_order_uses_an_open_stream(fake: FakeApi) -> None:
     statuses = ["live", "live", "matched"]
     reads: list[float] = []
 

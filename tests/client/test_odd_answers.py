@@ -11,6 +11,7 @@ killed the stream).
 from __future__ import annotations
 
 import asyncio
+import math
 import socket
 import threading
 from collections.abc import Callable
@@ -19,12 +20,16 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clobkit import AsyncClient, Client, errors
+from clobkit.client._errors import RETRY_AFTER_CAP, retry_after_seconds
 from clobkit.client._stream import parse_message
 from clobkit.models import Order, RawOrderResult
 
-from .conftest import FakeApi, RawServer, ok
+from ..conftest import examples
+from .conftest import MARKET_ID, FakeApi, RawServer, fail, ok
 
 
 def _answer(status: int, body: bytes, content_type: str) -> Callable[..., None]:
@@ -239,11 +244,16 @@ async def test_a_gateways_4xx_to_a_resent_raw_order_leaves_it_unknown(
         assert msgspec.structs.replace(error.order, sent_at=0.0) == sent
 
 
-async def test_a_port_past_65535_is_a_transport_error() -> None:
-    # the async client's own connect raised OverflowError ("port must be 0-65535")
-    url = "http://127.0.0.1:70000"
-    got = await _both(url, lambda c: c.get_wallet())
-    assert [kind for kind, _ in got] == ["TransportError", "TransportError"]
+@pytest.mark.parametrize("client", [Client, AsyncClient])
+@pytest.mark.parametrize("field", ["base_url", "clob_url", "ws_url"])
+def test_a_port_past_65535_is_refused_by_name(client: Any, field: str) -> None:
+    # the async client's own connect raised OverflowError ("port must be 0-65535");
+    # the URL is now refused when the client is made, naming it
+    urls = {"base_url": "http://127.0.0.1:9", "clob_url": None, "ws_url": None}
+    urls[field] = ("ws" if field == "ws_url" else "http") + "://127.0.0.1:70000"
+    with pytest.raises(errors.ValidationError) as info:
+        client(api_key="k", api_secret="s", **urls)
+    assert info.value.field == field
 
 
 def test_a_wait_whose_reads_keep_failing_times_out_at_its_deadline(
@@ -330,3 +340,67 @@ def test_an_order_named_by_a_blank_id_is_no_answer(
     assert message.order is None
     with pytest.raises(errors.ValidationError, match="id"):
         Order(id=blank)  # by hand: a ClobkitError, as any bad input
+
+
+# ---------------------------------------------------------------------------
+# Retry-After of any value (issue #41: a date of an absurd year raised OverflowError
+# from both clients: the retries skipped, a raw order's error without its order)
+
+ABSURD = [
+    "Mon, 01 Jan 99999999999999999999 00:00:00 GMT",  # OverflowError in the date parser
+    "Mon, 01 Jan 2026 00:00:00 +99999999999999999999",
+    "Mon, 01 Jan 2026 99999999999999999999:00:00 GMT",
+    "Fri, 31 Dec 9999 23:59:59 GMT",  # a real date, seven millennia away
+    "1e400",  # infinite
+    "9" * 5000,
+    "nan",
+    "-3",
+    "soon",
+]
+
+
+@pytest.mark.parametrize("value", ABSURD)
+async def test_any_retry_after_is_a_bounded_wait_or_none(
+    fake: FakeApi, mock_client: Client, mock_aclient: AsyncClient, value: str
+) -> None:
+    fake.on("POST", "/api/ext/v1/orders/raw", fail(429, "slow down", **{"Retry-After": value}))
+    fake.on("GET", "/api/ext/v1/orders/o1", fail(429, "slow down", **{"Retry-After": value}))
+    errors_seen = []
+    with pytest.raises(errors.RateLimited) as sync:
+        mock_client.place_raw_order_amounts(MARKET_ID, "a", "BUY", 1_000_000, 2_000_000)
+    errors_seen.append(sync.value)
+    with pytest.raises(errors.RateLimited) as asynchronous:
+        await mock_aclient.place_raw_order_amounts(MARKET_ID, "a", "BUY", 1_000_000, 2_000_000)
+    errors_seen.append(asynchronous.value)
+    with pytest.raises(errors.RateLimited) as read:
+        await mock_aclient.get_order("o1")
+    for error in errors_seen:
+        assert error.order is not None  # the raw order, to resolve
+    for error in [*errors_seen, read.value]:
+        wait = error.retry_after
+        assert wait is None or 0 <= wait <= RETRY_AFTER_CAP
+
+
+@settings(max_examples=examples(300))
+@given(st.text())
+def test_retry_after_of_any_text_never_raises(value: str) -> None:
+    wait = retry_after_seconds(value)
+    assert wait is None or (0 <= wait <= RETRY_AFTER_CAP and math.isfinite(wait))
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+async def test_no_client_follows_a_redirect(
+    raw_server: Callable[..., RawServer], status: int
+) -> None:
+    """A redirect would carry the signed X-API-* headers (and a raw order's body) to
+    wherever it points: both clients refuse it as an answer and send nothing there."""
+    elsewhere = raw_server(_answer(200, WALLET, "application/json"))
+
+    def redirect(conn: socket.socket, stop: threading.Event) -> None:
+        head = f"HTTP/1.1 {status} Moved\r\nLocation: {elsewhere.url}/api/ext/v1/wallet\r\n"
+        conn.sendall((head + "Content-Length: 0\r\nConnection: close\r\n\r\n").encode())
+
+    got = await _both(raw_server(redirect).url, lambda c: c.get_wallet())
+    assert [kind for kind, _ in got] == ["ApiError", "ApiError"]
+    assert all(f"{status}" in text for _, text in got)
+    assert elsewhere.accepted == 0

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clobkit import OrderSigner, signing
+from clobkit import OrderSigner, _secp, signing
 from clobkit._enums import Side
 from clobkit.errors import OrderFieldError
 
@@ -396,29 +396,127 @@ def test_a_list_a_value_shortens_is_refused_by_name() -> None:
 
 
 def test_native_signing_uses_coincurves_compiled_library() -> None:
-    """Guard: the native path reaches libsecp256k1 through coincurve's private
-    ``coincurve._libsecp256k1`` module (cffi's ``ffi.addressof`` on its ``lib``).
-    If coincurve moves or renames it, this fails: pyproject.toml bounds coincurve
-    for that reason."""
+    """The native path reaches libsecp256k1 through coincurve's private
+    ``coincurve._libsecp256k1`` module (cffi's ``ffi.addressof`` on its ``lib``), taken
+    because it passed the self-check at load (``_secp.load``); any coincurve release
+    that changes it makes the check fail and the public API sign instead."""
     from coincurve import _libsecp256k1 as compiled
 
     OrderSigner(DEV_KEY)  # loads the library
-    assert signing.lib is compiled.lib
+    backend = signing._backend()
+    assert isinstance(backend, _secp.NativeBackend)
+    assert backend.lib is compiled.lib
     ffi = compiled.ffi
     want = (
-        int(ffi.cast("uintptr_t", ffi.addressof(compiled.lib, "secp256k1_ecdsa_sign_recoverable"))),
-        int(
-            ffi.cast(
-                "uintptr_t",
-                ffi.addressof(
-                    compiled.lib, "secp256k1_ecdsa_recoverable_signature_serialize_compact"
-                ),
-            )
-        ),
+        int(ffi.cast("uintptr_t", ffi.addressof(compiled.lib, _secp.SIGN))),
+        int(ffi.cast("uintptr_t", ffi.addressof(compiled.lib, _secp.SERIALIZE))),
     )
-    assert signing._HANDLE is not None
-    assert signing._HANDLE[:2] == want
+    assert backend.handle is not None
+    assert backend.handle[:2] == want
+    assert _secp.check_declarations(compiled.ffi, compiled.lib) is None
     assert signing._native() is core_c  # the compiled twin signs batches
+
+
+class _Differing(_secp.NativeBackend):
+    """The native path with one signature off (as a changed build might give)."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.where = where
+
+    def sign_chunk(self, key: Any, digests: list[bytes], start: int, stop: int) -> list[str]:
+        out = super().sign_chunk(key, digests, start, stop)
+        return [s[:-4] + "0000" for s in out] if self.where == "cffi" else out
+
+
+class _OtherCompiled:
+    """A compiled core whose call through the handle gives another signature."""
+
+    @staticmethod
+    def _secp_check(handle: Any, key: int, digest: bytes) -> str:
+        return "0x" + "00" * 65
+
+
+class _FakeFfi:
+    """An ffi whose module declares the functions as ``declared`` says (by name), and the
+    signature struct ``size`` bytes long."""
+
+    def __init__(self, declared: dict[str, str], size: int = 65) -> None:
+        self.declared = declared
+        self.size = size
+
+    def typeof(self, function: Any) -> Any:
+        return type("CType", (), {"cname": self.declared[function.__name__]})
+
+    def sizeof(self, name: str) -> int:
+        return self.size
+
+
+def test_the_self_check_passes_on_the_installed_coincurve() -> None:
+    native, public = _secp.NativeBackend(), _secp.PublicBackend()
+    assert _secp.self_check(native, public, core_c) is None
+
+
+@pytest.mark.parametrize(
+    ("loader", "compiled", "reason"),
+    [
+        (lambda: _Differing("cffi"), None, "a signature through cffi differs"),
+        (_secp.NativeBackend, _OtherCompiled(), "through the compiled core differs"),
+        (lambda: (_ for _ in ()).throw(ImportError("no _libsecp256k1")), None, "ImportError"),
+        (lambda: (_ for _ in ()).throw(AttributeError("renamed")), None, "AttributeError"),
+    ],
+    ids=["cffi differs", "compiled call differs", "module gone", "function renamed"],
+)
+def test_any_failure_of_the_native_path_signs_through_the_public_api(
+    caplog: pytest.LogCaptureFixture, loader: Any, compiled: Any, reason: str
+) -> None:
+    with caplog.at_level("WARNING", logger="clobkit.signing"):
+        backend = _secp.load(loader, compiled)
+    assert isinstance(backend, _secp.PublicBackend)
+    assert backend.handle is None
+    assert any(reason in r.getMessage() and "public API" in r.getMessage() for r in caplog.records)
+
+
+def test_a_changed_declaration_is_refused_before_any_call() -> None:
+    from coincurve import _libsecp256k1 as compiled
+
+    other = _secp.PROTOTYPES[_secp.SIGN].replace("void *)", "int)")
+    refused = _secp.check_declarations(
+        _FakeFfi({**_secp.PROTOTYPES, _secp.SIGN: other}), compiled.lib
+    )
+    assert refused is not None
+    assert _secp.SIGN in refused
+    refused = _secp.check_declarations(_FakeFfi(_secp.PROTOTYPES, size=64), compiled.lib)
+    assert refused is not None
+    assert "64 bytes" in refused
+
+
+@pytest.mark.parametrize("signature_type", [0, 3])
+def test_the_public_path_signs_as_the_native_one_and_eth_account(
+    monkeypatch: pytest.MonkeyPatch, signature_type: int
+) -> None:
+    """Signed through coincurve's public API (the fallback): ``sign``, ``sign_many``
+    (threads or not) and a hasher's ``sign_many`` give the native path's signatures,
+    and those are eth-account's."""
+    owner = DEV_ADDRESS if signature_type != 3 else DEPOSIT_WALLET
+    hasher = core_c.OrderHasher(wallet(signature_type, owner))
+    cols = {**_big_batch(40, 2), "timestamps": [1_777_000_000_000 + i for i in range(40)]}
+    ids = ["0x" + bytes([k]).hex() * 32 for k in range(20)]
+    native = OrderSigner(DEV_KEY)
+    want = (native.sign(ids[0]), native.sign_many(ids, threads=3), hasher.sign_many(native, **cols))
+    address = native.address
+    monkeypatch.setattr(signing, "_BACKEND", _secp.PublicBackend())  # what a failed check picks
+    public = OrderSigner(DEV_KEY)
+    assert public.address == address
+    assert signing._native() is None  # no handle: the workers hash, Python signs
+    got = (public.sign(ids[0]), public.sign_many(ids, threads=3), hasher.sign_many(public, **cols))
+    assert got == want
+    key = int(DEV_KEY, 16)
+    assert got[1][:3] == [
+        signing_oracle.eth_account_sign(bytes.fromhex(i[2:]), key) for i in ids[:3]
+    ]
+    with pytest.raises(OrderFieldError, match="not a valid secp256k1 private key"):
+        OrderSigner(b"\x00" * 32)
 
 
 @settings(max_examples=examples(200))
@@ -434,7 +532,7 @@ def test_native_signatures_equal_eth_account(key: int, digests: list[bytes], thr
     assert signer.sign_many(["0x" + d.hex() for d in digests], threads=threads) == want
     assert signer.sign_many(["0x" + d.hex().upper() for d in digests], threads=threads) == want
     if digests:
-        assert core_c._secp_check(signing._HANDLE, signer._key_at(), digests[0]) == want[0]
+        assert core_c._secp_check(signing._handle(), signer._key_at(), digests[0]) == want[0]
 
 
 def test_native_and_cffi_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:

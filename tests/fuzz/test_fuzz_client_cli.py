@@ -28,6 +28,7 @@ from clobkit.cli import main
 from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
 from clobkit.client._ops import Gather, Send, Sleep
+from clobkit.client._wire import Outgoing
 from clobkit.errors import ClobkitError
 
 pytestmark = pytest.mark.slow  # minutes of fuzzing; CI runs it, the fast loop does not
@@ -166,7 +167,7 @@ OPERATIONS: dict[str, Callable[[ClientCore], Any]] = {
 }
 
 
-def drive(op: Any, answer: Callable[[httpx.Request], httpx.Response], sends: list[int]) -> Any:
+def drive(op: Any, answer: Callable[[Outgoing], httpx.Response], sends: list[int]) -> Any:
     """Run an operation by hand, answering every request with ``answer``."""
     effect = op.send(None)
     while True:
@@ -198,9 +199,9 @@ def core() -> ClientCore:
 def test_client_decoder(name: str, first: tuple[int, bytes], later: tuple[int, bytes]) -> None:
     answers = [first]
 
-    def answer(request: httpx.Request) -> httpx.Response:
+    def answer(request: Outgoing) -> httpx.Response:
         status, body = answers.pop() if answers else later
-        return httpx.Response(status, content=body, request=request)
+        return httpx.Response(status, content=body)
 
     with bounded(), contextlib.suppress(ClobkitError):
         drive(OPERATIONS[name](core()), answer, [0])

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from clobkit import AsyncClient
@@ -35,18 +34,21 @@ def options(sb: Any, user: Any, **overrides: Any) -> dict[str, Any]:
     return values
 
 
-class CountingTransport(httpx.AsyncHTTPTransport):
-    """The ordinary HTTP transport, counting the requests sent by method and path."""
+class Counted:
+    """What the sandbox received (``Sandbox.requests``), counted from now: by method and
+    path, DELETEs under ``/orders/:id``."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent: dict[tuple[str, str], int] = {}
+    def __init__(self, sb: Any) -> None:
+        self.requests = sb.requests
+        self.requests.reset()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        key = (request.method, "/orders/:id" if request.method == "DELETE" else path)
-        self.sent[key] = self.sent.get(key, 0) + 1
-        return await super().handle_async_request(request)
+    @property
+    def sent(self) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        for (method, path), n in self.requests.sent.items():
+            key = (method, "/orders/:id" if method == "DELETE" else path)
+            out[key] = out.get(key, 0) + n
+        return out
 
     def count(self, method: str, path: str) -> int:
         return self.sent.get((method, path), 0)

@@ -10,7 +10,6 @@ import contextlib
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from clobkit import AsyncClient
@@ -21,7 +20,7 @@ from clobkit.mm.ladder import Level
 from clobkit.mm.risk import exposure
 
 from .conftest import (
-    CountingTransport,
+    Counted,
     assert_same,
     eventually,
     options,
@@ -175,39 +174,29 @@ async def test_halt_cancels_everything_and_refuses_until_resume(
         await eventually(lambda: all_same(sb, user, desk))
 
 
-class InFlight(httpx.AsyncHTTPTransport):
-    """The ordinary HTTP transport, noting the most DELETEs in flight at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = self.most = 0
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        cancel = request.method == "DELETE"
-        self.now += cancel
-        self.most = max(self.most, self.now)
-        try:
-            return await super().handle_async_request(request)
-        finally:
-            self.now -= cancel
-
-
 async def test_a_halt_sends_every_cancel_at_once(sb: Any, user: Any) -> None:
     markets = two_sided(sb, 2)
-    transport = InFlight()
+    route = "DELETE /orders/{id}"
     async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
+        AsyncClient(**options(sb, user)) as client,
         Desk(client, user_id=user.user_id, max_in_flight=2) as desk,
     ):
         quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]
         await desk.requote({q: ladder(5) for q in quoters})
-        assert transport.most == 0
+        sb.faults.configure({"routes": {route: {"latency_ms": 100}}})
+        sb.requests.reset()
         await desk.requote({q: ladder(9) for q in quoters})  # 12 cancels, 2 at a time
-        assert transport.most == 2
-        cancelled = await desk.halt()
+        assert sb.requests.most_in_flight("DELETE") == 2
+        # the halt's cancels held by the service until all 12 are there: all at once
+        sb.faults.configure({"routes": {route: {"latency_ms": 60_000}}})
+        halting = asyncio.ensure_future(desk.halt())
+        await eventually(lambda: sb.faults.held == 12 or halting.done())
+        sb.faults.release()
+        cancelled = await halting
         assert len(cancelled) == 12
-        assert transport.most == 12  # not held to max_in_flight
+        assert sb.requests.most_in_flight("DELETE") == 12  # not held to max_in_flight
         assert all(service_view(sb, user, m, o) == [] for m in markets for o in "ab")
+        sb.faults.configure(None)
 
 
 async def test_a_stale_heartbeat_fires_the_kill_switch(
@@ -247,7 +236,7 @@ async def test_an_error_rate_past_the_threshold_fires_the_kill_switch(sb: Any, u
     ):
         q = desk.quoter(m1, "a")
         await desk.open()
-        q.resolve_attempts = 3
+        q.execution.resolver.attempts = 3
         sb.faults.configure({"error_rate": 1.0, "after_commit": 0.5, "seed": 1})
         with pytest.raises((ServerError, TransportError)):  # whatever failed last
             await desk.requote({q: ladder(5, n=10)})
@@ -272,7 +261,7 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         desk.halt_retry = 0.02
         q = desk.quoter(m1, "a")
         await desk.requote({q: ladder(5, n=4)})
-        q.resolve_attempts = 2
+        q.execution.resolver.attempts = 2
         sb.faults.configure({"error_rate": 1.0, "after_commit": 0.0, "seed": 1})
         with pytest.raises((ServerError, TransportError)):
             await desk.halt("by hand, through the faults")
@@ -283,6 +272,8 @@ async def test_a_halt_whose_cancels_fail_keeps_cancelling(sb: Any, user: Any) ->
         sb.faults.configure(None)
         await eventually(lambda: service_view(sb, user, m1) == [], timeout=60)
         await eventually(lambda: not q.resting(), timeout=60)
+        # the sweep under way when the faults went ends once a listing shows nothing
+        await eventually(lambda: desk.execution.kill.flat is True, timeout=60)
         assert desk.halted == "by hand, through the faults"
         retries = desk.metrics()["halt_retries"]
         await asyncio.sleep(0.1)  # nothing left to cancel: no more retries
@@ -492,9 +483,9 @@ async def test_the_budget_counts_every_request_the_desk_sends(sb: Any, user: Any
     # a listing of the open orders is a request per open status, a quoter's prepare up
     # to four, and the positions were read past the budget: a desk counted a quarter of
     # what it sent, met the service's 429s and left orders live on exit
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
+        AsyncClient(**options(sb, user)) as client,
         Desk(client, user_id=user.user_id) as desk,
     ):
         quoters = [desk.quoter(m, "a") for m in two_sided(sb, 2)]
@@ -511,9 +502,9 @@ async def test_the_budget_counts_every_request_the_desk_sends(sb: Any, user: Any
 async def test_the_budget_counts_the_clients_own_retries(sb: Any, user: Any) -> None:
     # the client sends a GET again after a 5xx or a timeout, within the one call the
     # desk counted: a desk through an outage sent past its budget, into the 429s
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, transport=transport, max_retries=3)) as client,
+        AsyncClient(**options(sb, user, max_retries=3)) as client,
         Desk(client, user_id=user.user_id, max_error_rate=1.0) as desk,
     ):
         quoters = [desk.quoter(m, "a") for m in two_sided(sb, 2)]

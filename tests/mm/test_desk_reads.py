@@ -14,11 +14,11 @@ from typing import Any
 from clobkit import AsyncClient
 from clobkit.mm import Desk
 
-from .conftest import CountingTransport, held, options
+from .conftest import Counted, held, options
 from .test_desk import two_sided
 
 
-def sent(transport: CountingTransport, ending: str, starting: str = "") -> int:
+def sent(transport: Counted, ending: str, starting: str = "") -> int:
     return sum(
         n
         for (method, path), n in transport.sent.items()
@@ -28,9 +28,9 @@ def sent(transport: CountingTransport, ending: str, starting: str = "") -> int:
 
 async def test_both_outcomes_of_a_market_read_it_once(sb: Any, user: Any) -> None:
     markets = two_sided(sb, 3)
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
+        AsyncClient(**options(sb, user)) as client,
         Desk(client, user_id=user.user_id) as desk,
     ):
         quoters = [desk.quoter(m, o) for m in markets for o in ("a", "b")]

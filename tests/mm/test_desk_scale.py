@@ -17,7 +17,7 @@ from clobkit import AsyncClient
 from clobkit.errors import QuoteRefused
 from clobkit.mm import Budget, Desk, Quote
 
-from .conftest import CountingTransport, assert_same, eventually, options, service_view
+from .conftest import Counted, assert_same, eventually, options, service_view
 from .test_desk import two_sided
 
 GUARD = 20.0  # s: a hang guard only
@@ -33,9 +33,9 @@ async def test_a_halt_does_not_wait_behind_places_queued_for_the_budget(sb: Any,
     # the places of a requote waited in the budget's window (a minute on the service)
     # holding their quoters' locks, and halt()'s cancels waited behind them: the desk
     # stopped only once every queued place had been sent, to cancel it then
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
+        AsyncClient(**options(sb, user)) as client,
         Desk(client, user_id=user.user_id) as desk,
     ):
         quoters = [desk.quoter(m, o) for m in two_sided(sb, 5) for o in ("a", "b")]
@@ -47,10 +47,10 @@ async def test_a_halt_does_not_wait_behind_places_queued_for_the_budget(sb: Any,
         try:
             await eventually(lambda: desk.budget.queued > 0 or requote.done(), GUARD)
             assert not requote.done()
-            sent = transport.count(*POST)
             cancelled = await asyncio.wait_for(desk.halt(), GUARD)
-            assert transport.count(*POST) == sent  # nothing placed once halted
-            assert len(cancelled) == sent
+            # the sandbox counts what arrived: every place that arrived is cancelled
+            # (nothing is placed once halted: the final check finds nothing resting)
+            assert len(cancelled) == transport.count(*POST) < 30
             with pytest.raises(QuoteRefused, match="halted"):
                 await asyncio.wait_for(requote, GUARD)
         finally:  # a failure leaves no request waiting an hour for the exit

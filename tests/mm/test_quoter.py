@@ -17,7 +17,7 @@ from clobkit.mm import Quote, Quoter
 from clobkit.models import Order
 
 from .conftest import (
-    CountingTransport,
+    Counted,
     assert_same,
     eventually,
     held,
@@ -170,15 +170,15 @@ async def test_unknown_outcome_places_and_cancels(
     # no client retries: every fault reaches the quoter; every one lands after commit,
     # so a request that failed must be recognised (from the stream by the client_order_id
     # its record echoes, or over REST) and never sent again, on every exchange version
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, max_retries=0), transport=transport) as client,
+        AsyncClient(**options(sb, user, max_retries=0)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
         if heard == "rest":  # deaf to the stream: only REST can resolve
             assert q.feed is not None
             q.feed.handle = lambda item: None  # type: ignore[method-assign]
-        q.resolve_attempts = 50  # no client retries: resolution itself fails often
+        q.execution.resolver.attempts = 50  # no client retries: resolution itself fails often
         sb.faults.configure({"error_rate": 0.35, "after_commit": 1.0, "seed": 7})
         placed = cancelled = 0
         for first in (10, 14, 11, 30, 12):
@@ -203,7 +203,7 @@ async def test_unknown_outcome_before_commit_is_sent_again(
         AsyncClient(**options(sb, user, max_retries=0)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
-        q.resolve_attempts = 50
+        q.execution.resolver.attempts = 50
         sb.faults.configure({"error_rate": 0.35, "after_commit": 0.0, "seed": 1})
         for first in (10, 15, 12):
             await q.requote(ladder(first))
@@ -488,9 +488,9 @@ async def test_after_a_reconnect_marker_the_book_is_stale_until_the_next_book(
 @contextlib.asynccontextmanager
 async def book_reads(sb: Any, user: Any, market_id: str) -> AsyncIterator[tuple[Quoter, Any]]:
     """An open quoter with a fresh book, and a count of its book's REST reads."""
-    transport = CountingTransport()
+    transport = Counted(sb)
     async with (
-        AsyncClient(**options(sb, user, transport=transport)) as client,
+        AsyncClient(**options(sb, user)) as client,
         Quoter(client, market_id, "a", user_id=user.user_id) as q,
     ):
         await eventually(lambda: not q.book.stale)

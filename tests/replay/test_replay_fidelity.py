@@ -73,23 +73,7 @@ async def test_a_stream_message_carries_the_time_its_frame_arrived(decoder: Any)
     assert 0 < item.received_ns <= before_read
 
 
-class _Gate(httpx.AsyncBaseTransport):
-    """A real HTTP transport whose book reads wait at a gate once it is armed."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
-        self.armed = False
-        self.waiting = 0
-        self.opened = asyncio.Event()
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.armed and "/orderbooks/" in request.url.path:
-            self.waiting += 1
-            await self.opened.wait()
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+BOOK_READS = "GET /orderbooks/{id}"
 
 
 async def test_books_that_arrive_during_a_snapshot_are_stamped_before_it(
@@ -98,18 +82,18 @@ async def test_books_that_arrive_during_a_snapshot_are_stamped_before_it(
     """After a reconnect the recorder reads every book over REST; books that arrive on the
     stream meanwhile are older than that snapshot. In arrival order (how the replay reads a
     recording) the service's times of a token's books never go back."""
-    gate = _Gate()
     with sandbox_module.serve_in_thread(config()) as sb:
         market = moving_market(sb)
-        async with client(sb, transport=gate) as c:
+        async with client(sb) as c:
             markets = await resolve_markets(c, market_ids=[market])
             recorder = Recorder(c, tmp_path, markets, outcomes="a")
             task = asyncio.create_task(recorder.run())
             await until(lambda: (tmp_path / "markets.json").exists() or task.done())
             await move_prices(sb, market, 3)
-            gate.armed = True
+            held = {"latency_ms": 60_000, "latency_at": "before"}
+            sb.faults.configure({"routes": {BOOK_READS: held}})  # book reads wait
             await asyncio.to_thread(sb.drop_streams)
-            await until(lambda: gate.waiting > 0 or task.done())  # the snapshot waits
+            await until(lambda: sb.faults.held > 0 or task.done())  # the snapshot waits
             stream = recorder.stream
             assert stream is not None
             frames, updates = stream.frames, recorder.stats.updates
@@ -117,7 +101,8 @@ async def test_books_that_arrive_during_a_snapshot_are_stamped_before_it(
                 await asyncio.to_thread(sb.set_price, market, price)
                 await asyncio.sleep(0.02)  # each book a service ms of its own
             await until(lambda: stream.frames >= frames + 3)  # read off the socket
-            gate.opened.set()
+            sb.faults.configure(None)
+            sb.faults.release()
             await until(lambda: recorder.stats.updates >= updates + 3 or task.done())
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -276,38 +261,24 @@ def test_the_announced_length_is_what_a_run_replays(tmp_path: Path) -> None:
     assert replay_line(replay, 1.0, True).startswith("1 markets, 3 updates, 1000 s, step")
 
 
-class _Outage(_Gate):
-    """A real HTTP transport whose book reads fail (no connection) while ``down``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self.down and "/orderbooks/" in request.url.path:
-            raise httpx.ConnectError("the service is down", request=request)
-        return await super().handle_async_request(request)
-
-
 async def test_a_snapshot_that_fails_after_a_reconnect_is_read_again_later(
     tmp_path: Path,
 ) -> None:
     """The books read over REST after a reconnect failed (past the client's retries): the
     recording ended with the error. It goes on, and reads them once the service answers."""
-    outage = _Outage()
     with sandbox_module.serve_in_thread(config()) as sb:
         market = moving_market(sb)
-        async with client(sb, max_retries=0, transport=outage) as c:
+        async with client(sb, max_retries=0) as c:
             markets = await resolve_markets(c, market_ids=[market])
             recorder = Recorder(c, tmp_path, markets, outcomes="a")
             task = asyncio.create_task(recorder.run())
             await until(lambda: (tmp_path / "markets.json").exists() or task.done())
-            outage.down = True
+            sb.faults.configure({"routes": {BOOK_READS: {"error_rate": 1.0}}})  # reads fail
             await asyncio.to_thread(sb.drop_streams)
             await until(lambda: recorder.stats.snapshot_failures > 0 or task.done())
             assert not task.done()  # it raised the TransportError and stopped recording
             read = recorder.stats.snapshots
-            outage.down = False
+            sb.faults.configure(None)
             await until(lambda: recorder.stats.snapshots > read or task.done())  # read again
             task.cancel()
             with pytest.raises(asyncio.CancelledError):

@@ -1,19 +1,16 @@
-"""``AsyncClient``: the asyncio I/O shell over ``ClientCore`` (its own HTTP/1.1
-connections, ``_http11.py``; ``httpx.AsyncClient`` given a transport or a proxy)."""
+"""``AsyncClient``: the asyncio I/O shell over ``ClientCore``, sending through one
+aiohttp ``ClientSession`` (``_session.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-import urllib.request
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import httpx
 
 from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
@@ -38,14 +35,15 @@ from ._aio import pace, within
 from ._cancel_all import CancelAllResult
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
-from ._errors import Reply, attempt_timeout_error
-from ._http11 import Connections
-from ._ops import Gather, Operation, Outgoing, Receive, Send, Sleep
+from ._errors import Reply
+from ._net import NetworkOptions, network_options, tls_context
+from ._ops import Gather, Operation, Receive, Send, Sleep
 from ._paging import Pager
 from ._seam_async import AsyncRawOrderSeam
+from ._session import SessionTransport
 from ._stream import Stream, StreamItem
-from ._transport import read_whole_async
 from ._validate import EventFilters, event_params
+from ._wire import attempt_timeout_error
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -57,8 +55,6 @@ __all__ = ["AsyncClient"]
 
 T = TypeVar("T")
 Number = Decimal | str | int | float
-#: Connections kept open: 20 requests at once (a Quoter replacing 10 levels) reuse them.
-POOL_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 
 class AsyncClient(AsyncRawOrderSeam):
@@ -77,6 +73,12 @@ class AsyncClient(AsyncRawOrderSeam):
     ``place_raw_order`` always carries a ``client_order_id`` and is retried
     safely. The secret is held only by the request signer and never
     appears in a repr, log line or exception.
+
+    The network (docs/going-live.md): at most ``max_connections`` connections at
+    once; ``proxy`` (an ``http://`` or ``https://`` URL; default: the environment's,
+    ``NO_PROXY`` honoured); TLS with the ``ssl`` context given, else ``verify`` (the
+    system's roots; a CA bundle's path; ``False``) and ``cert`` (a client
+    certificate's PEM file, or ``(certificate, key)``).
     """
 
     def __init__(
@@ -97,7 +99,7 @@ class AsyncClient(AsyncRawOrderSeam):
         total_timeout: float | None = None,
         max_response_bytes: int = 16 * 1024 * 1024,
         landing_time: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
+        **network: Unpack[NetworkOptions],
     ) -> None:
         config, signer = ClientConfig.resolve(
             base_url,
@@ -115,23 +117,11 @@ class AsyncClient(AsyncRawOrderSeam):
             total_timeout=total_timeout,
             max_response_bytes=max_response_bytes,
             landing_time=landing_time,
+            **network_options(dict(network), "AsyncClient"),
         )
         self._core = ClientCore(config, signer)
-        # Requests go over the client's own HTTP/1.1 connections (_http11.py: an
-        # asyncio Protocol, httptools' C parser, one write per request, the deadline
-        # one timer), about a third of the CPU of httpx's or aiohttp's client per
-        # request. Given a transport, or with a proxy in the environment, they go
-        # through httpx's client (public API), which reads proxies from there.
-        self._direct: Connections | None = None
-        self._http: httpx.AsyncClient | None = None
-        if transport is None and not urllib.request.getproxies():
-            self._direct = Connections(
-                POOL_LIMITS.max_connections or 100, POOL_LIMITS.max_keepalive_connections or 20
-            )
-        else:
-            self._http = httpx.AsyncClient(
-                transport=transport, timeout=config.timeout, limits=POOL_LIMITS
-            )
+        self._tls = tls_context(config.ssl, config.verify, config.cert) if config.uses_tls else None
+        self._http = SessionTransport(config, self._tls)
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
         self._closed = False
 
@@ -181,25 +171,7 @@ class AsyncClient(AsyncRawOrderSeam):
         outgoing, timeout, limit = effect
         if timeout is not None and timeout <= 0:
             return attempt_timeout_error(outgoing, timeout)
-        direct = self._direct
-        if direct is not None:
-            answer = await direct.exchange(outgoing, limit, timeout)
-            return attempt_timeout_error(outgoing, timeout or 0) if answer is None else answer
-        if timeout is None:
-            return await self._through_httpx(outgoing, limit)
-        try:
-            return await within(self._through_httpx(outgoing, limit), timeout)
-        except asyncio.TimeoutError:
-            return attempt_timeout_error(outgoing, timeout)
-
-    async def _through_httpx(self, outgoing: Outgoing, limit: int | None) -> Reply | Exception:
-        assert self._http is not None
-        request = outgoing.httpx_request()
-        try:
-            response = await self._http.send(request, stream=True)
-        except httpx.RequestError as exc:
-            return exc
-        return await read_whole_async(response, limit)
+        return await self._http.exchange(outgoing, limit, timeout)
 
     async def _gather(self, ops: list[Operation[Any]]) -> list[Any]:
         return list(await asyncio.gather(*(self._run(op) for op in ops)))
@@ -221,10 +193,7 @@ class AsyncClient(AsyncRawOrderSeam):
         self._closed = True
         for stream in list(self._streams):
             await stream.close()
-        if self._direct is not None:
-            await self._direct.aclose()
-        if self._http is not None:
-            await self._http.aclose()
+        await self._http.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -533,6 +502,7 @@ class AsyncClient(AsyncRawOrderSeam):
         stream = Stream(
             self._core,
             topics,
+            tls=self._tls,
             backoff=backoff,
             backoff_cap=backoff_cap,
             open_timeout=open_timeout,

@@ -15,9 +15,11 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from ..errors import ServerError
+from ..errors import ClobkitError, ServerError
+from ._errors import too_large
+from ._wire import Failure, Outgoing, failure_error
 
-__all__ = ["Body", "BodyTooLarge", "coding_error"]
+__all__ = ["Body", "BodyTooLarge", "coding_error", "refusal", "unreadable"]
 
 #: Compressed input handed to the inflater per call: its output is bounded anyway,
 #: and a small slice keeps ``unconsumed_tail`` (a copy of the input left) small.
@@ -37,6 +39,28 @@ def coding_error(value: str, status: int) -> ServerError | None:
     if codings and codings[0] not in ("gzip", "x-gzip", "deflate"):
         return ServerError(f"response has an unknown content coding {value!r}", status=status)
     return None
+
+
+def refusal(
+    outgoing: Outgoing, status: int, coding: str | None, length: int | None, limit: int | None
+) -> ClobkitError | None:
+    """The error refusing an answer before its body is read (a coding the client cannot
+    read; an uncoded body declared ``length`` bytes long, over ``limit``), or None."""
+    if coding is not None:
+        return coding_error(coding, status)
+    if length is not None and limit is not None and length > limit:
+        return too_large(outgoing, status, limit)
+    return None
+
+
+def unreadable(
+    exc: BodyTooLarge | zlib.error, outgoing: Outgoing, status: int, limit: int | None
+) -> ClobkitError:
+    """The error of a body that went past ``limit`` or does not inflate."""
+    if isinstance(exc, BodyTooLarge):
+        assert limit is not None
+        return too_large(outgoing, status, limit)
+    return failure_error(Failure.UNDECODABLE, outgoing, str(exc))
 
 
 class Body:

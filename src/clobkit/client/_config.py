@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from ssl import SSLContext
 from typing import Any
-
-import httpx
+from urllib.parse import urlsplit
 
 from .._checks import positive_int, seconds
 from .._core import RequestSigner
@@ -16,6 +16,7 @@ from ..errors import (
     SignatureInputError,
     ValidationError,
 )
+from ._net import ProxyUrl, check_url
 
 WS_PATH = API_PREFIX + "/ws"
 
@@ -43,6 +44,14 @@ class ClientConfig:
     answer may still take to land (a request queued at a slow service): until
     then a refusal of a later copy that depends on the service's state does not
     prove the order absent (``OutcomeUnknown``; docs/going-live.md).
+
+    The network (docs/going-live.md, "TLS, proxies and the pool"): at most
+    ``max_connections`` connections open at once (a request past them waits for one,
+    within its ``timeout``); ``proxy`` every request goes through (``None``: the
+    environment's ``HTTP_PROXY`` / ``HTTPS_PROXY`` unless ``NO_PROXY`` names the host;
+    never shown in a repr); TLS with the ``ssl`` context given, else ``verify`` (True:
+    the system's roots; a CA bundle's path; False: no check) and ``cert`` (a client
+    certificate: one PEM file, or ``(certificate, key)``).
     """
 
     base_url: str
@@ -59,6 +68,11 @@ class ClientConfig:
     total_timeout: float | None = None
     max_response_bytes: int = 16 * 1024 * 1024
     landing_time: float = 60.0
+    max_connections: int = 100
+    proxy: ProxyUrl | None = field(default=None, repr=False)
+    ssl: SSLContext | None = None
+    verify: bool | str = True
+    cert: str | tuple[str, str] | None = None
 
     @property
     def call_budget(self) -> float:
@@ -87,7 +101,7 @@ class ClientConfig:
         base = base_url or _env(ENV_BASE_URL)
         if not base:
             raise ValidationError("base_url", None, f"is required (argument or {ENV_BASE_URL})")
-        base = _check_url(service_base_url(base), "base_url", ("http", "https"))
+        base = check_url(service_base_url(base), "base_url", ("http", "https"))
         key = api_key or _env(ENV_API_KEY)
         if not key:
             raise SignatureInputError("api_key", None, f"is required (argument or {ENV_API_KEY})")
@@ -97,13 +111,16 @@ class ClientConfig:
                 "api_secret", "<hidden>", f"is required (argument or {ENV_API_SECRET})"
             )
         clob = clob_url or _env(ENV_CLOB_URL) or base
-        clob = _check_url(clob.rstrip("/"), "clob_url", ("http", "https"))
+        clob = check_url(clob.rstrip("/"), "clob_url", ("http", "https"))
         if ws_url is None:
-            parsed = httpx.URL(base)
-            scheme = "wss" if parsed.scheme == "https" else "ws"
-            ws_url = str(parsed.copy_with(scheme=scheme, path=WS_PATH, query=None))
-        ws = _check_url(ws_url, "ws_url", ("ws", "wss"))
+            parts = urlsplit(base)
+            scheme = "wss" if parts.scheme.lower() == "https" else "ws"
+            ws_url = f"{scheme}://{parts.netloc.rpartition('@')[2]}{WS_PATH}"
+        ws = check_url(ws_url, "ws_url", ("ws", "wss"))
         sign_query = settings.pop("sign_query", True)
+        proxy = settings.pop("proxy", None)
+        if proxy is not None:
+            settings["proxy"] = proxy if isinstance(proxy, ProxyUrl) else ProxyUrl(proxy)
         signer = RequestSigner(key, secret, sign_query=sign_query)
         config = cls(
             base_url=base,
@@ -136,13 +153,14 @@ class ClientConfig:
             or self.max_retries < 0
         ):
             raise ValidationError("max_retries", self.max_retries, "must be a non-negative int")
+        positive_int(self.max_connections, "max_connections")
 
-
-def _check_url(url: str, field: str, schemes: tuple[str, ...]) -> str:
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        raise ValidationError(field, url, "is not a valid URL") from None
-    if parsed.scheme not in schemes or not parsed.host:
-        raise ValidationError(field, url, f"must be an absolute {'/'.join(schemes)} URL")
-    return url
+    @property
+    def uses_tls(self) -> bool:
+        """Whether any request of the client may need TLS (an https or wss URL, an https
+        proxy, or TLS options given)."""
+        urls = [self.base_url, self.clob_url, self.ws_url]
+        if self.proxy is not None:
+            urls.append(self.proxy.url)
+        given = self.ssl is not None or self.verify is not True or self.cert is not None
+        return given or any(url.lower().startswith(("https:", "wss:")) for url in urls)

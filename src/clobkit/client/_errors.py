@@ -7,7 +7,6 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
-import httpx
 import msgspec
 
 from .._spec import (
@@ -26,7 +25,6 @@ from .._spec import (
 from ..errors import (
     ApiError,
     AuthenticationError,
-    ClobkitError,
     ExpirationRefused,
     InsufficientBalance,
     InvalidRequest,
@@ -39,13 +37,13 @@ from ..errors import (
     ServerError,
     TransportError,
 )
-from ..errors import TimeoutError as ClobkitTimeoutError
 from ._decode import _Envelope
+from ._wire import HeaderView, Outgoing
 
 
 class Reply(Protocol):
-    """What the core reads of an answer: ``httpx.Response``, or the async client's
-    lighter ``_http11.Answer`` (an httpx model costs about 30 us to build)."""
+    """What the core reads of an answer: ``_wire.Answer``, or any object with the same
+    fields (the core's tests feed their own)."""
 
     @property
     def status_code(self) -> int: ...
@@ -57,39 +55,42 @@ class Reply(Protocol):
     def text(self) -> str: ...
 
     @property
-    def headers(self) -> httpx.Headers: ...
+    def headers(self) -> HeaderView: ...
 
     @property
     def reason_phrase(self) -> str: ...
 
 
-class Sent(Protocol):
-    """What an error's text names of a request (``httpx.Request`` or ``_ops.Outgoing``)."""
-
-    @property
-    def method(self) -> str: ...
-
-    @property
-    def url(self) -> httpx.URL: ...
+#: The longest wait a ``Retry-After`` is read as (s): a year. Anything longer (a date
+#: in year 9999, a number of 400 digits) is past any ``max_retry_after`` all the same.
+RETRY_AFTER_CAP = 365 * 86400.0
 
 
 def retry_after_seconds(value: str | None) -> float | None:
-    """Seconds of a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    """Seconds of a ``Retry-After`` header (delta-seconds or an HTTP date): a finite
+    number in [0, ``RETRY_AFTER_CAP``], or None when the value says nothing readable.
+    Never raises: a server's header is no reason for an exception."""
     if not value:
         return None
     try:
-        seconds = float(value)
+        seconds: float | None = float(value)
     except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
+        seconds = _date_seconds(value)
+    if seconds is None or math.isnan(seconds):
+        return None
+    return min(RETRY_AFTER_CAP, max(0.0, seconds))
+
+
+def _date_seconds(value: str) -> float | None:
+    """Seconds from now to the HTTP date ``value``, or None when it is no date
+    (a year of 30 digits overflows the parser; a year past 9999 is refused by datetime)."""
+    try:
+        when = parsedate_to_datetime(value)
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
-        seconds = (when - datetime.now(timezone.utc)).total_seconds()
-    if math.isnan(seconds):
+        return (when - datetime.now(timezone.utc)).total_seconds()
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, seconds)
 
 
 # the texts compared with an answer's ``error`` in lower case
@@ -186,8 +187,8 @@ def _detail(value: Any) -> str | None:
 
 
 def reply_text(response: Reply) -> str:
-    """The body as text, for an error's message: as httpx decodes it, else UTF-8 (a
-    charset such as "hex" or "zlib" names a codec that httpx cannot decode with)."""
+    """The body as text, for an error's message: in its charset, else UTF-8 (a
+    charset such as "hex" or "zlib" names a codec that decodes no text)."""
     try:
         return response.text
     except (AssertionError, LookupError, TypeError, ValueError):
@@ -213,57 +214,9 @@ def _error_from_response(response: Reply, env: Any) -> ApiError:
     return api_error(status, message, code, retry_after=retry_after, detail=detail)
 
 
-def transport_error(exc: BaseException, request: Sent) -> TransportError:
-    """``TimeoutError`` or ``TransportError`` for an ``httpx`` failure (no headers in the text)."""
-    where = f"{request.method} {request.url.copy_with(query=None)}"
-    if isinstance(exc, httpx.TimeoutException):
-        return ClobkitTimeoutError(f"{where}: timed out ({type(exc).__name__})")
-    return TransportError(f"{where}: {type(exc).__name__}: {exc}")
-
-
-def too_large(request: Sent, status: int, limit: int) -> ServerError:
+def too_large(request: Outgoing, status: int, limit: int) -> ServerError:
     """The error of an answer (``status``) whose body is over ``limit`` bytes."""
     return ServerError(
-        f"response body of {request.method} {request.url.copy_with(query=None)} is larger "
-        f"than {limit} bytes (max_response_bytes)",
+        f"response body of {request.where} is larger than {limit} bytes (max_response_bytes)",
         status=status,
     )
-
-
-def body_error(
-    response: httpx.Response, size: int, limit: int | None, late: bool
-) -> ClobkitError | None:
-    """The error of a body ``size`` bytes long so far (``late``: past the deadline)."""
-    request = response.request
-    if limit is not None and size > limit:
-        return too_large(request, response.status_code, limit)
-    if late:
-        return ClobkitTimeoutError(
-            f"{request.method} {request.url.copy_with(query=None)}: timed out reading the response"
-        )
-    return None
-
-
-def declared_size(response: httpx.Response) -> int:
-    """The ``Content-Length`` of a response, or 0 when absent or unreadable."""
-    try:
-        return max(0, int(response.headers.get("Content-Length", "0")))
-    except ValueError:
-        return 0
-
-
-_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
-
-
-def with_body(response: httpx.Response, body: bytes) -> httpx.Response:
-    """A complete ``httpx.Response``: the status and headers of ``response``, and ``body``."""
-    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
-    return httpx.Response(
-        response.status_code, headers=headers, content=body, request=response.request
-    )
-
-
-def attempt_timeout_error(request: Sent, seconds: float) -> ClobkitTimeoutError:
-    """The error of an attempt that used up its ``seconds``."""
-    where = f"{request.method} {request.url.copy_with(query=None)}"
-    return ClobkitTimeoutError(f"{where}: no complete answer within {seconds:g} s")

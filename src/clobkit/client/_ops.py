@@ -4,8 +4,9 @@ runner that builds, sends, retries and parses calls.
 Nothing here touches the network or sleeps. Every client call is an
 *operation*: a generator that yields effects and receives their results.
 
-* ``Send(outgoing, timeout, limit)`` -> the answer (``_errors.Reply``: its whole body read
-  within ``timeout`` seconds and at most ``limit`` bytes), or the exception raised;
+* ``Send(request, timeout, limit)`` -> the answer (``_errors.Reply``: its whole body read
+  within ``timeout`` seconds and at most ``limit`` bytes), or the ``ClobkitError`` of the
+  failure (``_wire.failure_error``: the shells map their library's exceptions);
 * ``Sleep(seconds)`` -> ``None``;
 * ``Gather(operations)`` -> the list of their results, run concurrently;
 * ``Receive(inbox, seconds)`` -> the next stream item of ``inbox``, or ``None``.
@@ -21,10 +22,9 @@ import logging
 import random
 import time
 from collections.abc import Callable, Generator, Mapping
-from functools import partial
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import urlencode, urlsplit
 
-import httpx
 import msgspec
 
 from .._core import RequestSigner
@@ -48,86 +48,28 @@ from ._errors import (
     refuses_every_copy,
     refuses_the_order,
     reply_text,
-    transport_error,
 )
+from ._wire import Origin, Outgoing
 
 log = logging.getLogger("clobkit.client")
 T = TypeVar("T")
 _USER_AGENT = "clobkit-python"
 _JSON = "application/json"
-_LENGTH_ALWAYS = frozenset({"POST", "PUT", "PATCH"})  # httpx sends Content-Length: 0 for these
-
-
-class Outgoing:
-    """A signed request as ``CallRunner.build_outgoing`` makes it: ``method``, the
-    ``origin`` (scheme, host, port) and ``target`` (raw path and query) bytes,
-    ``headers`` and ``body``, exactly what is sent.
-
-    Both clients send it as it is (the async one over its own connections, the
-    sync one through httpcore's pool); ``httpx_request()`` (a proxy or user
-    transport, an error's text) builds the ``httpx.Request`` on first use.
-    Building an ``httpx.URL`` for a new path (a cancel's order id) costs about
-    40 us, most of a request's own work.
-    """
-
-    __slots__ = ("_request", "_url", "body", "headers", "method", "origin", "target")
-
-    def __init__(
-        self,
-        method: str,
-        origin: tuple[bytes, bytes, int | None],
-        target: bytes,
-        headers: list[tuple[str, str]],
-        body: bytes,
-        url: httpx.URL | Callable[[], httpx.URL],
-    ) -> None:
-        self.method = method
-        self.origin = origin
-        self.target = target
-        self.headers = headers
-        self.body = body
-        self._url: Callable[[], httpx.URL] | httpx.URL = url
-        self._request: httpx.Request | None = None
-
-    @property
-    def url(self) -> httpx.URL:
-        """The request's URL (built on first use)."""
-        url = self._url
-        if not isinstance(url, httpx.URL):
-            url = self._url = url()
-        return url
-
-    def httpx_request(self) -> httpx.Request:
-        """The same request as an ``httpx.Request`` (built once), its body read."""
-        request = self._request
-        if request is None:
-            # The headers httpx would add (Host, Content-Length) are in ``headers``
-            # and the body given as a stream: Request(content=...) costs twice as
-            # much (it encodes the body and rebuilds the headers).
-            request = httpx.Request(
-                self.method, self.url, headers=self.headers, stream=httpx.ByteStream(self.body)
-            )
-            request.read()  # the body is bytes already: request.content is readable
-            self._request = request
-        return request
+_LENGTH_ALWAYS = frozenset({"POST", "PUT", "PATCH"})  # Content-Length: 0 sent for these
 
 
 class Send(NamedTuple):
-    """Send ``outgoing``; resume with the answer (``_errors.Reply``) or the exception raised.
+    """Send ``request``; resume with the answer (``_errors.Reply``) or the
+    ``clobkit.errors`` exception of the failure.
 
-    The shell gives the whole exchange (connect, send, headers, body) at most
-    ``timeout`` seconds and reads at most ``limit`` body bytes; past either it
+    The shell gives the whole exchange (connect, pool wait, send, headers, body) at
+    most ``timeout`` seconds and reads at most ``limit`` body bytes; past either it
     resumes with a ``clobkit.errors.TimeoutError`` / ``ServerError``.
     """
 
-    outgoing: Outgoing
+    request: Outgoing
     timeout: float | None = None
     limit: int | None = None
-
-    @property
-    def request(self) -> httpx.Request:
-        """The request as an ``httpx.Request``."""
-        return self.outgoing.httpx_request()
 
 
 class Sleep(NamedTuple):
@@ -209,11 +151,8 @@ class CallRunner:
     def __init__(self, config: ClientConfig, signer: RequestSigner) -> None:
         self.config = config
         self.signer = signer
-        self._base = httpx.URL(config.base_url)
-        self._base_path = self._base.raw_path.decode("ascii").rstrip("/")
-        self._origin = (self._base.raw_scheme, self._base.raw_host, self._base.port)
-        self._host = self._base.netloc.decode("ascii")
-        self._urls: dict[str, httpx.URL] = {}
+        self._origin, base = split_url(config.base_url)
+        self._base_path = base.partition("?")[0].rstrip("/")
         # the clocks and jitter are hooks: tests put fake ones in their place
         self.clock: Callable[[], float] = time.monotonic
         self.wall_clock: Callable[[], float] = time.time
@@ -225,52 +164,26 @@ class CallRunner:
 
     # -- requests -----------------------------------------------------------
 
-    def build(self, call: Call) -> httpx.Request:
-        """The signed ``httpx.Request`` of ``call``; the body is sent as the signed bytes."""
-        return self.build_outgoing(call).httpx_request()
-
     def build_outgoing(self, call: Call) -> Outgoing:
-        """The signed request of ``call`` (see ``Outgoing``)."""
+        """The signed request of ``call`` (see ``_wire.Outgoing``): the path under the
+        base URL (or ``call.url``), the query form-encoded, signed over both."""
         params = _query(call.params)
-        url: httpx.URL | None = None
         if call.url is not None:
-            url = httpx.URL(call.url, params=params)
-        elif params:
-            url = self._url(call.path).copy_merge_params(params)
+            origin, target = split_url(call.url)
         else:
-            url = self._urls.get(call.path)  # parsing a URL costs more than signing it
-        if url is not None:
-            target = url.raw_path
-            origin = (url.raw_scheme, url.raw_host, url.port)
-            host = url.netloc.decode("ascii")
-            known: httpx.URL | Callable[[], httpx.URL] = url
-        else:  # a path of the base URL not met before (a cancel's order id): no parsing
-            target = (self._base_path + call.path).encode("ascii")
-            origin = self._origin
-            host = self._host
-            known = partial(self._url, call.path)  # parsed only when needed
+            origin, target = self._origin, self._base_path + call.path
+        if params:
+            target += ("&" if "?" in target else "?") + urlencode(params)
         body = call.body
-        headers = [("Host", host)]
+        headers = [("Host", origin.netloc)]
         if body or call.method in _LENGTH_ALWAYS:
             headers.append(("Content-Length", str(len(body))))
         headers += [("Accept", _JSON), ("User-Agent", _USER_AGENT)]
         if body:
             headers.append(("Content-Type", _JSON))
         if call.signed:
-            signed = self.signer.headers(call.method, target.decode("ascii"), body)
-            headers.extend(signed.items())
-        return Outgoing(call.method, origin, target, headers, body, known)
-
-    def _url(self, path: str) -> httpx.URL:
-        """The URL of ``path`` under the base URL (cached: parsing one costs about 40 us)."""
-        cached = self._urls.get(path)
-        if cached is None:
-            raw_path = (self._base_path + path).encode("ascii")
-            cached = self._base.copy_with(raw_path=raw_path)
-            if len(self._urls) >= 256:
-                self._urls.clear()
-            self._urls[path] = cached
-        return cached
+            headers.extend(self.signer.headers(call.method, target, body).items())
+        return Outgoing(call.method, origin, target, headers, body)
 
     def parse(self, call: Call, response: Reply) -> Any:
         """The model of a response, or the ``ApiError`` it carries (raised).
@@ -400,18 +313,14 @@ class CallRunner:
             timeout = max(0.0, min(config.timeout, budget_end - started))
             result = yield Send(request, timeout, config.max_response_bytes)
             try:
-                if isinstance(result, ClobkitError):
-                    raise result
                 if isinstance(result, BaseException):
-                    if not isinstance(result, (httpx.RequestError, OSError)):
-                        raise result
-                    raise transport_error(result, request) from result
+                    raise result  # a ClobkitError as the shell made it, or a bug
                 value = self.parse(call, result)
             except (ApiError, TransportError) as error:
                 if call.retry == KEYED:
                     self.keyed_outcome(error, sent_at, copies)
                 delay = self.retry_delay(call, attempt, error)
-                where = f"{call.method} {request.target.decode('ascii')}"
+                where = f"{call.method} {request.target}"
                 log.debug("%s failed (attempt %d): %s", where, attempt + 1, error)
                 if delay is None or self.clock() + delay >= budget_end:
                     raise
@@ -421,10 +330,23 @@ class CallRunner:
                     log.debug(
                         "%s %s -> %d in %.1f ms",
                         call.method,
-                        request.target.decode("ascii"),
+                        request.target,
                         result.status_code,
                         (self.clock() - started) * 1000,
                     )
                 return value
             attempt += 1
             yield Sleep(delay)
+
+
+def split_url(url: str) -> tuple[Origin, str]:
+    """The origin of an absolute http(s) URL and its target (the raw path, ``/`` when
+    empty, and query), as written: nothing is quoted again, since the target is what
+    is signed. The URL was checked when the client was made (``_config.check_url``)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]  # never send a userinfo
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    origin = Origin(parts.scheme.lower(), parts.hostname or "", parts.port, netloc)
+    return origin, target

@@ -15,10 +15,10 @@ import re
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
+from ssl import SSLContext
 from types import TracebackType
 from typing import Any
 
-import httpx
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus, WebSocketException
@@ -33,6 +33,7 @@ from ._aio import within
 from ._core import ClientCore, StreamItem
 from ._decode import tolerant_convert
 from ._errors import api_error
+from ._ops import split_url
 
 __all__ = ["Stream", "StreamItem", "book_topic", "orders_topic", "parse_message"]
 
@@ -123,7 +124,9 @@ class Stream:
     past that the stream stops reading the socket until the consumer catches
     up (frames are at most ``max_size`` bytes, 1 MiB by default). Should the
     stream's task ever fail, the consumer gets the error (a ``ClobkitError``)
-    and ``closed`` turns True: it never waits on a dead stream.
+    and ``closed`` turns True: it never waits on a dead stream. ``tls``: the
+    client's TLS context (``wss``); the proxy is the client's ``proxy``, else the
+    environment's (websockets reads it as the clients do).
     """
 
     def __init__(
@@ -138,6 +141,7 @@ class Stream:
         ack_timeout: float = 1.0,
         max_queue: int = 10_000,
         max_size: int = 1 << 20,
+        tls: SSLContext | None = None,
     ) -> None:
         for name, value in (("max_queue", max_queue), ("max_size", max_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -157,6 +161,7 @@ class Stream:
         self._ack_timeout = seconds(ack_timeout, "ack_timeout", zero=True)
         self._max_queue = max_queue
         self._max_size = max_size
+        self._tls = tls
         # unbounded as a container, bounded by _put (the end marker and a
         # failure always fit: they must reach the consumer)
         self._queue: asyncio.Queue[StreamItem | End | BaseException] = asyncio.Queue()
@@ -326,12 +331,17 @@ class Stream:
         self._queue.put_nowait(error)
 
     def _headers(self) -> dict[str, str]:
-        path = httpx.URL(self._core.config.ws_url).raw_path.decode("ascii")
-        return self._core.signer.headers("GET", path)
+        _, target = split_url(self._core.config.ws_url)
+        return self._core.signer.headers("GET", target)
 
     async def _connect(self) -> ClientConnection:
+        config = self._core.config
+        options: dict[str, Any] = {}
+        if config.ws_url.lower().startswith("wss:") and self._tls is not None:
+            options["ssl"] = self._tls
         return await _Connect(
-            self._core.config.ws_url,
+            config.ws_url,
+            proxy=True if config.proxy is None else config.proxy.with_auth,
             additional_headers=self._headers(),
             open_timeout=self._open_timeout,
             ping_interval=self._ping_interval,
@@ -342,6 +352,7 @@ class Stream:
             # a frame unless the client offered it
             compression=None,
             user_agent_header="clobkit-python",
+            **options,
         )
 
     def _frame(self, raw: bytes) -> StreamMessage | None:

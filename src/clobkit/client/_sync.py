@@ -1,5 +1,5 @@
-"""``Client``: the synchronous I/O shell over ``ClientCore`` (httpcore's pool;
-``httpx.Client`` given a transport or a proxy)."""
+"""``Client``: the synchronous I/O shell over ``ClientCore``, sending through httpcore's
+pool (``_transport.py``)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import os
 import queue
 import sys
 import threading
-import time
-import urllib.request
 import weakref
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,8 +14,6 @@ from datetime import datetime
 from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
-
-import httpx
 
 from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
@@ -41,14 +37,16 @@ from ..models import (
 from ._cancel_all import CancelAllResult
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
-from ._errors import attempt_timeout_error
+from ._errors import Reply
+from ._net import NetworkOptions, network_options, tls_context
 from ._ops import Gather, Operation, Receive, Send, Sleep
 from ._paging import Pager
 from ._seam_sync import RawOrderSeam
 from ._stream import StreamItem
 from ._sync_stream import SyncStream
-from ._transport import SyncConnections, read_whole_sync, this_process
+from ._transport import SyncConnections, this_process
 from ._validate import EventFilters, event_params
+from ._wire import attempt_timeout_error
 
 if TYPE_CHECKING:
     if sys.version_info >= (3, 11):
@@ -87,6 +85,9 @@ class Client(RawOrderSeam):
     calls in flight with ``TransportError`` and refuses later ones; a child
     process after ``os.fork()`` makes its own client (this one refuses there:
     its connections are the parent's). See docs/going-live.md, "Threads, Ctrl-C and fork".
+
+    The network options are ``AsyncClient``'s: ``max_connections``, ``proxy``,
+    ``ssl`` or ``verify`` and ``cert`` (docs/going-live.md).
     """
 
     def __init__(
@@ -107,7 +108,7 @@ class Client(RawOrderSeam):
         total_timeout: float | None = None,
         max_response_bytes: int = 16 * 1024 * 1024,
         landing_time: float = 60.0,
-        transport: httpx.BaseTransport | None = None,
+        **network: Unpack[NetworkOptions],
     ) -> None:
         config, signer = ClientConfig.resolve(
             base_url,
@@ -125,18 +126,12 @@ class Client(RawOrderSeam):
             total_timeout=total_timeout,
             max_response_bytes=max_response_bytes,
             landing_time=landing_time,
+            **network_options(dict(network), "Client"),
         )
         self._core = ClientCore(config, signer)
-        # Requests go through httpcore's pool with httpcore's request and response
-        # (_transport.SyncConnections: every read and write ends by the attempt's
-        # deadline). Given a transport, or with a proxy in the environment, they go
-        # through httpx's client, which reads proxies from there.
-        self._direct: SyncConnections | None = None
-        self._http: httpx.Client | None = None
-        if transport is None and not urllib.request.getproxies():
-            self._direct = SyncConnections()
-        else:
-            self._http = httpx.Client(transport=transport, timeout=config.timeout)
+        self._tls = tls_context(config.ssl, config.verify, config.cert) if config.uses_tls else None
+        # httpcore's request and response, every read and write ending by the deadline
+        self._http = SyncConnections(config, self._tls)
         self._pid = this_process()
         self._shut = threading.Event()  # set by close(): wakes the calls sleeping
         self._lock = threading.Lock()  # threads add to the sets while close() reads them
@@ -199,30 +194,12 @@ class Client(RawOrderSeam):
             )
         return TransportError("the Client is closed")
 
-    def _send(self, effect: Send) -> httpx.Response | BaseException:
+    def _send(self, effect: Send) -> Reply | BaseException:
         """One attempt: the complete response within ``effect.timeout`` s, or the error."""
         outgoing, timeout, limit = effect
         if timeout is not None and timeout <= 0:
             return attempt_timeout_error(outgoing, timeout)
-        if self._direct is not None:
-            return self._direct.exchange(outgoing, limit, timeout)
-        assert self._http is not None
-        request = outgoing.httpx_request()
-        deadline = None
-        if timeout is not None:
-            # a transport of the user's: per-read timeouts, and the body's arrival
-            # checked against the deadline chunk by chunk
-            request.extensions["timeout"] = httpx.Timeout(timeout).as_dict()
-            deadline = time.monotonic() + timeout
-        try:
-            response = self._http.send(request, stream=True)
-        except httpx.RequestError as exc:
-            return exc
-        except RuntimeError:  # httpx refuses a closed client's request
-            if not self._shut.is_set():
-                raise
-            return self._refusal()
-        return read_whole_sync(response, limit, deadline)
+        return self._http.exchange(outgoing, limit, timeout)
 
     def _gather(
         self, ops: list[Operation[Any]], abandon: threading.Event | None = None
@@ -262,10 +239,7 @@ class Client(RawOrderSeam):
             inbox.put(None)  # a wait_for_order waiting on a stream goes on, and is refused
         for stream in streams:
             stream.close()
-        if self._direct is not None:
-            self._direct.close()
-        if self._http is not None and self._pid == this_process():
-            self._http.close()
+        self._http.close()
 
     def __enter__(self) -> Client:
         return self
@@ -582,6 +556,7 @@ class Client(RawOrderSeam):
             ping_interval=ping_interval,
             ack_timeout=ack_timeout,
             max_queue=max_queue,
+            tls=self._tls,
         )
         with self._lock:  # close() reads the set under the lock, after setting _shut
             if self._shut.is_set() or self._pid != this_process():

@@ -1,13 +1,12 @@
-"""Reading answers through httpx and httpcore (public API only), bounded after decoding.
+"""``Client``'s transport: httpcore's connection pool (public API only), each attempt
+ending by its deadline, each body bounded after decoding.
 
-* ``read_whole_async`` / ``read_whole_sync``: an ``httpx.Response`` opened as a
-  stream (a transport given to the client, a proxy from the environment) read
-  whole from its raw bytes, decoded by ``_body.Body`` under ``max_response_bytes``
-  (httpx's own decoding inflates a whole chunk, unbounded, before it can be counted);
-* ``SyncConnections``: the sync client's pool, httpcore's ``ConnectionPool`` with
-  a network backend (httpcore's public ``network_backend`` option) whose every
-  read and write ends by the attempt's deadline, and its request sent with
-  httpcore's own request and response: no httpx model is built per request;
+* ``SyncConnections``: httpcore's ``ConnectionPool`` (an ``HTTPProxy`` pool of its own
+  for each proxy ``_net.Proxies`` names), with a network backend (httpcore's public
+  ``network_backend`` option) whose every read and write ends by the attempt's
+  deadline, its request sent with httpcore's own request and response and its answer
+  read whole into a ``_wire.Answer`` (``_body.Body`` under ``max_response_bytes``);
+  httpcore's exceptions become ``clobkit.errors`` through one table, ``FAILURES``;
 * ``this_process()``: the id of the running process, kept by a fork hook, so that
   what a process inherited from its parent (connections, stream threads) is told
   from its own at the cost of an attribute read.
@@ -18,29 +17,32 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import ssl
 import threading
 import time
 import weakref
 import zlib
+from ssl import SSLContext
 from typing import Any
 
 import httpcore
-import httpx
 
 from ..errors import ClobkitError
-from ..errors import TimeoutError as ClobkitTimeoutError
 from ..errors import TransportError as ClobkitTransportError
-from ._body import Body, BodyTooLarge, coding_error
-from ._errors import body_error, too_large
-from ._ops import Outgoing
+from ._body import Body, BodyTooLarge, refusal, unreadable
+from ._config import ClientConfig
+from ._net import Proxies, ProxyUrl
+from ._wire import (
+    Answer,
+    Failure,
+    Outgoing,
+    RawHeaders,
+    attempt_timeout_error,
+    failure_error,
+    lookup_failure,
+)
 
-__all__ = [
-    "SyncConnections",
-    "as_httpx_error",
-    "read_whole_async",
-    "read_whole_sync",
-    "this_process",
-]
+__all__ = ["FAILURES", "SyncConnections", "this_process"]
 
 
 class _Process:
@@ -60,134 +62,71 @@ def this_process() -> int:
     return _Process.pid
 
 
-#: httpcore's errors and the httpx errors httpx's transport raises for them (the
-#: same table as httpx's ``map_httpcore_exceptions``): the direct path fails as
-#: httpx's client would, so the core maps both to the same clobkit errors.
-_ERRORS: dict[type[Exception], type[httpx.TransportError]] = {
-    httpcore.TimeoutException: httpx.TimeoutException,
-    httpcore.ConnectTimeout: httpx.ConnectTimeout,
-    httpcore.ReadTimeout: httpx.ReadTimeout,
-    httpcore.WriteTimeout: httpx.WriteTimeout,
-    httpcore.PoolTimeout: httpx.PoolTimeout,
-    httpcore.NetworkError: httpx.NetworkError,
-    httpcore.ConnectError: httpx.ConnectError,
-    httpcore.ReadError: httpx.ReadError,
-    httpcore.WriteError: httpx.WriteError,
-    httpcore.ProxyError: httpx.ProxyError,
-    httpcore.UnsupportedProtocol: httpx.UnsupportedProtocol,
-    httpcore.ProtocolError: httpx.ProtocolError,
-    httpcore.LocalProtocolError: httpx.LocalProtocolError,
-    httpcore.RemoteProtocolError: httpx.RemoteProtocolError,
+#: httpcore's exceptions (every class it exports) and the failures they are. A
+#: ``RemoteProtocolError`` before any byte of the answer is the server's close
+#: (``DISCONNECTED``), and any protocol error in the body is a body ``CUT`` short
+#: (``_protocol_failure``): the words aiohttp's exceptions give the async client.
+FAILURES: dict[type[BaseException], Failure] = {
+    httpcore.ConnectionNotAvailable: Failure.LOST,
+    httpcore.ProxyError: Failure.PROXY,
+    httpcore.ProtocolError: Failure.MALFORMED,
+    httpcore.LocalProtocolError: Failure.UNSENDABLE,
+    httpcore.RemoteProtocolError: Failure.MALFORMED,
+    httpcore.UnsupportedProtocol: Failure.UNSENDABLE,
+    httpcore.TimeoutException: Failure.TIMEOUT,
+    httpcore.PoolTimeout: Failure.TIMEOUT,
+    httpcore.ConnectTimeout: Failure.TIMEOUT,
+    httpcore.ReadTimeout: Failure.TIMEOUT,
+    httpcore.WriteTimeout: Failure.TIMEOUT,
+    httpcore.NetworkError: Failure.LOST,
+    httpcore.ConnectError: Failure.CONNECT,
+    httpcore.ReadError: Failure.LOST,
+    httpcore.WriteError: Failure.LOST,
 }
-_HTTPCORE_ERRORS = tuple(_ERRORS)
+_HTTPCORE_ERRORS = tuple(FAILURES)
 
 
-def as_httpx_error(exc: Exception) -> httpx.TransportError:
-    """The httpx error httpx's transport raises for httpcore's ``exc``: the most specific."""
-    mapped: type[httpx.TransportError] = httpx.TransportError
-    for source, target in _ERRORS.items():
-        if isinstance(exc, source) and issubclass(target, mapped):
-            mapped = target
-    error = mapped(str(exc))
+def _kind(exc: BaseException, in_body: bool) -> Failure:
+    """The failure of httpcore's ``exc``, met reading the body or before it."""
+    kind = lookup_failure(FAILURES, exc) or Failure.LOST
+    if kind is Failure.MALFORMED and isinstance(exc, httpcore.RemoteProtocolError):
+        if in_body:
+            return Failure.CUT
+        if not _deadline.heard:
+            return Failure.DISCONNECTED
+    if kind is Failure.CONNECT and isinstance(exc.__cause__, ssl.SSLError):
+        return Failure.TLS  # httpcore's ConnectError from the handshake
+    return kind
+
+
+def _failure(
+    exc: BaseException, outgoing: Outgoing, timeout: float | None, in_body: bool = False
+) -> ClobkitError:
+    error = failure_error(_kind(exc, in_body), outgoing, str(exc).strip(), timeout)
     error.__cause__ = exc
     return error
 
 
-_BODY_HEADERS = (b"content-encoding", b"content-length", b"transfer-encoding")
-
-
-def _complete(
-    status: int, headers: list[tuple[bytes, bytes]], body: Body, coded: bool, extensions: Any
-) -> httpx.Response:
-    content = body.finish()
-    if coded:  # the content is decoded: its coding and size are not the headers'
-        headers = [(k, v) for k, v in headers if k.lower() not in _BODY_HEADERS]
-    return httpx.Response(status, headers=headers, content=content, extensions=extensions)
-
-
 def _start(
-    request: Any, status: int, headers: list[tuple[bytes, bytes]], limit: int | None
-) -> tuple[Body, bool] | ClobkitError:
+    outgoing: Outgoing, status: int, headers: list[tuple[bytes, bytes]], limit: int | None
+) -> Body | ClobkitError:
     """The body reader of an answer, or the error refusing it before its body."""
     codings = [v.decode("latin-1") for k, v in headers if k.lower() == b"content-encoding"]
-    if codings:
-        error = coding_error(", ".join(codings), status)
-        if error is not None:
-            return error
-        return Body(", ".join(codings), limit), True
+    coding = ", ".join(codings) if codings else None
+    refused = refusal(outgoing, status, coding, _declared(headers, limit), limit)
+    return Body(coding, limit) if refused is None else refused
+
+
+def _declared(headers: list[tuple[bytes, bytes]], limit: int | None) -> int | None:
+    """The ``Content-Length`` of ``headers`` (None when absent or unread), read only as
+    far as ``limit`` needs: a length of more digits than it is past it unconverted
+    (int() of more than 4,300 digits raises)."""
+    if limit is None:
+        return None  # nothing to refuse
     for key, value in headers:
-        big = limit is not None and value.isdigit() and int(value) > limit
-        if big and key.lower() == b"content-length":
-            assert limit is not None
-            return too_large(request, status, limit)
-    return Body(None, limit), False
-
-
-def _already_read(response: httpx.Response, limit: int | None) -> httpx.Response | Exception:
-    """A response a transport gave with its content read (and decoded) already."""
-    if limit is not None and len(response.content) > limit:
-        return too_large(response.request, response.status_code, limit)
-    return response
-
-
-async def read_whole_async(
-    response: httpx.Response, limit: int | None
-) -> httpx.Response | Exception:
-    """``response`` (streamed) read whole, at most ``limit`` bytes as decoded, then
-    closed; or the error met reading it."""
-    try:
-        started = _start(response.request, response.status_code, response.headers.raw, limit)
-        if isinstance(started, ClobkitError):
-            return started
-        body, coded = started
-        if response.is_stream_consumed:  # a transport that answered with read content
-            return _already_read(response, limit)
-        async for chunk in response.aiter_raw():
-            body.feed(chunk)
-        whole = _complete(response.status_code, response.headers.raw, body, coded, None)
-        whole.request = response.request
-        return whole
-    except BodyTooLarge:
-        assert limit is not None
-        return too_large(response.request, response.status_code, limit)
-    except zlib.error as exc:
-        return httpx.DecodingError(str(exc))
-    except (httpx.RequestError, ClobkitError) as exc:
-        return exc
-    finally:
-        await response.aclose()
-
-
-def read_whole_sync(
-    response: httpx.Response, limit: int | None, deadline: float | None
-) -> httpx.Response | Exception:
-    """``read_whole_async`` for the sync client, also refusing a body still
-    arriving past ``deadline`` (``time.monotonic()``)."""
-    try:
-        started = _start(response.request, response.status_code, response.headers.raw, limit)
-        if isinstance(started, ClobkitError):
-            return started
-        body, coded = started
-        if response.is_stream_consumed:  # a transport that answered with read content
-            return _already_read(response, limit)
-        for chunk in response.iter_raw():
-            body.feed(chunk)
-            if deadline is not None and time.monotonic() > deadline:
-                late = body_error(response, 0, None, True)
-                assert late is not None
-                return late
-        whole = _complete(response.status_code, response.headers.raw, body, coded, None)
-        whole.request = response.request
-        return whole
-    except BodyTooLarge:
-        assert limit is not None
-        return too_large(response.request, response.status_code, limit)
-    except zlib.error as exc:
-        return httpx.DecodingError(str(exc))
-    except (httpx.RequestError, ClobkitError) as exc:
-        return exc
-    finally:
-        response.close()
+        if key.lower() == b"content-length" and value.isdigit():
+            return limit + 1 if len(value) > len(str(limit)) else int(value)
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -306,7 +245,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def _unasked() -> httpx.RemoteProtocolError | None:
+def _unasked(outgoing: Outgoing) -> ClobkitError | None:
     """The error of an answer read before the attempt's request went out: bytes a server
     sent unasked on a kept connection (left in httpcore's parser), never this request's
     answer. Its connection is closed, so httpcore drops it."""
@@ -314,51 +253,81 @@ def _unasked() -> httpx.RemoteProtocolError | None:
     if sent is None or _deadline.heard:
         return None
     sent.close()
-    return httpx.RemoteProtocolError(
-        "the server sent an answer before the request (bytes nobody asked for)"
+    return failure_error(
+        Failure.MALFORMED, outgoing, "an answer before the request: bytes nobody asked for"
     )
 
 
 class SyncConnections:
-    """httpcore's connection pool (HTTP/1.1, TLS with httpx's certificates), each
-    attempt ending by its deadline.
+    """httpcore's connection pool (HTTP/1.1; a pool of its own through each proxy),
+    each attempt ending by its deadline.
 
-    Shared by threads (httpcore's pool locks its own state). ``close()`` from any
+    Shared by threads (httpcore's pools lock their own state). ``close()`` from any
     thread cuts the exchanges in flight short and refuses later ones; in a child
     process after a fork the connections are the parent's and are never used.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: ClientConfig, tls: SSLContext | None) -> None:
         self._backend = _DeadlineBackend()
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
-            max_connections=100,
-            max_keepalive_connections=20,
-            keepalive_expiry=5.0,
-            network_backend=self._backend,
-        )
+        self._tls = tls
+        self._limit = config.max_connections
+        self._proxies = Proxies(config.proxy)
+        self._pool = self._make(None)
+        self._through: dict[ProxyUrl, httpcore.ConnectionPool] = {}
+        self._lock = threading.Lock()
         self._pid = this_process()
         self.closed = False
 
+    def _make(self, proxy: ProxyUrl | None) -> httpcore.ConnectionPool:
+        options: dict[str, Any] = {
+            "ssl_context": self._tls,
+            "max_connections": self._limit,
+            "max_keepalive_connections": min(20, self._limit),
+            "keepalive_expiry": 5.0,
+            "network_backend": self._backend,
+        }
+        if proxy is None:
+            return httpcore.ConnectionPool(**options)
+        if proxy.url.startswith("https:"):  # TLS to the proxy itself too
+            options["proxy_ssl_context"] = self._tls
+        return httpcore.HTTPProxy(proxy_url=proxy.url, proxy_auth=proxy.auth, **options)
+
+    def _pool_of(self, outgoing: Outgoing) -> httpcore.ConnectionPool:
+        proxy = self._proxies(outgoing.origin.scheme, outgoing.origin.host)
+        if proxy is None:
+            return self._pool
+        with self._lock:
+            pool = self._through.get(proxy)
+            if pool is None:
+                pool = self._through[proxy] = self._make(proxy)
+            return pool
+
     def exchange(
         self, outgoing: Outgoing, limit: int | None, timeout: float | None
-    ) -> httpx.Response | Exception:
+    ) -> Answer | ClobkitError:
         """Send ``outgoing``: the answer with its whole body (at most ``limit`` bytes as
-        decoded) within ``timeout`` s, or the error (httpcore's as the httpx error
-        httpx's transport raises; a body too large as ``ServerError``; a late one as
-        ``clobkit.errors.TimeoutError``; one cut off by ``close()`` as ``TransportError``)."""
+        decoded) within ``timeout`` s, or the ``clobkit.errors`` exception of the failure
+        (httpcore's through ``FAILURES``; a body too large as ``ServerError``; one cut
+        off by ``close()`` as ``TransportError``)."""
         if self.closed or self._pid != this_process():
             return _closed(outgoing, "not sent")
         deadline = None if timeout is None else time.monotonic() + timeout
-        scheme, host, port = outgoing.origin
-        extensions = {} if timeout is None else {"timeout": httpx.Timeout(timeout).as_dict()}
+        origin = outgoing.origin
+        extensions = {} if timeout is None else {"timeout": dict.fromkeys(_PHASES, timeout)}
         _deadline.at = deadline  # read by the network streams (_DeadlineStream)
         _deadline.sent = None
+        _deadline.heard = 0
+        pool = self._pool_of(outgoing)
         try:
-            response = self._pool.handle_request(
+            response = pool.handle_request(
                 httpcore.Request(
                     outgoing.method,
-                    httpcore.URL(scheme=scheme, host=host, port=port, target=outgoing.target),
+                    httpcore.URL(
+                        scheme=origin.scheme,
+                        host=origin.host,
+                        port=origin.port,
+                        target=outgoing.target,
+                    ),
                     headers=outgoing.headers,
                     content=outgoing.body,
                     extensions=extensions,
@@ -368,50 +337,55 @@ class SyncConnections:
             _deadline.at = _deadline.sent = None
             if not isinstance(exc, _HTTPCORE_ERRORS):
                 raise  # KeyboardInterrupt: httpcore dropped the connection half used
-            return _closed(outgoing, "cut off") if self.closed else as_httpx_error(exc)
+            return _closed(outgoing, "cut off") if self.closed else _failure(exc, outgoing, timeout)
         try:
-            return self._read(outgoing, response, limit, deadline)
+            return self._read(outgoing, response, limit, timeout, deadline)
         finally:
             _deadline.at = _deadline.sent = None
             response.close()  # unless read whole, httpcore drops the connection
             if self.closed:  # close() ran meanwhile: leave no connection open
-                self._pool.close()
+                self._close_pools()
 
     def _read(
         self,
         outgoing: Outgoing,
         response: httpcore.Response,
         limit: int | None,
+        timeout: float | None,
         deadline: float | None,
-    ) -> httpx.Response | Exception:
+    ) -> Answer | ClobkitError:
         """The answer of ``exchange`` read whole, or the error met reading it."""
+        status, headers = response.status, response.headers
         try:
-            started = _unasked() or _start(outgoing, response.status, response.headers, limit)
-            if isinstance(started, Exception):
-                return started
-            body, coded = started
+            body = _unasked(outgoing) or _start(outgoing, status, headers, limit)
+            if not isinstance(body, Body):
+                return body
             for chunk in response.iter_stream():
                 body.feed(chunk)
                 if deadline is not None and time.monotonic() > deadline:
-                    return ClobkitTimeoutError(
-                        f"{outgoing.method} {outgoing.url.copy_with(query=None)}: "
-                        "timed out reading the response"
-                    )
-            return _complete(response.status, response.headers, body, coded, response.extensions)
-        except BodyTooLarge:
-            assert limit is not None
-            return too_large(outgoing, response.status, limit)
-        except zlib.error as exc:
-            return httpx.DecodingError(str(exc))
+                    return attempt_timeout_error(outgoing, timeout)
+            content = body.finish()
+        except (BodyTooLarge, zlib.error) as exc:
+            return unreadable(exc, outgoing, status, limit)
         except _HTTPCORE_ERRORS as exc:
-            return _closed(outgoing, "cut off") if self.closed else as_httpx_error(exc)
+            if self.closed:
+                return _closed(outgoing, "cut off")
+            return _failure(exc, outgoing, timeout, in_body=True)
+        reason = response.extensions.get("reason_phrase", b"")
+        return Answer(status, RawHeaders(headers), content, reason.decode("latin-1"))
+
+    def _close_pools(self) -> None:
+        with self._lock:
+            pools = [self._pool, *self._through.values()]
+        for pool in pools:
+            pool.close()
 
     def close(self) -> None:
         """Close every connection; exchanges in flight in other threads end at once
         (their sockets are shut down: closing alone would leave a reader waiting for
         its timeout) and later ones are refused. In a child after a fork only the
         child's copies of the parent's sockets are closed: shutting one down would
-        end the parent's connection, and the pool's lock may be held by a thread
+        end the parent's connection, and the pools' locks may be held by a thread
         of the parent that the child does not have."""
         self.closed = True
         if self._pid != this_process():
@@ -420,10 +394,14 @@ class SyncConnections:
             return
         for stream in self._backend.streams():
             stream.shut_down()
-        self._pool.close()
+        self._close_pools()
+
+
+#: httpcore's timeout phases, each given the attempt's seconds (the network streams
+#: cut each read and write to what is left of it)
+_PHASES = ("connect", "read", "write", "pool")
 
 
 def _closed(outgoing: Outgoing, what: str) -> ClobkitTransportError:
     """The error of an exchange the client's ``close()`` refused or cut off."""
-    where = f"{outgoing.method} {outgoing.url.copy_with(query=None)}"
-    return ClobkitTransportError(f"{where}: {what}, the Client was closed")
+    return ClobkitTransportError(f"{outgoing.where}: {what}, the Client was closed")

@@ -138,9 +138,8 @@ class Desk:
         #: The desk's name in the sentinel's log (host and process id; set it before
         #: entering to name it otherwise).
         self.name = desk_name()
-        at_risk = (max_notional, max_position_per_market, max_position_per_event)
         gate = Gate(
-            DeskLimits(max_open_orders, *map(units, at_risk, _AT_RISK)),
+            _limits(max_open_orders, max_notional, max_position_per_market, max_position_per_event),
             rate_limit_per_minute=rate_limit_per_minute,
             orders_per_minute=orders_per_minute,
             max_in_flight=max_in_flight,
@@ -280,17 +279,8 @@ class Desk:
             await self.execution.renewer.close()  # no successor placed while leaving
         flat: bool | None = None
         try:
-            if self.cancel_on_exit:
-                flat = await self.execution.kill.flatten(timeout=self.exit_timeout)
-                if not flat:
-                    left = self.execution.cache.orders()
-                    log.warning(
-                        "leaving the desk: no listing could confirm that nothing rests "
-                        "(%d orders tracked may: %s)",
-                        len(left),
-                        left,
-                    )
             opened = [q for q in self._quoters.values() if q.market is not None]
+            flat = await self._cancel_on_exit(opened)
             results = await each_of(q.close(cancel=False) for q in opened)
             for result in results:
                 if isinstance(result, BaseException):
@@ -306,6 +296,30 @@ class Desk:
             if self.lifeline is not None:
                 await self.lifeline.close(flat)
             await self.router.close()
+
+    async def _cancel_on_exit(self, opened: list[Quoter]) -> bool | None:
+        """Every order of the quoters that cancel on exit: what the cache knows at once,
+        then listings until nothing rests (``exit_timeout`` s at most): one listing
+        for the whole desk when all of them do (orders of one's own too). Whether a
+        listing showed nothing resting; ``None``: nothing was to be cancelled."""
+        kill = self.execution.kill
+        if self.cancel_on_exit and all(q.cancel_on_exit for q in opened):
+            flat = await kill.flatten(timeout=self.exit_timeout)
+        else:
+            owners = [q.owner for q in opened if q.cancel_on_exit]
+            if not owners:
+                return None
+            done = await each_of(kill.flatten(owner, self.exit_timeout) for owner in owners)
+            flat = all(result is True for result in done)
+        if not flat:
+            left = self.execution.cache.orders()
+            log.warning(
+                "leaving the desk: no listing could confirm that nothing rests "
+                "(%d orders tracked may: %s)",
+                len(left),
+                left,
+            )
+        return flat
 
     # -- quoters ----------------------------------------------------------------
 
@@ -557,4 +571,16 @@ class Desk:
         return collector(self.metrics)
 
 
-_AT_RISK = ("max_notional", "max_position_per_market", "max_position_per_event")
+def _limits(
+    orders: int | None,
+    notional: Number | None,
+    per_market: Number | None,
+    per_event: Number | None,
+) -> DeskLimits:
+    """The desk's limits in units (``AmountError`` naming one that is not an amount)."""
+    return DeskLimits(
+        orders,
+        units(notional, "max_notional"),
+        units(per_market, "max_position_per_market"),
+        units(per_event, "max_position_per_event"),
+    )

@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from .._checks import positive_int, seconds
 from .._spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
 from ..client import UNKNOWN_OUTCOME, paced, within
 from ..errors import QuoteRefused, RateLimited, RiskControlError
@@ -82,6 +83,14 @@ class Gate:
         max_in_flight: int = 16,
         room_timeout: float = 10.0,
     ) -> None:
+        for name, count in (
+            ("rate_limit_per_minute", rate_limit_per_minute),
+            ("orders_per_minute", orders_per_minute),
+            ("max_in_flight", max_in_flight),
+        ):
+            if count is not None:
+                positive_int(count, name)
+        seconds(room_timeout, "room_timeout")
         #: The desk's limits, in units (1 USDC or 1 share = 1_000_000).
         self.limits = limits
         self.budget = Budget(rate_limit_per_minute)
@@ -101,7 +110,9 @@ class Gate:
         self.now = Sums()
         self.planned = Sums()
         self._waiting: list[asyncio.Future[None]] = []  # requotes waiting for room
-        self._placed: deque[float] = deque()  # when the places the service took were sent
+        # when the requests and the places the service took were answered (a window's)
+        self._answered: deque[float] = deque()
+        self._placed: deque[float] = deque()
 
     # -- limits ---------------------------------------------------------------
 
@@ -227,12 +238,14 @@ class Gate:
             _close(call)
             raise
         try:
-            if not await self.budget.take(keep, cost, self._stop(endpoint)):
+            try:
+                if not await self.budget.take(keep, cost, self._stop(endpoint)):
+                    raise Halted(str(self.halted))  # halted while it waited for room
+                if endpoint == PLACE and self.halted is not None:
+                    raise Halted(self.halted)
+            except BaseException:  # cancelled or halted before it was sent: never sent
                 _close(call)
-                raise Halted(str(self.halted))  # halted while it waited for room
-            if endpoint == PLACE and self.halted is not None:
-                _close(call)
-                raise Halted(self.halted)
+                raise
             # the client's own retries take room in the budget too
             with paced(lambda: self._room(keep)):
                 return await self._send(endpoint, call, cost)
@@ -247,6 +260,8 @@ class Gate:
         if self.halted is not None:
             raise Halted(self.halted)
         places = self.places
+        if places.limit is None:
+            return  # no pace configured nor learnt: nothing to wait for
         if places.delay() > self.room_timeout:
             raise Paced(places.limit, places.window)  # no room in time: not worth a wait
         halted = lambda: self.halted is not None  # noqa: E731 - a stop condition
@@ -274,8 +289,10 @@ class Gate:
                 self.on_outcome(isinstance(exc, UNKNOWN_OUTCOME))
             raise
         self.counters.request(endpoint, "ok", time.perf_counter() - start)
+        now = time.monotonic()
+        self._answered.append(now)
         if endpoint == PLACE:
-            self._placed.append(time.monotonic())
+            self._placed.append(now)
         if self.on_outcome is not None:
             self.on_outcome(False)
         if endpoint == OPEN_ORDERS and isinstance(result, list) and len(result) >= PAGE_SIZE_MAX:
@@ -316,6 +333,15 @@ class Gate:
         if refused is not None:
             raise refused
         self.now.set(owner, both)
+
+
+def _within(stamps: deque[float], window: float) -> int:
+    """How many of ``stamps`` (``time.monotonic()``) fall in the last ``window`` s (the
+    older ones dropped)."""
+    since = time.monotonic() - window
+    while stamps and stamps[0] <= since:
+        stamps.popleft()
+    return len(stamps)
 
 
 def _close(call: Awaitable[Any]) -> None:

@@ -20,8 +20,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._checks import positive_int, seconds
 from ..client import UNKNOWN_OUTCOME
-from ..errors import ApiError
+from ..errors import ApiError, ValidationError
 from ..models import Order
 from .cache import ExecutionCache, Owner
 from .gate import Gate
@@ -231,6 +232,16 @@ class Watchdog:
         max_error_rate: float,
         error_window: int,
     ) -> None:
+        for name, given in (
+            ("heartbeat_timeout", heartbeat_timeout),
+            ("stream_timeout", stream_timeout),
+        ):
+            if given is not None:
+                seconds(given, name)
+        positive_int(error_window, "error_window")
+        rate = max_error_rate
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 1:
+            raise ValidationError("max_error_rate", rate, "must be in (0, 1]")
         self.kill = kill
         self.streams_down = streams_down
         self.heartbeat_timeout = heartbeat_timeout

@@ -132,7 +132,7 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution(client, Gate(orders_per_minute=orders_per_minute), self.owns, policy)
+            else Execution(client, _own_gate(orders_per_minute), self.owns, policy)
         )
         #: A lone quoter's reads (a desk's quoters share the desk's).
         self.reads = SharedReads(client, self.execution.gate, lambda: False)
@@ -245,24 +245,6 @@ class Quoter:
         """Places and cancels sent again after the service showed they had not happened."""
         return self.execution.resolver.resent.get(self.owner, 0)
 
-    @property
-    def resolve_attempts(self) -> int:
-        """Rounds of reads resolving unknown outcomes (the execution layer's)."""
-        return self.execution.resolver.attempts
-
-    @resolve_attempts.setter
-    def resolve_attempts(self, value: int) -> None:
-        self.execution.resolver.attempts = value
-
-    @property
-    def id_wait(self) -> float:
-        """Seconds to wait for the stream to name a V2/V3 order's id before REST."""
-        return self.execution.resolver.id_wait
-
-    @id_wait.setter
-    def id_wait(self, value: float) -> None:
-        self.execution.resolver.id_wait = value
-
     # -- enter and exit -------------------------------------------------------
 
     async def __aenter__(self) -> Quoter:
@@ -368,6 +350,7 @@ class Quoter:
             await self.feed.close(forget)
         if forget:
             self.execution.gate.leave(self.owner)
+            self.execution.cache.forget(self.owner)  # its finished orders and held records
             if self.desk is not None:
                 self.desk.forget(self)
         if self.desk is None:
@@ -590,3 +573,14 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
+
+
+def _own_gate(orders_per_minute: int | None) -> Gate:
+    """A lone quoter's gate: its requests as concurrent as the client's connection pool
+    allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
+    handful of requests), the default request budget, its own place pace."""
+    return Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
+
+
+#: Requests of a lone quoter in flight at most: the client's connection pool (100).
+LONE_IN_FLIGHT = 100

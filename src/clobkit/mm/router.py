@@ -50,7 +50,7 @@ class Router:
         #: Reconnects of the desk's streams seen so far.
         self.reconnects = 0
         self.feeds: dict[Owner, Feed] = {}  # (market id, outcome) -> the feed of its quoter
-        self._by_topic: dict[str, Feed] = {}  # book topic -> feed
+        self.book_feeds: dict[str, Feed] = {}  # book topic -> feed
         self._streams: list[Stream] = []
         self._carrier: dict[str, Stream] = {}  # topic -> the stream that carries it
         self._load: dict[Stream, int] = {}  # stream -> the topics it carries
@@ -107,7 +107,7 @@ class Router:
             feed.orders_topic = orders_topic(self.user_id)
             await self._listen([feed.orders_topic])
         if self.books:
-            self._by_topic[feed.book_topic] = feed
+            self.book_feeds[feed.book_topic] = feed
             await self._listen([feed.book_topic])
             # fed by the stream carrying its topic: stale while that one is down
             feed.book.feed = self._carrier.get(feed.book_topic)
@@ -117,8 +117,8 @@ class Router:
         if self.feeds.get(feed.owner) is feed:
             del self.feeds[feed.owner]
         topic = feed.book_topic
-        if self._by_topic.get(topic) is feed:
-            del self._by_topic[topic]
+        if self.book_feeds.get(topic) is feed:
+            del self.book_feeds[topic]
             stream = self._carrier.get(topic)
             self._carry(topic, None)
             if stream is not None and not self.closing:
@@ -197,7 +197,7 @@ class Router:
         if type(item) is StreamMessage:
             record = item.order
             if record is None:
-                feed = self._by_topic.get(item.topic or "")
+                feed = self.book_feeds.get(item.topic or "")
                 if feed is not None:
                     feed.handle(item)
                 elif item.type == "subscribed":
@@ -222,7 +222,7 @@ class Router:
         self.reconnects += 1
         mine = self.user_id is not None and orders_topic(self.user_id) in item.topics
         everyone = mine or not item.topics  # a marker naming nothing: assume the worst
-        books = [f for t in item.topics if (f := self._by_topic.get(t)) is not None]
+        books = [f for t in item.topics if (f := self.book_feeds.get(t)) is not None]
         for feed in self.feeds.values() if everyone else books:
             feed.reconnects += 1
         for feed in self.feeds.values() if everyone else []:

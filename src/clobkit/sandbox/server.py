@@ -20,6 +20,7 @@ from ._http import GuardedH11Protocol
 from .app import create_app
 from .config import SandboxConfig, UserConfig, load_config
 from .context import SandboxState
+from .counting import RequestLog
 from .engine import Engine
 from .faults import Faults, drop_streams
 from .records import Balances, OrderRecord, Settlement
@@ -57,6 +58,9 @@ class Sandbox:
         # state: restore from / commit to this SQLite file (None: memory only);
         # raises StateFileError for a foreign, corrupt, busy or mismatched file
         self.app = create_app(cfg, state=state, clock=clock)
+        #: The HTTP requests received, by method and path (``RequestLog``): what the
+        #: clients really sent, retries included.
+        self.requests = RequestLog(self.app)
         st: SandboxState = self.app.state.sandbox
         self.engine: Engine = st.engine
         self._store = st.store
@@ -108,7 +112,7 @@ class Sandbox:
             sock.close()
             raise
         self._port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn_config(self.app, self.config))
+        server = uvicorn.Server(uvicorn_config(self.requests, self.config))
         self._server = server
 
         def run() -> None:
