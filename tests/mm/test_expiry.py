@@ -61,8 +61,12 @@ async def test_quotes_are_gtd_orders_expiring_order_ttl_ahead(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", [1, 2], ids=["V1", "V2"], indirect=True)
-@pytest.mark.parametrize("renewal", ["expire", "cancel"])
+@pytest.mark.parametrize(
+    ("version", "renewal"),
+    [(1, "expire"), (2, "cancel")],  # each policy once, each wallet version once
+    ids=["expire-V1", "cancel-V2"],
+    indirect=["version"],
+)
 async def test_renewal_keeps_the_ladder_on_the_book(
     sb: Any, user: Any, client: AsyncClient, market_id: str, renewal: str
 ) -> None:
@@ -72,10 +76,11 @@ async def test_renewal_keeps_the_ladder_on_the_book(
     async with Quoter(client, market_id, "a", user_id=user.user_id, order_ttl=ttl) as q:
         await q.requote(LADDER)
         first = {r.id for r in open_rows(sb, user, market_id)}
-        seen = await samples(sb, user, market_id, 6.5)  # two renewals of each
+        # past the first orders' expiry (whole seconds: 4 s at most): each renewed once
+        seen = await samples(sb, user, market_id, 4.5)
         assert all(set(s) == {Decimal("0.05"), Decimal("0.06")} for s in seen)
         metrics = q.execution.renewer.metrics() if q.execution.renewer else {}
-        assert metrics["renewals"] >= 4
+        assert metrics["renewals"] >= 2
         assert metrics["lapses"] == 0
         assert metrics["failures"] == 0
         assert metrics["requests"] == metrics["renewals"] * (1 if renewal == "expire" else 2)
