@@ -13,6 +13,7 @@ import pytest
 from clobkit import errors
 from clobkit.client import CancelAllResult
 
+from ..mm.test_desk import two_sided
 from .conftest import full_scope_users
 
 OPEN = ("pending", "signing", "submitted", "live")
@@ -54,23 +55,13 @@ def place(sb: Any, user: Any, market_id: str, n: int, outcome: str = "a") -> lis
     return [sb.engine.place_order(user.user_id, body).order_id for _ in range(n)]
 
 
-def markets(sb: Any, n: int) -> list[str]:
-    """``n`` markets whose outcome-a book is two-sided (read from the engine)."""
-    found = []
-    for market_id, state in sb.engine.markets.items():
-        book = sb.engine.orderbook(state.fx.token_id_a)
-        if state.active and book is not None and book.bids and book.asks:
-            found.append(str(market_id))
-    return found[:n]
-
-
 def test_every_page_cancelled_at_once(
     fresh: Callable[..., Any], make_api: Callable[..., Any], flavour: str
 ) -> None:
     sb = fresh()
     user = full_scope_users(sb)[0]
     api = make_api(sb, user, flavour)
-    market = markets(sb, 1)[0]
+    market = two_sided(sb, 1)[0]
     placed = place(sb, user, market, 130)  # two pages of the listing (100 a page)
     result = api.cancel_all_orders()
     assert isinstance(result, CancelAllResult)
@@ -95,7 +86,7 @@ def test_one_market_only(
     sb = fresh()
     user = full_scope_users(sb)[0]
     api = make_api(sb, user, flavour)
-    first, second = markets(sb, 2)
+    first, second = two_sided(sb, 2)
     place(sb, user, first, 3)
     kept = place(sb, user, second, 2, outcome="b")
     result = api.cancel_all_orders(first)
@@ -113,7 +104,7 @@ def test_failed_cancels_are_sent_again_until_nothing_rests(
     sb = fresh()
     user = full_scope_users(sb)[0]
     api = make_api(sb, user, flavour, max_retries=0)
-    placed = place(sb, user, markets(sb, 1)[0], 40)
+    placed = place(sb, user, two_sided(sb, 1)[0], 40)
     failing = {"error_rate": 0.5, "after_commit": 0.5, "seed": 7}
     sb.faults.configure({"routes": {"DELETE /orders/{id}": failing}})
     result = api.cancel_all_orders()
@@ -136,7 +127,7 @@ def test_an_order_cancelled_elsewhere_meanwhile_is_gone(
     sb = fresh()
     user = full_scope_users(sb)[0]
     api = make_api(sb, user, "sync")
-    first, other = place(sb, user, markets(sb, 1)[0], 2)
+    first, other = place(sb, user, two_sided(sb, 1)[0], 2)
     held = {"latency_ms": 60_000, "latency_at": "before", "latency_share": 1.0}
     sb.faults.configure({"routes": {"DELETE /orders/{id}": held}})
     done: list[CancelAllResult] = []
@@ -164,7 +155,7 @@ def test_orders_not_live_yet_are_cancelled_once_live(
     sb = fresh(processing_delay_ms=100)
     user = full_scope_users(sb)[0]
     api = make_api(sb, user, flavour)
-    placed = place(sb, user, markets(sb, 1)[0], 5)
+    placed = place(sb, user, two_sided(sb, 1)[0], 5)
     assert {r.status for r in resting(sb, user)} - {"live"}  # some still processing
     result = api.cancel_all_orders()
     assert result.flat
@@ -179,7 +170,7 @@ def test_gives_up_at_its_timeout_and_says_what_rests(
     sb = fresh()
     user = full_scope_users(sb)[0]
     api = make_api(sb, user, flavour, max_retries=0)
-    placed = place(sb, user, markets(sb, 1)[0], 3)
+    placed = place(sb, user, two_sided(sb, 1)[0], 3)
     sb.faults.configure({"routes": {"DELETE /orders/{id}": {"error_rate": 1.0}}})
     result = api.cancel_all_orders(timeout=0.3)
     assert not result.flat

@@ -6,6 +6,7 @@ itself, one that left and one that comes back read differently in its log."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -67,6 +68,16 @@ def watch_of(client: AsyncClient, timeout: float = 0.2, linger: float = 0.0) -> 
     return Watch(timeout, cancel_all, linger=linger)
 
 
+@contextlib.asynccontextmanager
+async def running(watch: Watch) -> AsyncIterator[None]:
+    """``watch`` checking every 10 ms while the block runs."""
+    task = asyncio.ensure_future(watch.run(0.01))
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
 async def until(check: Any, timeout: float = 30.0) -> None:
     """Until ``check()`` (a liveness bound, not a timing assertion)."""
     loop = asyncio.get_running_loop()
@@ -82,8 +93,7 @@ async def test_a_silent_desk_makes_it_cancel_every_order(
     caplog.set_level(logging.INFO, "clobkit.sentinel")
     place(sb, user, 130)  # two pages of the listing
     watch = watch_of(client)
-    watching = asyncio.ensure_future(watch.run(0.01))
-    try:
+    async with running(watch):
         assert watch.fires == 0  # not armed before a heartbeat
         watch.hear(beat(desk="desk-1", open_orders=130))
         await until(lambda: watch.last is not None)
@@ -93,8 +103,6 @@ async def test_a_silent_desk_makes_it_cancel_every_order(
         assert len(watch.last.cancelled) == 130
         assert watch.cancelled == 130
         assert resting(sb, user) == 0
-    finally:
-        watching.cancel()
     text = caplog.text
     assert "watching desk desk-1" in text
     assert "no heartbeat from desk desk-1" in text
@@ -105,16 +113,13 @@ async def test_a_silent_desk_makes_it_cancel_every_order(
 async def test_heartbeats_in_time_keep_it_quiet(sb: Any, user: Any, client: AsyncClient) -> None:
     place(sb, user, 3)
     watch = watch_of(client, timeout=2.0)
-    watching = asyncio.ensure_future(watch.run(0.01))
-    try:
+    async with running(watch):
         first = beat()
         for seq in range(1, 11):
             watch.hear(beat(session=first.session, seq=seq))
             await asyncio.sleep(0.1)
         assert watch.fires == 0
         assert resting(sb, user) == 3
-    finally:
-        watching.cancel()
 
 
 async def test_an_orderly_halt_and_a_dead_desk_read_differently(
@@ -127,13 +132,10 @@ async def test_an_orderly_halt_and_a_dead_desk_read_differently(
     watch.hear(first)
     watch.hear(beat(session=first.session, seq=2, desk="desk-2", state=HALTED, reason="loss"))
     assert "desk desk-2 halted itself: loss" in caplog.text
-    watching = asyncio.ensure_future(watch.run(0.01))
-    try:
+    async with running(watch):
         await until(lambda: watch.last is not None)  # still watched: silent, it fires
         assert "after halting itself (loss)" in caplog.text
         assert resting(sb, user) == 0
-    finally:
-        watching.cancel()
 
 
 async def test_a_desk_that_left_is_no_longer_watched(
@@ -162,8 +164,7 @@ async def test_it_sweeps_again_for_late_landings_until_the_desk_is_back(
     watch = watch_of(client, timeout=0.5, linger=30.0)
     first = beat(desk="desk-4")
     watch.hear(first)
-    watching = asyncio.ensure_future(watch.run(0.01))
-    try:
+    async with running(watch):
         await until(lambda: watch.last is not None)
         place(sb, user, 1)  # a place sent just before the silence lands now
         await until(lambda: "a later sweep cancelled 1 more orders" in caplog.text)  # at 1 s
@@ -176,8 +177,6 @@ async def test_it_sweeps_again_for_late_landings_until_the_desk_is_back(
             await asyncio.sleep(0.05)
         assert resting(sb, user) == 1
         assert watch.fires == 1
-    finally:
-        watching.cancel()
 
 
 async def test_it_retries_through_a_failing_service_until_nothing_rests(
@@ -188,13 +187,10 @@ async def test_it_retries_through_a_failing_service_until_nothing_rests(
     sb.faults.configure({"error_rate": 1.0, "seed": 1})  # every request fails
     watch = watch_of(client)
     watch.hear(beat(desk="desk-5"))
-    watching = asyncio.ensure_future(watch.run(0.01))
-    try:
+    async with running(watch):
         await until(lambda: "trying again" in caplog.text)
         assert resting(sb, user) == 4
         sb.faults.configure(None)
         await until(lambda: watch.last is not None and watch.last.flat)
         assert resting(sb, user) == 0
         assert watch.fires == 1
-    finally:
-        watching.cancel()
