@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-import httpx
+import aiohttp
 import msgspec
 
 from ..errors import ClobkitError, TransportError, ValidationError
@@ -32,6 +32,7 @@ log = logging.getLogger("clobkit.mm")
 _reply = msgspec.json.Decoder(Reply)
 #: How often a heartbeat goes: a quarter of the sentinel's timeout, within these (s).
 INTERVAL_MIN, INTERVAL_MAX = 0.05, 1.0
+_REPLY_MAX = 4096  # bytes of the sentinel's answer read at most
 _CONFLICT = 409  # a heartbeat overtaken by a later one: not an answer, not a failure
 
 
@@ -67,7 +68,7 @@ class Beacon:
         #: Heartbeats sent, acknowledged, and refused or unanswered.
         self.sent = self.acks = self.failures = 0
         self._seq = 0
-        self._http: httpx.AsyncClient | None = None
+        self._http: aiohttp.ClientSession | None = None  # the async client's stack
         self._task: asyncio.Task[None] | None = None
         self._told: set[asyncio.Task[None]] = set()
         self._lapsed = False
@@ -82,17 +83,17 @@ class Beacon:
         """The first heartbeat, acknowledged (else the error: a desk that believes
         itself watched and is not is worse than one that knows), then one every
         ``interval`` s."""
-        self._http = httpx.AsyncClient(trust_env=False)
+        self._http = aiohttp.ClientSession(trust_env=False)
         try:
             await self._beat(raise_failure=True)
         except BaseException:
-            await self._http.aclose()
+            await self._http.close()
             raise
         self._task = asyncio.ensure_future(self._run())
 
     def tell(self) -> None:
         """The desk's state changed (its kill switch fired): a heartbeat now."""
-        if self._http is not None and not self._http.is_closed:
+        if self._http is not None and not self._http.closed:
             task = asyncio.ensure_future(self._beat())
             self._told.add(task)
             task.add_done_callback(self._told.discard)
@@ -111,7 +112,7 @@ class Beacon:
             await asyncio.wait(list(self._told))
         with contextlib.suppress(ClobkitError):
             await self._beat(override=(state, reason))
-        await self._http.aclose()
+        await self._http.close()
 
     async def _run(self) -> None:
         while True:
@@ -158,13 +159,19 @@ class Beacon:
         self.sent += 1
         sent_at = time.monotonic()
         try:
-            answer = await self._http.post(self.url, content=body, headers=headers, timeout=timeout)
-            if answer.status_code == _CONFLICT:
+            status, content = await self._post(body, headers, timeout)
+            if status == _CONFLICT:
                 return
-            if answer.status_code != 200:
-                raise TransportError(f"{self.url}: {answer.status_code} {answer.text[:200]}")
-            reply = _reply.decode(answer.content)
-        except (httpx.HTTPError, msgspec.DecodeError, msgspec.ValidationError, ClobkitError) as e:
+            if status != 200:
+                raise TransportError(f"{self.url}: {status} {content[:200]!r}")
+            reply = _reply.decode(content)
+        except (
+            aiohttp.ClientError,
+            asyncio.TimeoutError,  # aiohttp's total timeout (TimeoutError from 3.11)
+            msgspec.DecodeError,
+            msgspec.ValidationError,
+            ClobkitError,
+        ) as e:
             self.failures += 1
             failure = e if isinstance(e, ClobkitError) else TransportError(f"{self.url}: {e!r}")
             if raise_failure:
@@ -178,3 +185,18 @@ class Beacon:
         self.timeout = reply.timeout
         self.acked = max(self.acked or sent_at, sent_at)
         self._lapsed = False
+
+    async def _post(
+        self, body: bytes, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes]:
+        """One heartbeat sent: the answer's status and body (``timeout`` s in all; a body
+        past ``_REPLY_MAX`` bytes is no sentinel's answer)."""
+        assert self._http is not None
+        bound = aiohttp.ClientTimeout(total=timeout)
+        async with self._http.post(self.url, data=body, headers=headers, timeout=bound) as answer:
+            content = bytearray()
+            async for chunk in answer.content.iter_chunked(_REPLY_MAX):
+                content += chunk
+                if len(content) > _REPLY_MAX:
+                    raise TransportError(f"{self.url}: an answer past {_REPLY_MAX} bytes")
+            return answer.status, bytes(content)
