@@ -55,6 +55,11 @@ def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+# The --quick run below is a module fixture that its tests share: one xdist worker takes
+# them all (pyproject.toml's --dist loadgroup), or each worker would make it again (70 s).
+pytestmark = pytest.mark.xdist_group("bench_tool_quick")
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One ``--quick`` run through main(): its exit code, stdout, JSON report and PNG path."""

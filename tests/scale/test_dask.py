@@ -31,6 +31,10 @@ ROWS = 30_011
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
+# one LocalCluster a module, on one xdist worker (pyproject.toml's --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("dask_cluster")
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """Two worker processes, one thread each: what a small cluster does, on this machine."""
