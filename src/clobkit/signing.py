@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from itertools import chain
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from . import _secp, _wallet
 from ._columns import Column, is_columnar, numpy_rows
@@ -44,18 +44,50 @@ from ._parse import (
     is_scalar,
     parse_threads,
 )
+from ._signers.protocol import AsyncSigner, Signer, signer_address
 from ._wallet import checksum, parse_address
 from .errors import OrderFieldError
 
 __all__ = [
+    "AsyncSigner",
+    "AwsKmsSigner",
+    "GcpKmsSigner",
     "OrderSigner",
     "SignedOrder",
+    "Signer",
     "parse_order_id",
     "sign_order",
+    "sign_order_async",
     "sign_orders",
+    "sign_orders_async",
     "typed_data_sign_digest",
     "wrap_poly_1271",
 ]
+
+if TYPE_CHECKING:
+    from ._signers.aws import AwsKmsSigner as AwsKmsSigner
+    from ._signers.gcp import GcpKmsSigner as GcpKmsSigner
+    from ._signers.orders import sign_order_async as sign_order_async
+    from ._signers.orders import sign_orders_async as sign_orders_async
+
+# loaded on first use: the KMS signers (their SDKs are extras) and the async paths
+_LAZY = {
+    "AwsKmsSigner": "._signers.aws",
+    "GcpKmsSigner": "._signers.gcp",
+    "sign_order_async": "._signers.orders",
+    "sign_orders_async": "._signers.orders",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(where, __package__), name)
+    globals()[name] = value
+    return value
 
 # ERC-7739 nested typed data, as the deposit wallet (Solady ERC1271) checks it:
 # the order is the ``contents`` of a TypedDataSign struct whose domain fields
@@ -333,6 +365,20 @@ class OrderSigner:
         result: list[str] = core.sign_digests(_handle(), self._key_at(), raw, workers)
         return result
 
+    async def sign_digests(self, digests: Iterable[str | bytes], /) -> list[str]:
+        """``AsyncSigner``'s call: ``sign_many`` on the loop for a handful of digests
+        (tens of µs each), in a worker thread past ``_ON_LOOP`` (the loop runs on)."""
+        batch = _id_list(digests)
+        if len(batch) <= _ON_LOOP:
+            return self.sign_many(batch)
+        import asyncio
+
+        return await asyncio.to_thread(self.sign_many, batch)
+
+
+#: Digests an ``OrderSigner`` signs on the event loop at most (about 2 ms of ECDSA).
+_ON_LOOP = 64
+
 
 # ---------------------------------------------------------------- POLY_1271 (ERC-7739)
 
@@ -424,7 +470,7 @@ def _check_signer_object(signer: object) -> None:
         )
 
 
-def _is_poly_1271(hasher: Any) -> bool:
+def is_poly_1271(hasher: Any) -> bool:
     # (a V1 wallet of type 3 is refused when its OrderHasher is made)
     return bool(hasher.signature_type == _wallet.POLY_1271)
 
@@ -440,35 +486,49 @@ def _wrapper_of(chain_id: int, signer: str, version: int) -> _Wrapper:
     return _Wrapper(chain_id, bytes.fromhex(signer[2:]), order_type)
 
 
-def _check_signer(hasher: Any, signer: OrderSigner) -> None:
-    """Types 0-2: the exchange recovers the wallet's signer from the signature."""
-    if signer.address.lower() != hasher.signer.lower():
+def check_signer(hasher: Any, signer: object) -> str:
+    """The signer's address, checked: for types 0-2 the exchange recovers the wallet's
+    signer from the signature, so it must be the wallet's (type 3 signs for a deposit
+    wallet it owns: the contract checks it)."""
+    address = signer_address(signer)
+    if not is_poly_1271(hasher) and address.lower() != hasher.signer.lower():
         raise OrderFieldError(
             "signer",
-            signer.address,
+            address,
             f"is not this wallet's signer {hasher.signer}; signature type "
             f"{hasher.signature_type} needs the signer's own key",
         )
+    return address
 
 
-def sign_order(hasher: Any, signer: OrderSigner, order: Mapping[str, Any]) -> SignedOrder:
-    """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet."""
-    _check_signer_object(signer)
-    if _is_poly_1271(hasher):
-        contents = hasher.struct_hash(**order)  # checks every field
-        app_domain = hasher.domain_separator(order.get("neg_risk", False))
-        # the id and the signed contents come from one struct hash
-        order_id = "0x" + _eip712(app_domain, contents).hex()
-        wrapper = _wrapper(hasher)
-        signature = _sign_hex(signer._key, wrapper.digest(app_domain, contents))
-        return SignedOrder(order_id, signature + wrapper.suffix(app_domain, contents))
-    _check_signer(hasher, signer)
+def _poly_1271_one(hasher: Any, order: Mapping[str, Any]) -> tuple[str, bytes, str]:
+    """A deposit wallet's order: its id, the ERC-7739 digest its owner signs, and what
+    follows the signature."""
+    contents = hasher.struct_hash(**order)  # checks every field
+    app_domain = hasher.domain_separator(order.get("neg_risk", False))
+    # the id and the signed contents come from one struct hash
+    order_id = "0x" + _eip712(app_domain, contents).hex()
+    wrapper = _wrapper(hasher)
+    return order_id, wrapper.digest(app_domain, contents), wrapper.suffix(app_domain, contents)
+
+
+def sign_order(hasher: Any, signer: Signer, order: Mapping[str, Any]) -> SignedOrder:
+    """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet
+    (any ``Signer``: a KMS signer's sync twin signs through ``_signers.orders``)."""
+    if not isinstance(signer, OrderSigner):
+        from ._signers.orders import sign_order_with
+
+        return sign_order_with(hasher, signer, order)
+    if is_poly_1271(hasher):
+        order_id, digest, tail = _poly_1271_one(hasher, order)
+        return SignedOrder(order_id, _sign_hex(signer._key, digest) + tail)
+    check_signer(hasher, signer)
     order_id = hasher.order_id(**order)
     return SignedOrder(order_id, _sign_hex(signer._key, bytes.fromhex(order_id[2:])))
 
 
 def sign_orders(
-    hasher: Any, signer: OrderSigner, columns: Mapping[str, Any], threads: int | None
+    hasher: Any, signer: Signer, columns: Mapping[str, Any], threads: int | None
 ) -> list[SignedOrder]:
     """``OrderHasher.sign_many``: ``SignedOrder`` of each order of a batch, in order.
 
@@ -477,14 +537,17 @@ def sign_orders(
     (``threads`` of them), POLY_1271's ERC-7739 wrapper included. The pure twin
     hashes the batch, then signs over ``threads`` Python threads.
     """
-    _check_signer_object(signer)
     if "out" in columns:  # order_ids' choice of result: the signed orders have one shape
         raise OrderFieldError("out", columns["out"], "is not an argument of sign_many")
+    if not isinstance(signer, OrderSigner):
+        from ._signers.orders import sign_orders_with
+
+        return sign_orders_with(hasher, signer, columns, threads)
     workers = parse_threads(threads)
     core = _native()
     native = core is not None and isinstance(hasher, core.OrderHasher) and _batch_keys(columns)
     wrap = None
-    if _is_poly_1271(hasher):
+    if is_poly_1271(hasher):
         if not native:
             return _sign_poly_1271_rows(hasher, signer, columns, threads, workers)
         # each order's struct hash wrapped (ERC-7739) in the native workers too, from
@@ -492,7 +555,7 @@ def sign_orders(
         wrapper = _wrapper(hasher)
         wrap = (wrapper.head, wrapper.tail, wrapper.type_text)
     else:
-        _check_signer(hasher, signer)
+        check_signer(hasher, signer)
     if native:  # hashed and signed in the native workers, no Python object per order
         signed: list[SignedOrder] = hasher._sign_many(
             _handle(), signer._key_at(), threads, columns, wrap
@@ -508,6 +571,15 @@ def _sign_poly_1271_rows(
 ) -> list[SignedOrder]:
     """POLY_1271 ``sign_many`` row by row in Python: the pure twin's way (the compiled
     twin wraps and signs in its workers)."""
+    ids, digests, tails = poly_1271_rows(hasher, columns, threads)
+    signatures = _sign_batch(signer._key, digests, workers)  # through the backend
+    return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
+
+
+def poly_1271_rows(
+    hasher: Any, columns: Mapping[str, Any], threads: Any
+) -> tuple[list[str], list[bytes], list[str]]:
+    """A deposit wallet's batch: the ids, the ERC-7739 digests, what follows each signature."""
     ids = hasher.order_ids(**columns, threads=threads)  # checks every row (nulls included)
     columns = {
         k: Column(v, k, COLUMN_KINDS[k]).values() if is_columnar(v) else v
@@ -527,8 +599,7 @@ def _sign_poly_1271_rows(
         contents = hasher.struct_hash(**row)
         digests.append(wrapper.digest(app_domain, contents))
         tails.append(wrapper.suffix(app_domain, contents))
-    signatures = _sign_batch(signer._key, digests, workers)  # through the backend
-    return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
+    return ids, digests, tails
 
 
 _KEYWORDS = frozenset(BATCH_KEYWORDS.values())

@@ -17,7 +17,7 @@ from typing import Protocol, cast
 
 from ..errors import OrderFieldError
 
-__all__ = ["AsyncSigner", "Signer", "as_async_signer", "as_signer"]
+__all__ = ["AsyncSigner", "Signer", "as_async_signer", "as_signer", "signer_address"]
 
 
 class Signer(Protocol):
@@ -70,3 +70,14 @@ def as_async_signer(value: object) -> AsyncSigner:
             "with 'async with')",
         )
     return cast("AsyncSigner", value)
+
+
+def signer_address(value: object) -> str:
+    """The address of a signer of either kind; ``OrderFieldError`` for anything else."""
+    if not hasattr(type(value), "address"):
+        raise OrderFieldError(
+            "signer", type(value).__name__, "must be a Signer or an AsyncSigner (OrderSigner, "
+            "AwsKmsSigner, GcpKmsSigner)"
+        )
+    address: str = cast("Signer", value).address
+    return address
