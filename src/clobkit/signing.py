@@ -29,19 +29,24 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from . import _secp, _wallet
-from ._columns import Column, is_columnar, numpy_rows
+from . import _secp
+from ._columns import is_columnar, numpy_rows
 from ._core import keccak256
+from ._erc7739 import (
+    Wrapper,
+    is_poly_1271,
+    poly_1271_one,
+    poly_1271_rows,
+    typed_data_sign_digest,
+    word,
+    wrapper_of,
+)
 from ._parse import (
     BATCH_KEYWORDS,
-    COLUMN_KINDS,
     HIDDEN,
-    batch_length,
-    is_scalar,
     parse_threads,
 )
 from ._signers.protocol import AsyncSigner, Signer, signer_address
@@ -89,19 +94,6 @@ def __getattr__(name: str) -> Any:
     globals()[name] = value
     return value
 
-# ERC-7739 nested typed data, as the deposit wallet (Solady ERC1271) checks it:
-# the order is the ``contents`` of a TypedDataSign struct whose domain fields
-# are the wallet's own EIP-712 domain (name "DepositWallet", version "1", the
-# chain, the wallet itself, salt zero).
-TYPED_DATA_SIGN = (
-    "TypedDataSign(Order contents,string name,string version,uint256 chainId,"
-    "address verifyingContract,bytes32 salt)"
-)
-DEPOSIT_WALLET_NAME = "DepositWallet"
-DEPOSIT_WALLET_VERSION = "1"
-_NAME_HASH = keccak256(DEPOSIT_WALLET_NAME.encode())
-_VERSION_HASH = keccak256(DEPOSIT_WALLET_VERSION.encode())
-_ZERO_WORD = bytes(32)
 
 _KEY_REASON = "must be a secp256k1 private key: 0x + 64 hex digits, or 32 bytes"
 _ID_REASON = "must be 0x followed by 64 hex digits (or 32 bytes)"
@@ -383,62 +375,6 @@ _ON_LOOP = 64
 # ---------------------------------------------------------------- POLY_1271 (ERC-7739)
 
 
-@lru_cache(maxsize=8)
-def _typed_data_sign_typehash(order_type: str) -> bytes:
-    return keccak256((TYPED_DATA_SIGN + order_type).encode())
-
-
-def _eip712(domain_separator: bytes, struct_hash: bytes) -> bytes:
-    """EIP-712's signing digest: keccak(0x1901 || domain separator || hashStruct)."""
-    return keccak256(b"\x19\x01" + domain_separator + struct_hash)
-
-
-class _Wrapper:
-    """The per-wallet words of the POLY_1271 wrapper, computed once per call or batch."""
-
-    __slots__ = ("head", "tail", "type_text")
-
-    def __init__(self, chain_id: int, wallet: bytes, order_type: str) -> None:
-        text = order_type.encode()
-        self.type_text = text + len(text).to_bytes(2, "big")
-        self.head = _typed_data_sign_typehash(order_type)
-        self.tail = (
-            _NAME_HASH
-            + _VERSION_HASH
-            + chain_id.to_bytes(32, "big")
-            + wallet.rjust(32, b"\0")
-            + _ZERO_WORD
-        )
-
-    def digest(self, app_domain: bytes, contents: bytes) -> bytes:
-        struct = keccak256(self.head + contents + self.tail)
-        return _eip712(app_domain, struct)
-
-    def suffix(self, app_domain: bytes, contents: bytes) -> str:
-        """Hex of what follows the ECDSA signature: domain, contents, type string, its length."""
-        return (app_domain + contents + self.type_text).hex()
-
-
-def _word(value: object, field: str) -> bytes:
-    if isinstance(value, (bytes, bytearray)) and len(value) == 32:
-        return bytes(value)
-    raise OrderFieldError(field, value, "must be 32 bytes")
-
-
-def typed_data_sign_digest(
-    app_domain: bytes, contents: bytes, chain_id: int, wallet: str, order_type: str
-) -> bytes:
-    """The 32-byte digest a deposit wallet's owner signs for one order (ERC-7739).
-
-    ``keccak(0x1901 || app_domain || hashStruct(TypedDataSign(contents, "DepositWallet",
-    "1", chain_id, wallet, 0)))``; ``app_domain`` is the exchange's domain
-    separator, ``contents`` the order's struct hash, ``wallet`` the deposit
-    wallet (the order's signer), ``order_type`` the Order type string.
-    """
-    wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
-    return wrapper.digest(_word(app_domain, "app_domain"), _word(contents, "contents"))
-
-
 def wrap_poly_1271(
     signer: OrderSigner,
     app_domain: bytes,
@@ -450,16 +386,13 @@ def wrap_poly_1271(
     """The POLY_1271 order signature: ``ecdsa(65) || app_domain || contents ||
     order_type || uint16 len(order_type)`` as ``"0x"`` hex (see ``typed_data_sign_digest``)."""
     _check_signer_object(signer)
-    wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
-    app_domain, contents = _word(app_domain, "app_domain"), _word(contents, "contents")
+    wrapper = Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
+    app_domain, contents = word(app_domain, "app_domain"), word(contents, "contents")
     digest = wrapper.digest(app_domain, contents)
     return _sign_hex(signer._key, digest) + wrapper.suffix(app_domain, contents)
 
 
 # ---------------------------------------------------------------- hasher.sign / sign_many
-
-# ``order_ids``' keyword -> ``order_id``'s (V2/V3: the versions a POLY_1271 wallet signs)
-_ROW_KEYS = {batch: one for one, batch in BATCH_KEYWORDS.items()}
 
 
 def _check_signer_object(signer: object) -> None:
@@ -468,22 +401,6 @@ def _check_signer_object(signer: object) -> None:
         raise OrderFieldError(
             "signer", type(signer).__name__, "must be an OrderSigner (OrderSigner(private_key))"
         )
-
-
-def is_poly_1271(hasher: Any) -> bool:
-    # (a V1 wallet of type 3 is refused when its OrderHasher is made)
-    return bool(hasher.signature_type == _wallet.POLY_1271)
-
-
-def _wrapper(hasher: Any) -> _Wrapper:
-    return _wrapper_of(hasher.chain_id, hasher.signer, hasher.version)
-
-
-@lru_cache(maxsize=64)
-def _wrapper_of(chain_id: int, signer: str, version: int) -> _Wrapper:
-    # The order's signer is the deposit wallet: the ERC-1271 verifying contract.
-    order_type = _wallet.ORDER_TYPES[version]
-    return _Wrapper(chain_id, bytes.fromhex(signer[2:]), order_type)
 
 
 def check_signer(hasher: Any, signer: object) -> str:
@@ -501,17 +418,6 @@ def check_signer(hasher: Any, signer: object) -> str:
     return address
 
 
-def _poly_1271_one(hasher: Any, order: Mapping[str, Any]) -> tuple[str, bytes, str]:
-    """A deposit wallet's order: its id, the ERC-7739 digest its owner signs, and what
-    follows the signature."""
-    contents = hasher.struct_hash(**order)  # checks every field
-    app_domain = hasher.domain_separator(order.get("neg_risk", False))
-    # the id and the signed contents come from one struct hash
-    order_id = "0x" + _eip712(app_domain, contents).hex()
-    wrapper = _wrapper(hasher)
-    return order_id, wrapper.digest(app_domain, contents), wrapper.suffix(app_domain, contents)
-
-
 def sign_order(hasher: Any, signer: Signer, order: Mapping[str, Any]) -> SignedOrder:
     """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet
     (any ``Signer``: a KMS signer's sync twin signs through ``_signers.orders``)."""
@@ -520,7 +426,7 @@ def sign_order(hasher: Any, signer: Signer, order: Mapping[str, Any]) -> SignedO
 
         return sign_order_with(hasher, signer, order)
     if is_poly_1271(hasher):
-        order_id, digest, tail = _poly_1271_one(hasher, order)
+        order_id, digest, tail = poly_1271_one(hasher, order)
         return SignedOrder(order_id, _sign_hex(signer._key, digest) + tail)
     check_signer(hasher, signer)
     order_id = hasher.order_id(**order)
@@ -552,7 +458,7 @@ def sign_orders(
             return _sign_poly_1271_rows(hasher, signer, columns, threads, workers)
         # each order's struct hash wrapped (ERC-7739) in the native workers too, from
         # the wrapper's words computed once here
-        wrapper = _wrapper(hasher)
+        wrapper = wrapper_of(hasher)
         wrap = (wrapper.head, wrapper.tail, wrapper.type_text)
     else:
         check_signer(hasher, signer)
@@ -574,32 +480,6 @@ def _sign_poly_1271_rows(
     ids, digests, tails = poly_1271_rows(hasher, columns, threads)
     signatures = _sign_batch(signer._key, digests, workers)  # through the backend
     return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
-
-
-def poly_1271_rows(
-    hasher: Any, columns: Mapping[str, Any], threads: Any
-) -> tuple[list[str], list[bytes], list[str]]:
-    """A deposit wallet's batch: the ids, the ERC-7739 digests, what follows each signature."""
-    ids = hasher.order_ids(**columns, threads=threads)  # checks every row (nulls included)
-    columns = {
-        k: Column(v, k, COLUMN_KINDS[k]).values() if is_columnar(v) else v
-        for k, v in columns.items()
-    }
-    n = batch_length(columns)
-    scalars = {_ROW_KEYS[k]: v for k, v in columns.items() if is_scalar(v)}
-    sequences = [(_ROW_KEYS[k], v) for k, v in columns.items() if not is_scalar(v)]
-    wrapper = _wrapper(hasher)
-    digests = []
-    tails = []
-    for i in range(n):
-        row = dict(scalars)
-        for key, column in sequences:
-            row[key] = column[i]
-        app_domain = hasher.domain_separator(row.get("neg_risk", False))
-        contents = hasher.struct_hash(**row)
-        digests.append(wrapper.digest(app_domain, contents))
-        tails.append(wrapper.suffix(app_domain, contents))
-    return ids, digests, tails
 
 
 _KEYWORDS = frozenset(BATCH_KEYWORDS.values())

@@ -38,7 +38,7 @@ def sign_like_a_kms(key: PrivateKey, digest: bytes) -> bytes:
     """A DER signature of ``digest`` as given; ``s`` high half of the time."""
     compact = key.sign_recoverable(digest, hasher=None)  # low-s, as libsecp256k1 makes it
     r, s = int.from_bytes(compact[:32], "big"), int.from_bytes(compact[32:64], "big")
-    if random.random() < 0.5:  # noqa: S311 - test noise
+    if random.random() < 0.5:
         s = N - s
     return encode_dss_signature(r, s)
 
@@ -76,7 +76,8 @@ class GcpStandIn:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, "cloudkms.useToSign denied")
         if self.disabled:
             context.abort(
-                grpc.StatusCode.FAILED_PRECONDITION, f"{self.name} is not enabled, current state is: DISABLED."
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"{self.name} is not enabled, current state is: DISABLED.",
             )
         if self.throttle:
             self.throttle -= 1

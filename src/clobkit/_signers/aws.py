@@ -186,8 +186,10 @@ class AwsKmsSigner(RemoteSigner):
             code = exc.response.get("Error", {}).get("Code", "")
             cause = f"{code}: {_message(exc)}"
             if code in _DENIED:
-                return SignerDenied(self.key, f"{cause} (the policy needs kms:Sign and "
-                                    "kms:GetPublicKey on this key)")
+                return SignerDenied(
+                    self.key,
+                    f"{cause} (the policy needs kms:Sign and kms:GetPublicKey on this key)",
+                )
             if code in _KEY:
                 return SignerKeyError(self.key, cause)
             return SignerError(self.key, cause)

@@ -62,7 +62,7 @@ class SignBudget:
         with self._lock:
             self.throttled += throttled
             self.retries += 1
-        return random.uniform(0.0, min(_CAP, _FIRST_BACKOFF * 2 ** (attempt - 1)))  # noqa: S311
+        return random.uniform(0.0, min(_CAP, _FIRST_BACKOFF * 2 ** (attempt - 1)))
 
     def counts(self) -> dict[str, int]:
         """``calls``, ``throttled``, ``retries``, ``waited`` so far."""
@@ -72,4 +72,3 @@ class SignBudget:
             "retries": self.retries,
             "waited": self.waited,
         }
-

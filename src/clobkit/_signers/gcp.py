@@ -89,8 +89,8 @@ class GcpKmsSigner(RemoteSigner):
             return None
         if not isinstance(self.client, kind):
             raise SignerError(
-                self.key, f"client must be a {kind.__name__} for {flavour}, not "
-                f"{type(self.client).__name__}"
+                self.key,
+                f"client must be a {kind.__name__} for {flavour}, not {type(self.client).__name__}",
             )
         return self.client
 

@@ -15,18 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..signing import (
-    OrderSigner,
-    SignedOrder,
-    _poly_1271_one,
-    check_signer,
-    is_poly_1271,
-    poly_1271_rows,
-)
+from .._erc7739 import is_poly_1271, poly_1271_one, poly_1271_rows
+from ..signing import OrderSigner, SignedOrder, check_signer
 from .protocol import AsyncSigner, Signer, as_async_signer, as_signer
 
 __all__ = [
-    "sign_order_async", "sign_order_with", "sign_orders_async",
+    "sign_order_async",
+    "sign_order_with",
+    "sign_orders_async",
     "sign_orders_with",
     "signable",
 ]
@@ -35,7 +31,7 @@ __all__ = [
 def signable(hasher: Any, order: Mapping[str, Any]) -> tuple[str, bytes, str]:
     """(the order's id, the digest to sign, what follows the signature)."""
     if is_poly_1271(hasher):
-        return _poly_1271_one(hasher, order)
+        return poly_1271_one(hasher, order)
     order_id: str = hasher.order_id(**order)
     return order_id, bytes.fromhex(order_id[2:]), ""
 

@@ -11,8 +11,8 @@ reads the key's public key, and so its address, once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import inspect
+from collections.abc import Sequence
 from typing import Protocol, cast
 
 from ..errors import OrderFieldError
@@ -76,8 +76,9 @@ def signer_address(value: object) -> str:
     """The address of a signer of either kind; ``OrderFieldError`` for anything else."""
     if not hasattr(type(value), "address"):
         raise OrderFieldError(
-            "signer", type(value).__name__, "must be a Signer or an AsyncSigner (OrderSigner, "
-            "AwsKmsSigner, GcpKmsSigner)"
+            "signer",
+            type(value).__name__,
+            "must be a Signer or an AsyncSigner (OrderSigner, AwsKmsSigner, GcpKmsSigner)",
         )
     address: str = cast("Signer", value).address
     return address

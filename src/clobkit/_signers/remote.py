@@ -213,7 +213,7 @@ class RemoteSigner:
             return [await self._sign_one(batch[0])]
         tasks = [asyncio.ensure_future(self._sign_one(d)) for d in batch]
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         finally:
             for task in tasks:
                 if not task.done():
