@@ -105,7 +105,7 @@ class AwsKmsSigner(RemoteSigner):
             "max_pool_connections": self.budget.max_in_flight,
         }
 
-    async def _open_async(self, stack: AsyncExitStack) -> bytes:
+    async def _open_async(self, stack: AsyncExitStack) -> None:
         _botocore()
         from aiobotocore.config import AioConfig
         from aiobotocore.session import AioSession
@@ -119,6 +119,8 @@ class AwsKmsSigner(RemoteSigner):
                 config=AioConfig(**self._options()),
             )
         )
+
+    async def _key_async(self) -> bytes:
         return self._public(await self._client.get_public_key(KeyId=self.key))
 
     async def _sign_async(self, digest: bytes) -> bytes:
@@ -127,7 +129,7 @@ class AwsKmsSigner(RemoteSigner):
         )
         return bytes(answer["Signature"])
 
-    def _open_sync(self, stack: ExitStack) -> bytes:
+    def _open_sync(self, stack: ExitStack) -> None:
         _botocore()
         from botocore.config import Config
         from botocore.session import Session
@@ -140,7 +142,9 @@ class AwsKmsSigner(RemoteSigner):
         )
         stack.callback(client.close)
         self._sync_client = client
-        return self._public(client.get_public_key(KeyId=self.key))
+
+    def _key_sync(self) -> bytes:
+        return self._public(self._sync_client.get_public_key(KeyId=self.key))
 
     def _sign_sync(self, digest: bytes) -> bytes:
         answer = self._sync_client.sign(

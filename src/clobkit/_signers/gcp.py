@@ -94,15 +94,21 @@ class GcpKmsSigner(RemoteSigner):
             )
         return self.client
 
-    async def _open_async(self, stack: AsyncExitStack) -> bytes:
+    async def _open_async(self, stack: AsyncExitStack) -> None:
         kms = _kms()
         client = self._given(kms.KeyManagementServiceAsyncClient, "'async with'")
         if client is None:
             client = kms.KeyManagementServiceAsyncClient(client_options=self._options())
             stack.push_async_callback(client.transport.close)
         self._async_client = client
+
+    async def _key_async(self) -> bytes:
         request = {"name": self.key}
-        return self._public(await client.get_public_key(request=request, retry=None))
+        return self._public(
+            await self._async_client.get_public_key(
+                request=request, retry=None, timeout=self.timeout
+            )
+        )
 
     async def _sign_async(self, digest: bytes) -> bytes:
         answer = await self._async_client.asymmetric_sign(
@@ -110,15 +116,18 @@ class GcpKmsSigner(RemoteSigner):
         )
         return self._signature(answer)
 
-    def _open_sync(self, stack: ExitStack) -> bytes:
+    def _open_sync(self, stack: ExitStack) -> None:
         kms = _kms()
         client = self._given(kms.KeyManagementServiceClient, "'with'")
         if client is None:
             client = kms.KeyManagementServiceClient(client_options=self._options())
             stack.callback(client.transport.close)
         self._sync_client = client
+
+    def _key_sync(self) -> bytes:
+        request = {"name": self.key}
         return self._public(
-            client.get_public_key(request={"name": self.key}, retry=None, timeout=self.timeout)
+            self._sync_client.get_public_key(request=request, retry=None, timeout=self.timeout)
         )
 
     def _sign_sync(self, digest: bytes) -> bytes:

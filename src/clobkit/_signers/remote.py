@@ -85,16 +85,23 @@ class RemoteSigner:
 
     # -- what a subclass provides ---------------------------------------------------
 
-    async def _open_async(self, stack: AsyncExitStack) -> bytes:
-        """Open the async client (closed by ``stack``); the key's 65-byte public key."""
+    async def _open_async(self, stack: AsyncExitStack) -> None:
+        """Open the async client (closed by ``stack``)."""
+        raise NotImplementedError
+
+    async def _key_async(self) -> bytes:
+        """The key's 65-byte public key, its spec checked (one KMS call)."""
         raise NotImplementedError
 
     async def _sign_async(self, digest: bytes) -> bytes:
         """The KMS's DER signature of ``digest`` (raises the SDK's own errors)."""
         raise NotImplementedError
 
-    def _open_sync(self, stack: ExitStack) -> bytes:
-        """Open the sync client (closed by ``stack``); the key's 65-byte public key."""
+    def _open_sync(self, stack: ExitStack) -> None:
+        """Open the sync client (closed by ``stack``)."""
+        raise NotImplementedError
+
+    def _key_sync(self) -> bytes:
         raise NotImplementedError
 
     def _sign_sync(self, digest: bytes) -> bytes:
@@ -142,8 +149,11 @@ class RemoteSigner:
             return
         stack = AsyncExitStack()
         try:
-            key = await self._call_async(self._open_async(stack))
-            self._take_key(key)
+            await self._open_async(stack)  # no call yet: the SDK's client, made locally
+            try:
+                self._take_key(await self._call_async(self._key_async()))
+            except _Retry as retry:
+                raise SignerError(self.key, retry.cause) from None
         except BaseException:
             await stack.aclose()
             raise
@@ -232,8 +242,11 @@ class RemoteSigner:
             return
         stack = ExitStack()
         try:
-            key = self._call_sync(lambda: self._open_sync(stack))
-            self._take_key(key)
+            self._open_sync(stack)
+            try:
+                self._take_key(self._call_sync(self._key_sync))
+            except _Retry as retry:
+                raise SignerError(self.key, retry.cause) from None
         except BaseException:
             stack.close()
             raise
