@@ -31,7 +31,7 @@ async def test_signatures_recover_to_the_keys_address(aws_url: str, aws_key: str
     async with AwsKmsSigner(aws_key, endpoint_url=aws_url) as signer:
         assert signer.address == address_of_spki(public)
         signatures = await signer.sign_digests(DIGESTS)
-    assert all(recovered(d, s) == signer.address for d, s in zip(DIGESTS, signatures))
+    assert all(recovered(d, s) == signer.address for d, s in zip(DIGESTS, signatures, strict=False))
     assert all(low_s(s) for s in signatures)  # KMS returns high s half of the time
     assert signer.counts()["calls"] == len(DIGESTS)
 
@@ -39,7 +39,9 @@ async def test_signatures_recover_to_the_keys_address(aws_url: str, aws_key: str
 def test_the_sync_twin_signs_alike(aws_url: str, aws_key: str) -> None:
     with AwsKmsSigner(aws_key, endpoint_url=aws_url) as signer:
         signatures = signer.sign_many(DIGESTS[:6])
-        assert [recovered(d, s) for d, s in zip(DIGESTS, signatures)] == [signer.address] * 6
+        assert [recovered(d, s) for d, s in zip(DIGESTS, signatures, strict=False)] == [
+            signer.address
+        ] * 6
         assert all(low_s(s) for s in signatures)
         assert signer.sign_many([DIGESTS[0].hex().join(("0x", ""))])  # hex digests too
 
@@ -64,7 +66,7 @@ async def test_a_disabled_key_names_the_key_and_the_cause(aws_url: str) -> None:
 
 
 async def test_a_missing_key(aws_url: str) -> None:
-    with pytest.raises(SignerKeyError, match="nope.*NotFoundException"):
+    with pytest.raises(SignerKeyError, match=r"nope.*NotFoundException"):
         async with AwsKmsSigner("nope", endpoint_url=aws_url):
             pass
 
@@ -83,7 +85,9 @@ async def test_throttling_backs_off_and_is_counted(aws_key: str, misbehaving: An
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
         misbehaving.throttle = 5
         signatures = await signer.sign_digests(DIGESTS[:2])
-        assert [recovered(d, s) for d, s in zip(DIGESTS, signatures)] == [signer.address] * 2
+        assert [recovered(d, s) for d, s in zip(DIGESTS, signatures, strict=False)] == [
+            signer.address
+        ] * 2
         assert signer.counts()["throttled"] == 5
         assert signer.counts()["retries"] == 5
 
@@ -143,7 +147,8 @@ async def test_before_start_and_bad_arguments(aws_url: str, aws_key: str) -> Non
         with pytest.raises(ValidationError, match=r"digests\[1\]"):
             await signer.sign_digests([DIGESTS[0], b"short"])
         assert signer.counts()["calls"] == 0  # a bad digest: nothing was sent
-    assert "AwsKmsSigner" in repr(signer) and aws_key in repr(signer)
+    assert "AwsKmsSigner" in repr(signer)
+    assert aws_key in repr(signer)
 
 
 async def test_the_rate_bounds_calls_started_per_second(aws_url: str, aws_key: str) -> None:

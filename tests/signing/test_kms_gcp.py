@@ -60,7 +60,9 @@ async def test_signatures_recover_to_the_keys_address(gcp: Any) -> None:
 
     point = stand_in.key.public_key.format(compressed=False)[1:]
     assert s.address == keys.PublicKey(point).to_checksum_address()
-    assert [recovered(d, sig) for d, sig in zip(DIGESTS, signatures)] == [s.address] * 8
+    assert [recovered(d, sig) for d, sig in zip(DIGESTS, signatures, strict=False)] == [
+        s.address
+    ] * 8
     assert all(low_s(sig) for sig in signatures)
     assert stand_in.signs == 8
 
@@ -69,7 +71,9 @@ def test_the_sync_twin(gcp: Any) -> None:
     stand_in, address = gcp
     with signer(stand_in.name, sync_client(address)) as s:
         signatures = s.sign_many(DIGESTS[:4])
-    assert [recovered(d, sig) for d, sig in zip(DIGESTS, signatures)] == [s.address] * 4
+    assert [recovered(d, sig) for d, sig in zip(DIGESTS, signatures, strict=False)] == [
+        s.address
+    ] * 4
 
 
 async def test_a_key_of_another_algorithm(gcp: Any) -> None:
@@ -77,7 +81,7 @@ async def test_a_key_of_another_algorithm(gcp: Any) -> None:
 
     stand_in, address = gcp
     stand_in.algorithm = Algorithm.EC_SIGN_P256_SHA256
-    with pytest.raises(SignerKeyError, match="EC_SIGN_P256_SHA256.*EC_SIGN_SECP256K1_SHA256"):
+    with pytest.raises(SignerKeyError, match=r"EC_SIGN_P256_SHA256.*EC_SIGN_SECP256K1_SHA256"):
         async with signer(stand_in.name, async_client(address)):
             pass
 
@@ -95,7 +99,7 @@ async def test_a_disabled_key_and_a_denied_call(gcp: Any) -> None:
 
 async def test_a_missing_key(gcp: Any) -> None:
     _, address = gcp
-    with pytest.raises(SignerKeyError, match="projects/x.*NotFound"):
+    with pytest.raises(SignerKeyError, match=r"projects/x.*NotFound"):
         async with signer("projects/x", async_client(address)):
             pass
 
@@ -126,6 +130,6 @@ async def test_a_kms_that_hangs(gcp: Any) -> None:
 
 async def test_a_client_of_the_other_flavour(gcp: Any) -> None:
     stand_in, address = gcp
-    with pytest.raises(SignerError, match="KeyManagementServiceClient for 'with'"):
-        with signer(stand_in.name, async_client(address)):
-            pass
+    s = signer(stand_in.name, async_client(address))
+    with pytest.raises(SignerError, match="KeyManagementServiceClient for 'with'"), s:
+        pass

@@ -25,7 +25,7 @@ from .sandboxes import RAW, options, pick_market, sandbox_for
 
 KEY = "0x" + "5a" * 32
 LOCAL = OrderSigner(KEY)
-COLUMNS = {
+COLUMNS: dict[str, Any] = {
     "token_ids": [1234, 5678, 9],
     "maker_amounts": [100_000_000, 5_000_000, 7],
     "taker_amounts": [50_000_000, 9_000_000, 11],
@@ -112,7 +112,8 @@ def test_raw_orders_signed_by_the_wallets_signer(version: int) -> None:
             LOCAL.address
         )
         if version == 1:  # the very order the service stores
-            assert result.signed_order_id == result.clob_order_id and not result.timestamp
+            assert result.signed_order_id == result.clob_order_id
+            assert not result.timestamp
         else:  # stamped with the client's clock: the service stamps its own
             assert result.timestamp > 0
             hasher = OrderHasher(client.get_wallet())
@@ -137,7 +138,7 @@ async def test_a_wrong_signer_sends_nothing() -> None:
             with pytest.raises(OrderFieldError, match=f"{LOCAL.address}.*{other.address}"):
                 await client.place_raw_order(market, "a", "BUY", "0.05", 20, signer=other)
             with pytest.raises(OrderFieldError, match="AsyncSigner"):
-                await client.prepare_raw_order(market, "a", "BUY", "0.05", 20, signer=object())
+                await client.prepare_raw_order(market, "a", "BUY", "0.05", 20, signer=object())  # type: ignore[arg-type]
             assert await client.check_signer(LOCAL) == LOCAL.address
         assert sb.requests.count(*RAW) == 0
 
@@ -169,6 +170,7 @@ async def test_a_quoter_signs_its_requote(aws_url: str, aws_key: str) -> None:
                     assert len(report.placed) == 4
                     orders = q.execution.cache.orders(q.owner)
                     for t in orders:
+                        assert t.prepared is not None
                         result = t.prepared.result
                         digest = bytes.fromhex(result.signed_order_id[2:])
                         assert recovered(digest, result.signature) == signer.address
@@ -198,7 +200,8 @@ async def test_a_quoter_whose_signer_fails_sends_nothing(aws_key: str, misbehavi
                     ladder = [Quote("BUY", f"0.0{i}", 200) for i in range(1, 4)]
                     with pytest.raises(SignatureMismatch, match=aws_key):
                         await q.requote(ladder)
-                    assert q.open_orders == [] and q.execution.cache.orders(q.owner) == []
+                    assert q.open_orders == []
+                    assert q.execution.cache.orders(q.owner) == []
             assert sb.requests.count(*RAW) == 0
 
 

@@ -27,7 +27,7 @@ class Signer(Protocol):
     def address(self) -> str:
         """The signer's EIP-55 address."""
 
-    def sign_many(self, digests: Sequence[bytes], /) -> list[str]:
+    def sign_many(self, digests: Sequence[bytes | str], /) -> list[str]:
         """``"0x"`` + 130 hex (r || s || v) of each 32-byte digest, in order."""
 
 
@@ -38,7 +38,7 @@ class AsyncSigner(Protocol):
     def address(self) -> str:
         """The signer's EIP-55 address."""
 
-    async def sign_digests(self, digests: Sequence[bytes], /) -> list[str]:
+    async def sign_digests(self, digests: Sequence[bytes | str], /) -> list[str]:
         """``"0x"`` + 130 hex (r || s || v) of each 32-byte digest, in order; the
         digests of one call are signed concurrently where the signer can."""
 

@@ -36,7 +36,7 @@ __all__ = ["RemoteSigner", "digest_list"]
 S = TypeVar("S", bound="RemoteSigner")
 
 
-def digest_list(digests: Sequence[bytes]) -> list[bytes]:
+def digest_list(digests: Sequence[bytes | str]) -> list[bytes]:
     """The 32-byte digests of a batch (``0x`` + 64 hex or 32 bytes each), checked."""
     from ..signing import parse_order_id
 
@@ -214,7 +214,7 @@ class RemoteSigner:
                     return self._finish(digest, der)
             await asyncio.sleep(pause)  # the slot free meanwhile
 
-    async def sign_digests(self, digests: Sequence[bytes], /) -> list[str]:
+    async def sign_digests(self, digests: Sequence[bytes | str], /) -> list[str]:
         """Signatures of ``digests`` (``"0x"`` + 130 hex each, low s, v 27/28), requested
         concurrently within the budget. The first failure is raised once every other
         request of the batch is stopped: a batch is signed whole or not at all."""
@@ -302,7 +302,7 @@ class RemoteSigner:
                 continue
             return self._finish(digest, der)
 
-    def sign_many(self, digests: Sequence[bytes], /) -> list[str]:
+    def sign_many(self, digests: Sequence[bytes | str], /) -> list[str]:
         """``sign_digests``'s sync twin: the batch over ``max_in_flight`` threads."""
         batch = digest_list(digests)
         pool = self._pool
