@@ -20,7 +20,7 @@ from .._spec import SALT_MAX
 from ..amounts import raw_amounts_flagged
 from ..errors import ValidationError
 from ..order_id import OrderHasher
-from ..signing import OrderSigner
+from ..signing import Signer
 from .process import import_pyarrow
 from .rows import (
     DEFAULTS,
@@ -82,7 +82,7 @@ def _arrow_batch(
     first: int,
     layout: Layout,
     threads: int | None,
-    signer: OrderSigner | None,
+    signer: Signer | None,
 ) -> Batch:
     """Ids, signatures and refusals of one Parquet record batch.
 
@@ -121,7 +121,7 @@ def _row_by_row(
     lines: range,
     layout: Layout,
     threads: int | None,
-    signer: OrderSigner | None,
+    signer: Signer | None,
 ) -> Batch:
     """A batch the core refused as a whole, through Python values: it names each bad row."""
     names = set(batch.schema.names)
@@ -237,7 +237,7 @@ def _dictionary_columns(meta: Any) -> tuple[list[str], list[str]]:
 def _run_parquet(
     hasher: OrderHasher,
     layout: Layout,
-    signer: OrderSigner | None,
+    signer: Signer | None,
     input_path: str,
     part: Path,
     *,

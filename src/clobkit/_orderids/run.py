@@ -34,7 +34,7 @@ from .._jsondepth import json_too_deep
 from .._wallet import wallet_data
 from ..errors import OrderFieldError, ValidationError
 from ..order_id import OrderHasher
-from ..signing import OrderSigner
+from ..signing import Signer
 from .csv_exact import CsvOrders
 from .csv_fast import available, engine, read_header, run_blocks
 from .parquet import _run_parquet
@@ -172,7 +172,7 @@ class _Job(NamedTuple):
 
     hasher: OrderHasher
     layout: Layout
-    signer: OrderSigner | None
+    signer: Signer | None
     threads: int | None
     batch_size: int
     progress: bool
@@ -189,7 +189,7 @@ def run(
     progress: bool | None = None,
     report: Callable[[str], None] | None = None,
     version: int | None = None,
-    signer: OrderSigner | None = None,
+    signer: Signer | None = None,
 ) -> Summary:
     """Hash every order of ``input_path`` into ``output_path``; ``report`` gets each rejection.
 
@@ -229,7 +229,7 @@ def _job(
     progress: bool | None,
     report: Callable[[str], None] | None,
     version: int | None,
-    signer: OrderSigner | None,
+    signer: Signer | None,
 ) -> _Job:
     """The paths and the batch size checked, the wallet loaded, the signer matched to it."""
     if batch_size is None:
