@@ -152,7 +152,7 @@ async def test_before_start_and_bad_arguments(aws_url: str, aws_key: str) -> Non
 
 
 async def test_the_rate_bounds_calls_started_per_second(aws_url: str, aws_key: str) -> None:
-    """More digests than ``rate`` at once: the rest wait for the window (counted)."""
-    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, rate=4) as signer:
+    """More digests than the burst at once: the rest wait for the rate (counted)."""
+    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, rate=4, burst=2) as signer:
         await asyncio.gather(signer.sign_digests(DIGESTS[:3]), signer.sign_digests(DIGESTS[3:6]))
     assert signer.counts()["waited"] >= 2

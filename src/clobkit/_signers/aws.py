@@ -66,10 +66,11 @@ class AwsKmsSigner(RemoteSigner):
     reads the key's public key once and checks its spec; ``signer.address`` is its
     EIP-55 address. ``region`` and ``profile`` choose within the usual AWS chain;
     ``endpoint_url`` a KMS endpoint (a VPC endpoint, a FIPS one, a local emulator).
-    At most ``rate`` ``Sign`` calls start in any one second (default 250: under
-    the default quota of 300 ECC signs a second per account and region), at most
-    ``max_in_flight`` at once; ``timeout`` (s) bounds one call; a throttled or
-    dropped call is tried again up to ``retries`` times, backing off.
+    ``Sign`` calls start at ``rate`` a second at most (default 250: under the
+    default quota of 300 ECC signs a second per account and region) after a first
+    ``burst`` at once (a requote's orders: 32), at most ``max_in_flight`` at once;
+    ``timeout`` (s) bounds one call; a throttled or dropped call is tried again up
+    to ``retries`` times, backing off.
     """
 
     kind = "AWS KMS"
@@ -82,12 +83,18 @@ class AwsKmsSigner(RemoteSigner):
         profile: str | None = None,
         endpoint_url: str | None = None,
         rate: int = 250,
+        burst: int = 32,
         max_in_flight: int = 64,
         timeout: float = 5.0,
         retries: int = 6,
     ) -> None:
         super().__init__(
-            key_id, rate=rate, max_in_flight=max_in_flight, timeout=timeout, retries=retries
+            key_id,
+            rate=rate,
+            burst=burst,
+            max_in_flight=max_in_flight,
+            timeout=timeout,
+            retries=retries,
         )
         self.region = region
         self.profile = profile

@@ -1,12 +1,14 @@
-"""A remote signer's sign budget: at most ``rate`` calls started in any one second,
-at most ``max_in_flight`` at once, and the back-off after a throttled call.
+"""A remote signer's sign budget: calls started at ``rate`` a second at most after a
+burst of ``burst``, at most ``max_in_flight`` at once, and the back-off after a
+throttled call.
 
 A KMS quota is a rate of calls per second (AWS KMS: 300 ECC ``Sign`` calls a second
 per account and region by default; Cloud KMS: per project and region per minute),
-beside the service's own request budget. A requote's signatures go out together
-(a burst of up to ``rate`` in the same instant is allowed: a window, not a
-spacing), and the next ones wait for the window to pass. The decisions are plain
-arithmetic over the wall clock (``delay``); the async signer sleeps with
+beside the service's own request budget. A token bucket: a requote's signatures go
+out together (up to ``burst`` at once), and a bigger batch is spread at ``rate``
+rather than sent as one wave (whose answers, arriving together, would each cost
+the event loop the SDK's parsing at the same moment). The decisions are plain
+arithmetic over the clock (``delay``); the async signer sleeps with
 ``asyncio.sleep``, the sync twin's threads with ``time.sleep``.
 """
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections import deque
 
 from .._checks import positive_int
 
@@ -27,14 +28,16 @@ _CAP = 2.0
 
 
 class SignBudget:
-    """The window of call starts, and what was counted: ``calls`` (KMS calls sent),
+    """The bucket of call starts, and what was counted: ``calls`` (KMS calls sent),
     ``throttled`` (answers that said slow down), ``retries`` (calls sent again),
-    ``waited`` (calls that waited for the window)."""
+    ``waited`` (calls that waited for a token)."""
 
-    def __init__(self, rate: int, max_in_flight: int) -> None:
+    def __init__(self, rate: int, max_in_flight: int, burst: int = 32) -> None:
         self.rate = positive_int(rate, "rate")
         self.max_in_flight = positive_int(max_in_flight, "max_in_flight")
-        self._starts: deque[float] = deque()
+        self.burst = min(positive_int(burst, "burst"), self.rate)
+        self._tokens = float(self.burst)
+        self._at = time.monotonic()
         self._lock = threading.Lock()  # the sync twin's threads; uncontended under asyncio
         self.calls = 0
         self.throttled = 0
@@ -45,13 +48,13 @@ class SignBudget:
         """Seconds to wait before the next call may start; 0.0 records its start now."""
         with self._lock:
             now = time.monotonic()
-            starts = self._starts
-            while starts and starts[0] <= now - 1.0:
-                starts.popleft()
-            if len(starts) >= self.rate:
+            tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if tokens < 1.0:
+                self._tokens = tokens
                 self.waited += 1
-                return starts[0] + 1.0 - now
-            starts.append(now)
+                return (1.0 - tokens) / self.rate
+            self._tokens = tokens - 1.0
             self.calls += 1
             return 0.0
 

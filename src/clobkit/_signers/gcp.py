@@ -55,8 +55,8 @@ class GcpKmsSigner(RemoteSigner):
     ``client``: a ``KeyManagementServiceAsyncClient`` (for ``async with``) or a
     ``KeyManagementServiceClient`` (for ``with``) built your way, left open by the
     signer; else one is made with Application Default Credentials, at
-    ``api_endpoint`` when given. ``rate``, ``max_in_flight``, ``timeout`` and
-    ``retries`` as for ``AwsKmsSigner``.
+    ``api_endpoint`` when given. ``rate``, ``burst``, ``max_in_flight``,
+    ``timeout`` and ``retries`` as for ``AwsKmsSigner``.
     """
 
     kind = "Cloud KMS"
@@ -68,12 +68,18 @@ class GcpKmsSigner(RemoteSigner):
         client: Any = None,
         api_endpoint: str | None = None,
         rate: int = 250,
+        burst: int = 32,
         max_in_flight: int = 64,
         timeout: float = 5.0,
         retries: int = 6,
     ) -> None:
         super().__init__(
-            key_name, rate=rate, max_in_flight=max_in_flight, timeout=timeout, retries=retries
+            key_name,
+            rate=rate,
+            burst=burst,
+            max_in_flight=max_in_flight,
+            timeout=timeout,
+            retries=retries,
         )
         self.client = client
         self.api_endpoint = api_endpoint

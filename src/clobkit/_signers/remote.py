@@ -57,20 +57,27 @@ class _Retry(Exception):
 
 
 class RemoteSigner:
-    """A signer whose key lives in a KMS. ``rate``: calls started in any one second at
-    most; ``max_in_flight``: calls at once; ``timeout`` (s): one call's answer;
+    """A signer whose key lives in a KMS. ``rate``: calls started a second at most,
+    after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout`` (s): one call's answer;
     ``retries``: further tries of a throttled or dropped call (with back-off)."""
 
     #: The KMS's name, in errors.
     kind = "KMS"
 
     def __init__(
-        self, key: str, *, rate: int, max_in_flight: int, timeout: float, retries: int
+        self,
+        key: str,
+        *,
+        rate: int,
+        burst: int,
+        max_in_flight: int,
+        timeout: float,
+        retries: int,
     ) -> None:
         if not isinstance(key, str) or not key.strip():
             raise ValidationError("key", key, "must be a KMS key's id or name")
         self.key = key
-        self.budget = SignBudget(rate, max_in_flight)
+        self.budget = SignBudget(rate, max_in_flight, burst)
         self.timeout = seconds(timeout, "timeout")
         self.retries = 0 if retries == 0 else positive_int(retries, "retries")
         self._public_key: bytes | None = None

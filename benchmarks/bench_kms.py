@@ -1,0 +1,295 @@
+"""A KMS signer's costs (issue #43), measured in one run against a loopback KMS that
+answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its own).
+
+* transport: the same batch of signatures through ``AwsKmsSigner``'s async path
+  (aiobotocore on the event loop) and its sync twin run off the loop
+  (``asyncio.to_thread(signer.sign_many, ...)``: botocore's client, a call per
+  thread): wall time, the process's CPU per signature, and the event loop's lag
+  (p50 / p99 of a 1 ms ticker's lateness) meanwhile;
+* a 10-level V2 requote by a lone ``Quoter`` with the KMS signer, from an empty
+  ladder, against one raw-order round trip to the same sandbox (target: at most
+  1.3 x (20 ms + one raw round trip)); the same requote with the ladder pre-signed
+  (``Quoter.presign``); on loopback and through a proxy that delays every packet
+  ``bench_mm.LATENCY`` ms each way (a network);
+* the event loop's lag (p99 of a 1 ms ticker's lateness; target under 5 ms) during
+  a 2,000-order ``Desk`` requote signed by the KMS signer (200 markets x 2 outcomes
+  x 5 levels), and the requote's wall time (bounded by the signer's default rate,
+  250 signatures a second, and the desk's request budget).
+
+Run: python benchmarks/bench_kms.py [--desk]   (or python -m pytest benchmarks/bench_kms.py -s)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from clobkit import AsyncClient
+from clobkit.mm import Desk, Quoter
+from clobkit.signing import AwsKmsSigner
+
+try:
+    from .bench_mm import (
+        DESK_LEVELS,
+        DESK_MARKETS,
+        LATENCY,
+        USER,
+        _quoted_markets,
+        desk_ladder,
+        ladder,
+        pick_market,
+        sandbox_process,
+        start_proxy,
+    )
+except ImportError:  # run as a script
+    from bench_mm import (  # type: ignore[no-redef]
+        DESK_LEVELS,
+        DESK_MARKETS,
+        LATENCY,
+        USER,
+        _quoted_markets,
+        desk_ladder,
+        ladder,
+        pick_market,
+        sandbox_process,
+        start_proxy,
+    )
+
+T = TypeVar("T")
+DELAY_MS = 20.0
+ROUNDS = 15
+TRANSPORT_SIGNS = 400
+TARGET_REQUOTE = 1.3
+TARGET_LAG_MS = 5.0
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@contextmanager
+def kms(delay_ms: float = DELAY_MS) -> Iterator[str]:
+    """The loopback KMS stand-in's URL (AWS credentials for the usual chain set)."""
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    script = os.path.join(HERE, "kms_standin.py")
+    proc = subprocess.Popen(
+        [sys.executable, script, "--delay-ms", str(delay_ms)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    try:
+        if not line.startswith("listening on "):
+            raise RuntimeError("the KMS stand-in did not start")
+        yield line.split()[-1]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def lag_during(work: Awaitable[T]) -> tuple[T, list[float]]:
+    """``work``'s result and the lateness (s) of a 1 ms ticker on the loop meanwhile."""
+    loop = asyncio.get_running_loop()
+    lags: list[float] = []
+    done = False
+
+    async def tick() -> None:
+        while not done:
+            t = loop.time()
+            await asyncio.sleep(0.001)
+            lags.append(loop.time() - t - 0.001)
+
+    ticker = asyncio.ensure_future(tick())
+    try:
+        result = await work
+    finally:
+        done = True
+        await ticker
+    return result, lags
+
+
+def p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
+
+
+async def transport(url: str) -> dict[str, dict[str, float]]:
+    """The same signatures through aiobotocore and through botocore's client in threads."""
+    digests = [os.urandom(32) for _ in range(TRANSPORT_SIGNS)]
+    out: dict[str, dict[str, float]] = {}
+    options: dict[str, Any] = {
+        "endpoint_url": url,
+        "rate": 100_000,
+        "burst": 64,
+        "max_in_flight": 64,
+    }
+    async with AwsKmsSigner("k", **options) as signer:
+        await signer.sign_digests(digests[:64])  # warm: connections, models
+        t, cpu = time.perf_counter(), time.process_time()
+        _, lags = await lag_during(signer.sign_digests(digests))
+        out["aiobotocore"] = _row(t, cpu, lags)
+    with AwsKmsSigner("k", **options) as sync:
+        await asyncio.to_thread(sync.sign_many, digests[:64])
+        t, cpu = time.perf_counter(), time.process_time()
+        _, lags = await lag_during(asyncio.to_thread(sync.sign_many, digests))
+        out["botocore in threads"] = _row(t, cpu, lags)
+    return out
+
+
+def _row(t: float, cpu: float, lags: list[float]) -> dict[str, float]:
+    return {
+        "wall_s": time.perf_counter() - t,
+        "cpu_us_per_sign": (time.process_time() - cpu) / TRANSPORT_SIGNS * 1e6,
+        "lag_p50_ms": p(lags, 0.5) * 1e3,
+        "lag_p99_ms": p(lags, 0.99) * 1e3,
+    }
+
+
+async def requotes(base_url: str, kms_url: str) -> dict[str, float]:
+    """Medians of: a raw round trip, a 10-level requote signed by KMS, the same pre-signed."""
+    clock = time.perf_counter
+    trips: list[float] = []
+    signed: list[float] = []
+    presigned: list[float] = []
+    async with AwsKmsSigner("k", endpoint_url=kms_url) as signer:
+        async with AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client:
+            market_id = await pick_market(client)
+            await client.prepare([market_id])
+            async with Quoter(client, market_id, "a", user_id=USER["user_id"], signer=signer) as q:
+                for i in range(ROUNDS + 2):
+                    prepared = await client.prepare_raw_order(market_id, "b", "BUY", "0.02", 50)
+                    t = clock()
+                    placed = await client.post_raw_order(prepared)
+                    trip = clock() - t
+                    await client.cancel_order(placed.order_id)
+                    t = clock()
+                    await q.requote(ladder(5))
+                    one = clock() - t
+                    await q.requote([])
+                    await q.presign(ladder(5))
+                    t = clock()
+                    await q.requote(ladder(5))
+                    ahead = clock() - t
+                    await q.requote([])
+                    if i >= 2:  # warm-up rounds left out
+                        trips.append(trip)
+                        signed.append(one)
+                        presigned.append(ahead)
+    trip = statistics.median(trips)
+    return {
+        "raw_ms": trip * 1e3,
+        "signed_ms": statistics.median(signed) * 1e3,
+        "presigned_ms": statistics.median(presigned) * 1e3,
+        "ratio": statistics.median(signed) / (DELAY_MS / 1e3 + trip),
+    }
+
+
+async def desk_lag(base_url: str, kms_url: str) -> dict[str, float]:
+    """The loop's lag during a 2,000-order desk requote signed by KMS."""
+    async with AwsKmsSigner("k", endpoint_url=kms_url) as signer:
+        async with AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client:
+            markets = await _quoted_markets(client, DESK_MARKETS)
+            desk = Desk(client, user_id=USER["user_id"], heartbeat_timeout=None, signer=signer)
+            async with desk:
+                ladders = {}
+                for market_id, mid in markets:
+                    ladders[desk.quoter(market_id, "a")] = desk_ladder(mid)
+                    ladders[desk.quoter(market_id, "b")] = desk_ladder(100 - mid)
+                await desk.open()
+                await asyncio.sleep(0.5)
+                t = time.perf_counter()
+                reports, lags = await lag_during(desk.requote(ladders))
+                wall = time.perf_counter() - t
+                placed = sum(len(r.placed) for r in reports.values())
+                sign = desk.metrics()["sign_latency"]
+                await desk.halt()
+    return {
+        "orders": placed,
+        "requote_s": wall,
+        "lag_p50_ms": p(lags, 0.5) * 1e3,
+        "lag_p99_ms": p(lags, 0.99) * 1e3,
+        "lag_max_ms": max(lags) * 1e3,
+        "sign_mean_ms": sign["sum"] / max(1, sign["count"]) * 1e3,
+        "signatures": sign["count"],
+        "throttled": signer.counts()["throttled"],
+    }
+
+
+def sandbox(kms_url: str, desk: bool = False) -> tuple[subprocess.Popen[str], str, str]:
+    """A V2 sandbox whose user's wallet signer is the stand-in's key."""
+
+    async def address() -> str:
+        async with AwsKmsSigner("k", endpoint_url=kms_url) as signer:
+            return signer.address
+
+    config: dict[str, Any] = {
+        "users": [{**USER, "signer": asyncio.run(address())}],
+        "risk": None,
+        "exchange_version": 2,
+    }
+    if desk:
+        config |= {"extra_games": 40, "limits": {"ws_max_queue_bytes": 256 * 1024 * 1024}}
+    else:
+        config["rate_limit_per_minute"] = None
+    return sandbox_process(config, 60)
+
+
+def run(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    return asyncio.run(fn(*args))
+
+
+def measure(desk: bool) -> str:
+    lines = [f"KMS signer, {DELAY_MS:g} ms injected per Sign call (benchmarks/kms_standin.py)"]
+    with kms() as kms_url:
+        for name, row in run(transport, kms_url).items():
+            lines.append(
+                f"  {TRANSPORT_SIGNS} signatures via {name:<20} {row['wall_s']:6.2f} s wall, "
+                f"{row['cpu_us_per_sign']:5.0f} us CPU each, loop lag p50 "
+                f"{row['lag_p50_ms']:.2f} ms p99 {row['lag_p99_ms']:.2f} ms"
+            )
+        proc, base_url, path = sandbox(kms_url)
+        try:
+            proxy, delayed = start_proxy(base_url, LATENCY)
+            try:
+                for where, url in (("loopback", base_url), (f"{LATENCY:g} ms proxy", delayed)):
+                    f = run(requotes, url, kms_url)
+                    lines.append(
+                        f"  10-level V2 requote, {where}: raw round trip {f['raw_ms']:.1f} ms, "
+                        f"signed {f['signed_ms']:.1f} ms = {f['ratio']:.2f} x (20 ms + raw) "
+                        f"(target <= {TARGET_REQUOTE}), pre-signed {f['presigned_ms']:.1f} ms"
+                    )
+            finally:
+                proxy.terminate()
+                proxy.wait(10)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            os.unlink(path)
+        if desk:
+            proc, base_url, path = sandbox(kms_url, desk=True)
+            try:
+                d = run(desk_lag, base_url, kms_url)
+            finally:
+                proc.terminate()
+                proc.wait(10)
+                os.unlink(path)
+            lines.append(
+                f"  desk requote of {d['orders']:.0f} orders: {d['requote_s']:.1f} s, loop lag "
+                f"p50 {d['lag_p50_ms']:.2f} ms p99 {d['lag_p99_ms']:.2f} ms (target < "
+                f"{TARGET_LAG_MS:g}) max {d['lag_max_ms']:.1f} ms; {d['signatures']:.0f} "
+                f"signatures, {d['sign_mean_ms']:.1f} ms each on average, "
+                f"{d['throttled']:.0f} throttled"
+            )
+    return "\n".join(lines)
+
+
+def test_kms_costs() -> None:
+    print("\n" + measure(desk=True))
+
+
+if __name__ == "__main__":
+    print(measure(desk="--desk" in sys.argv[1:]))
