@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import base64
 import json
-import os
 import random
 
 from aiohttp import web

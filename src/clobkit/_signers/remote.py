@@ -58,8 +58,9 @@ class _Retry(Exception):
 
 class RemoteSigner:
     """A signer whose key lives in a KMS. ``rate``: calls started a second at most,
-    after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout`` (s): one call's answer;
-    ``retries``: further tries of a throttled or dropped call (with back-off)."""
+    after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout``
+    (s): one call's answer; ``retries``: further tries of a throttled or dropped call
+    (with back-off)."""
 
     #: The KMS's name, in errors.
     kind = "KMS"
