@@ -286,8 +286,9 @@ def measure(desk: bool) -> str:
                     proc.terminate()
                     proc.wait(10)
                     os.unlink(path)
+                how = "signed by KMS" if signed else "unsigned"
                 lines.append(
-                    f"  desk requote of {d['orders']:.0f} orders, {'signed by KMS' if signed else 'unsigned'}: "
+                    f"  desk requote of {d['orders']:.0f} orders, {how}: "
                     f"{d['requote_s']:.1f} s, loop lag p50 {d['lag_p50_ms']:.2f} ms p99 "
                     f"{d['lag_p99_ms']:.2f} ms (target < {TARGET_LAG_MS:g}) max "
                     f"{d['lag_max_ms']:.1f} ms; {d['signatures']:.0f} signatures, "
