@@ -96,9 +96,9 @@ def test_public_keys_as_cryptography_writes_them() -> None:
 def test_the_budget_bucket() -> None:
     budget = SignBudget(rate=3, max_in_flight=2, burst=3)
     assert [budget.delay() for _ in range(3)] == [0.0, 0.0, 0.0]  # a burst at once
-    wait = budget.delay()
-    assert 0.0 < wait <= 1 / 3  # the fourth waits for a token at the rate
-    assert budget.counts() == {"calls": 3, "throttled": 0, "retries": 0, "waited": 1}
+    waits = [budget.delay() for _ in range(3)]
+    assert 0.0 < waits[0] < waits[1] < waits[2] <= 1.0  # reserved in turn, at the rate
+    assert budget.counts() == {"calls": 6, "throttled": 0, "retries": 0, "waited": 3}
     assert 0.0 <= budget.backoff(1, throttled=True) <= 0.05
     assert 0.0 <= budget.backoff(10, throttled=False) <= 2.0
     assert budget.counts()["throttled"] == 1

@@ -54,7 +54,7 @@ def signer(name: str, client: Any, **options: Any) -> Any:
 
 async def test_signatures_recover_to_the_keys_address(gcp: Any) -> None:
     stand_in, address = gcp
-    async with signer(stand_in.name, async_client(address)) as s:
+    async with signer(stand_in.name, lambda: async_client(address)) as s:
         signatures = await s.sign_digests(DIGESTS)
     from eth_keys import keys
 
@@ -82,13 +82,13 @@ async def test_a_key_of_another_algorithm(gcp: Any) -> None:
     stand_in, address = gcp
     stand_in.algorithm = Algorithm.EC_SIGN_P256_SHA256
     with pytest.raises(SignerKeyError, match=r"EC_SIGN_P256_SHA256.*EC_SIGN_SECP256K1_SHA256"):
-        async with signer(stand_in.name, async_client(address)):
+        async with signer(stand_in.name, lambda: async_client(address)):
             pass
 
 
 async def test_a_disabled_key_and_a_denied_call(gcp: Any) -> None:
     stand_in, address = gcp
-    async with signer(stand_in.name, async_client(address)) as s:
+    async with signer(stand_in.name, lambda: async_client(address)) as s:
         stand_in.disabled = True
         with pytest.raises(SignerKeyError, match=f"{stand_in.name}: FailedPrecondition.*DISABLED"):
             await s.sign_digests(DIGESTS[:2])
@@ -100,13 +100,13 @@ async def test_a_disabled_key_and_a_denied_call(gcp: Any) -> None:
 async def test_a_missing_key(gcp: Any) -> None:
     _, address = gcp
     with pytest.raises(SignerKeyError, match=r"projects/x.*NotFound"):
-        async with signer("projects/x", async_client(address)):
+        async with signer("projects/x", lambda: async_client(address)):
             pass
 
 
 async def test_tampering_throttling_and_a_storm(gcp: Any) -> None:
     stand_in, address = gcp
-    async with signer(stand_in.name, async_client(address), retries=3) as s:
+    async with signer(stand_in.name, lambda: async_client(address), retries=3) as s:
         stand_in.throttle = 2
         signatures = await s.sign_digests(DIGESTS[:1])
         assert recovered(DIGESTS[0], signatures[0]) == s.address
@@ -122,7 +122,7 @@ async def test_tampering_throttling_and_a_storm(gcp: Any) -> None:
 
 async def test_a_kms_that_hangs(gcp: Any) -> None:
     stand_in, address = gcp
-    async with signer(stand_in.name, async_client(address), timeout=1.0) as s:
+    async with signer(stand_in.name, lambda: async_client(address), timeout=1.0) as s:
         stand_in.hang = True
         with pytest.raises(SignerTimeout, match=f"{stand_in.name}: Cloud KMS gave no answer"):
             await s.sign_digests(DIGESTS[:1])
@@ -130,6 +130,6 @@ async def test_a_kms_that_hangs(gcp: Any) -> None:
 
 async def test_a_client_of_the_other_flavour(gcp: Any) -> None:
     stand_in, address = gcp
-    s = signer(stand_in.name, async_client(address))
+    s = signer(stand_in.name, lambda: async_client(address))
     with pytest.raises(SignerError, match="KeyManagementServiceClient for 'with'"), s:
         pass

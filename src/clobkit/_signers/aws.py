@@ -70,7 +70,9 @@ class AwsKmsSigner(RemoteSigner):
     default quota of 300 ECC signs a second per account and region) after a first
     ``burst`` at once (a requote's orders: 32), at most ``max_in_flight`` at once;
     ``timeout`` (s) bounds one call; a throttled or dropped call is tried again up
-    to ``retries`` times, backing off.
+    to ``retries`` times, backing off. ``thread`` (default): the async client runs
+    on an event loop of the signer's own, in a thread, so that botocore's CPU a
+    call (milliseconds) stays off the caller's loop; ``False``: on the caller's.
     """
 
     kind = "AWS KMS"
@@ -87,6 +89,7 @@ class AwsKmsSigner(RemoteSigner):
         max_in_flight: int = 64,
         timeout: float = 5.0,
         retries: int = 6,
+        thread: bool = True,
     ) -> None:
         super().__init__(
             key_id,
@@ -95,6 +98,7 @@ class AwsKmsSigner(RemoteSigner):
             max_in_flight=max_in_flight,
             timeout=timeout,
             retries=retries,
+            thread=thread,
         )
         self.region = region
         self.profile = profile

@@ -45,18 +45,19 @@ class SignBudget:
         self.waited = 0
 
     def delay(self) -> float:
-        """Seconds to wait before the next call may start; 0.0 records its start now."""
+        """Reserve the next start: the seconds to wait until it (0.0: now). Every
+        caller waits once, in the order it asked (no wake-up to ask again: a batch of
+        thousands would otherwise wake thousands of times a token)."""
         with self._lock:
             now = time.monotonic()
             tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
             self._at = now
-            if tokens < 1.0:
-                self._tokens = tokens
-                self.waited += 1
-                return (1.0 - tokens) / self.rate
-            self._tokens = tokens - 1.0
+            self._tokens = tokens - 1.0  # below 0: starts reserved ahead
             self.calls += 1
-            return 0.0
+            if tokens >= 1.0:
+                return 0.0
+            self.waited += 1
+            return (1.0 - tokens) / self.rate
 
     def backoff(self, attempt: int, *, throttled: bool) -> float:
         """Seconds to wait after the ``attempt``-th failed try of a call (from 1; a

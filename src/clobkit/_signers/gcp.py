@@ -55,8 +55,12 @@ class GcpKmsSigner(RemoteSigner):
     ``client``: a ``KeyManagementServiceAsyncClient`` (for ``async with``) or a
     ``KeyManagementServiceClient`` (for ``with``) built your way, left open by the
     signer; else one is made with Application Default Credentials, at
-    ``api_endpoint`` when given. ``rate``, ``burst``, ``max_in_flight``,
-    ``timeout`` and ``retries`` as for ``AwsKmsSigner``.
+    ``api_endpoint`` when given. ``client`` may also be a callable making
+    the client, called on the loop (or in the thread) that uses it: a gRPC aio
+    channel belongs to the loop it was made on, and with ``thread`` (the default)
+    the async client runs on the signer's own. ``rate``, ``burst``,
+    ``max_in_flight``, ``timeout``, ``retries`` and ``thread`` as for
+    ``AwsKmsSigner``.
     """
 
     kind = "Cloud KMS"
@@ -72,6 +76,7 @@ class GcpKmsSigner(RemoteSigner):
         max_in_flight: int = 64,
         timeout: float = 5.0,
         retries: int = 6,
+        thread: bool = True,
     ) -> None:
         super().__init__(
             key_name,
@@ -80,6 +85,7 @@ class GcpKmsSigner(RemoteSigner):
             max_in_flight=max_in_flight,
             timeout=timeout,
             retries=retries,
+            thread=thread,
         )
         self.client = client
         self.api_endpoint = api_endpoint
@@ -90,15 +96,19 @@ class GcpKmsSigner(RemoteSigner):
         return None if self.api_endpoint is None else {"api_endpoint": self.api_endpoint}
 
     def _given(self, kind: Any, flavour: str) -> Any:
-        """The client given, when it is of ``kind``; else None (one is made)."""
-        if self.client is None:
+        """The client given (or made by the callable given), when it is of ``kind``;
+        else None (one is made)."""
+        client = self.client
+        if client is None:
             return None
-        if not isinstance(self.client, kind):
+        if callable(client) and not isinstance(client, kind):
+            client = client()
+        if not isinstance(client, kind):
             raise SignerError(
                 self.key,
-                f"client must be a {kind.__name__} for {flavour}, not {type(self.client).__name__}",
+                f"client must be a {kind.__name__} for {flavour}, not {type(client).__name__}",
             )
-        return self.client
+        return client
 
     async def _open_async(self, stack: AsyncExitStack) -> None:
         kms = _kms()

@@ -2,7 +2,8 @@
 and turning a KMS's DER answer into the signature an exchange takes.
 
 A subclass says how to reach its KMS, in both flavours: ``_open_async`` /
-``_sign_async`` (the async client's own, on the event loop) and ``_open_sync`` /
+``_sign_async`` (the async client's own, on the signer's own event loop in a
+thread by default, ``home.Home``, else on the caller's) and ``_open_sync`` /
 ``_sign_sync`` (the sync twin, each call in one of ``max_in_flight`` threads); and
 which failures are worth another try (``_retryable``: throttling, a dropped
 connection, a corrupted answer) and how each other one reads (``_error``). The
@@ -30,6 +31,7 @@ from ..errors import (
 )
 from .budget import SignBudget
 from .ecdsa import ShapeError, address_of, der_signature, recoverable
+from .home import Home
 
 __all__ = ["RemoteSigner", "digest_list"]
 
@@ -60,7 +62,7 @@ class RemoteSigner:
     """A signer whose key lives in a KMS. ``rate``: calls started a second at most,
     after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout``
     (s): one call's answer; ``retries``: further tries of a throttled or dropped call
-    (with back-off)."""
+    (with back-off); ``thread``: the async client on an event loop of its own."""
 
     #: The KMS's name, in errors.
     kind = "KMS"
@@ -74,6 +76,7 @@ class RemoteSigner:
         max_in_flight: int,
         timeout: float,
         retries: int,
+        thread: bool,
     ) -> None:
         if not isinstance(key, str) or not key.strip():
             raise ValidationError("key", key, "must be a KMS key's id or name")
@@ -86,6 +89,8 @@ class RemoteSigner:
         self._async_stack: AsyncExitStack | None = None
         self._sync_stack: ExitStack | None = None
         self._slots: asyncio.Semaphore | None = None
+        self.thread = bool(thread)
+        self._home: Home | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     def __repr__(self) -> str:
@@ -152,9 +157,22 @@ class RemoteSigner:
     # -- async ----------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the async client and read the key's public key (once)."""
+        """Open the async client and read the key's public key (once); with ``thread``,
+        on an event loop of the signer's own (``home.Home``)."""
         if self._async_stack is not None:
             return
+        if not self.thread:
+            await self._start_here()
+            return
+        home = Home(f"clobkit-kms-{self.kind}")
+        try:
+            await home.call(self._start_here())
+        except BaseException:
+            home.stop()
+            raise
+        self._home = home
+
+    async def _start_here(self) -> None:
         stack = AsyncExitStack()
         try:
             await self._open_async(stack)  # no call yet: the SDK's client, made locally
@@ -170,6 +188,16 @@ class RemoteSigner:
 
     async def aclose(self) -> None:
         """Close the async client (a client given to the signer is left open)."""
+        home, self._home = self._home, None
+        if home is None:
+            await self._aclose_here()
+            return
+        try:
+            await home.call(self._aclose_here())
+        finally:
+            home.stop()
+
+    async def _aclose_here(self) -> None:
         stack, self._async_stack = self._async_stack, None
         if stack is not None:
             await stack.aclose()
@@ -210,9 +238,8 @@ class RemoteSigner:
         while True:
             async with slots:
                 wait = self.budget.delay()
-                while wait:
+                if wait:
                     await asyncio.sleep(wait)
-                    wait = self.budget.delay()
                 try:
                     der = await self._call_async(self._sign_async(digest))
                 except _Retry as retry:
@@ -227,6 +254,11 @@ class RemoteSigner:
         concurrently within the budget. The first failure is raised once every other
         request of the batch is stopped: a batch is signed whole or not at all."""
         batch = digest_list(digests)
+        if self._home is not None:
+            return await self._home.call(self._sign_batch(batch))
+        return await self._sign_batch(batch)
+
+    async def _sign_batch(self, batch: list[bytes]) -> list[str]:
         if len(batch) == 1:
             return [await self._sign_one(batch[0])]
         tasks = [asyncio.ensure_future(self._sign_one(d)) for d in batch]
@@ -299,9 +331,8 @@ class RemoteSigner:
         attempt = 0
         while True:
             wait = self.budget.delay()
-            while wait:
+            if wait:
                 time.sleep(wait)
-                wait = self.budget.delay()
             try:
                 der = self._call_sync(lambda: self._sign_sync(digest))
             except _Retry as retry:
