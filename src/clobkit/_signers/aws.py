@@ -2,9 +2,10 @@
 
 ``Sign`` with ``MessageType=DIGEST`` and ``ECDSA_SHA_256`` on the 32-byte EIP-712
 digest (KMS signs it as given: no second hash), the public key read once with
-``GetPublicKey``. The async signer calls KMS through aiobotocore's client on the
-event loop; the sync twin through botocore's client, a call per thread (the
-``kms-aws`` extra; ``docs/keys-off-host.md`` says why aiobotocore: measured).
+``GetPublicKey``. The async signer calls KMS through aiobotocore's client, on an
+event loop of its own in a thread (``home.Home``) unless ``thread=False``; the
+sync twin through botocore's client, a call per thread (the ``kms-aws`` extra;
+``docs/keys-off-host.md`` says why: measured).
 Credentials come from the usual AWS chain (environment, profile, SSO, the
 instance's or task's role), never from clobkit's settings. botocore's own retries
 are off: the signer's budget retries, counts and backs off.
