@@ -36,30 +36,19 @@ from clobkit import AsyncClient
 from clobkit.mm import Desk, Quoter
 from clobkit.signing import AwsKmsSigner
 
-try:
-    from .bench_mm import (
-        DESK_MARKETS,
-        LATENCY,
-        USER,
-        _quoted_markets,
-        desk_ladder,
-        ladder,
-        pick_market,
-        sandbox_process,
-        start_proxy,
-    )
-except ImportError:  # run as a script
-    from bench_mm import (  # type: ignore[no-redef]
-        DESK_MARKETS,
-        LATENCY,
-        USER,
-        _quoted_markets,
-        desk_ladder,
-        ladder,
-        pick_market,
-        sandbox_process,
-        start_proxy,
-    )
+if __package__:
+    from . import bench_mm
+else:  # run as a script
+    import bench_mm  # type: ignore[no-redef]
+
+DESK_MARKETS, LATENCY, USER = bench_mm.DESK_MARKETS, bench_mm.LATENCY, bench_mm.USER
+_quoted_markets, desk_ladder, ladder = (
+    bench_mm._quoted_markets,
+    bench_mm.desk_ladder,
+    bench_mm.ladder,
+)
+pick_market, sandbox_process = bench_mm.pick_market, bench_mm.sandbox_process
+start_proxy = bench_mm.start_proxy
 
 T = TypeVar("T")
 DELAY_MS = 20.0

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..conftest import import_extra
+from ..mm.conftest import pick_market as pick_market  # a market with a two-sided book
 
 RAW = ("POST", "/api/ext/v1/orders/raw")
 
@@ -38,11 +39,3 @@ def options(sb: Any, **overrides: Any) -> dict[str, Any]:
         "backoff_cap": 0.05,
         **overrides,
     }
-
-
-def pick_market(sb: Any) -> str:
-    for market_id, state in sb.engine.markets.items():
-        book = sb.engine.orderbook(state.fx.token_id_a)
-        if state.active and book is not None and book.bids and book.asks:
-            return str(market_id)
-    raise AssertionError("no market with a two-sided book")

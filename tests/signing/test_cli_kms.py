@@ -1,6 +1,7 @@
 """``clobkit order-ids --sign --kms-aws KEY_ID``: the file's orders signed by the KMS
 key (ministack on loopback, found through the AWS chain's endpoint variable), each
-signature recovering to the key's address; the options' refusals."""
+signature recovering to the key's address; a key that is not the wallet's signer
+and the options' misuses refused."""
 
 from __future__ import annotations
 
@@ -31,8 +32,11 @@ def test_order_ids_signed_by_an_aws_kms_key(
     rows = v2_orders(6, full=False)
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     write_csv(src, rows)
-    path = str(wallet_file(tmp_path, wallet))
-    args = ["order-ids", "--wallet", path, "--sign", "--kms-aws", aws_key, str(src), str(out)]
+    other = str(wallet_file(tmp_path, V2_WALLET))  # another signer's wallet: refused
+    args = ["order-ids", "--wallet", other, "--sign", "--kms-aws", aws_key, str(src), str(out)]
+    assert cli.main(args) == 2
+    assert "is not this wallet's signer" in capsys.readouterr().err
+    args[2] = str(wallet_file(tmp_path, wallet))
     assert cli.main(args) == 0, capsys.readouterr().err
     for row, done in zip(rows, read_rows(out), strict=True):
         order_id = oracle_id(wallet, 2, row)
@@ -52,19 +56,3 @@ def test_kms_options_refused(
     assert "--kms-aws and --kms-gcp go with --sign" in capsys.readouterr().err
     assert cli.main([*base, "--sign", "--kms-aws", "k", "--kms-gcp", "g"]) == 2
     assert "give one of --key-file, --kms-aws, --kms-gcp" in capsys.readouterr().err
-
-
-def test_a_kms_key_not_the_wallets_signer(
-    aws_url: str,
-    aws_key: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.setenv("AWS_ENDPOINT_URL_KMS", aws_url)
-    src, out = tmp_path / "in.csv", tmp_path / "out.csv"
-    write_csv(src, v2_orders(2, full=False))
-    path = str(wallet_file(tmp_path, V2_WALLET))
-    args = ["order-ids", "--wallet", path, "--sign", "--kms-aws", aws_key, str(src), str(out)]
-    assert cli.main(args) == 2
-    assert "is not this wallet's signer" in capsys.readouterr().err
