@@ -144,7 +144,7 @@ async def requotes(base_url: str, kms_url: str) -> dict[str, float]:
     presigned: list[float] = []
     async with (
         AwsKmsSigner("k", endpoint_url=kms_url) as signer,
-        AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client,
+        AsyncClient(base_url, USER["api_key"], USER["api_secret"], timeout=30.0) as client,
     ):
         market_id = await pick_market(client)
         await client.prepare([market_id])
@@ -239,8 +239,17 @@ def run(fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     return asyncio.run(fn(*args))
 
 
+class Lines(list[str]):
+    """The report's lines, each printed as it comes (a long run shows its progress)."""
+
+    def append(self, line: str) -> None:
+        print(line, flush=True)
+        super().append(line)
+
+
 def measure(desk: bool) -> str:
-    lines = [f"KMS signer, {DELAY_MS:g} ms injected per Sign call (benchmarks/kms_standin.py)"]
+    lines = Lines()
+    lines.append(f"KMS signer, {DELAY_MS:g} ms injected per Sign call (benchmarks/kms_standin.py)")
     with kms() as kms_url:
         for name, row in run(transport, kms_url).items():
             lines.append(
@@ -288,8 +297,9 @@ def measure(desk: bool) -> str:
 
 
 def test_kms_costs() -> None:
-    print("\n" + measure(desk=True))
+    print()
+    measure(desk=True)
 
 
 if __name__ == "__main__":
-    print(measure(desk="--desk" in sys.argv[1:]))
+    measure(desk="--desk" in sys.argv[1:])

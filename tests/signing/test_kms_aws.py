@@ -26,9 +26,12 @@ from .oracle import address_of_spki, low_s, recovered
 DIGESTS = [os.urandom(32) for _ in range(8)]
 
 
-async def test_signatures_recover_to_the_keys_address(aws_url: str, aws_key: str) -> None:
+@pytest.mark.parametrize("thread", [True, False], ids=["own-loop", "caller-loop"])
+async def test_signatures_recover_to_the_keys_address(
+    aws_url: str, aws_key: str, thread: bool
+) -> None:
     public = kms_client(aws_url).get_public_key(KeyId=aws_key)["PublicKey"]
-    async with AwsKmsSigner(aws_key, endpoint_url=aws_url) as signer:
+    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, thread=thread) as signer:
         assert signer.address == address_of_spki(public)
         signatures = await signer.sign_digests(DIGESTS)
     assert all(recovered(d, s) == signer.address for d, s in zip(DIGESTS, signatures, strict=False))
