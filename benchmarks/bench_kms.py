@@ -190,6 +190,7 @@ async def desk_lag(base_url: str, kms_url: str, signed: bool = True) -> dict[str
             user_id=USER["user_id"],
             heartbeat_timeout=None,
             signer=signer if signed else None,
+            cancel_on_exit=False,  # the sandbox process ends with the run
         )
         async with desk:
             ladders = {}
@@ -203,7 +204,6 @@ async def desk_lag(base_url: str, kms_url: str, signed: bool = True) -> dict[str
             wall = time.perf_counter() - t
             placed = sum(len(r.placed) for r in reports.values())
             sign = desk.metrics()["sign_latency"]
-            await desk.halt()
     return {
         "orders": placed,
         "requote_s": wall,
@@ -247,53 +247,64 @@ class Lines(list[str]):
         super().append(line)
 
 
-def measure(desk: bool) -> str:
+def measure(desk: bool, only_desk: bool = False) -> str:
     lines = Lines()
     lines.append(f"KMS signer, {DELAY_MS:g} ms injected per Sign call (benchmarks/kms_standin.py)")
     with kms() as kms_url:
-        for name, row in run(transport, kms_url).items():
-            lines.append(
-                f"  {TRANSPORT_SIGNS} signatures via {name:<26} {row['wall_s']:5.2f} s wall, "
-                f"{row['cpu_us_per_sign']:5.0f} us CPU each, loop lag p50 "
-                f"{row['lag_p50_ms']:.2f} ms p99 {row['lag_p99_ms']:.2f} ms"
-            )
-        proc, base_url, path = sandbox(kms_url)
+        if not only_desk:
+            loop_figures(kms_url, lines)
+        if desk or only_desk:
+            desk_figures(kms_url, lines)
+    return "\n".join(lines)
+
+
+def loop_figures(kms_url: str, lines: Lines) -> None:
+    """The transports, and a lone quoter's requotes on loopback and through the proxy."""
+    for name, row in run(transport, kms_url).items():
+        lines.append(
+            f"  {TRANSPORT_SIGNS} signatures via {name:<26} {row['wall_s']:5.2f} s wall, "
+            f"{row['cpu_us_per_sign']:5.0f} us CPU each, loop lag p50 "
+            f"{row['lag_p50_ms']:.2f} ms p99 {row['lag_p99_ms']:.2f} ms"
+        )
+    proc, base_url, path = sandbox(kms_url)
+    try:
+        proxy, delayed = start_proxy(base_url, LATENCY)
         try:
-            proxy, delayed = start_proxy(base_url, LATENCY)
-            try:
-                for where, url in (("loopback", base_url), (f"{LATENCY:g} ms proxy", delayed)):
-                    f = run(requotes, url, kms_url)
-                    lines.append(
-                        f"  10-level V2 requote, {where}: raw round trip {f['raw_ms']:.1f} ms, "
-                        f"signed {f['signed_ms']:.1f} ms = {f['ratio']:.2f} x (20 ms + raw) "
-                        f"(target <= {TARGET_REQUOTE}), pre-signed {f['presigned_ms']:.1f} ms"
-                    )
-            finally:
-                proxy.terminate()
-                proxy.wait(10)
+            for where, url in (("loopback", base_url), (f"{LATENCY:g} ms proxy", delayed)):
+                f = run(requotes, url, kms_url)
+                lines.append(
+                    f"  10-level V2 requote, {where}: raw round trip {f['raw_ms']:.1f} ms, "
+                    f"signed {f['signed_ms']:.1f} ms = {f['ratio']:.2f} x (20 ms + raw) "
+                    f"(target <= {TARGET_REQUOTE}), pre-signed {f['presigned_ms']:.1f} ms"
+                )
+        finally:
+            proxy.terminate()
+            proxy.wait(10)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        os.unlink(path)
+
+
+def desk_figures(kms_url: str, lines: Lines) -> None:
+    """A 2,000-order desk requote, unsigned and signed by KMS."""
+    for signed in (False, True):
+        proc, base_url, path = sandbox(kms_url, desk=True)
+        try:
+            d = run(desk_lag, base_url, kms_url, signed)
         finally:
             proc.terminate()
             proc.wait(10)
             os.unlink(path)
-        if desk:
-            for signed in (False, True):
-                proc, base_url, path = sandbox(kms_url, desk=True)
-                try:
-                    d = run(desk_lag, base_url, kms_url, signed)
-                finally:
-                    proc.terminate()
-                    proc.wait(10)
-                    os.unlink(path)
-                how = "signed by KMS" if signed else "unsigned"
-                lines.append(
-                    f"  desk requote of {d['orders']:.0f} orders, {how}: "
-                    f"{d['requote_s']:.1f} s, loop lag p50 {d['lag_p50_ms']:.2f} ms p99 "
-                    f"{d['lag_p99_ms']:.2f} ms (target < {TARGET_LAG_MS:g}) max "
-                    f"{d['lag_max_ms']:.1f} ms; {d['signatures']:.0f} signatures, "
-                    f"{d['sign_mean_ms']:.1f} ms each from the order's build, "
-                    f"{d['throttled']:.0f} throttled"
-                )
-    return "\n".join(lines)
+        how = "signed by KMS" if signed else "unsigned"
+        lines.append(
+            f"  desk requote of {d['orders']:.0f} orders, {how}: "
+            f"{d['requote_s']:.1f} s, loop lag p50 {d['lag_p50_ms']:.2f} ms p99 "
+            f"{d['lag_p99_ms']:.2f} ms (target < {TARGET_LAG_MS:g}) max "
+            f"{d['lag_max_ms']:.1f} ms; {d['signatures']:.0f} signatures, "
+            f"{d['sign_mean_ms']:.1f} ms each from the order's build, "
+            f"{d['throttled']:.0f} throttled"
+        )
 
 
 def test_kms_costs() -> None:
@@ -302,4 +313,4 @@ def test_kms_costs() -> None:
 
 
 if __name__ == "__main__":
-    measure(desk="--desk" in sys.argv[1:])
+    measure(desk="--desk" in sys.argv[1:], only_desk="--only-desk" in sys.argv[1:])
