@@ -217,3 +217,13 @@ async def test_a_desk_checks_its_signer_on_enter() -> None:
                 assert desk.metrics()["sign_latency"]["count"] == 1
                 with pytest.raises(Exception, match="signer: is the desk's"):
                     Quoter(client, q.market_id, "b", desk=desk, signer=LOCAL)
+
+
+def test_the_sync_client_signs_through_a_kms_signers_twin(aws_url: str, aws_key: str) -> None:
+    with AwsKmsSigner(aws_key, endpoint_url=aws_url) as signer:
+        with sandbox_for(signer.address, 2) as sb, Client(**options(sb)) as client:
+            placed = client.place_raw_order(pick_market(sb), "a", "BUY", "0.05", 20, signer=signer)
+            assert sb.engine.orders[placed.order_id]
+        digest = bytes.fromhex(placed.signed_order_id[2:])
+        assert recovered(digest, placed.signature) == signer.address
+        assert low_s(placed.signature)
