@@ -103,6 +103,7 @@ if not _on("CLOBKIT_NO_EXTENSIONS"):
                 sources=[
                     "ext/_core_c.pyx",
                     "ext/batch.c",
+                    "ext/csvcols.c",
                     "ext/keccak.c",
                     "ext/sha256.c",
                     "ext/sign.c",

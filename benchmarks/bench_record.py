@@ -18,7 +18,16 @@ Memory: the process's peak RSS growth over the run (``ru_maxrss``), which the
 rotation bounds (``rotate_bytes`` of rows held, plus one file being written).
 Every run checks that the files hold exactly the N rows.
 
+Idle (issue #42): ``--idle S`` records a market nothing moves for S seconds
+(default 20) with ``clobkit record`` against a sandbox in another process, once
+with ``--no-progress`` and once with ``--progress``, and prints the recording's
+CPU seconds per recorded hour (its own process time, imports done before: the
+difference between a recording of S and one of S/4 seconds, over their wall times);
+``--before SRC`` measures the clobkit of ``SRC`` (an older tree's ``src``) too,
+in the same run.
+
 Run: python benchmarks/bench_record.py [N]
+     python benchmarks/bench_record.py --idle [S] [--before SRC]
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import json
 import multiprocessing
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -130,7 +140,68 @@ async def end_to_end(n: int, port: int, directory: Path) -> tuple[float, float]:
     return took
 
 
+_MEASURE = """
+import json, sys, time
+import clobkit.cli, clobkit.client, clobkit.record, pyarrow.parquet
+wall, cpu = time.monotonic(), time.process_time()
+code = clobkit.cli.main(sys.argv[1:])
+print(json.dumps({"code": code, "wall": time.monotonic() - wall,
+                  "cpu": time.process_time() - cpu}))
+"""
+
+
+def idle(seconds: float, before: str | None) -> None:
+    """CPU seconds per recorded hour of a quiet market, with and without progress."""
+    from clobkit.sandbox import DEFAULT_USERS, Engine
+
+    market = sorted(m.id for m in Engine({}).markets.values() if m.active)[0]
+    user = DEFAULT_USERS[2]
+    sandbox = subprocess.Popen(
+        [sys.executable, "-m", "clobkit.sandbox", "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert sandbox.stdout is not None
+        base_url = sandbox.stdout.readline().split()[-1]  # "listening on http://..."
+        trees = [("this tree", None)] + ([("before", before)] if before else [])
+        for name, src in trees:
+            for progress in ("--no-progress", "--progress"):
+                argv = ["record", "--market", market, progress, "--base-url", base_url]
+                argv += ["--api-key", user.api_key, "--api-secret", user.api_secret]
+                # two lengths: the difference leaves out what a start costs once
+                cpu0, wall0 = _measured([*argv, "--duration", str(seconds / 4)], src)
+                cpu1, wall1 = _measured([*argv, "--duration", str(seconds)], src)
+                per_hour = (cpu1 - cpu0) / (wall1 - wall0) * 3600
+                print(
+                    f"idle ({name}, {progress}): {cpu1:.2f} s CPU in {wall1:.1f} s, "
+                    f"{cpu0:.2f} s in {wall0:.1f} s: {per_hour:,.1f} CPU-seconds per "
+                    "recorded hour",
+                    flush=True,
+                )
+    finally:
+        sandbox.terminate()
+        sandbox.wait()
+
+
+def _measured(argv: list[str], src: str | None) -> tuple[float, float]:
+    """The CPU and wall seconds of ``clobkit *argv`` (into a new directory), in a child
+    with the clobkit of ``src`` (this one's by default)."""
+    from bench_replay import run_json  # this script's own folder is on sys.path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        got = run_json(_MEASURE, [*argv, "--out", str(Path(tmp) / "rec")], src)
+    return float(str(got["cpu"])), float(str(got["wall"]))
+
+
 def main() -> None:
+    if "--idle" in sys.argv:
+        args = sys.argv[sys.argv.index("--idle") + 1 :]
+        before = None
+        if "--before" in args:
+            at = args.index("--before")
+            before = args[at + 1]
+            del args[at : at + 2]
+        idle(float(args[0]) if args else 20.0, before)
+        return
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     batch = frames(n)
     received = [frame.encode() for frame in batch]  # the stream reads frames as bytes

@@ -23,6 +23,14 @@ gets pages the VM's host may have taken back. With Parquet among the formats
 it ends with the floor no run can beat: the command's start-up plus
 ``order_ids`` alone on the same orders, in F.
 
+``--vs-arrow csv:dataset,parquet:dataset`` times, in each of ``--runs``
+rounds, ``order_ids`` on the Parquet file's Arrow columns into
+``out="arrow"`` at ``--threads`` (before and after), and the command from
+each INPUT format into each OUTPUT (``dataset``: a Parquet dataset
+directory) at the same ``--threads``: each command's rate over the
+in-memory rate of its round, and its process's CPU time per order (#45's
+target on 2 cores: at least 0.7x at 2 threads).
+
 ``--against OTHER/src`` compares this tree's command with another tree's
 (a checkout of an earlier commit, its compiled core built): for each format
 and each ``--threads`` count, the two run in turn, ``--runs`` times each,
@@ -207,6 +215,61 @@ def floor(root: Path, rows: int) -> None:
     )
 
 
+def versus_arrow(root: Path, rows: int, pairs: list[str], threads: int, runs: int) -> None:
+    """Each ``IN:OUT`` command's rate over the in-memory Arrow rate of its round."""
+    import shutil
+
+    from clobkit import OrderHasher
+
+    table = pq.read_table(root / "in.parquet")
+    args = {
+        "token_ids": table["token_id"],
+        "maker_amounts": table["maker_amount"],
+        "taker_amounts": table["taker_amount"],
+        "sides": pc.equal(table["side"], "SELL").cast(pa.int8()),  # SELL is 1
+        "salts": table["salt"],
+    }
+    hasher = OrderHasher(WALLET)
+    arrow = lambda: _timed(lambda: hasher.order_ids(**args, threads=threads, out="arrow"))  # noqa: E731
+    arrow()  # warm: the pool's threads started
+    for fmt in {pair.split(":")[0] for pair in pairs}:
+        command(root, fmt, "one")  # the bytecode an installed package has
+    for r in range(1, runs + 1):
+        before = arrow()
+        cells = []
+        for pair in pairs:
+            fmt, out = pair.split(":")
+            dst = root / ("out-dataset" if out == "dataset" else f"out.{out}")
+            shutil.rmtree(dst, ignore_errors=True) if dst.is_dir() else dst.unlink(missing_ok=True)
+            cmd = [
+                sys.executable,
+                "-m",
+                "clobkit",
+                "order-ids",
+                "--wallet",
+                str(root / "wallet.json"),
+            ]
+            cmd += [
+                str(root / f"in.{fmt}"),
+                str(dst) + "/" * (out == "dataset"),
+                "--threads",
+                str(threads),
+            ]
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=CHILD_ENV)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+            cells.append(f"{fmt}->{out} {before / wall:.2f}x ({cpu / rows * 1e9:,.0f} ns CPU)")
+        again = arrow()
+        print(
+            f"round {r}: Arrow {rows / before / 1e6:.2f}, {rows / again / 1e6:.2f} M/s; "
+            + "; ".join(cells),
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -218,12 +281,23 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=0.0, help="seconds idle before each command")
     parser.add_argument("--against", metavar="OTHER/src", help="compare with another tree's src")
     parser.add_argument("--threads", default="2", help="with --against: comma list of counts")
+    parser.add_argument(
+        "--vs-arrow", metavar="IN:OUT,...", help="each command's rate over the in-memory rate"
+    )
     opts = parser.parse_args()
     formats = opts.formats.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_inputs(root, opts.rows, formats)
         write_inputs(root, 1, formats, "one")
+        if opts.vs_arrow:
+            print(
+                f"{opts.rows:,} V1 orders, --threads {opts.threads}, load {os.getloadavg()[0]:.2f}"
+            )
+            pairs = opts.vs_arrow.split(",")
+            versus_arrow(root, opts.rows, pairs, int(opts.threads), opts.runs)
+            print(f"load {os.getloadavg()[0]:.2f}")
+            return
         if opts.against:
             print(
                 f"{opts.rows:,} V1 orders, {opts.runs} runs a side, load {os.getloadavg()[0]:.2f}"

@@ -55,7 +55,9 @@ there, only slower.
 
 The command's and Dask's inputs (V1 orders over 5,000 markets, int64 amounts
 and salts, BUY/SELL; a fully quoted CSV as pyarrow writes it) are generated
-with numpy a million rows at a time into a temporary directory (``--tmp``).
+by pyarrow's kernels (``clobkit._bench.scaling.orders``, which
+``clobkit bench --scaling`` uses too) a million rows at a time into a
+temporary directory (``--tmp``).
 The children (Dask's workers included) import clobkit as this process does:
 through PYTHONPATH, made absolute here. The output is a markdown table (also
 written to ``--markdown``) and, with ``--json``, every figure.
@@ -80,9 +82,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -90,23 +90,12 @@ from clobkit import IMPLEMENTATION, OrderHasher, OrderSigner
 from clobkit._bench._timing import gil_bound
 from clobkit._bench.machine import machine, machine_line
 from clobkit._bench.order_ids import WALLET as V1_WALLET
+from clobkit._bench.scaling import KEY, V2_WALLET, arguments, at_once, best_of, orders
 
 # the compiled core's meters, where its twin is the one running (the pure twin has none)
 _core_c = importlib.import_module("clobkit._core_c") if IMPLEMENTATION == "c" else None
 
-KEY = "0x" + "42" * 32
-SIGNER = OrderSigner(KEY).address
 DEPOSIT = "0x" + "d3" * 20  # a deposit wallet: the maker and signer of POLY_1271 orders
-V2_WALLET: dict[str, Any] = {
-    "maker": SIGNER,
-    "signer": SIGNER,
-    "chain_id": 137,
-    "signature_type": 0,
-    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
-    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
-}
-TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
-MARKETS = 5_000
 PIECE = 1_000_000  # rows generated (and held) at a time
 BIG = b"\x00" * (16 << 20)
 GAP = 20e-6  # s: a pause between two ticks longer than this is a GIL wait
@@ -140,10 +129,6 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
-def best_of(fn: Callable[[], object], rounds: int) -> float:
-    return min(_timed(fn) for _ in range(rounds))
-
-
 # ---------------------------------------------------------------------------
 # what the machine gives: N processes, no clobkit code
 
@@ -174,25 +159,6 @@ def _ceiling_worker(kind: str, barrier: Any, queue: Any) -> None:
     t0 = time.perf_counter()
     work()
     queue.put((t0, time.perf_counter()))
-
-
-def at_once(
-    target: Callable[..., None], args: tuple[Any, ...], n: int, method: str = ""
-) -> list[Any]:
-    """What each of ``n`` processes running ``target(*args, barrier, queue)`` put on
-    ``queue``, one item each; the barrier lets them start their work together.
-    ``method``: multiprocessing's start method (fork where there is one)."""
-    import multiprocessing as mp
-
-    ctx = mp.get_context(method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn"))
-    barrier, queue = ctx.Barrier(n), ctx.Queue()
-    procs = [ctx.Process(target=target, args=(*args, barrier, queue)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    got = [queue.get(timeout=900) for _ in procs]
-    for p in procs:
-        p.join()
-    return got
 
 
 def ceiling(kind: str, n: int) -> float:
@@ -234,47 +200,6 @@ def topology() -> str:
 
 # ---------------------------------------------------------------------------
 # orders
-
-
-def orders(start: int, n: int, version: int = 1) -> pa.Table:
-    """Orders ``start`` .. ``start + n - 1``: tokens over 5,000 markets, BUY/SELL, int64 amounts."""
-    i = np.arange(start, start + n, dtype=np.int64)
-    tokens = pa.array([str(TOKEN - k) for k in range(MARKETS)])
-    buy = (i & 1).astype(bool)  # a BUY pays less USDC than the shares it gets
-    usdc = 9_295_000 + i % 1000
-    cols: dict[str, Any] = {
-        "token_id": pa.DictionaryArray.from_arrays(
-            pa.array(i % MARKETS, pa.int32()), tokens
-        ).dictionary_decode(),
-        "maker_amount": pa.array(np.where(buy, usdc, 16_900_000)),
-        "taker_amount": pa.array(np.where(buy, 16_900_000, usdc)),
-        "side": pa.DictionaryArray.from_arrays(
-            pa.array(i & 1, pa.int8()), pa.array(["SELL", "BUY"])
-        ).dictionary_decode(),
-        "salt": pa.array((i * 7919) % 10**12),
-    }
-    if version != 1:
-        cols["timestamp"] = pa.array(1_777_000_000_000 + i)
-    return pa.table(cols)
-
-
-def arguments(table: pa.Table, lists: bool) -> dict[str, Any]:
-    """``order_ids`` keywords of a table: Arrow columns, or Python lists (sides as 0/1)."""
-    names = {
-        "token_id": "token_ids",
-        "maker_amount": "maker_amounts",
-        "taker_amount": "taker_amounts",
-        "salt": "salts",
-        "timestamp": "timestamps",
-    }
-    args: dict[str, Any] = {}
-    for name, keyword in names.items():
-        if name in table.column_names:
-            col = table[name].combine_chunks()
-            args[keyword] = col.to_pylist() if lists else col
-    sides = pc.equal(table["side"], "SELL").cast(pa.int8()).combine_chunks()  # SELL is 1
-    args["sides"] = sides.to_pylist() if lists else sides
-    return args
 
 
 def gil_counts(counts: list[int]) -> list[int]:
@@ -537,7 +462,8 @@ def writer_alone(root: Path, rounds: int, most: int = 2_000_000) -> Row:
 
     One thread writes every batch, in order, so this is the command's ceiling
     at any ``--threads``."""
-    from clobkit._orderids.parquet import _dictionary_columns, _writer
+    from clobkit._orderids.convert import parquet_options
+    from clobkit._orderids.parquet import _dictionary_columns
 
     out = pq.ParquetFile(root / "out.parquet")
     groups, n = [], 0
@@ -548,7 +474,8 @@ def writer_alone(root: Path, rounds: int, most: int = 2_000_000) -> Row:
     dictionaries = _dictionary_columns(pq.ParquetFile(root / "in.parquet").metadata)[1]
 
     def write() -> None:
-        with _writer(pq, root / "again.parquet", out.schema_arrow, ["order_id"], dictionaries) as w:
+        options = parquet_options(out.schema_arrow.names, ["order_id"], dictionaries)
+        with pq.ParquetWriter(root / "again.parquet", out.schema_arrow, **options) as w:
             for batch in batches:
                 w.write_batch(batch)
 

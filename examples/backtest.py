@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 from clobkit import AsyncClient
+from clobkit._safe_files import atomic_output, unsafe_directory
 from clobkit.errors import ValidationError
 from clobkit.mm import Desk, Quote, Quoter
 from clobkit.record import RecordedMarket, RecordingWriter
@@ -248,13 +249,18 @@ def book_fills(
 def write_report(
     out: Path, steps: list[dict[str, Any]], fills: list[dict[str, Any]], plot: bool
 ) -> str:
-    """steps.csv, fills.csv, summary.txt (and pnl.png): the summary's text."""
+    """steps.csv, fills.csv, summary.txt (and pnl.png): the summary's text. Each file is
+    written under a new name and renamed into place (never through a link planted in
+    ``out``); a directory other users can write is warned about."""
+    unsafe = unsafe_directory(out)
+    if unsafe is not None:
+        print(f"warning: writing the report into an unsafe directory: {unsafe}", file=sys.stderr)
     out.mkdir(parents=True, exist_ok=True)
     for name, rows, fields in (
         ("steps.csv", steps, list(steps[0]) if steps else ["t_s"]),
         ("fills.csv", fills, ["t_s", "market", "side", "price", "shares"]),
     ):
-        with open(out / name, "w", newline="") as fh:
+        with atomic_output(out / name, "w") as fh:
             writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
             writer.writeheader()
             writer.writerows(rows)
@@ -268,7 +274,8 @@ def write_report(
         f"cash {last['cash']} USDC, mark-to-mid PnL {last['pnl']} USDC "
         f"(min {min(pnls)}, max {max(pnls)})\n"
     )
-    (out / "summary.txt").write_text(summary)
+    with atomic_output(out / "summary.txt", "w") as fh:
+        fh.write(summary)
     if plot:
         try:
             import matplotlib
@@ -297,7 +304,8 @@ def write_report(
         bx.legend(loc="upper right", fontsize=8, ncol=4)
         bx.grid(alpha=0.3)
         fig.tight_layout()
-        fig.savefig(out / "pnl.png", dpi=100, metadata={"Software": None})
+        with atomic_output(out / "pnl.png") as png:
+            fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
         plt.close(fig)
     return summary
 

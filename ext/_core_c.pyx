@@ -19,7 +19,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from cpython.unicode cimport PyUnicode_GET_LENGTH
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memchr, memcmp, memcpy, memset
 
 import os as _os
@@ -78,6 +78,8 @@ include "meters.pxi"
 include "refs.pxi"
 # Arrow / numpy arguments of order_ids read from their buffers
 include "columns.pxi"
+# csv_columns: plain CSV blocks read into columns (clobkit order-ids' fast CSV path)
+include "csvcols.pxi"
 # limit_amounts, market_amounts, to_units: 64-bit fast paths
 include "amounts.pxi"
 # salts_from_bytes, new_salts, new_salt

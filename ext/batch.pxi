@@ -117,10 +117,12 @@ cdef class _Plan:
         self.slow.sort()
         return fast
 
-    cdef object run(self, OrderHasher hasher, Py_ssize_t n, list fast, object pa, _Signer signer):
-        """The batch's ids (a list, or with ``pa`` an Arrow array): the columns laid out,
-        each round's buffers taken, then the rounds."""
+    cdef object run(self, OrderHasher hasher, Py_ssize_t n, list fast, object pa, _Signer signer,
+                    bint raw):
+        """The batch's ids (a list, with ``pa`` an Arrow array, with ``raw`` one bytes): the
+        columns laid out, each round's buffers taken, then the rounds."""
         cdef bint arrow = pa is not None
+        cdef bint text_out = arrow or raw
         cdef int64_t block = BLOCK if signer is None else SIGN_BLOCK
         cdef object data = None, offsets = None
         cdef _Out view = None, ends = None
@@ -129,7 +131,13 @@ cdef class _Plan:
         global _missed
         _missed = 0
         self._lay_out(fast)
-        if arrow:
+        if raw:
+            # a new bytes object, written by the workers before anyone else sees it
+            data = PyBytes_FromStringAndSize(NULL, n * _ids.ID_CHARS)
+            text = PyBytes_AS_STRING(data)
+            if n == 0:
+                return data
+        elif arrow:
             # from Arrow's memory pool: reused between calls, where a fresh
             # bytearray would be zero-filled and page-faulted in every time
             data = pa.allocate_buffer(n * _ids.ID_CHARS)
@@ -150,14 +158,17 @@ cdef class _Plan:
             if n == 0:
                 return result
         # One round for the whole batch when the GIL has nothing to do per row
-        # (columnar input, Arrow output); else rounds of CHUNK rows (SIGN_ROUND when
+        # (columnar input, Arrow or bytes output); else rounds of CHUNK rows (SIGN_ROUND when
         # signing), the GIL's share of round k + 1 and k - 1 done while the workers
         # run round k.
         cdef Py_ssize_t most = CHUNK if signer is None else SIGN_ROUND
-        cdef Py_ssize_t chunk = n if arrow and not self.seqs else (most if n > most else n)
+        cdef Py_ssize_t chunk = n if text_out and not self.seqs else (most if n > most else n)
         cdef Py_ssize_t nchunks = (n + chunk - 1) // chunk
-        self._allocate(2 if nchunks > 1 else 1, chunk, (chunk + block - 1) // block, arrow, signer)
+        self._allocate(2 if nchunks > 1 else 1, chunk, (chunk + block - 1) // block, text_out,
+                       signer)
         self._rounds(hasher, n, chunk, nchunks, text, result, pa, signer, block)
+        if raw:
+            return data
         if arrow:
             view.release()
             ends.release()

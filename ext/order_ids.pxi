@@ -307,7 +307,8 @@ cdef class OrderHasher:
         from the text or int each object holds (taken in one pass under the
         GIL). Returns a list of str, or with ``out="arrow"`` one pyarrow
         string array whose data buffer the workers fill (no Python object per
-        id; see ``clobkit._arrow_ids``).
+        id; see ``clobkit._arrow_ids``), with ``out="bytes"`` one ``bytes`` the
+        workers fill, the ids back to back.
         """
         return self._batch(token_ids, maker_amounts, taker_amounts, sides, salts, fee_rate_bps,
                            nonces, expirations, timestamps, metadatas, builders, neg_risk,
@@ -335,7 +336,8 @@ cdef class OrderHasher:
         plan (template order, sequences, columnar runs), the plan run."""
         cdef long long t0 = _clock()
         cdef int workers = _p.parse_threads(threads)
-        pa = _ids.pyarrow() if _ids.parse_out(out) else None
+        kind = _ids.parse_out(out)
+        pa = _ids.pyarrow() if kind == "arrow" else None
         columns = _arguments(self.version, token_ids, maker_amounts, taker_amounts, sides, salts,
                              fee_rate_bps, nonces, expirations, timestamps, metadatas, builders,
                              neg_risk)
@@ -343,7 +345,7 @@ cdef class OrderHasher:
         cdef _Plan plan = _Plan.__new__(_Plan)
         fast = plan.take(columns, &_KINDS[0] if self.version == 1 else &_KINDS2[0], n)
         plan._workers = workers
-        result = plan.run(self, n, fast, pa, signer)
+        result = plan.run(self, n, fast, pa, signer, kind == "bytes")
         global _held_ns, _alone_ns
         t0 = _clock() - t0
         _held_ns = t0 - plan.free_ns

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# benchmarks/scaling.py on a big machine at the issue's sizes (#20; docs/scale.md).
+# benchmarks/scaling.py on a big machine at the issue's sizes (#20; docs/scale.md), and
+# threads against processes for every batch kind, the command and Dask (#45).
 #
 # Usage, from the repository root: scripts/device_scaling.sh [WHEELS] [scaling.py options]
+#   MODE=scaling (default): scaling.py's table, then its core rows under PYTHONMALLOC=malloc;
+#   MODE=tvp: `clobkit bench --scaling` at 2, 4, 8, 16 workers, the command and Dask on
+#   16,000,000 rows (ROWS), into $OUT/tvp.json and tvp.log (about 6 minutes on 16 cores);
+#   MODE=all: both.
 #   WHEELS: a directory of cp312 wheels, clobkit's own and the dependencies the
 #   machine lacks (default .whl). They are installed into /tmp/site, which goes
 #   first on PYTHONPATH (the command's and Dask's child processes inherit it).
@@ -28,6 +33,12 @@ print("clobkit", clobkit.__version__, "from", clobkit.__file__)
 PY
 bench="$(cd "$OLDPWD" && pwd)/benchmarks/scaling.py"
 set -o pipefail
+mode="${MODE:-scaling}"
+if [ "$mode" = tvp ] || [ "$mode" = all ]; then
+    python3 -m clobkit bench --scaling --rows "${ROWS:-16000000}" --json "$out/tvp.json" \
+        2>&1 | tee "$out/tvp.log"
+fi
+[ "$mode" = tvp ] && exit 0
 python3 "$bench" --rows 16000000 --dask-rows 16000000 --parts 64 --tmp /tmp \
     --json "$out/scaling.json" --markdown "$out/scaling.md" "$@" 2>&1 | tee "$out/scaling.log"
 # The core rows again under glibc's malloc: CPython's own allocator returns each

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from clobkit._safe_files import NotRegular, atomic_output, read_regular, unsafe_directory
+from clobkit._safe_files import (
+    NotRegular,
+    atomic_output,
+    new_regular,
+    open_regular,
+    read_regular,
+    unsafe_directory,
+)
 
 
 def test_atomic_output_replaces_a_planted_link_instead_of_writing_through_it(
@@ -72,6 +79,18 @@ def test_read_regular_refuses_a_device_and_a_directory(tmp_path: Path) -> None:
         read_regular(tmp_path, 1024)
 
 
+def test_open_regular_gives_a_regular_file_and_refuses_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "book-000000000000-20251201T000000.parquet"
+    path.write_bytes(b"PAR1")
+    with open_regular(path) as f:
+        assert f.read() == b"PAR1"
+    fifo = tmp_path / "book-000000000001-20251201T000001.parquet"
+    os.mkfifo(fifo)
+    for other in (fifo, tmp_path, Path("/dev/null")):
+        with pytest.raises(NotRegular, match="not a regular file"):
+            open_regular(other)
+
+
 def test_read_regular_bounds_the_size(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     path.write_bytes(b"x" * 2000)
@@ -91,3 +110,22 @@ def test_unsafe_directory_names_a_world_writable_one(tmp_path: Path) -> None:
     shared.chmod(0o1777)  # sticky, as /tmp: others cannot replace one's files
     assert unsafe_directory(shared) is None
     assert unsafe_directory(shared / "not" / "yet") is None  # judged by its parent
+
+
+def test_new_regular_makes_a_file_and_refuses_links(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    assert new_regular(path, ("-wal",)) is None
+    assert path.is_file()
+    assert path.read_bytes() == b""
+    path.write_bytes(b"kept")
+    assert new_regular(path) is None  # an existing file is left as it is
+    assert path.read_bytes() == b"kept"
+    target = tmp_path / "nowhere"
+    dangling = tmp_path / "other.db"
+    dangling.symlink_to(target)
+    reason = new_regular(dangling)
+    assert reason is not None
+    assert "is a symbolic link" in reason
+    assert not target.exists()
+    (tmp_path / "state.db-wal").symlink_to(target)
+    assert "state.db-wal is a symbolic link" in (new_regular(path, ("-wal",)) or "")

@@ -21,6 +21,7 @@ __all__ = [
     "OrderHasher",
     "RequestSigner",
     "append_column",
+    "csv_columns",
     "from_units",
     "keccak256",
     "limit_amounts",
@@ -74,6 +75,7 @@ if TYPE_CHECKING:
         OrderHasher,
         RequestSigner,
         append_column,
+        csv_columns,
         from_units,
         keccak256,
         limit_amounts,
@@ -90,6 +92,7 @@ else:
     OrderHasher = _impl.OrderHasher
     RequestSigner = _impl.RequestSigner
     append_column = _impl.append_column
+    csv_columns = _impl.csv_columns
     from_units = _impl.from_units
     keccak256 = _impl.keccak256
     limit_amounts = _impl.limit_amounts

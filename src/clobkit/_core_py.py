@@ -334,10 +334,12 @@ class OrderHasher:
         """``clob_order_id`` of each order of a batch; each argument a sequence or a scalar.
 
         A list of ``"0x…"`` strings, or with ``out="arrow"`` one pyarrow string
-        array of them (needs pyarrow; see ``clobkit._arrow_ids``).
+        array of them (needs pyarrow), with ``out="bytes"`` one ``bytes`` of them
+        back to back (see ``clobkit._arrow_ids``).
         """
         parse_threads(threads)
-        pa = pyarrow() if parse_out(out) else None
+        kind = parse_out(out)
+        pa = pyarrow() if kind == "arrow" else None
         version = self._prepared.version
         given = (fee_rate_bps, nonces, expirations, timestamps, metadatas, builders)
         check_version_fields(version, given, batch=True)
@@ -361,6 +363,8 @@ class OrderHasher:
             self._digest((tok[i], mak[i], tak[i], sid[i], sal[i], a[i], b[i], c[i]), neg[i])
             for i in range(n)
         ]
+        if kind == "bytes":
+            return "".join(ids).encode("ascii")
         if pa is None:
             return ids
         return id_array(pa, "".join(ids).encode("ascii"), offsets(n), n)
@@ -440,6 +444,14 @@ def append_column(lines: object, values: object, width: object) -> bytes:
         out.append(row[:-1] if row.endswith(b"\r") else row)
         out.append(b"," + vals[k * w : (k + 1) * w] + b"\n")
     return b"".join(out)
+
+
+def csv_columns(block: object, width: object, columns: object) -> Any:
+    """A block of plain CSV lines read into columns: ``(rows, [column, ...])`` or ``None``
+    (``clobkit._csv_columns``, loaded on first use: its rule and this twin's body)."""
+    from ._csv_columns import csv_columns as read
+
+    return read(block, width, columns)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -5,6 +5,7 @@ Arrow schema they are written with (``clobkit.record`` re-exports ``decode_book_
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -18,17 +19,34 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "MAX_BOOK_LEVELS",
+    "MAX_FILE_BYTES",
+    "MAX_FILE_LEVELS",
+    "MAX_FILE_ROWS",
     "Book",
     "BookFrame",
     "Columns",
     "Level",
     "arrow",
     "decode_book_frame",
+    "file_spans",
     "rest_levels",
+    "row_bytes",
     "schema",
     "text",
     "text_levels",
 ]
+
+
+#: The most levels one side of one recorded book may hold (a book on the 0.01 grid
+#: has at most 99).
+MAX_BOOK_LEVELS = 1_000
+#: The most rows one file of a recording may hold.
+MAX_FILE_ROWS = 250_000
+#: The most levels (bids and asks; an empty or null side counts one) one file may hold.
+MAX_FILE_LEVELS = 500_000
+#: The most bytes one file's columns may take decoded (Parquet's uncompressed size).
+MAX_FILE_BYTES = 16 << 20
 
 
 def arrow() -> Any:
@@ -157,3 +175,33 @@ class Columns:
 
     def __len__(self) -> int:
         return len(self.seq)
+
+
+def row_bytes(rows: Columns) -> list[int]:
+    """Each row's bytes of text as a file holds it undecoded at worst (its levels'
+    prices and sizes, each with its 4-byte length, and its ids)."""
+    out = []
+    at_bid = at_ask = 0
+    for k, (b, a) in enumerate(zip(rows.bid_counts, rows.ask_counts, strict=True)):
+        texts = rows.bid_prices[at_bid : at_bid + b] + rows.bid_sizes[at_bid : at_bid + b]
+        texts += rows.ask_prices[at_ask : at_ask + a] + rows.ask_sizes[at_ask : at_ask + a]
+        ids = len(rows.market[k] or "") + len(rows.token[k] or "")
+        out.append(sum(map(len, texts)) + 4 * len(texts) + ids + 40)
+        at_bid, at_ask = at_bid + b, at_ask + a
+    return out
+
+
+def file_spans(counts: list[int], texts: list[int]) -> Iterator[tuple[int, int]]:
+    """Consecutive (start, stop) spans of rows of ``counts`` levels and ``texts`` bytes
+    each, each at most ``MAX_FILE_ROWS`` rows, ``MAX_FILE_LEVELS`` levels and half
+    ``MAX_FILE_BYTES`` (a row past that alone)."""
+    start = levels = size = 0
+    for i, (n, b) in enumerate(zip(counts, texts, strict=True)):
+        full = levels + n > MAX_FILE_LEVELS or size + b > MAX_FILE_BYTES // 2
+        if i > start and (i - start >= MAX_FILE_ROWS or full):
+            yield start, i
+            start, levels, size = i, 0, 0
+        levels += n
+        size += b
+    if counts:
+        yield start, len(counts)

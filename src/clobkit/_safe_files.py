@@ -10,6 +10,11 @@ sees half a file. ``unsafe_directory`` names what makes a directory unsafe to
 write into (another owner, or others allowed to write it without the sticky
 bit), for a warning.
 
+A file another library opens by name (the sandbox's SQLite state file) is made
+by ``new_regular`` when it does not exist yet (exclusively, never through a link),
+and refused when it, or a companion file the library writes beside it (SQLite's
+``-wal`` and ``-journal``), is a link.
+
 Small metadata files (``markets.json``) are read by ``read_regular``: opened
 without blocking (a FIFO cannot hang the reader), refused unless a regular file,
 and read up to a bound (``/dev/zero`` cannot fill memory).
@@ -25,7 +30,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Literal, overload
 
-__all__ = ["atomic_output", "read_regular", "unsafe_directory"]
+__all__ = [
+    "NotRegular",
+    "atomic_output",
+    "new_regular",
+    "open_regular",
+    "read_regular",
+    "unsafe_directory",
+]
 
 
 def _umask() -> int:
@@ -118,31 +130,48 @@ class NotRegular(OSError):
     """``read_regular``'s refusal: not a regular file, or larger than the bound."""
 
 
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them.
-
-    Opened without blocking (a FIFO answers at once instead of waiting for a
-    writer) and refused (``NotRegular``, an ``OSError`` naming the path) unless it
-    is a regular file of at most ``limit`` bytes; read once, never past the bound
-    whatever the file claims (a device or a file that grows)."""
+def open_regular(path: str | os.PathLike[str]) -> IO[bytes]:
+    """``path`` opened for reading as a binary file, refused (``NotRegular``) unless it is
+    a regular file: opened without blocking (a FIFO answers at once instead of waiting
+    for a writer), checked on the descriptor opened (no swap in between)."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotRegular(f"{os.fsdecode(path)} is not a regular file")
-        if st.st_size > limit:
-            raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
-        return b"".join(chunks)
-    finally:
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)  # a regular file: reads as usual from here
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
+        raise
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them.
+
+    Opened as ``open_regular`` opens it and refused (``NotRegular``, an ``OSError``
+    naming the path) unless it is a regular file of at most ``limit`` bytes; read
+    once, never past the bound whatever the file claims (a file that grows)."""
+    with open_regular(path) as file:
+        if os.fstat(file.fileno()).st_size > limit:
+            raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
+        data = file.read(limit + 1)
+    if len(data) > limit:
+        raise NotRegular(f"{os.fsdecode(path)} is larger than {limit} bytes")
+    return data
+
+
+def new_regular(path: str | os.PathLike[str], companions: tuple[str, ...] = ()) -> str | None:
+    """Make ``path`` an empty regular file if nothing is there (``O_CREAT | O_EXCL``, no
+    link followed), for a library that then opens it by name; why it must not be opened
+    (it, or ``path`` plus one of ``companions``, is a symbolic link), or ``None``."""
+    name = os.fsdecode(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    # already there (checked next), or not creatable (the library will say why)
+    with contextlib.suppress(OSError):
+        os.close(os.open(name, flags, 0o666))  # the umask applies, as to open()
+    for linked in (name, *(name + suffix for suffix in companions)):
+        if os.path.islink(linked):
+            return f"{linked} is a symbolic link (name the file itself; none beside it)"
+    return None

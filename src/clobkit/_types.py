@@ -52,6 +52,7 @@ CORE_API = (
     "OrderHasher",
     "RequestSigner",
     "append_column",
+    "csv_columns",
     "from_units",
     "keccak256",
     "limit_amounts",

@@ -51,7 +51,9 @@ from ._record_frames import (
     Level,
     arrow,
     decode_book_frame,
+    file_spans,
     rest_levels,
+    row_bytes,
     schema,
     text_levels,
 )
@@ -64,6 +66,7 @@ from ._record_read import (
     read_markets,
     recording_files,
 )
+from ._safe_files import atomic_output, unsafe_directory
 from ._spec import book_topic
 from .errors import ClobkitError, OrderBookNotFound, ValidationError
 
@@ -175,6 +178,7 @@ class RecordingWriter:
         self._opened = time.monotonic()
         self._writing: asyncio.Task[None] | None = None
         self._rotating = asyncio.Lock()  # the run loop and each stream's consumer rotate
+        self._warned = False  # about an unsafe directory, once
 
     # -- the hot path ------------------------------------------------------------------------
 
@@ -259,17 +263,25 @@ class RecordingWriter:
         return pa.ListArray.from_arrays(offsets, values, type=level_type)
 
     def _write(self, rows: Columns) -> None:
-        """One complete file of ``rows``, under a ``.part`` name until it is whole."""
+        """``rows`` as files, each within what a replay reads (``file_spans``: one file
+        unless ``rotate_bytes`` is set past the bounds),
+        each under a random ``.part`` name until it is whole (``atomic_output``: never
+        through a link planted at either name)."""
         table = self._table(rows)
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(rows.recv_ns[0] / 1e9))
-        path = self.directory / f"book-{rows.seq[0]:012d}-{stamp}.parquet"
-        part = path.with_name(path.name + ".part")
-        from ._local_files import LOCAL, local
-
-        self._pa.parquet.write_table(table, local(part), compression="zstd", filesystem=LOCAL)
-        os.replace(part, path)
-        self.stats.files += 1
-        self.stats.bytes += path.stat().st_size
+        # as a replay counts them from the file: an empty side takes a value too
+        sides = zip(rows.bid_counts, rows.ask_counts, strict=True)
+        counts = [max(b, 1) + max(a, 1) for b, a in sides]
+        texts = row_bytes(rows)
+        for start, stop in file_spans(counts, texts):
+            first_ns = rows.recv_ns[start]
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(first_ns / 1e9))
+            path = self.directory / f"book-{rows.seq[start]:012d}-{stamp}.parquet"
+            with atomic_output(path) as file:
+                part = table.slice(start, stop - start)
+                self._pa.parquet.write_table(part, file, compression="zstd")
+                size = file.tell()
+            self.stats.files += 1
+            self.stats.bytes += size
 
     async def rotate(self) -> None:
         """Write the rows held as one file (in a thread; at most one write in flight)."""
@@ -293,18 +305,23 @@ class RecordingWriter:
         await self._drain()
 
     def check_directory(self) -> None:
-        """Refuse a directory that already holds a recording (its rows would mix), or
-        whose name Parquet's writer cannot take (before any row is recorded)."""
+        """Refuse a directory that already holds a recording (its rows would mix; a link
+        named ``markets.json`` counts), or whose name Parquet's writer cannot take (before
+        any row is recorded); warn once about one other users can write into."""
         try:
             os.fsdecode(self.directory).encode("utf-8")
         except UnicodeEncodeError:
             raise ValidationError(
                 "directory", str(self.directory), "must be a UTF-8 path (Parquet's writer)"
             ) from None
-        if (self.directory / MARKETS_FILE).exists() or recording_files(self.directory):
+        if os.path.lexists(self.directory / MARKETS_FILE) or recording_files(self.directory):
             raise ValidationError(
                 "directory", str(self.directory), "already holds a recording: use a new one"
             )
+        unsafe = None if self._warned else unsafe_directory(self.directory)
+        if unsafe is not None:  # its files are written safely; what else is there is not
+            self._warned = True
+            log.warning("recording into an unsafe directory: %s", unsafe)
 
     def write_markets(self) -> None:
         """Write ``markets.json``: the recorded markets, their events (``events``) and the
@@ -317,7 +334,8 @@ class RecordingWriter:
             "markets": [m._asdict() for m in self.markets],
             "events": [e._asdict() for e in self.events],
         }
-        (self.directory / MARKETS_FILE).write_text(json.dumps(info, indent=1) + "\n")
+        with atomic_output(self.directory / MARKETS_FILE, "w") as file:
+            file.write(json.dumps(info, indent=1) + "\n")
 
 
 class Recorder(RecordingWriter):
@@ -477,7 +495,12 @@ class Recorder(RecordingWriter):
             now = time.monotonic()
             if deadline is not None and now >= deadline:
                 return
-            wake = min(self._opened + self.rotate_seconds, progress, now + 0.25)
+            # the next chore: a rotation, a progress line (only when one is shown: an
+            # unshown one's time never moves on, and waiting for it spun a core), the
+            # deadline, or a look at the books left unread
+            wake = min(self._opened + self.rotate_seconds, now + 0.25)
+            if self.on_progress is not None:
+                wake = min(wake, progress)
             if deadline is not None:
                 wake = min(wake, deadline)
             await asyncio.wait(

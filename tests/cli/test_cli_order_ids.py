@@ -285,7 +285,7 @@ def test_default_batch_is_smaller_than_a_big_file(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import clobkit._orderids.csv_fast as csvfast
-    import clobkit._orderids.run as order_ids
+    import clobkit._orderids.text as text_input
 
     # the exact reader's batches; the pyarrow path's blocks are bounded in bytes
     # (test_cli_order_ids_csvfast.py::test_blocks_are_bounded)
@@ -297,7 +297,7 @@ def test_default_batch_is_smaller_than_a_big_file(
         calls.append(len(parsed.lines))
         return real(hasher, parsed, *rest)
 
-    monkeypatch.setattr(order_ids, "hash_batch", spy)
+    monkeypatch.setattr(text_input, "hash_batch", spy)
     rows = orders(1)
     src, dst = tmp_path / "in.csv", tmp_path / "out.csv"
     with src.open("w") as f:
@@ -334,7 +334,7 @@ def test_no_progress_bar_when_not_a_terminal(
 @pytest.mark.parametrize(
     ("setup", "argv", "message"),
     [
-        ("", ["in.csv", "out.jsonl"], "format of INPUT"),
+        ("", ["in.csv", "out.txt"], "out.txt: unknown format"),
         ("", ["in.csv", "in.csv"], "must not be INPUT"),
         ("", ["missing.csv", "out.csv"], "cannot read missing.csv"),
         ("token_id,maker_amount,side\n1,2,BUY\n", ["in.csv", "out.csv"], "taker_amount, salt"),

@@ -201,3 +201,28 @@ def test_for_command_leaves_a_process_that_already_has_pyarrow() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False"]
+
+
+def test_the_commands_process_keeps_freed_memory_where_glibc_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """glibc's malloc is told to keep what the pipeline frees (its next items reuse the
+    pages), unless the user set its tunables; elsewhere nothing is changed."""
+    from clobkit._orderids.process import keep_freed_memory
+
+    script = "from clobkit._orderids.process import keep_freed_memory as k; print(k())"
+    env = {
+        k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES" and not k.startswith("MALLOC_")
+    }
+    glibc = sys.platform.startswith("linux") and bool(os.confstr("CS_GNU_LIBC_VERSION") or "")
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == str(glibc)
+    env["GLIBC_TUNABLES"] = "glibc.malloc.trim_threshold=0"  # the user's: kept
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert keep_freed_memory() is False

@@ -61,17 +61,26 @@ def _parquet(path: Path, rows: list[dict[str, Any]], group: int) -> None:
     pq.write_table(pa.table(cols), path, row_group_size=group)
 
 
+def _bytes(path: Path) -> bytes:
+    """A file's bytes, or a dataset's: each file's name and bytes, in name order."""
+    if not path.is_dir():
+        return path.read_bytes()
+    return b"".join(p.name.encode() + b"\0" + p.read_bytes() for p in sorted(path.iterdir()))
+
+
 def _every_thread_count(
-    cli: Callable[..., Result], src: Path, wallet: Path, *extra: str
+    cli: Callable[..., Result], src: Path, wallet: Path, *extra: str, out: str = ""
 ) -> tuple[bytes, Result]:
-    """Run at each of ``THREADS``: every run's output bytes, stderr and exit code equal."""
+    """Run at each of ``THREADS``: every run's output bytes, stderr and exit code equal
+    (``out``: the output's suffix, ``/`` a dataset; INPUT's format unless given)."""
     first: tuple[bytes, Result] | None = None
     for threads in THREADS:
-        dst = src.with_name(f"out-{threads}{src.suffix}")
-        got = cli("order-ids", "--wallet", str(wallet), str(src), str(dst), *extra,
-                  "--threads", str(threads))  # fmt: skip
+        dataset = out == "/"
+        dst = src.with_name(f"out-{threads}{'' if dataset else out or src.suffix}")
+        got = cli("order-ids", "--wallet", str(wallet), str(src), str(dst) + "/" * dataset,
+                  *extra, "--threads", str(threads))  # fmt: skip
         assert got.code in (0, 1), got.err
-        done = (dst.read_bytes(), got)
+        done = (_bytes(dst), got)
         if first is None:
             first = done
             continue
@@ -140,6 +149,35 @@ def test_signed_parquet_and_csv_equal_across_threads(
     _, got = _every_thread_count(cli, tmp_path / "in.csv", wallet, "--sign",
                                  "--batch-size", "300")  # fmt: skip
     assert got.code == 0, got.err
+
+
+@pytest.mark.parametrize(
+    ("fmt", "out"),
+    [("csv", ".parquet"), ("csv", "/"), ("csv", ".jsonl"), ("parquet", "/"),
+     ("parquet", ".csv"), ("parquet", ".jsonl"), ("jsonl", "/"), ("jsonl", ".csv")],
+)  # fmt: skip
+def test_other_formats_and_datasets_equal_across_threads(
+    cli: Callable[..., Result],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fmt: str,
+    out: str,
+) -> None:
+    """Across formats and into a dataset (its files written by the pool threads, several at
+    once): the same files, bytes, messages and exit code at every ``--threads``."""
+    monkeypatch.setattr(csvfast, "BLOCK", 16_384)  # fast and exact CSV blocks mixed
+    src = tmp_path / f"in.{fmt}"
+    rows = _rows(2_000)
+    {"csv": write_csv, "jsonl": write_jsonl}.get(fmt, partial(_parquet, group=700))(src, rows)
+    got_bytes, got = _every_thread_count(
+        cli, src, wallet_file(tmp_path, WALLET), "--batch-size", "250", out=out
+    )
+    assert got.code == 1
+    assert (
+        sum(line.split(":")[0].split()[0] in ("line", "row") for line in got.err.splitlines()) == 4
+    )
+    if out == "/":
+        assert got_bytes.count(b"part-") > 3  # several files
 
 
 # ---------------------------------------------------------------------------

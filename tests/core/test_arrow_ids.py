@@ -64,9 +64,42 @@ def test_past_int32_offsets_the_array_is_large_string(
     assert hasher.order_ids(**_batch(2, 7), out="arrow").type == pa.string()
 
 
-@pytest.mark.parametrize("out", ["Arrow", "", None, b"arrow", 1, "pyarrow"])
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 20_000), seed=st.integers(0, 2**31), threads=st.sampled_from([1, 2, 3]))
+def test_bytes_ids_are_the_list_back_to_back_in_both_twins(
+    both: tuple[ModuleType, ...], n: int, seed: int, threads: int
+) -> None:
+    """``out="bytes"``: the ids of the list, 66 ASCII characters each, from lists and Arrow
+    columns alike (the lists in rounds, the columns in one), no pyarrow needed for it."""
+    for twin in both:
+        hasher = twin.OrderHasher(WALLET)
+        batch = _batch(n if twin.__name__.endswith("_c") else min(n, 300), seed)
+        ids = hasher.order_ids(**batch, threads=threads)
+        got = hasher.order_ids(**batch, threads=threads, out="bytes")
+        assert type(got) is bytes
+        assert got == "".join(ids).encode("ascii")
+        lists = {k: v.to_pylist() if isinstance(v, pa.Array) else v for k, v in batch.items()}
+        assert hasher.order_ids(**lists, threads=threads, out="bytes") == got
+
+
+def test_bytes_ids_need_no_pyarrow(core: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    batch = {
+        "token_ids": [TOKEN, TOKEN],
+        "maker_amounts": [1, 2],
+        "taker_amounts": 3,
+        "sides": 0,
+        "salts": [5, 6],
+    }
+    hasher = core.OrderHasher(WALLET)
+    assert hasher.order_ids(**batch, out="bytes") == "".join(hasher.order_ids(**batch)).encode()
+    with pytest.raises(MissingExtra):
+        hasher.order_ids(**batch, out="arrow")
+
+
+@pytest.mark.parametrize("out", ["Arrow", "", None, b"arrow", 1, "pyarrow", "Bytes", b"bytes"])
 def test_a_bad_out_is_named(core: ModuleType, out: Any) -> None:
-    with pytest.raises(OrderFieldError, match=r'^out: must be "list" or "arrow"') as info:
+    with pytest.raises(OrderFieldError, match=r'^out: must be "list", "arrow" or "bytes"') as info:
         core.OrderHasher(WALLET).order_ids(**_batch(2, 1), out=out)
     assert info.value.field == "out"
 

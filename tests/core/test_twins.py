@@ -480,6 +480,56 @@ def test_append_column_agrees(lines: Any, values: Any, width: Any) -> None:
     same("append_column", lines, values, width)
 
 
+csv_specs = st.lists(
+    st.one_of(
+        st.tuples(
+            st.integers(-1, 4),
+            st.sampled_from(["text", "uint64", "map", "x"]),
+            st.sampled_from([None, "", "d", 0, 7, -1, 2**64]),
+        ),
+        st.tuples(
+            st.integers(0, 3),
+            st.just("map"),
+            st.sampled_from([None, 0, 1]),
+            st.sampled_from([{"buy": 0, "sell": 1}, {"a": 5}, {"A": 1}, {}]),
+        ),
+        st.sampled_from([None, 1, (0,), (0, "text", None, None, 1)]),
+    ),
+    max_size=4,
+)
+csv_blocks = st.lists(
+    st.sampled_from(
+        [
+            b"a",
+            b"12",
+            b"BUY",
+            b'"x,y"',
+            b'"a""b"',
+            b",",
+            b"\r",
+            b"\n",
+            b"\r\n",
+            b" ",
+            b'"',
+            b"\t",
+            b"\x00",
+            b"\xff",
+            b"0" * 30,
+        ]
+    ),
+).map(b"".join)
+
+
+@settings(max_examples=examples(300))
+@given(
+    block=st.one_of(csv_blocks, buffers),
+    width=st.one_of(st.integers(1, 4), counts),
+    columns=st.one_of(csv_specs, st.sampled_from([None, "x", [[0, "text", None]]])),
+)
+def test_csv_columns_agrees(block: Any, width: Any, columns: Any) -> None:
+    same("csv_columns", block, width, columns)
+
+
 huge_numbers = st.sampled_from(
     [
         HUGE,

@@ -138,6 +138,7 @@ CALLS: list[tuple[str, list[Any], dict[str, Any]]] = [
     ("new_salts", [3], {}),
     ("salts_from_bytes", [b"\x01" * 64, 3], {}),
     ("append_column", [b"a\nb\n", b"xy", 1], {}),
+    ("csv_columns", [b"1,BUY\n", 2, [(0, "uint64", None), (1, "text", None)]], {}),
     ("keccak256", [b"abc"], {}),
     ("sha256_hex", [b"abc"], {}),
     ("signature", ["secret", "GET", "/x", 1_700_000_000_000, "nonce", b""], {}),

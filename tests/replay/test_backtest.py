@@ -49,3 +49,20 @@ def test_ladder_keeps_to_the_grid_and_the_minimum() -> None:
     assert [str(q.price) for q in backtest.ladder(Decimal("0.12"), Decimal(0), Decimal(1))] == [
         "0.10"
     ]
+
+
+def test_the_report_is_never_written_through_a_planted_link(tmp_path: Path) -> None:
+    # open(out / name, "w") followed a link another user planted in the report directory
+    backtest = example("backtest")
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    out = tmp_path / "report"
+    out.mkdir()
+    for name in FILES:
+        (out / name).symlink_to(victim)
+    summary = backtest.write_report(out, [], [], plot=False)
+    assert victim.read_text() == "precious"
+    for name in FILES:
+        assert not (out / name).is_symlink()
+    assert (out / "summary.txt").read_text() == summary
+    assert (out / "fills.csv").read_text() == "t_s,market,side,price,shares\n"

@@ -191,30 +191,44 @@ def test_users_trade_with_the_recorded_liquidity(tmp_path: Path, version: int) -
     assert engine.check_invariants() == []
 
 
-def test_off_grid_and_crossed_levels(tmp_path: Path) -> None:
+def test_crossed_levels_are_left_out(tmp_path: Path) -> None:
     engine = sandbox_module.Engine(config())
     market_id = write(
         tmp_path,
         engine,
-        [(0.0, [("0.485", "97"), ("0.47", "47")], [("0.475", "95"), ("0.515", "103")])],
+        [(0.0, [("0.48", "97"), ("0.47", "47")], [("0.48", "95"), ("0.52", "103")])],
     )
     token = engine.markets[market_id].fx.token_id_a
     replay = Replay(engine, tmp_path)
-    assert replay.snapped == 3  # 0.485 -> 0.48, 0.475 -> 0.48, 0.515 -> 0.52
-    assert replay.crossed == 1  # the ask snapped onto the best bid is left out
+    assert replay.crossed == 1  # the ask at the best bid is left out
     bids, asks = shown(engine, token)
     assert [p for p, _ in bids] == ["0.48", "0.47"]
     assert [p for p, _ in asks] == ["0.52"]
     assert engine.check_invariants() == []
 
 
+def test_an_off_grid_price_is_refused_naming_its_row_and_field(tmp_path: Path) -> None:
+    # it was moved onto the grid (and counted): the API's prices are on the 0.01 grid,
+    # and a recording holding another is none of its books
+    engine = sandbox_module.Engine(config())
+    books = [(0.0, [("0.48", "97")], [("0.52", "95")])]
+    books.append((1.0, [("0.48", "97"), ("0.475", "47")], [("0.52", "95")]))
+    write(tmp_path, engine, books)
+    with pytest.raises(ValidationError) as info:
+        Replay(engine, tmp_path)
+    said = str(info.value)
+    assert said.startswith("bids[1].price: must be a number in [0.01, 0.99] with at most 2")
+    assert "book-000000000000-20251201T000000.parquet row 1)" in said
+    assert "'0.475'" in said
+    assert not engine.markets[next(iter(engine.markets))].replayed  # nothing was served
+
+
 def test_token_b_alone_is_mirrored(tmp_path: Path) -> None:
     engine = sandbox_module.Engine(config())
-    b_book = ([("0.40", "40"), ("0.385", "77")], [("0.45", "45")])
+    b_book = ([("0.40", "40"), ("0.38", "77")], [("0.45", "45")])
     market_id = write(tmp_path, engine, [(0.0, *b_book)], outcome="b")
     fx = engine.markets[market_id].fx
-    replay = Replay(engine, tmp_path)
-    assert replay.snapped == 1  # b's bid 0.385 -> 0.38
+    Replay(engine, tmp_path)
     assert shown(engine, fx.token_id_b) == ([("0.40", "40"), ("0.38", "77")], [("0.45", "45")])
     bids_a, asks_a = shown(engine, fx.token_id_a)
     assert [p for p, _ in bids_a] == ["0.55"]
@@ -341,7 +355,7 @@ def test_sandbox_command_refusals(tmp_path: Path, capsys: Any) -> None:
     assert main(["--port", "0", "--start", "5"]) == 2
     assert "--start needs --replay" in capsys.readouterr().err
     assert main(["--replay", str(tmp_path), "--speed", "inf"]) == 2
-    assert "--speed: must be a positive finite number" in capsys.readouterr().err
+    assert "--speed: must be a number in [0.001, 1,000,000]" in capsys.readouterr().err
     assert main(["--port", "0", "--host", ""]) == 2
     assert "--host must name an address" in capsys.readouterr().err
 
@@ -398,5 +412,5 @@ def test_token_a_wins_over_token_b(tmp_path: Path) -> None:
     writer.add(BOOK, fx.token_id_b, b_book, T0 + 1)  # inconsistent on purpose: ignored
     asyncio.run(writer.flush())
     replay = Replay(engine, tmp_path)
-    assert len(replay.updates) == 1
+    assert replay.update_count == 1
     assert shown(engine, fx.token_id_a) == ([("0.40", "40")], [("0.45", "45")])

@@ -21,6 +21,7 @@ from ..core.test_columns import WALLETS
 
 pa = import_extra("pyarrow", "dask")
 pq = import_extra("pyarrow.parquet", "dask")
+pc = import_extra("pyarrow.compute", "dask")
 dd = import_extra("dask.dataframe", "dask")
 distributed = import_extra("distributed", "dask")
 
@@ -418,3 +419,45 @@ def test_to_parquet_writes_each_partition_in_one_task(client: Any, tmp_path: Pat
     assert {c.path_in_schema: c.compression for c in columns}["salt"] == "ZSTD"
     with pytest.raises(OrderFieldError, match="call with_order_ids first"):
         to_parquet(df, tmp_path / "other", column="clob_id")
+
+
+@pytest.mark.slow
+def test_to_parquet_and_the_commands_datasets_hold_the_same_ids(
+    client: Any, tmp_path: Path
+) -> None:
+    """The two ways to precompute ids of Parquet files (#45): ``clobkit.dask.to_parquet`` on
+    the cluster, and ``clobkit order-ids`` into a dataset on each file (read in its
+    manifest's order), equal an independent hasher's, row for row."""
+    import json
+
+    from clobkit._orderids.outputs import MANIFEST
+    from clobkit._orderids.run import run
+    from clobkit.dask import to_parquet
+
+    table = _table(1, 9_001)
+    sell = pa.array([side == "SELL" for side in table["side"].to_pylist()])
+    makers, takers = table["maker_amount"], table["taker_amount"].cast(pa.int64())
+    # a SELL pays shares for less USDC: the rule the command also checks (POST /orders/raw)
+    table = table.set_column(1, "maker_amount", pc.if_else(sell, takers, makers))
+    table = table.set_column(2, "taker_amount", pc.if_else(sell, makers, takers))
+    src = Path(_write(table, tmp_path / "in"))
+    frame = dd.read_parquet(str(src), dtype_backend="pyarrow")
+    to_parquet(with_order_ids(frame, WALLETS[1]), tmp_path / "dask")
+    files = sorted((tmp_path / "dask").glob("*.parquet"), key=lambda p: int(p.stem.split(".")[-1]))
+    dask_ids = [i for p in files for i in pq.read_table(p)["order_id"].to_pylist()]
+    wallet = tmp_path / "wallet.json"
+    wallet.write_text(json.dumps(WALLETS[1]))
+    command_ids: list[str] = []
+    for k in range(3):
+        out = tmp_path / f"cmd-{k}"
+        run(
+            str(wallet),
+            str(src / f"part-{k}.parquet"),
+            f"{out}/",
+            threads=2,
+            batch_size=1_000,
+            progress=False,
+        )
+        for entry in json.loads((out / MANIFEST).read_text())["files"]:
+            command_ids += pq.read_table(out / entry["path"])["order_id"].to_pylist()
+    assert dask_ids == command_ids == _independent_v1_ids(table, WALLETS[1])

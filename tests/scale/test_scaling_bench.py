@@ -157,6 +157,7 @@ def _check_dask_stages(stages: list[dict[str, Any]]) -> None:
 
 
 TVP_ARGS = ["--quick", "--max", "2", "--rounds", "1"]
+KINDS = ["sign", "ids", "lists", "lists-arrow", "arrow", "command", "dask"]
 
 
 @pytest.mark.slow
@@ -164,9 +165,40 @@ def test_threads_vs_processes_runs_every_kind_at_tiny_sizes(tmp_path: Path) -> N
     out = tmp_path / "tvp.json"
     done = _bench("threads_vs_processes.py", [*TVP_ARGS, "--json", str(out)])
     data = json.loads(out.read_text())
-    assert list(data) == ["sign", "ids", "lists", "lists-arrow", "arrow"]
-    for kind, row in data.items():
-        assert min(row["orders"], row["one thread ns"]) > 0, kind
+    assert data["counts"] == [2]
+    assert list(data["kinds"]) == KINDS
+    for kind, row in data["kinds"].items():
+        assert min(row["orders"], row["one"]) > 0, kind
         assert min(row["2"]["threads"], row["2"]["processes"]) > 0, kind
-        assert row["kernel at most threads"]["steal %"] >= 0, kind
-        assert f"{kind} at 2: threads" in done.stdout
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 100  # a terminal's width
+    assert (
+        sum(line.startswith(("sign_many", "order_ids", "order-ids", "dask")) for line in lines) == 6
+    )
+    assert "the command's rate over the in-memory Arrow rate: 2: " in done.stdout
+
+
+@pytest.mark.slow
+def test_clobkit_bench_scaling_prints_the_table(tmp_path: Path) -> None:
+    """``clobkit bench --scaling`` is the same table, from the installed package."""
+    env = os.environ | {"PYTHONPATH": str(Path(clobkit.__file__).parents[1])}
+    args = [
+        sys.executable,
+        "-m",
+        "clobkit",
+        "bench",
+        "--scaling",
+        *TVP_ARGS,
+        "--kinds",
+        "arrow,command",
+    ]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "threads / processes at N" in done.stdout
+    assert "order_ids arrow->arrow" in done.stdout
+    assert "order-ids CSV->dataset" in done.stdout
+    bad = subprocess.run(
+        [*args[:5], "--kinds", "nope"], env=env, capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 2
+    assert "unknown kind(s) nope" in bad.stderr

@@ -13,6 +13,8 @@ compared with clobkit's on the same inputs. One module per job:
   orders (with the ECDSA floor E); ``amounts``: amounts; ``request_headers``:
   request signing; ``files``: ``clobkit order-ids`` on CSV, Parquet and JSONL;
 - ``memory``: peak memory of a large ``order_ids`` batch (subprocesses);
+- ``scaling``: ``clobkit bench --scaling``, threads against processes at 2 to
+  16 workers for every batch kind, the command and Dask;
 - ``machine``, ``run``, ``report``, ``cli``: the report and the command line.
 """
 

@@ -31,8 +31,17 @@ DURATION = {False: "about 2 to 2.5 minutes on 2 cores", True: "about 10 seconds"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``clobkit bench``: returns 0, or 1 when clobkit disagrees with an exact reference."""
-    args = _parser().parse_args(argv)
+    """``clobkit bench``: returns 0, or 1 when clobkit disagrees with an exact reference.
+
+    ``clobkit bench --scaling [options]``: threads against processes on this machine
+    (``clobkit._bench.scaling``, its own options)."""
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--scaling" in given:
+        from .scaling import main as scaling
+
+        rest = [a for a in given if a != "--scaling"]
+        return scaling(rest, prog="clobkit bench --scaling")
+    args = _parser().parse_args(given)
     error = _check(args)
     if error:
         print(f"clobkit bench: error: {error}", file=sys.stderr)
@@ -66,6 +75,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-v2", type=int, help="orders per V2 order_ids call")
     p.add_argument("--memory-orders", type=int, help="orders in the memory check (0 skips it)")
     p.add_argument("--memory-only", action="store_true", help="only the memory check")
+    p.add_argument(
+        "--scaling",
+        action="store_true",
+        help="instead: threads against processes at 2, 4, 8, 16 workers, every batch kind "
+        "and the command (clobkit bench --scaling --help)",
+    )
     return p
 
 

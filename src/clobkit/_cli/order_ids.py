@@ -26,9 +26,10 @@ def add_order_ids(sub: Commands) -> None:
             "Read orders (token_id, maker_amount, taker_amount, side, salt; for a V1 wallet "
             "optional fee_rate_bps, nonce, expiration; for a V2/V3 wallet timestamp (ms) and "
             "optional metadata, builder; optional neg_risk) from INPUT, hash them in batches "
-            "and write the rows plus order_id (and signature with --sign) to OUTPUT, in the "
-            "same format (.csv, .jsonl, .parquet: Parquet needs pyarrow, streamed by row "
-            "group). The order version comes from the wallet's exchange "
+            "and write the rows plus order_id (and signature with --sign) to OUTPUT, in any "
+            "of the formats (Parquet needs pyarrow; a dataset's files are written in "
+            "parallel, in the input's order by name). The order version comes from the "
+            "wallet's exchange "
             "addresses unless --exchange-version says. Sides are BUY/SELL in any case "
             "or 0/1, neg_risk a bool, 0/1 or true/false; an empty cell or a null in an "
             "optional column is its default (0, false, the zero word), as clobkit.dask "
@@ -43,7 +44,12 @@ def add_order_ids(sub: Commands) -> None:
         help="GET /wallet data or its saved envelope (JSON)",
     )
     p.add_argument("input", metavar="INPUT", help="orders, .csv, .jsonl or .parquet")
-    p.add_argument("output", metavar="OUTPUT", help="where to write the rows with order_id")
+    p.add_argument(
+        "output",
+        metavar="OUTPUT",
+        help="where to write the rows with order_id: .csv, .jsonl, .parquet, or DIR/ "
+        "(a Parquet dataset, part-000000.parquet, ...)",
+    )
     p.add_argument("--threads", type=int, metavar="N", help="hashing threads (default 1)")
     p.add_argument(
         "--batch-size",

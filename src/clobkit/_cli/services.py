@@ -131,7 +131,7 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         argv += ["--forwarded-allow-ips", args.forwarded_allow_ips]
     # the replay's options go on even without --replay: the sandbox refuses them then
     argv += ["--replay", args.replay] if args.replay is not None else []
-    argv += ["--speed", str(args.speed)] if args.replay is not None or args.speed != 1.0 else []
+    argv += [f"--speed={args.speed}"] if args.speed is not None else []
     argv += [f"--start={args.start}"] if args.start is not None else []
     argv += [f"--end={args.end}"] if args.end is not None else []
     argv += ["--step"] if args.step else []
@@ -222,9 +222,7 @@ def run_bench(extra: list[str]) -> int:
 def _add_replay(p: argparse.ArgumentParser) -> None:
     group = p.add_argument_group("replay a recording (clobkit record; docs/backtesting.md)")
     group.add_argument("--replay", metavar="DIR", help="serve the recorded books of DIR")
-    group.add_argument(
-        "--speed", type=float, default=1.0, metavar="X", help="virtual seconds a second (1)"
-    )
+    group.add_argument("--speed", metavar="X", help="virtual seconds a second (1)")
     group.add_argument("--start", metavar="T", help="seconds from the recording's start, or ISO")
     group.add_argument("--end", metavar="T", help="seconds from the recording's start, or ISO")
     group.add_argument(

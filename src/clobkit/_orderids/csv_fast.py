@@ -1,20 +1,23 @@
-"""CSV for ``clobkit order-ids`` at speed: blocks of lines through pyarrow, exact when in doubt.
+"""CSV for ``clobkit order-ids`` at speed: blocks of lines read natively, exact when in doubt.
 
 Used when pyarrow is installed and no signing is asked for. The file after
 the header is read in blocks of about ``BLOCK`` bytes cut after a line end.
 A block takes the fast path only if every line in it is plain: ``width``
 fields, each either unquoted (printable ASCII or tab, no quote, no comma) or
 quoted RFC 4180 style (printable ASCII, tab and commas, doubled quotes), and
-each line ends in LF or CRLF (no lone CR, no blank line). One RE2 match over
-the block checks that. On such lines pyarrow's reader and Python's csv give
-the same fields, so the block's columns go from pyarrow straight into
-``OrderHasher.order_ids(out="arrow")`` and each output row is the input line
-plus ``,`` and its id (the core's ``append_column``, one pass of copies). A
-block that fails the check, has a value the core refuses or a row
-``POST /orders/raw`` would refuse is
-handed back whole to the exact reader (``_orderids.csv_exact``), which words the
-errors with their line numbers: the output bytes and messages are the exact
-reader's for every input. Memory is bounded by the block, not the file.
+each line ends in LF or CRLF (no lone CR, no blank line). The core's
+``csv_columns`` checks that and reads the order columns in one pass each
+without the GIL (digits as uint64, sides and flags through their tables,
+token ids and words as text; ``_csv_columns`` has the rule): on such lines
+Python's csv reads the same fields, so the columns go straight into
+``OrderHasher.order_ids(out="arrow")`` and each output row is the input
+line plus ``,`` and its id (the core's ``append_column``, one pass of
+copies). A block that is not plain, has a value the fast reading does not
+take (not digits, past 2**64 - 1, an empty required cell), a value the core
+refuses or a row ``POST /orders/raw`` would refuse is handed back whole to
+the exact reader (``_orderids.csv_exact``), which words the errors with
+their line numbers: the output bytes and messages are the exact reader's
+for every input. Memory is bounded by the block, not the file.
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeVar
 
 from .._arrow_ids import ID_CHARS
-from .._arrow_values import scalar, values
-from .._core import append_column
+from .._arrow_values import scalar
+from .._core import append_column, csv_columns
 from .._parse import BATCH_KEYWORDS
 from .._spec import SALT_MAX
 from ..amounts import raw_amounts_flagged
-from ..errors import OrderFieldError, ValidationError
+from ..errors import ValidationError
 from ..order_id import OrderHasher
 from .csv_exact import CsvOrders
 from .process import import_pyarrow
@@ -42,15 +45,10 @@ T = TypeVar("T")  # what the exact reader makes of a block in doubt
 BLOCK = 8 << 20  # bytes read at a time; a block grows only to hold one longer line
 ENABLED = True  # tests turn the fast path off to compare with the exact reader
 
-# integer columns besides token ids: digit strings are read as uint64 before hashing
+# integer columns besides token ids: digit strings are read as uint64
 _NUMBERS = frozenset(
     ("maker_amount", "taker_amount", "salt", "fee_rate_bps", "nonce", "expiration", "timestamp")
 )
-
-# the line shapes on which pyarrow's reader and Python's csv (strict) agree
-_PLAIN = r"[\t\x20\x21\x23-\x2b\x2d-\x7e]*"  # printable ASCII or tab, no quote or comma
-_QUOTED = r'"(?:[\t\x20\x21\x23-\x7e]|"")*"'  # commas inside; a quote only doubled
-_FIELD = f"(?:{_PLAIN}|{_QUOTED})"
 
 
 def read_header(raw: IO[bytes]) -> tuple[bytes, bytes]:
@@ -92,90 +90,63 @@ def engine(
 
 
 class FastCsv:
-    """The fast path of one file: its column map, reader options and line pattern."""
+    """The fast path of one file: which fields to read, and how (``csv_columns``' specs)."""
 
     def __init__(
         self, hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
     ) -> None:
         import pyarrow as pa
-        import pyarrow.csv as pacsv
 
         from .. import _arrow_compute as ac
 
-        self.pa, self.ac, self.pacsv = pa, ac, pacsv
+        self.pa, self.ac = pa, ac
         self.hasher, self.layout, self.threads = hasher, layout, threads
-        width = fmt.width
-        names = [f"f{i}" for i in range(width)]
-        self.columns = {name: names[i] for name, i in fmt.index.items() if name in layout.fields}
-        line = _FIELD + f"(?:,{_FIELD})" * (width - 1)
-        self.pattern = f"^(?:{line}\\r?\\n)*(?:{line})?$"
-        self.read = pacsv.ReadOptions(column_names=names, use_threads=True, block_size=1 << 20)
-        self.parse = pacsv.ParseOptions(newlines_in_values=False, ignore_empty_lines=False)
-        self.convert = pacsv.ConvertOptions(
-            column_types=dict.fromkeys(names, pa.string()),
-            include_columns=list(self.columns.values()),
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        )
+        self.width = fmt.width
+        self.names: list[str] = []
+        self.specs: list[tuple[Any, ...]] = []
+        for name, i in fmt.index.items():
+            if name in layout.fields:
+                self.names.append(name)
+                self.specs.append(_spec(name, i))
         self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
-        self.empty = scalar(pa, "", pa.string())
-        # an empty cell of an optional column is its default, as the exact reader reads it
-        self.defaults = {name: scalar(pa, text_default(name), pa.string()) for name in DEFAULTS}
 
     def block(self, block: bytes) -> tuple[Any, int] | None:
         """The output rows of a block of whole lines (a buffer) and their count; None: in doubt."""
-        try:
-            return self._block(block)
-        except self.pa.ArrowException:  # anything pyarrow will not do: the exact reader will
+        got = self.columns(block, [])
+        if got is None:
             return None
+        ids, rows, _ = got
+        # each line (its CR dropped: the shape allows one only before LF) + "," + its id
+        return append_column(block, ids.buffers()[2], ID_CHARS), rows
 
-    def _block(self, block: bytes) -> tuple[Any, int] | None:
-        pa, ac = self.pa, self.ac
-        whole = pa.Array.from_buffers(
-            pa.large_binary(),
-            1,
-            [None, values(pa, [0, len(block)], pa.int64()).buffers()[1], pa.py_buffer(block)],
-        )
-        if not ac.matches(whole, self.pattern)[0].as_py():
-            return None
-        table = self.pacsv.read_csv(pa.BufferReader(block), self.read, self.parse, self.convert)
-        ids = self._ids(table)
-        if ids is None:
-            return None
-        # each line (its CR dropped: the pattern allows one only before LF) + "," + its id;
-        # append_column counts the lines: a row pyarrow read differently refuses the block
-        try:
-            rows = append_column(block, ids.buffers()[2], ID_CHARS)
-        except OrderFieldError:
-            return None
-        return rows, table.num_rows
+    def columns(self, block: bytes, texts: list[int]) -> tuple[Any, int, list[Any]] | None:
+        """(the ids of a block as an Arrow array, its rows, the text of each field of
+        ``texts`` as an Arrow string column, an empty cell a null); None: in doubt.
 
-    def _ids(self, table: Any) -> Any:
-        """The ids of a parsed block (an Arrow array), or None if any row needs the exact path."""
-        pa, ac = self.pa, self.ac
-        args: dict[str, Any] = {}
-        for name, column in self.columns.items():
-            col = table.column(column)
-            if name in self.defaults:  # an empty cell of an optional column: its default
-                empty = ac.equal(col, self.empty)
-                if ac.any_(empty):  # (no copy of a column that has none)
-                    col = ac.if_else(empty, self.defaults[name], col)
-            if name == "side":
-                col = self._mapped(col, SIDE_KEYS, pa.int8())
-            elif name == "neg_risk":
-                col = self._mapped(col, FLAGS, pa.bool_())
-            elif name in _NUMBERS:
-                col = self._digits(col)
-            if col is None:
-                return None
-            args[BATCH_KEYWORDS[name]] = col
-        # the rows POST /orders/raw refuses: any sends the block to the exact reader
-        makers, takers, salts = (args[k] for k in ("maker_amounts", "taker_amounts", "salts"))
-        if not all(pa.types.is_uint64(c.type) for c in (makers, takers, salts)):
-            return None  # digits beyond 2**64 - 1, or not digits: the exact reader's case
-        bad = raw_amounts_flagged(args["sides"], makers, takers)
+        ``csv_columns`` reads the block without the GIL: a line of another shape, a
+        value not of its field's kind (not digits, past 2**64 - 1, a side not in
+        the table, an empty required cell) sends the block to the exact reader.
+        """
+        pa = self.pa
+        # a field the hashing reads as text already (a token id) is read once
+        wanted = [(i, "text", None) for i in texts]
+        specs = self.specs + [spec for spec in wanted if spec not in self.specs]
+        got = csv_columns(block, self.width, specs)
+        if got is None:
+            return None
+        rows, cols = got
+        arrays = [_array(pa, spec, rows, col) for spec, col in zip(specs, cols, strict=True)]
+        ids = self._ids(dict(zip(self.names, arrays, strict=False)))
+        return None if ids is None else (ids, rows, [arrays[specs.index(s)] for s in wanted])
+
+    def _ids(self, columns: dict[str, Any]) -> Any:
+        """The ids of a block's columns (an Arrow array), or None if any row needs the
+        exact path (a value the core refuses, a row POST /orders/raw refuses)."""
+        ac = self.ac
+        args = {BATCH_KEYWORDS[name]: col for name, col in columns.items()}
+        bad = raw_amounts_flagged(args["sides"], args["maker_amounts"], args["taker_amounts"])
         if self.layout is V1:  # POST /orders/raw's salt range
-            bad = ac.or_(bad, ac.greater(salts, self.salt_max))
+            bad = ac.or_(bad, ac.greater(args["salts"], self.salt_max))
         if ac.any_(bad):
             return None
         try:
@@ -183,76 +154,74 @@ class FastCsv:
         except ValidationError:
             return None  # the exact reader names the row and the value
 
-    def _digits(self, col: Any) -> Any:
-        """A column of decimal digit strings as uint64 (the value the core reads from them).
 
-        Anything else (an empty cell, a sign, a value past 2**64 - 1) stays a
-        string column, for the core to take or refuse as the exact reader's.
-        """
-        pa, ac = self.pa, self.ac
-        if not ac.all_(ac.is_decimal(col)):
-            return col
-        try:
-            return ac.cast(col, pa.uint64())
-        except pa.ArrowException:  # past 2**64 - 1
-            return col
+def _spec(name: str, field: int) -> tuple[Any, ...]:
+    """How ``csv_columns`` reads field ``field`` for order column ``name``: as the exact
+    reader reads its text (an empty cell of an optional column its default)."""
+    default = DEFAULTS.get(name)
+    if name == "side":
+        return field, "map", None, SIDE_KEYS
+    if name == "neg_risk":
+        return field, "map", int(bool(default)), {k: int(v) for k, v in FLAGS.items()}
+    if name in _NUMBERS:  # an int the core reads as the digits say
+        return field, "uint64", None if name not in DEFAULTS else int(default)  # type: ignore[call-overload]
+    # token ids (digits, maybe past 64 bits) and bytes32 words: text for the core
+    return field, "text", text_default(name) if name in DEFAULTS else None
 
-    def _mapped(self, col: Any, table: dict[str, Any], typ: Any) -> Any:
-        """A string column through ``table`` as the exact reader maps it; None: a value is not."""
-        pa, ac = self.pa, self.ac
-        distinct = ac.unique(col)
-        mapped = [table.get(v.lower()) for v in distinct.to_pylist()]
-        if None in mapped:
-            return None
-        return ac.take(values(pa, mapped, typ), ac.index_in(col, distinct))
+
+def _array(pa: Any, spec: tuple[Any, ...], rows: int, col: Any) -> Any:
+    """A ``csv_columns`` column as an Arrow array."""
+    kind = spec[1]
+    if kind == "text":
+        valid, offsets, data = col
+        buffers = [None if valid is None else pa.py_buffer(valid), pa.py_buffer(offsets)]
+        return pa.Array.from_buffers(pa.string(), rows, [*buffers, pa.py_buffer(data)])
+    typ = pa.uint64() if kind == "uint64" else pa.int8()
+    return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(col)])
 
 
 def run_blocks(
-    fast: FastCsv | None,
     raw: IO[bytes],
     rest: bytes,
     start: int,
     first: int,
     *,
-    write: Callable[[Any], None],
-    exact: Callable[[bytes], tuple[T, int]],
-    emit: Callable[[int, T, int], None],
-    done: Callable[[int, int], None],
+    block: Callable[[int, bytes], tuple[T, int] | None],
+    exact: Callable[[int, bytes], tuple[T, int]],
+    report: Callable[[T, int, int], None],
     workers: int = 1,
 ) -> None:
     """Every line after the header: blocks read, hashed and written in overlapping stages.
 
     ``workers`` blocks are worked on at once (``_orderids.stages.staged``): a
-    reader thread cuts them, pool threads run ``fast.block`` on them (the RE2 check,
-    pyarrow's reader and kernels, the core's hashing and ``append_column``,
-    all without the GIL), and this thread writes them in order. With ``fast``
-    None every block goes to the exact reader.
-
-    ``start`` is the offset of ``rest`` in the file (no ``tell``: a pipe has
-    none). ``exact(block)`` runs a block in doubt through the exact reader, in
-    the pool like a fast block, and returns (what it made, its line count);
-    ``emit(first_line, made, bytes_read)`` writes that here, in order (it
-    reports and counts its own rows); ``done(bytes_read, rows)`` counts the
-    rows of a fast block.
+    reader thread cuts them, pool threads make each block's piece, and this
+    thread reports them in order. ``block(index, data)`` makes (the piece, its
+    line count) of a block on the fast path (``FastCsv``: ``csv_columns``, the
+    core's hashing, the output's rows, all without the GIL) or returns None:
+    in doubt.
+    ``exact(index, data)`` then makes it through the exact reader, in the pool
+    like a fast block, and returns (the piece, its line count). ``report(piece,
+    bytes_read, first_line)`` writes a piece here, in order: ``first_line`` is
+    the number of the block's first line (an exact piece's line numbers count
+    from 0 in its block). ``start`` is the offset of ``rest`` in the file (no
+    ``tell``: a pipe has none).
     """
     line = first
 
-    def work(entry: tuple[bytes, int]) -> tuple[bool, Any, int]:
-        """(whether fast, the output or what ``exact`` made, the line count)."""
-        made = fast.block(entry[0]) if fast is not None else None
-        return (True, *made) if made is not None else (False, *exact(entry[0]))
+    def work(entry: tuple[int, bytes, int]) -> tuple[T, int]:
+        """(the block's piece, its line count)."""
+        index, data, _ = entry
+        made = block(index, data)
+        return exact(index, data) if made is None else made
 
-    def finish(entry: tuple[bytes, int], result: tuple[bool, Any, int]) -> None:
+    def finish(entry: tuple[int, bytes, int], result: tuple[T, int]) -> None:
         nonlocal line
-        is_fast, made, lines = result
-        if is_fast:
-            write(made)
-            done(entry[1], lines)
-        else:
-            emit(line, made, entry[1])
+        piece, lines = result
+        report(piece, entry[2], line)
         line += lines
 
-    staged(_blocks(raw, rest, start), work, finish, workers)
+    numbered = ((i, data, at) for i, (data, at) in enumerate(_blocks(raw, rest, start)))
+    staged(numbered, work, finish, workers)
 
 
 def _blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._arrow_values import scalar
@@ -21,6 +20,8 @@ from ..amounts import raw_amounts_flagged
 from ..errors import ValidationError
 from ..order_id import OrderHasher
 from ..signing import Signer
+from .convert import csv_header, csv_rows, jsonl_rows, parquet_options
+from .outputs import open_output
 from .process import import_pyarrow
 from .rows import (
     DEFAULTS,
@@ -234,24 +235,26 @@ def _dictionary_columns(meta: Any) -> tuple[list[str], list[str]]:
     return read, write
 
 
-def _run_parquet(
+def run_parquet(
     hasher: OrderHasher,
     layout: Layout,
     signer: Signer | None,
     input_path: str,
-    part: Path,
+    out_kind: str,
+    output_path: str,
     *,
     threads: int | None,
     batch_size: int,
     bar: Progress,
     say: Callable[[str], None],
 ) -> tuple[int, int]:
-    """Parquet in, Parquet out, in stages: (written, rejected).
+    """Parquet in, any output, in stages: (written, rejected).
 
     Row groups are read (their columns decoded in pyarrow's threads) while
-    earlier record batches are hashed and made output batches in the stage
-    pool and the batches before them are encoded, compressed and written by
-    this thread, in the file's order (``_orderids.stages.staged``).
+    earlier record batches are hashed and made the output's pieces in the
+    stage pool (a dataset's files written there, several at once) and the
+    pieces before them are written by this thread, in the file's order
+    (``_orderids.stages.staged``).
     """
     pa, pq, ac = _pyarrow()
     source, schema, read, dictionaries = _open(pa, pq, input_path)
@@ -259,36 +262,89 @@ def _run_parquet(
     check_types(pa, ac, schema, layout, input_path)
     added = ["order_id"] + ([] if signer is None else ["signature"])
     schema = _output_schema(pa, schema, added)
-    total = max(source.metadata.num_rows, 1)
-    per_item = item_threads(threads)
-    written = rejected = done = 0
+    options = parquet_options(schema.names, added, dictionaries)
+    out = open_output(
+        out_kind, output_path, workers_for(threads), lambda: (pa, pq, schema, options)
+    )
+    run = _Run(pa, ac, hasher, layout, signer, item_threads(threads), bar, say)
+    run.output(added, read, schema, _renderer(pa, ac, out_kind, out), out)
+    run.total = max(source.metadata.num_rows, 1)
+    ok = False
+    try:
+        if out_kind == "csv":
+            out.put(csv_header(schema.names))
+        items = ((i, *entry) for i, entry in enumerate(_numbered(_batches(source, batch_size))))
+        staged(items, run.work, run.finish, workers_for(threads))
+        ok = True
+    except pa.ArrowException as exc:
+        raise InputError(f"{input_path}: {exc}") from None
+    finally:
+        out.close(ok)
+    return run.written, run.rejected
 
-    def work(entry: tuple[int, Any]) -> tuple[Any, int, list[tuple[int, str]]]:
-        """One record batch hashed and made the output's (in a pool thread)."""
-        first, batch = entry
-        result = _arrow_batch(pa, ac, hasher, batch, first, layout, per_item, signer)
-        return _output(pa, ac, batch, result, added, read, schema)
 
-    with _writer(pq, part, schema, added, dictionaries) as writer:
+class _Run:
+    """One Parquet input's stages: an item's work (a pool thread), its finish (this one)."""
 
-        def finish(entry: tuple[int, Any], result: tuple[Any, int, list[tuple[int, str]]]) -> None:
-            """Refusals reported and the batch written, in the file's order (this thread)."""
-            nonlocal written, rejected, done
-            out, kept, rejects = result
-            for number, reason in rejects:
-                bar.clear()
-                say(f"row {number}: {reason}")
-            writer.write_batch(out)  # encoded and compressed while the next batches are hashed
-            written += kept
-            rejected += len(rejects)
-            done += kept + len(rejects)
-            bar.update(int(done / total * bar.total), written)
+    def __init__(
+        self,
+        pa: Any,
+        ac: Any,
+        hasher: OrderHasher,
+        layout: Layout,
+        signer: Signer | None,
+        per_item: int,
+        bar: Progress,
+        say: Callable[[str], None],
+    ) -> None:
+        self.pa, self.ac, self.hasher, self.layout, self.signer = pa, ac, hasher, layout, signer
+        self.per_item, self.bar, self.say = per_item, bar, say
+        self.written = self.rejected = self.done = 0
+        self.total = 1
 
-        try:
-            staged(_numbered(_batches(source, batch_size)), work, finish, workers_for(threads))
-        except pa.ArrowException as exc:
-            raise InputError(f"{input_path}: {exc}") from None
-    return written, rejected
+    def output(self, added: list[str], read: list[str], schema: Any, render: Any, out: Any) -> None:
+        """What the output needs: the added columns, the dictionary-read ones, its schema,
+        how a batch becomes its piece and where the pieces go."""
+        self.added, self.read, self.schema, self.render, self.out = added, read, schema, render, out
+
+    def work(self, entry: tuple[int, int, Any]) -> tuple[Any, int, list[tuple[int, str]]]:
+        """One record batch hashed and made the output's piece (in a pool thread)."""
+        index, first, batch = entry
+        pa, ac = self.pa, self.ac
+        result = _arrow_batch(
+            pa, ac, self.hasher, batch, first, self.layout, self.per_item, self.signer
+        )
+        made, kept, rejects = _output(pa, ac, batch, result, self.added, self.read, self.schema)
+        return self.render(index, made), kept, rejects
+
+    def finish(self, _: object, result: tuple[Any, int, list[tuple[int, str]]]) -> None:
+        """Refusals reported and the piece written, in the file's order (this thread)."""
+        piece, kept, rejects = result
+        _report(rejects, self.bar, self.say)
+        self.out.put(piece)  # Parquet: encoded and compressed while the next are hashed
+        self.written += kept
+        self.rejected += len(rejects)
+        self.done += kept + len(rejects)
+        self.bar.update(int(self.done / self.total * self.bar.total), self.written)
+
+
+def _report(rejects: list[tuple[int, str]], bar: Progress, say: Callable[[str], None]) -> None:
+    """Each refused row said as ``row N: reason``, the bar out of its way."""
+    for number, reason in rejects:
+        bar.clear()
+        say(f"row {number}: {reason}")
+
+
+def _renderer(pa: Any, ac: Any, out_kind: str, out: Any) -> Callable[[int, Any], Any]:
+    """How an output record batch becomes the output's piece (in a pool thread)."""
+    if out_kind == "csv":
+        import pyarrow.csv as pacsv
+
+        return lambda _, batch: csv_rows(pa, pacsv, ac, batch)
+    if out_kind == "jsonl":
+        return lambda _, batch: jsonl_rows(pa, ac, batch)
+    made: Callable[[int, Any], Any] = out.made
+    return made
 
 
 def _open(pa: Any, pq: Any, input_path: str) -> tuple[Any, Any, list[str], list[str]]:
@@ -315,23 +371,6 @@ def _output_schema(pa: Any, schema: Any, added: list[str]) -> Any:
     for name in added:
         schema = schema.append(pa.field(name, pa.string()))
     return schema
-
-
-def _writer(pq: Any, part: Path, schema: Any, added: list[str], dictionaries: list[str]) -> Any:
-    """The output file's writer: the input's encodings, the ``added`` columns plain."""
-    # ids are random hex: dictionaries, compression and min/max statistics (which
-    # would span nearly every id in each row group) only cost time on them
-    from .._local_files import LOCAL, local
-
-    plain = dict.fromkeys(added, "none")
-    return pq.ParquetWriter(
-        local(part),
-        schema,
-        filesystem=LOCAL,
-        use_dictionary=[name for name in dictionaries if name not in added],
-        compression={**dict.fromkeys(schema.names, "snappy"), **plain},
-        write_statistics=[name for name in schema.names if name not in added],
-    )
 
 
 def _numbered(batches: Iterator[Any]) -> Iterator[tuple[int, Any]]:

@@ -19,15 +19,13 @@ carry ``fee_rate_bps``, ``nonce``, ``expiration``; V2/V3 orders a
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
-from itertools import islice
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+from typing import Any, NamedTuple, TextIO
 
 from .._core import IMPLEMENTATION
 from .._jsondepth import json_too_deep
@@ -35,16 +33,12 @@ from .._wallet import wallet_data
 from ..errors import OrderFieldError, ValidationError
 from ..order_id import OrderHasher
 from ..signing import Signer
-from .csv_exact import CsvOrders
-from .csv_fast import available, engine, read_header, run_blocks
-from .parquet import _run_parquet
-from .rows import LAYOUTS, Batch, InputError, Layout, Parsed, check_signer, hash_batch
-from .stages import item_threads, staged, workers_for
+from .outputs import check_dataset_target, is_dataset
+from .parquet import run_parquet
+from .rows import LAYOUTS, InputError, Layout, check_signer
+from .text import text_input
 
-if TYPE_CHECKING:
-    from .jsonl import JsonlOrders
-
-__all__ = ["DEFAULT_BATCH", "PARQUET_BATCH", "InputError", "describe", "run"]
+__all__ = ["DEFAULT_BATCH", "PARQUET_BATCH", "InputError", "describe", "output_kind", "run"]
 
 DEFAULT_BATCH = 50_000  # rows of Python objects (CSV's exact reader, JSONL)
 # Parquet's batches are Arrow columns: each is one order_ids call and one output
@@ -97,17 +91,26 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def _check_output(target: Path, source: Path, wallet: Path) -> None:
-    """OUTPUT is neither INPUT nor the wallet, and is not a read-only file."""
-    if _same(target, source):
+def _check_output(output_path: str, out_kind: str, input_path: str, wallet: str) -> None:
+    """OUTPUT is neither INPUT nor the wallet, and is not a read-only file; a dataset's
+    directory holds neither and nothing but a previous dataset (``check_dataset_target``)."""
+    if out_kind == "dataset":
+        check_dataset_target(output_path, input_path, wallet)
+        return
+    target = Path(output_path)
+    if _same(target, Path(input_path)):
         raise InputError("OUTPUT must not be INPUT (same file)")
-    if _same(target, wallet):
+    if _same(target, Path(wallet)):
         raise InputError("OUTPUT must not be the --wallet file (same file)")
-    if target.is_dir():
-        raise InputError(f"OUTPUT {target} is a directory")
     # root may write any file, so the mode bits count too
     if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
         raise InputError(f"OUTPUT {target} is read-only: not replaced")
+
+
+def output_kind(path: str) -> str:
+    """OUTPUT's kind: ``dataset`` (a directory of Parquet files: a path ending in a
+    separator, or an existing directory), else its file format (``format_of``)."""
+    return "dataset" if is_dataset(path) else format_of(path)
 
 
 def format_of(path: str) -> str:
@@ -137,8 +140,8 @@ class Progress:
         if not self.enabled:
             return
         now = time.perf_counter()
-        if self.shown and now - self.last < 0.1:
-            return
+        if self.shown and now - self.last < 0.1 and done_bytes < self.total:
+            return  # (the end is always shown)
         self.last = now
         fraction = min(1.0, done_bytes / self.total)
         filled = int(fraction * 30)
@@ -211,11 +214,7 @@ def run(
         version=version,
         signer=signer,
     )
-    target = Path(output_path)
-    part = target.with_name(f".{target.name}.part")
-    if kind == "parquet":
-        return _parquet_file(job, input_path, output_path, part)
-    return _text_file(job, kind, input_path, output_path, part)
+    return _outputs(job, kind, input_path, output_kind(output_path), output_path)
 
 
 def _job(
@@ -234,11 +233,10 @@ def _job(
     """The paths and the batch size checked, the wallet loaded, the signer matched to it."""
     if batch_size is None:
         batch_size = PARQUET_BATCH if kind == "parquet" else DEFAULT_BATCH
-    if format_of(output_path) != kind:
-        raise InputError(f"OUTPUT must have the format of INPUT ({kind})")
+    out_kind = output_kind(output_path)
     if not 1 <= batch_size <= MAX_BATCH:
         raise InputError(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {batch_size})")
-    _check_output(Path(output_path), Path(input_path), Path(wallet))
+    _check_output(output_path, out_kind, input_path, wallet)
     try:
         hasher = OrderHasher(load_wallet(wallet), version=version)
     except ValidationError as exc:
@@ -251,178 +249,38 @@ def _job(
     return _Job(hasher, layout, signer, threads, batch_size, shown, say)
 
 
-def _parquet_file(job: _Job, input_path: str, output_path: str, part: Path) -> Summary:
-    """A Parquet file by record batch (``_orderids.parquet``), written to ``part`` first."""
+def _outputs(job: _Job, kind: str, input_path: str, out_kind: str, output_path: str) -> Summary:
+    """Every order of INPUT hashed into OUTPUT (``_orderids.parquet`` or ``.text``)."""
     try:
-        size = os.stat(input_path).st_size
-    except OSError as exc:
-        raise InputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
-    bar = Progress(size, job.progress, sys.stderr)
-    started = time.perf_counter()
-    try:
-        written, rejected = _run_parquet(
-            job.hasher,
-            job.layout,
-            job.signer,
-            input_path,
-            part,
-            threads=job.threads,
-            batch_size=job.batch_size,
-            bar=bar,
-            say=job.say,
-        )
-        os.replace(part, output_path)
-    except OSError as exc:
-        raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
-    finally:
-        bar.clear()
-        if part.exists():
-            part.unlink()
-    return Summary(written, rejected, time.perf_counter() - started)
-
-
-def _text_file(job: _Job, kind: str, input_path: str, output_path: str, part: Path) -> Summary:
-    """A CSV or JSONL file: in byte blocks (CSV with pyarrow, not signing) or in batches
-    of lines, written to ``part`` first."""
-    try:
-        raw = open(input_path, "rb")  # noqa: SIM115 - closed through source
-        source = io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+        raw = open(input_path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InputError(f"cannot read {input_path}: {exc.strerror or exc}") from None
     bar = Progress(os.fstat(raw.fileno()).st_size, job.progress, sys.stderr)
-    try:
-        out = open(part, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        source.close()
-        raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
     started = time.perf_counter()
-    sink = _Sink(out, bar, job.say, raw)
     try:
-        with source, out:
-            if kind == "csv" and job.signer is None and available():
-                _csv_blocks(job, raw, sink)  # the text wrapper is never read
+        with raw:
+            if kind == "parquet":
+                written, rejected = run_parquet(
+                    job.hasher,
+                    job.layout,
+                    job.signer,
+                    input_path,
+                    out_kind,
+                    output_path,
+                    threads=job.threads,
+                    batch_size=job.batch_size,
+                    bar=bar,
+                    say=job.say,
+                )
             else:
-                _line_batches(job, kind, source, sink)
-        os.replace(part, output_path)
+                written, rejected = text_input(job, kind, raw, out_kind, output_path, bar)
     except UnicodeDecodeError as exc:
         raise InputError(f"{input_path} is not UTF-8 text ({exc.reason})") from None
+    except OSError as exc:
+        raise InputError(f"cannot write {output_path}: {exc.strerror or exc}") from None
     finally:
         bar.clear()
-        if part.exists():
-            part.unlink()
-    return Summary(sink.written, sink.rejected, time.perf_counter() - started)
-
-
-class _Sink:
-    """Where the hashed batches of a text file go: the output, the counts, the bar and
-    the rejections (reported in line order within a batch)."""
-
-    __slots__ = ("bar", "out", "raw", "rejected", "say", "written")
-
-    def __init__(self, out: TextIO, bar: Progress, say: Callable[[str], None], raw: Any) -> None:
-        self.out, self.bar, self.say, self.raw = out, bar, say, raw
-        self.written = self.rejected = 0
-
-    def emit(
-        self, fmt: CsvOrders | JsonlOrders, parsed: Parsed, result: Batch, at: int | None = None
-    ) -> None:
-        """A batch's rows written; ``at``: the input's bytes read by now (default: the file's
-        position)."""
-        ids, sigs, late = result
-        self.out.write(fmt.render(parsed, ids, sigs))
-        rejects = sorted(parsed.rejects + late)
-        if rejects:
-            self.bar.clear()
-            for number, reason in rejects:
-                self.say(f"line {number}: {reason}")
-        self.written += len(ids) - len(late)
-        self.rejected += len(rejects)
-        self.bar.update(self.raw.tell() if at is None else at, self.written)
-
-    def done(self, at: int, rows: int) -> None:
-        """``rows`` written by the fast path itself."""
-        self.written += rows
-        self.bar.update(at, self.written)
-
-
-def _csv_blocks(job: _Job, raw: Any, sink: _Sink) -> None:
-    """A CSV in byte blocks through pyarrow (``_orderids.csv_fast``); a block in doubt
-    through the exact reader, a batch at a time."""
-    header, rest = read_header(raw)
-    fmt = CsvOrders(header.decode("utf-8-sig"), job.layout, False)
-    per_item = item_threads(job.threads)
-    fast = engine(job.hasher, job.layout, fmt, per_item)
-    sink.out.write(fmt.header + "\n")
-
-    def exact(block: bytes) -> tuple[list[tuple[Parsed, Batch]], int]:
-        """(its batches parsed and hashed, its line count), lines numbered from 0 (a pool
-        thread: a block in doubt hashes among the other items, within --threads)."""
-        lines = io.StringIO(block.decode("utf-8"), newline="")
-        done: list[tuple[Parsed, Batch]] = []
-        count = 0
-        while batch := list(islice(lines, job.batch_size)):
-            parsed = fmt.parse(count, batch)
-            count += len(batch)
-            done.append((parsed, hash_batch(job.hasher, parsed, per_item, job.layout)))
-        return done, count
-
-    def emit(first: int, done: list[tuple[Parsed, Batch]], at: int) -> None:
-        """Those batches written, their lines numbered from ``first`` (this thread)."""
-        for parsed, (ids, sigs, late) in done:
-            parsed.rejects = [(line + first, reason) for line, reason in parsed.rejects]
-            late = [(line + first, reason) for line, reason in late]
-            sink.emit(fmt, parsed, (ids, sigs, late), at)
-
-    def write(data: Any) -> None:
-        sink.out.flush()
-        sink.out.buffer.write(data)
-
-    start = len(header) + len(rest)
-    run_blocks(
-        fast,
-        raw,
-        rest,
-        start,
-        2,
-        write=write,
-        exact=exact,
-        emit=emit,
-        done=sink.done,
-        workers=workers_for(job.threads),
-    )
-
-
-def _line_batches(job: _Job, kind: str, source: TextIO, sink: _Sink) -> None:
-    """A CSV (exact reader) or JSONL in batches of lines: read on a thread, parsed and
-    hashed in a pool, written here in order (``_orderids.stages``)."""
-    fmt: CsvOrders | JsonlOrders
-    signed = job.signer is not None
-    if kind == "csv":
-        fmt = CsvOrders(source.readline(), job.layout, signed)
-        sink.out.write(fmt.header + "\n")
-        line = 2
-    else:
-        from .jsonl import JsonlOrders  # msgspec: only for JSONL
-
-        fmt = JsonlOrders(job.layout, signed)
-        line = 1
-    per_item = item_threads(job.threads)
-
-    def batches() -> Iterator[tuple[int, list[str]]]:
-        """(first line number, lines) of each batch (the reader thread)."""
-        first = line
-        while lines := list(islice(source, job.batch_size)):
-            yield first, lines
-            first += len(lines)
-
-    def work(entry: tuple[int, list[str]]) -> tuple[Parsed, Batch]:
-        parsed = fmt.parse(*entry)
-        return parsed, hash_batch(job.hasher, parsed, per_item, job.layout, job.signer)
-
-    def finish(entry: tuple[int, list[str]], result: tuple[Parsed, Batch]) -> None:
-        sink.emit(fmt, *result)  # the bar: the share of the input read by now
-
-    staged(batches(), work, finish, workers_for(job.threads))
+    return Summary(written, rejected, time.perf_counter() - started)
 
 
 def describe(summary: Summary, output_path: str) -> str:

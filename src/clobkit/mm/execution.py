@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._spec import UNIT
 from ..client import AsyncClient, PreparedRawOrder
 from ..models import Order, PlacedOrder
 from .cache import ExecutionCache, Owner
@@ -65,7 +66,7 @@ class Execution:
         owner = (result.market_id, result.outcome)
         shares = result.taker_amount if result.side == 0 else result.maker_amount
         usdc = result.maker_amount if result.side == 0 else result.taker_amount
-        price = -(-usdc * 1_000_000 // max(shares, 1))  # USDC units per share, rounded up
+        price = -(-usdc * UNIT // max(shares, 1))  # USDC units per share, rounded up
         level = Level(result.side, price, shares, result.maker_amount, result.taker_amount)
         held = self.cache.holding(owner).position
         self.gate.admit_order(owner, [*self.cache.resting(owner), level], held)

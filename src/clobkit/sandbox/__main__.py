@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from .._checks import number
 from ..errors import ValidationError
 from .config import ConfigError, SandboxConfig, describe_users, load_config
 from .server import Sandbox
@@ -74,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--replay", metavar="DIR", help="serve a recording's books (clobkit record)"
     )
-    parser.add_argument("--speed", type=float, default=1.0, help="replay clock speed (default 1)")
+    parser.add_argument("--speed", help="replay clock speed (default 1)")
     parser.add_argument("--start", help="replay from T: seconds from the recording's start, or ISO")
     parser.add_argument("--end", help="replay up to T: seconds from the recording's start, or ISO")
     parser.add_argument(
@@ -118,8 +117,10 @@ def _check(args: argparse.Namespace) -> None:
         if given:
             raise _Refused(f"{', '.join(given)} {'needs' if len(given) == 1 else 'need'} --replay")
     else:
-        try:
-            number(args.speed, "--speed")
+        from .replay import parse_speed
+
+        try:  # read as given (its text in a refusal), a float from here on
+            args.speed = parse_speed("1" if args.speed is None else args.speed, "--speed")
         except ValidationError as exc:
             raise _Refused(str(exc)) from None
     if not args.host.strip():  # "" binds every interface: name it if that is meant
@@ -127,7 +128,7 @@ def _check(args: argparse.Namespace) -> None:
 
 
 _REPLAY_OPTIONS: dict[str, Callable[[argparse.Namespace], bool]] = {
-    "--speed": lambda args: args.speed != 1.0,
+    "--speed": lambda args: args.speed is not None,
     "--start": lambda args: args.start is not None,
     "--end": lambda args: args.end is not None,
     "--step": lambda args: bool(args.step),
@@ -183,7 +184,7 @@ def replay_line(replay: Replay, speed: float, step: bool) -> str:
     end = replay.end_ms if step else replay.stop_ms
     clock = "step: POST /admin/replay/step" if step else f"speed {speed:g}"
     return (
-        f"{len(replay.market_ids)} markets, {len(replay.updates) - replay.index} updates, "
+        f"{len(replay.market_ids)} markets, {replay.update_count - replay.index} updates, "
         f"{(end - replay.start_ms) / 1000:g} s, {clock}"
     )
 

@@ -7,8 +7,9 @@ by the sandbox's rules (price-time priority, the maker's price): a trade holds u
 next recorded update puts the recorded sizes back; a level whose recorded size changes
 keeps its place in the queue, a new one joins behind the users resting at its price and
 trades with a resting order it crosses, at that order's price (the market moved through
-the quote). An off-grid price is moved away from the touch (bids down, asks up) and
-counted in ``snapped``.
+the quote). A recording is checked whole before anything is served, and read as the
+clock moves, in bounded memory (``replay_read``): books of the API's (prices on the
+0.01 grid, positive sizes), or the recording is refused naming the row and field.
 
 The rows are read in arrival order (``recv_ns``, then ``seq``: after a snapshot, books
 that arrived during its REST reads are written after it), and a market's book whose
@@ -27,96 +28,81 @@ applied. One replay drives a sandbox: ``attach`` stops the one attached before.
 from __future__ import annotations
 
 import asyncio
-import itertools
+import logging
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from datetime import datetime
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, TypeVar
 
+from clobkit._checks import bounded, bounded_int
 from clobkit._spec import CANCELLED, LIVE
-from clobkit.errors import ValidationError
-from clobkit.record import GAP, BookRow, RecordedMarket, iter_rows, read_events, read_markets
+from clobkit.errors import ClobkitError, ValidationError
+from clobkit.record import read_events, read_markets
 
 from .engine import Engine
-from .replay_markets import canonical, serve_markets
-from .state import ASK, BID, BUY, GTC, HOUSE, UNIT, MarketState, Order
+from .replay_markets import canonical, check_events, serve_markets
+from .replay_read import ReplayUpdate, check, index, updates
+from .state import ASK, BID, BUY, GTC, HOUSE, MarketState, Order
 
 if TYPE_CHECKING:
     from .server import Sandbox
 
-__all__ = ["Replay", "ReplayUpdate", "attach", "parse_time", "serve_markets"]
+__all__ = [
+    "MAX_SECONDS",
+    "MAX_SPEED",
+    "MAX_STEP_MS",
+    "MAX_STEP_UPDATES",
+    "MIN_SPEED",
+    "Replay",
+    "ReplayUpdate",
+    "attach",
+    "parse_speed",
+    "parse_time",
+    "serve_markets",
+]
 
-CENT = Decimal("0.01")
+log = logging.getLogger("clobkit.sandbox.replay")
 _T = TypeVar("_T")
+#: The farthest ``--start`` / ``--end`` given in seconds lie from the recording's start.
+MAX_SECONDS = 10**10
+#: The fastest a replay's clock runs (times real time), and the slowest.
+MAX_SPEED = Decimal(10**6)
+MIN_SPEED = Decimal("0.001")
+#: The most virtual ms one step moves the clock, and the most update times.
+MAX_STEP_MS = 10**13
+MAX_STEP_UPDATES = 10_000
 
 
-class ReplayUpdate(NamedTuple):
-    """One recorded book of a market, in the engine's terms: A-space cents -> share units
-    (a level's recorded size is USDC)."""
-
-    at_ms: int  # virtual (recorded receive) time
-    market_id: str
-    bids: dict[int, int]
-    asks: dict[int, int]
-
-
-def parse_time(value: str, origin_ms: int) -> int:
-    """A time of the recording (ms): seconds from its start (``90``, ``+90``), or an ISO
-    8601 time (``2026-11-26T04:00:00Z``)."""
+def parse_time(value: str, origin_ms: int, field: str = "time") -> int:
+    """A time of the recording (ms): seconds from its start (``90``, ``+90``; at most
+    ``MAX_SECONDS`` either way), or an ISO 8601 time (``2026-11-26T04:00:00Z``)."""
     text = value.strip()
     try:
-        seconds = Decimal(text.lstrip("+"))
+        Decimal(text)  # a number (NaN and Infinity too: the bounded reader refuses them)
     except InvalidOperation:
         pass
     else:
-        if not seconds.is_finite():  # NaN, Infinity: no time
-            raise ValidationError("time", value, "must be a finite number of seconds")
+        unit = "seconds from the recording's start"
+        seconds = bounded(text, field, -MAX_SECONDS, MAX_SECONDS, text=True, unit=unit)
         return origin_ms + int(seconds * 1000)
     try:
         stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise ValidationError(
-            "time", value, "must be seconds from the recording's start or an ISO 8601 time"
+            field, value, "must be seconds from the recording's start or an ISO 8601 time"
         ) from None
     if stamp.tzinfo is None:
-        raise ValidationError("time", value, "an ISO time must name its zone (Z, +00:00)")
+        raise ValidationError(field, value, "an ISO time must name its zone (Z, +00:00)")
     return int(stamp.timestamp() * 1000)
 
 
-def _side(levels: Iterable[tuple[str, str]], bid: bool, mirror: bool) -> tuple[dict[int, int], int]:
-    """Recorded levels as A-space cents -> share units, and how many were snapped.
-
-    ``bid``: the levels are bids of their own token (an off-grid price moves down);
-    ``mirror``: they are token b's, whose price p is 1 - p in A-space."""
-    out: dict[int, int] = {}
-    snapped = 0
-    for price_text, size_text in levels:
-        try:
-            price, size = Decimal(price_text), Decimal(size_text)
-        except (InvalidOperation, TypeError, ValueError):  # not a number, or null
-            snapped += 1
-            continue
-        if not (price.is_finite() and size.is_finite()) or size.adjusted() > 30:
-            snapped += 1  # NaN, Infinity, an absurd size: no level
-            continue
-        if not 0 < price < 1:  # (1e999999999 would overflow the division below)
-            continue  # off the book, as a price of cents outside 1..99 is
-        cents = int((price / CENT).to_integral_value(ROUND_FLOOR if bid else ROUND_CEILING))
-        if cents * CENT != price:
-            snapped += 1
-        if not 1 <= cents <= 99:
-            continue
-        # a level's size is USDC, floor(shares * price) in units: the fewest shares
-        # showing that size give the same size back
-        usdc = int(size * UNIT)
-        shares = -(-usdc * 100 // cents)
-        if mirror:
-            cents = 100 - cents
-        if shares > 0:
-            out[cents] = out.get(cents, 0) + shares
-    return out, snapped
+def parse_speed(value: object, field: str = "speed") -> float:
+    """A replay clock's speed, virtual seconds a second (a number, or its text), in
+    [``MIN_SPEED``, ``MAX_SPEED``]."""
+    return float(bounded(value, field, MIN_SPEED, MAX_SPEED, text=True, unit="times real time"))
 
 
 class Replay:
@@ -142,22 +128,31 @@ class Replay:
         # all is read and checked first: a refused recording leaves the sandbox as it was
         markets = [canonical(m) for m in read_markets(directory)]
         events = read_events(directory)
+        check_events(events)
         self.market_ids = sorted({m.market_id for m in markets})
-        self.updates, self.snapped, self.stale = _updates(iter_rows(directory), markets)
-        origin = self.updates[0].at_ms if self.updates else 0
+        self._index = index(directory, markets)
+        tally = check(self._index)
+        #: How many updates the recording holds, and how many books were stale (module doc).
+        self.update_count, self.stale = tally.updates, tally.stale
         #: The recording's first and last times (ms).
-        self.first_ms, self.last_ms = origin, self.updates[-1].at_ms if self.updates else 0
-        self.start_ms = origin if start is None else parse_time(start, origin)
+        self.first_ms, self.last_ms = tally.first_ms or 0, tally.last_ms or 0
+        origin = self.first_ms
+        self.start_ms = origin if start is None else parse_time(start, origin, "start")
         if not origin <= self.start_ms <= self.last_ms:  # no book before, no move after
             at, edge = ("before", "first") if self.start_ms < origin else ("after", "last")
             raise ValidationError("start", start, f"lies {at} the recording's {edge} update")
-        self.end_ms = self.last_ms if end is None else parse_time(end, origin)
+        self.end_ms = self.last_ms if end is None else parse_time(end, origin, "end")
         if self.end_ms < self.start_ms:
             raise ValidationError("end", end, "must not lie before start")
         with engine._op() as now:
             #: The recorded markets the sandbox did not have, added for the replay.
             self.added = serve_markets(engine, markets, events, now)
-        self.index = 0  # the next update to apply
+        self._reading: Iterator[ReplayUpdate] = updates(self._index)  # as the clock moves
+        self._ahead: deque[ReplayUpdate] = deque()  # read, not yet applied
+        self._last: dict[str, ReplayUpdate] = {}  # each market's last update passed
+        #: Why the replay stopped reading its files (one changed since it was checked).
+        self.failed: str | None = None
+        self.index = 0  # updates passed (applied, or passed over before start)
         self.now_ms = self.start_ms  # the virtual clock
         self.crossed = 0  # recorded asks at or under the recorded best bid, left out
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, once serving
@@ -181,30 +176,56 @@ class Replay:
 
     def _show_start(self) -> None:
         """Each market's last book recorded at or before ``start``."""
-        while self.index < len(self.updates) and self.updates[self.index].at_ms <= self.start_ms:
-            self.index += 1
+        while self._pass(self.start_ms) is not None:
+            pass
         self._show_current()
 
     def _show_current(self) -> None:
-        """Each market's last book applied, again (over another replay's, say)."""
-        last = {u.market_id: u for u in itertools.islice(self.updates, self.index)}
-        for update in sorted(last.values(), key=lambda u: u.at_ms):
+        """Each market's last book passed, again (over another replay's, say)."""
+        for update in sorted(self._last.values(), key=lambda u: u.at_ms):
             self._apply(update)
+
+    def _peek(self, ahead: int = 0) -> ReplayUpdate | None:
+        """The update ``ahead`` after the next one to apply (None past the last), read
+        from the files as needed; a file changed since it was checked ends the reading
+        (``failed`` says why)."""
+        while len(self._ahead) <= ahead and self.failed is None:
+            try:
+                update = next(self._reading, None)
+            except (ClobkitError, OSError) as exc:  # a ValidationError names the file
+                self.failed = str(exc)
+                log.warning("the replay of %s stopped: %s", self.directory, exc)
+                break
+            if update is None:
+                break
+            self._ahead.append(update)
+        return self._ahead[ahead] if len(self._ahead) > ahead else None
+
+    def _pass(self, to_ms: int) -> ReplayUpdate | None:
+        """The next update if it is due at ``to_ms`` (virtual ms), taken off the reading."""
+        update = self._peek()
+        if update is None or update.at_ms > to_ms:
+            return None
+        self._ahead.popleft()
+        self.index += 1
+        self._last[update.market_id] = update
+        return update
 
     def __repr__(self) -> str:
         return (
             f"Replay({self.directory!r}, at {self.now_ms - self.first_ms} ms, "
-            f"{self.index}/{len(self.updates)} updates)"
+            f"{self.index}/{self.update_count} updates)"
         )
 
     @property
     def done(self) -> bool:
         """True once every update up to ``end`` was applied."""
-        return self.index >= len(self.updates) or self.updates[self.index].at_ms > self.end_ms
+        return self.next_ms() is None
 
     def next_ms(self) -> int | None:
         """The time of the next update to apply (None when done)."""
-        return None if self.done else self.updates[self.index].at_ms
+        update = self._peek()
+        return None if update is None or update.at_ms > self.end_ms else update.at_ms
 
     # -- moving the clock ----------------------------------------------------------------------
 
@@ -222,11 +243,7 @@ class Replay:
             _impose(engine, market, bids, asks, now)
 
     def _due(self, to_ms: int) -> ReplayUpdate | None:
-        if self.stopped or self.done or self.updates[self.index].at_ms > to_ms:
-            return None
-        update = self.updates[self.index]
-        self.index += 1
-        return update
+        return None if self.stopped else self._pass(min(to_ms, self.end_ms))
 
     def _applying(self, to_ms: int) -> Iterator[None]:
         """Apply the updates due up to ``to_ms`` (at most ``end``), one per item."""
@@ -273,11 +290,12 @@ class Replay:
             "elapsed_ms": now - self.first_ms,
             "next_ms": self.next_ms(),
             "applied": self.index,
-            "updates": len(self.updates),
+            "updates": self.update_count,
             "done": self.done,
             "running": self.running,
             "stale": self.stale,
             "markets": self.market_ids,
+            "failed": self.failed,
         }
 
     def step(self, *, updates: int | None = None, ms: int | None = None) -> int:
@@ -304,25 +322,23 @@ class Replay:
         if (updates is None) == (ms is None):
             raise ValidationError("step", given, "give either updates or ms")
         if ms is not None:
-            if isinstance(ms, bool) or not isinstance(ms, int) or ms < 0:
-                raise ValidationError("ms", ms, "must be a non-negative int")
-            return self.now_ms + ms
-        if isinstance(updates, bool) or not isinstance(updates, int) or updates < 1:
-            raise ValidationError("updates", updates, "must be a positive int")
-        # the N-th distinct time from the next update on (the updates are in time order)
-        last, seen = None, 0
-        for update in itertools.islice(self.updates, self.index, None):
+            return self.now_ms + bounded_int(ms, "ms", 0, MAX_STEP_MS)
+        count = bounded_int(updates, "updates", 1, MAX_STEP_UPDATES)
+        # the N-th distinct time from the next update on (the updates are in time order),
+        # read ahead of the clock: the books of at most MAX_STEP_UPDATES times are held
+        last, seen, ahead = None, 0, 0
+        while (update := self._peek(ahead)) is not None:
             if update.at_ms != last:
-                if seen == updates:
+                if seen == count:
                     break
                 last, seen = update.at_ms, seen + 1
+            ahead += 1
         return self.end_ms if last is None else last
 
     async def run(self, speed: float) -> None:
         """Drive the clock at ``speed`` times real time (on the server's loop) up to
         ``stop_ms``: ``end``, or the last update before it."""
-        if not speed > 0:
-            raise ValidationError("speed", speed, "must be positive")
+        speed = parse_speed(speed)
         if self.stopped:
             raise ValidationError("speed", speed, "replaced by another replay of the sandbox")
         loop = asyncio.get_running_loop()
@@ -353,48 +369,6 @@ class Replay:
             self._task.cancel()
 
 
-def _updates(
-    rows: Iterable[BookRow], markets: list[RecordedMarket]
-) -> tuple[list[ReplayUpdate], int, int]:
-    """The recorded books in the engine's terms, in arrival order; how many levels were
-    snapped to the cent grid, and how many books were stale (module doc). A market's
-    token-a rows, or its token-b rows mirrored where token a was not recorded."""
-    token_a = {m.token_id_a: m.market_id for m in markets}
-    token_b = {m.token_id_b: m.market_id for m in markets}
-    rows = list(rows)
-    for r in rows:
-        if isinstance(r.recv_ns, bool) or not isinstance(r.recv_ns, int):
-            raise ValidationError("recv_ns", r.recv_ns, "must be an int in every row")
-    rows.sort(key=lambda r: r.recv_ns)  # stable: in the order written within a ns
-    books = [r for r in rows if r.kind != GAP]
-    if books and not any(r.token_id in token_a or r.token_id in token_b for r in books):
-        raise ValidationError(
-            "recording", len(books), "has no book row of a market its markets.json lists"
-        )
-    with_a = {token_a[r.token_id] for r in books if r.token_id in token_a}
-    snapped = stale = 0
-    served: dict[str, int] = {}  # market -> the service time of its last book taken
-    updates: list[ReplayUpdate] = []
-    for r in rows:
-        if r.kind == GAP:  # a reconnect: the service may have restarted, its clock too
-            served.clear()
-            continue
-        mirror = r.token_id in token_b and r.token_id not in token_a
-        market_id = (token_b if mirror else token_a).get(r.token_id or "")
-        if market_id is None or (mirror and market_id in with_a):
-            continue  # another token's row, or token b where token a was recorded
-        if r.service_ms is not None:
-            if r.service_ms < served.get(market_id, r.service_ms):
-                stale += 1  # superseded before it arrived
-                continue
-            served[market_id] = r.service_ms
-        bids, n1 = _side(r.asks if mirror else r.bids, bid=not mirror, mirror=mirror)
-        asks, n2 = _side(r.bids if mirror else r.asks, bid=mirror, mirror=mirror)
-        snapped += n1 + n2
-        updates.append(ReplayUpdate(r.recv_ns // 1_000_000, market_id, bids, asks))
-    return updates, snapped, stale
-
-
 def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Future[None] | None:
     """Serve ``replay`` from a started ``sandbox`` (its admin routes step it), stopping
     the replay attached before (two would drive one sandbox); with ``speed`` its clock
@@ -403,8 +377,8 @@ def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Futu
     loop = st.hub.loop
     if loop is None:
         raise RuntimeError("attach a replay to a started sandbox")
-    if speed is not None and not speed > 0:  # before anything changes
-        raise ValidationError("speed", speed, "must be positive")
+    if speed is not None:  # before anything changes
+        speed = parse_speed(speed)
 
     def take_over() -> None:
         old = st.replay

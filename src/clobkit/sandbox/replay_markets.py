@@ -1,13 +1,21 @@
 """The recorded markets in a sandbox: a replay (``replay.py``) serves each market of a
 recording's ``markets.json`` that the sandbox lacks with its event, league and teams as
-recorded (the sandbox's defaults for what was not), and no house liquidity."""
+recorded (the sandbox's defaults for what was not), and no house liquidity.
+
+A recorded market is checked as the API's before it is served (``canonical``): its id
+a UUID, its tokens the API's token ids (decimal integers of 256 bits, written without
+leading zeros, two different ones), its minimum size and fee within the exchange's
+ranges, its event's times within what a date can show: a market served is one every
+route answers for as for the sandbox's own.
+"""
 
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal, InvalidOperation
 
-from clobkit._spec import MAX_FEE_RATE_BPS
+from clobkit._checks import bounded, bounded_int
+from clobkit._parse import parse_uint256
+from clobkit._spec import MAX_FEE_RATE_BPS, SINGLE_ORDER_MAX
 from clobkit.errors import ValidationError
 from clobkit.order_id import keccak256
 from clobkit.record import RecordedEvent, RecordedMarket
@@ -16,17 +24,38 @@ from .engine import Engine
 from .fixtures import EventFixture, League, MarketFixture, Team
 from .state import UNIT, MarketState
 
-__all__ = ["canonical", "serve_markets"]
+__all__ = ["MAX_TIME_MS", "canonical", "check_events", "serve_markets"]
+
+#: The latest time (ms since the epoch) a served date may show: 9999-12-31T23:59:59.999Z.
+MAX_TIME_MS = 253_402_300_799_999
 
 
 def canonical(m: RecordedMarket) -> RecordedMarket:
-    """``m`` with its market id as the sandbox spells UUIDs (the API's ids are UUIDs)."""
+    """``m`` checked as the API's market (module doc), its market id as the sandbox
+    spells UUIDs."""
     try:
-        return m._replace(market_id=str(uuid.UUID(m.market_id)))
+        m = m._replace(market_id=str(uuid.UUID(m.market_id)))
     except (ValueError, TypeError, AttributeError):
         raise ValidationError(
             "market_id", m.market_id, "a recorded market id must be a UUID"
         ) from None
+    for field in ("token_id_a", "token_id_b"):
+        token = getattr(m, field)
+        if str(parse_uint256(token, field)) != token:  # "007" would name token 7
+            raise ValidationError(field, token, "must be a token id written without leading zeros")
+    if m.token_id_a == m.token_id_b:
+        raise ValidationError("token_id_b", m.token_id_b, "must differ from token_id_a")
+    _terms(m)  # before any file is read
+    return m
+
+
+def check_events(events: list[RecordedEvent]) -> None:
+    """Each recorded event's times within what a served date can show (``MAX_TIME_MS``)."""
+    for e in events:
+        for field in ("start_time_ms", "end_date_ms"):
+            value = getattr(e, field)
+            if value is not None:
+                bounded_int(value, field, 0, MAX_TIME_MS, unit="ms since the epoch")
 
 
 def serve_markets(
@@ -150,12 +179,9 @@ def _terms(m: RecordedMarket) -> tuple[int, int]:
     """A recorded market's minimum order size (units) and fee rate (bps), checked."""
     min_size = UNIT
     if m.min_order_size is not None:
-        try:
-            size = Decimal(m.min_order_size)
-        except (InvalidOperation, TypeError, ValueError):
-            size = Decimal("NaN")
-        if not size.is_finite() or size < 0:
-            raise ValidationError("min_order_size", m.min_order_size, "must be a number")
+        size = bounded(
+            m.min_order_size, "min_order_size", 0, SINGLE_ORDER_MAX, text=True, unit="USDC"
+        )
         min_size = max(int(size * UNIT), 1)
     fee = m.fee_rate_bps or 0
     if not 0 <= fee <= MAX_FEE_RATE_BPS:  # served by /fee-rate: no client would take it

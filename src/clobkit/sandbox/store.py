@@ -44,6 +44,7 @@ from pathlib import Path
 
 import msgspec
 
+from clobkit._safe_files import new_regular
 from clobkit._spec import LIVE
 from clobkit.errors import ClobkitError
 
@@ -181,6 +182,8 @@ class StateStore:
         self._engine_row = ""
         self._db: sqlite3.Connection | None = None
         problem = _path_problem(self.path)
+        if problem is None:  # made here if new: never created or opened through a link
+            problem = new_regular(self.path, ("-wal", "-shm", "-journal"))
         if problem is not None:
             raise StateFileError(f"state file {self._name}: {problem}")
         try:

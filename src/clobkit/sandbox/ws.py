@@ -3,7 +3,10 @@
 Topics (section 6 of the API text, names from ``_spec``): a user's orders,
 and each outcome token's book and price. A subscriber whose unread messages
 pass ``ws_max_queue_bytes`` is dropped, so a client that never reads costs
-bounded memory.
+bounded memory; and when the unread messages of all subscribers together pass
+``Hub.max_queued_bytes`` (``MAX_QUEUED_BYTES``), the subscribers with the most
+unread are dropped until they fit (``Hub.shed`` counts them), so a thousand
+clients that never read cost bounded memory too.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from collections.abc import Callable
 
 import msgspec
 from starlette.websockets import WebSocket
@@ -22,7 +26,21 @@ from .config import LimitsConfig, UserConfig
 from .engine import Engine, EngineEvent
 from .wire import decode_json, encode
 
-__all__ = ["Connection", "Hub"]
+__all__ = ["MAX_QUEUED_BYTES", "Connection", "Hub"]
+
+#: The most bytes of messages waiting for their subscribers, all connections together.
+MAX_QUEUED_BYTES = 128 * 1024 * 1024
+
+
+class _Queued:
+    """The bytes waiting in every connection's queue, and what sheds some past the bound."""
+
+    __slots__ = ("bytes", "limit", "over")
+
+    def __init__(self, limit: int, over: Callable[[], None]) -> None:
+        self.bytes = 0
+        self.limit = limit
+        self.over = over
 
 
 class Connection:
@@ -31,6 +49,8 @@ class Connection:
     ``queued_bytes`` counts the encoded messages in ``queue`` exactly; past
     ``max_queue_bytes`` the subscriber is dropped (close code 1008) and its
     queue freed, so a client that never reads costs a bounded amount of memory.
+    Once its hub has handled a message of it, its bytes count in the hub's total
+    too (``Hub.max_queued_bytes``).
     """
 
     def __init__(self, websocket: WebSocket, user: UserConfig, max_queue_bytes: int) -> None:
@@ -41,20 +61,33 @@ class Connection:
         self.queued_bytes = 0
         self.max_queue_bytes = max_queue_bytes
         self.closing = False
+        self.total: _Queued | None = None  # the hub's, once it handled a message of this one
 
     def send(self, message: object) -> None:
         if self.closing:
             return
         data = encode(message)
         if self.queued_bytes + len(data) > self.max_queue_bytes:  # a consumer this slow is dropped
-            self.closing = True
-            while not self.queue.empty():
-                self.queue.get_nowait()
-            self.queued_bytes = 0
-            self.queue.put_nowait(None)
+            self.shed()
             return
         self.queued_bytes += len(data)
         self.queue.put_nowait(data)
+        total = self.total
+        if total is not None:
+            total.bytes += len(data)
+            if total.bytes > total.limit:
+                total.over()
+
+    def shed(self) -> None:
+        """Drop this subscriber: its queue freed at once, the connection closed (1008,
+        slow consumer) when its pump comes to it."""
+        self.closing = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        if self.total is not None:
+            self.total.bytes -= self.queued_bytes
+        self.queued_bytes = 0
+        self.queue.put_nowait(None)
 
     async def pump(self) -> None:
         while True:
@@ -63,15 +96,27 @@ class Connection:
                 await self.websocket.close(code=1008, reason="slow consumer")
                 return
             self.queued_bytes -= len(item)
+            if self.total is not None:
+                self.total.bytes -= len(item)
             await self.websocket.send_text(item.decode("utf-8"))
 
 
 class Hub:
     """Topic subscriptions and delivery of engine events to WebSocket connections."""
 
-    def __init__(self, engine: Engine, max_topics: int = LimitsConfig.ws_max_topics) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        max_topics: int = LimitsConfig.ws_max_topics,
+        max_queued_bytes: int = MAX_QUEUED_BYTES,
+    ) -> None:
         self.engine = engine
         self.max_topics = max_topics
+        #: The bytes waiting for all subscribers together (``queued.bytes``) and its bound.
+        self.queued = _Queued(max_queued_bytes, self._shed_slowest)
+        self.connections: set[Connection] = set()  # those whose bytes count in ``queued``
+        #: Subscribers dropped because all queues together passed the bound.
+        self.shed = 0
         self.loop: asyncio.AbstractEventLoop | None = None
         self.subscribers: dict[str, set[Connection]] = {}
         self._loop_thread = 0
@@ -152,8 +197,31 @@ class Hub:
             return _orders_refusal(conn, parts[1])
         return "unknown topic"
 
+    @property
+    def max_queued_bytes(self) -> int:
+        """The most bytes waiting for all subscribers together (``MAX_QUEUED_BYTES``)."""
+        return self.queued.limit
+
+    @max_queued_bytes.setter
+    def max_queued_bytes(self, limit: int) -> None:
+        self.queued.limit = limit
+
+    def _shed_slowest(self) -> None:
+        """Drop the subscribers with the most unread bytes until the rest fit the bound."""
+        queued = self.queued
+        for conn in sorted(self.connections, key=lambda c: c.queued_bytes, reverse=True):
+            if queued.bytes <= queued.limit:
+                break
+            if not conn.closing:
+                conn.shed()
+                self.shed += 1
+
     def handle(self, conn: Connection, text: str) -> None:
         """One client message: a ping, a subscribe or an unsubscribe (or an error sent back)."""
+        if conn.total is None and not conn.closing:  # from now on its bytes count overall
+            conn.total = self.queued
+            self.queued.bytes += conn.queued_bytes
+            self.connections.add(conn)
         request = self._request(text)
         if isinstance(request, str):
             conn.send({"type": "error", "error": request})
@@ -235,8 +303,13 @@ class Hub:
             self.engine.watch_user(conn.user.user_id, -1)
 
     def drop(self, conn: Connection) -> None:
+        """A connection gone: its topics, and its bytes from the total."""
         for topic in list(conn.topics):
             self._unsubscribe(conn, topic)
+        if conn.total is not None:
+            conn.total.bytes -= conn.queued_bytes
+            conn.total = None
+        self.connections.discard(conn)
 
 
 def _orders_refusal(conn: Connection, user_id: str) -> str | None:
