@@ -10,6 +10,7 @@ wrong key). The real aiobotocore / botocore clients talk to both.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import socket
@@ -66,8 +67,10 @@ def ministack() -> Iterator[str]:
             proc.wait()
 
 
+@functools.cache
 def kms_client(url: str) -> Any:
-    """botocore's KMS client on ``url`` (to create and change keys)."""
+    """botocore's KMS client on ``url`` (to create and change keys): one a process, as
+    making one reads the service's model anew (half a second)."""
     import botocore.session
 
     return botocore.session.Session().create_client("kms", endpoint_url=url)
@@ -84,6 +87,7 @@ class Misbehaving:
         self.tamper: str | None = None
         self.signs = 0  # Sign calls that reached the stand-in
         self.url = ""
+        self._released = asyncio.Event()  # set to answer the calls hung so far
         self._loop = asyncio.new_event_loop()
         self._stop = asyncio.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -111,7 +115,8 @@ class Misbehaving:
         if target.endswith(".Sign"):
             self.signs += 1
             if self.hang:
-                await self._stop.wait()  # until the stand-in closes
+                await self._released.wait()  # until the next test, then no answer
+                return web.Response(status=503)
             if self.throttle:
                 self.throttle -= 1
                 error = {"__type": "ThrottlingException", "message": "Rate exceeded"}
@@ -130,11 +135,25 @@ class Misbehaving:
             kind = answer.headers.get("Content-Type", "application/x-amz-json-1.1")
             return web.Response(status=answer.status, body=data, headers={"Content-Type": kind})
 
+    def reset(self) -> None:
+        """Back to forwarding (one stand-in serves a module's tests): the hung calls let go."""
+        done = threading.Event()
+
+        def reset() -> None:
+            self.throttle, self.hang, self.tamper, self.signs = 0, False, None, 0
+            self._released.set()
+            self._released = asyncio.Event()
+            done.set()
+
+        self._loop.call_soon_threadsafe(reset)
+        done.wait(10)
+
     def __enter__(self) -> Misbehaving:
         self._thread.start()
         self._ready.wait(30)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.reset()
         self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10)

@@ -42,9 +42,8 @@ def aws_key(aws_url: str) -> str:
     return str(meta["KeyMetadata"]["KeyId"])
 
 
-@pytest.fixture
-def misbehaving(aws_url: str) -> Iterator[Any]:
-    """A stand-in in front of ministack that throttles, hangs or tampers when told."""
+@pytest.fixture(scope="module")
+def _misbehaving(aws_url: str) -> Iterator[Any]:
     from .aws_kms import Misbehaving
 
     with Misbehaving(aws_url) as stand_in:
@@ -52,8 +51,16 @@ def misbehaving(aws_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def gcp() -> Iterator[Any]:
-    """The Cloud KMS stand-in on loopback: (stand-in, address)."""
+def misbehaving(_misbehaving: Any) -> Iterator[Any]:
+    """A stand-in in front of ministack that throttles, hangs or tampers when told
+    (one a module, back to forwarding for each test)."""
+    _misbehaving.reset()
+    yield _misbehaving
+    _misbehaving.reset()
+
+
+@pytest.fixture(scope="module")
+def _gcp() -> Iterator[Any]:
     import_extra("google.cloud.kms_v1", "kms-gcp")
     from .gcp_standin import GcpStandIn, serve
 
@@ -62,5 +69,14 @@ def gcp() -> Iterator[Any]:
     try:
         yield stand_in, address
     finally:
-        stand_in.release.set()
+        stand_in.reset()
         server.stop(0)
+
+
+@pytest.fixture
+def gcp(_gcp: tuple[Any, str]) -> Iterator[tuple[Any, str]]:
+    """The Cloud KMS stand-in on loopback (one a module, healthy for each test):
+    (stand-in, address)."""
+    _gcp[0].reset()
+    yield _gcp
+    _gcp[0].reset()

@@ -69,9 +69,18 @@ class GcpStandIn:
             name=self.name,
         )
 
+    def reset(self) -> None:
+        """Back to a healthy service (one stand-in serves a module's tests): hung calls let go."""
+        self.algorithm = Algorithm.EC_SIGN_SECP256K1_SHA256
+        self.disabled = self.denied = self.hang = self.tamper = False
+        self.throttle = self.signs = 0
+        released, self.release = self.release, threading.Event()
+        released.set()
+
     def asymmetric_sign(self, request: Any, context: Any) -> Any:
         if self.hang:
             self.release.wait(30)
+            context.abort(grpc.StatusCode.UNAVAILABLE, "no answer")  # the caller gave up
         if self.denied:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, "cloudkms.useToSign denied")
         if self.disabled:
