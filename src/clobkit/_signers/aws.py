@@ -14,10 +14,13 @@ are off: the signer's budget retries, counts and backs off.
 from __future__ import annotations
 
 from contextlib import AsyncExitStack, ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtra, SignerDenied, SignerError, SignerKeyError
 from .remote import RemoteSigner, _Retry
+
+if TYPE_CHECKING:
+    from .remote import RemoteOptions, Unpack
 
 __all__ = ["AwsKmsSigner"]
 
@@ -85,22 +88,9 @@ class AwsKmsSigner(RemoteSigner):
         region: str | None = None,
         profile: str | None = None,
         endpoint_url: str | None = None,
-        rate: int = 250,
-        burst: int = 32,
-        max_in_flight: int = 64,
-        timeout: float = 5.0,
-        retries: int = 6,
-        thread: bool = True,
+        **options: Unpack[RemoteOptions],
     ) -> None:
-        super().__init__(
-            key_id,
-            rate=rate,
-            burst=burst,
-            max_in_flight=max_in_flight,
-            timeout=timeout,
-            retries=retries,
-            thread=thread,
-        )
+        super().__init__(key_id, **options)
         self.region = region
         self.profile = profile
         self.endpoint_url = endpoint_url

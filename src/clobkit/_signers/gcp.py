@@ -15,10 +15,13 @@ off (the signer's budget retries, counts and backs off).
 from __future__ import annotations
 
 from contextlib import AsyncExitStack, ExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtra, SignerDenied, SignerError, SignerKeyError
 from .remote import RemoteSigner, _Retry
+
+if TYPE_CHECKING:
+    from .remote import RemoteOptions, Unpack
 
 __all__ = ["GcpKmsSigner"]
 
@@ -71,22 +74,9 @@ class GcpKmsSigner(RemoteSigner):
         *,
         client: Any = None,
         api_endpoint: str | None = None,
-        rate: int = 250,
-        burst: int = 32,
-        max_in_flight: int = 64,
-        timeout: float = 5.0,
-        retries: int = 6,
-        thread: bool = True,
+        **options: Unpack[RemoteOptions],
     ) -> None:
-        super().__init__(
-            key_name,
-            rate=rate,
-            burst=burst,
-            max_in_flight=max_in_flight,
-            timeout=timeout,
-            retries=retries,
-            thread=thread,
-        )
+        super().__init__(key_name, **options)
         self.client = client
         self.api_endpoint = api_endpoint
         self._async_client: Any = None

@@ -14,12 +14,13 @@ it before it is returned.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, ExitStack
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from .._checks import positive_int, seconds
 from ..errors import (
@@ -33,7 +34,13 @@ from .budget import SignBudget
 from .ecdsa import ShapeError, address_of, der_signature, recoverable
 from .home import Home
 
-__all__ = ["RemoteSigner", "digest_list"]
+if TYPE_CHECKING:  # the signers' **options (Unpack[RemoteOptions])
+    if sys.version_info >= (3, 11):
+        from typing import Unpack as Unpack
+    else:  # installed with httpx (anyio requires it below Python 3.15)
+        from typing_extensions import Unpack as Unpack
+
+__all__ = ["RemoteOptions", "RemoteSigner", "digest_list"]
 
 S = TypeVar("S", bound="RemoteSigner")
 
@@ -58,6 +65,17 @@ class _Retry(Exception):
         self.throttled = throttled
 
 
+class RemoteOptions(TypedDict, total=False):
+    """What every KMS signer takes beside its key (``RemoteSigner`` holds the defaults)."""
+
+    rate: int
+    burst: int
+    max_in_flight: int
+    timeout: float
+    retries: int
+    thread: bool
+
+
 class RemoteSigner:
     """A signer whose key lives in a KMS. ``rate``: calls started a second at most,
     after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout``
@@ -71,12 +89,12 @@ class RemoteSigner:
         self,
         key: str,
         *,
-        rate: int,
-        burst: int,
-        max_in_flight: int,
-        timeout: float,
-        retries: int,
-        thread: bool,
+        rate: int = 250,  # under AWS's default quota of 300 ECC signs a second
+        burst: int = 32,
+        max_in_flight: int = 64,
+        timeout: float = 5.0,
+        retries: int = 6,
+        thread: bool = True,
     ) -> None:
         if not isinstance(key, str) or not key.strip():
             raise ValidationError("key", key, "must be a KMS key's id or name")
@@ -218,17 +236,10 @@ class RemoteSigner:
         """One KMS call within ``timeout``; its failure as a ``SignerError``."""
         try:
             return await asyncio.wait_for(call, self.timeout)
-        except SignerError:
-            raise
         except asyncio.TimeoutError:
             raise self._timeout() from None
         except Exception as exc:
-            if self._timed_out(exc):
-                raise self._timeout() from None
-            retry = self._retryable(exc)
-            if retry is not None:
-                raise retry from None
-            raise self._error(exc) from None
+            raise self._failure(exc) from None
 
     async def _sign_one(self, digest: bytes) -> str:
         slots = self._slots
@@ -317,15 +328,18 @@ class RemoteSigner:
     def _call_sync(self, call: Any) -> Any:
         try:
             return call()
-        except SignerError:
-            raise
         except Exception as exc:
-            if self._timed_out(exc):
-                raise self._timeout() from None
-            retry = self._retryable(exc)
-            if retry is not None:
-                raise retry from None
-            raise self._error(exc) from None
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: Exception) -> Exception:
+        """What a failed call raises: a ``SignerError`` as it is, a timeout, a ``_Retry``
+        for what is worth another try, else the SDK's error read as a ``SignerError``."""
+        if isinstance(exc, SignerError):
+            return exc
+        if self._timed_out(exc):
+            return self._timeout()
+        retry = self._retryable(exc)
+        return retry if retry is not None else self._error(exc)
 
     def _sign_one_sync(self, digest: bytes) -> str:
         attempt = 0
