@@ -1,4 +1,4 @@
-"""``clobkit order-ids --sign --kms-aws KEY_ID``: the file's orders signed by the KMS
+"""``clobkit order-ids --sign --kms aws:KEY_ID``: the file's orders signed by the KMS
 key (ministack on loopback, found through the AWS chain's endpoint variable), each
 signature recovering to the key's address; a key that is not the wallet's signer
 and the options' misuses refused."""
@@ -33,7 +33,7 @@ def test_order_ids_signed_by_an_aws_kms_key(
     src, out = tmp_path / "in.csv", tmp_path / "out.csv"
     write_csv(src, rows)
     other = str(wallet_file(tmp_path, V2_WALLET))  # another signer's wallet: refused
-    args = ["order-ids", "--wallet", other, "--sign", "--kms-aws", aws_key, str(src), str(out)]
+    args = ["order-ids", "--wallet", other, "--sign", "--kms", f"aws:{aws_key}", str(src), str(out)]
     assert cli.main(args) == 2
     assert "is not this wallet's signer" in capsys.readouterr().err
     args[2] = str(wallet_file(tmp_path, wallet))
@@ -52,7 +52,12 @@ def test_kms_options_refused(
     write_csv(src, v2_orders(1, full=False))
     path = str(wallet_file(tmp_path, V2_WALLET))
     base = ["order-ids", "--wallet", path, str(src), str(out)]
-    assert cli.main([*base, "--kms-aws", "k"]) == 2
-    assert "--kms-aws and --kms-gcp go with --sign" in capsys.readouterr().err
-    assert cli.main([*base, "--sign", "--kms-aws", "k", "--kms-gcp", "g"]) == 2
-    assert "give one of --key-file, --kms-aws, --kms-gcp" in capsys.readouterr().err
+    assert cli.main([*base, "--kms", "aws:k"]) == 2
+    assert "--kms goes with --sign" in capsys.readouterr().err
+    assert cli.main([*base, "--sign", "--kms", "aws:k", "--key-file", path]) == 2
+    assert "give one of --key-file, --kms" in capsys.readouterr().err
+    for bad in ("k", "azure:k", "gcp:"):
+        assert cli.main([*base, "--sign", "--kms", bad]) == 2
+        assert f"argument --kms: {bad!r}: expected aws:KEY_ID or gcp:KEY_VERSION" in (
+            capsys.readouterr().err
+        )

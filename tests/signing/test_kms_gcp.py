@@ -133,3 +133,33 @@ async def test_a_client_of_the_other_flavour(gcp: Any) -> None:
     s = signer(stand_in.name, lambda: async_client(address))
     with pytest.raises(SignerError, match="KeyManagementServiceClient for 'with'"), s:
         pass
+
+
+async def test_no_credentials_in_the_chain(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Application Default Credentials: the client is never made, a ``SignerDenied``
+    naming the key, in both flavours and through the command (no traceback)."""
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))  # no gcloud login
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # not a Google Cloud machine
+    name = "projects/p/locations/global/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1"
+    with pytest.raises(SignerDenied, match=f"{name}: no Google credentials"):
+        async with signer(name, None):
+            pass
+    with pytest.raises(SignerDenied, match=f"{name}: no Google credentials"), signer(name, None):
+        pass
+    from clobkit import cli
+
+    from ..cli.test_cli_order_ids import write_csv
+    from ..cli.test_cli_order_ids_v2 import V2_WALLET, v2_orders, wallet_file
+
+    src = tmp_path / "in.csv"
+    write_csv(src, v2_orders(1, full=False))
+    wallet = str(wallet_file(tmp_path, V2_WALLET))
+    args = ["order-ids", "--wallet", wallet, "--sign", "--kms", f"gcp:{name}", str(src)]
+    assert cli.main([*args, str(tmp_path / "out.csv")]) == 1  # a failure, as an API error
+    err = capsys.readouterr().err
+    assert f"{name}: no Google credentials" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out.csv").exists()

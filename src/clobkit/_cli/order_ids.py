@@ -72,20 +72,14 @@ def add_order_ids(sub: Commands) -> None:
     p.add_argument(
         "--sign",
         action="store_true",
-        help=f"add a signature column (key from {ENV_PRIVATE_KEY} or --key-file)",
+        help=f"add a signature column (key in {ENV_PRIVATE_KEY})",
     )
-    p.add_argument("--key-file", metavar="FILE", help="file holding the order-signing private key")
+    p.add_argument("--key-file", metavar="FILE", help="or the key in this file")
     p.add_argument(
-        "--kms-aws",
-        metavar="KEY_ID",
-        help="with --sign: sign with this AWS KMS key (ECC_SECG_P256K1; credentials, region "
-        "and endpoint from the AWS chain; pip install 'clobkit[kms-aws]')",
-    )
-    p.add_argument(
-        "--kms-gcp",
-        metavar="KEY_VERSION",
-        help="with --sign: sign with this Cloud KMS key version (EC_SIGN_SECP256K1_SHA256; "
-        "Application Default Credentials; pip install 'clobkit[kms-gcp]')",
+        "--kms",
+        metavar="KEY",
+        type=_kms_key,
+        help="or a KMS key: aws:KEY_ID or gcp:KEY_VERSION",
     )
     p.set_defaults(handler=_cmd_order_ids)
 
@@ -132,21 +126,33 @@ def _run(args: argparse.Namespace, signer: Signer | None) -> Summary:
     )
 
 
+def _kms_key(text: str) -> tuple[str, str]:
+    """``--kms``'s value: (``aws`` or ``gcp``, the key's id or version name)."""
+    provider, _, key = text.partition(":")
+    if provider not in ("aws", "gcp") or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected aws:KEY_ID or gcp:KEY_VERSION")
+    return provider, key
+
+
 def _kms_signer(args: argparse.Namespace) -> Any:
-    """The KMS signer ``--kms-aws`` / ``--kms-gcp`` name (not entered yet), or None."""
-    if args.kms_aws is None and args.kms_gcp is None:
+    """The KMS signer ``--kms`` names (not entered yet), or None: an AWS KMS key of
+    spec ECC_SECG_P256K1 (credentials, region and endpoint from the AWS chain) or a
+    Cloud KMS key version of EC_SIGN_SECP256K1_SHA256 (Application Default
+    Credentials)."""
+    if args.kms is None:
         return None
     if not args.sign:
-        raise Usage("--kms-aws and --kms-gcp go with --sign")
-    if (args.kms_aws is not None and args.kms_gcp is not None) or args.key_file:
-        raise Usage("give one of --key-file, --kms-aws, --kms-gcp")
-    if args.kms_aws is not None:
+        raise Usage("--kms goes with --sign")
+    if args.key_file:
+        raise Usage("give one of --key-file, --kms")
+    provider, key = args.kms
+    if provider == "aws":
         from ..signing import AwsKmsSigner
 
-        return AwsKmsSigner(args.kms_aws)
+        return AwsKmsSigner(key)
     from ..signing import GcpKmsSigner
 
-    return GcpKmsSigner(args.kms_gcp)
+    return GcpKmsSigner(key)
 
 
 def _order_signer(key_file: str | None) -> OrderSigner:

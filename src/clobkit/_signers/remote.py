@@ -193,11 +193,11 @@ class RemoteSigner:
     async def _start_here(self) -> None:
         stack = AsyncExitStack()
         try:
-            await self._open_async(stack)  # no call yet: the SDK's client, made locally
             try:
+                await self._open_async(stack)  # no call yet, no timeout: the SDK's client
                 self._take_key(await self._call_async(self._key_async()))
-            except _Retry as retry:
-                raise SignerError(self.key, retry.cause) from None
+            except Exception as exc:
+                raise self._start_error(exc) from None
         except BaseException:
             await stack.aclose()
             raise
@@ -293,11 +293,11 @@ class RemoteSigner:
             return
         stack = ExitStack()
         try:
-            self._open_sync(stack)
             try:
+                self._open_sync(stack)
                 self._take_key(self._call_sync(self._key_sync))
-            except _Retry as retry:
-                raise SignerError(self.key, retry.cause) from None
+            except Exception as exc:
+                raise self._start_error(exc) from None
         except BaseException:
             stack.close()
             raise
@@ -331,7 +331,13 @@ class RemoteSigner:
         except Exception as exc:
             raise self._failure(exc) from None
 
-    def _failure(self, exc: Exception) -> Exception:
+    def _start_error(self, exc: Exception) -> SignerError:
+        """A failed start (the client not made: no credentials in the chain, as Google's
+        ADC raises; the key not read) as a ``SignerError``: nothing is tried again."""
+        failure = exc if isinstance(exc, _Retry) else self._failure(exc)
+        return SignerError(self.key, failure.cause) if isinstance(failure, _Retry) else failure
+
+    def _failure(self, exc: Exception) -> SignerError | _Retry:
         """What a failed call raises: a ``SignerError`` as it is, a timeout, a ``_Retry``
         for what is worth another try, else the SDK's error read as a ``SignerError``."""
         if isinstance(exc, SignerError):
