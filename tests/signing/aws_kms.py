@@ -76,15 +76,23 @@ def kms_client(url: str) -> Any:
     return botocore.session.Session().create_client("kms", endpoint_url=url)
 
 
+def _error(kind: str, message: str) -> web.Response:
+    """An error answer of KMS's JSON protocol."""
+    body = json.dumps({"__type": kind, "message": message}).encode()
+    return web.Response(status=400, body=body, content_type="application/x-amz-json-1.1")
+
+
 class Misbehaving:
     """A KMS stand-in forwarding to ``upstream`` unless told otherwise: ``throttle`` the
-    next N ``Sign`` calls, ``hang`` every call, or ``tamper`` (sign with ``other``)."""
+    next N ``Sign`` calls, ``hang`` every call, ``tamper`` (sign with another key id)
+    or ``deny`` (AccessDeniedException, as a policy without ``kms:Sign`` answers)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
         self.throttle = 0
         self.hang = False
         self.tamper: str | None = None
+        self.deny = False
         self.signs = 0  # Sign calls that reached the stand-in
         self.url = ""
         self._released = asyncio.Event()  # set to answer the calls hung so far
@@ -114,17 +122,14 @@ class Misbehaving:
         body = await request.read()
         if target.endswith(".Sign"):
             self.signs += 1
+            if self.deny:
+                return _error("AccessDeniedException", "not authorized to perform: kms:Sign")
             if self.hang:
                 await self._released.wait()  # until the next test, then no answer
                 return web.Response(status=503)
             if self.throttle:
                 self.throttle -= 1
-                error = {"__type": "ThrottlingException", "message": "Rate exceeded"}
-                return web.Response(
-                    status=400,
-                    body=json.dumps(error).encode(),
-                    content_type="application/x-amz-json-1.1",
-                )
+                return _error("ThrottlingException", "Rate exceeded")
             if self.tamper is not None:
                 call = json.loads(body)
                 call["KeyId"] = self.tamper
@@ -140,7 +145,7 @@ class Misbehaving:
         done = threading.Event()
 
         def reset() -> None:
-            self.throttle, self.hang, self.tamper, self.signs = 0, False, None, 0
+            self.throttle, self.hang, self.tamper, self.signs, self.deny = 0, False, None, 0, False
             self._released.set()
             self._released = asyncio.Event()
             done.set()

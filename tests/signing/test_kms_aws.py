@@ -12,6 +12,7 @@ import pytest
 
 from clobkit.errors import (
     SignatureMismatch,
+    SignerDenied,
     SignerError,
     SignerKeyError,
     SignerThrottled,
@@ -82,6 +83,27 @@ async def test_a_signature_by_another_key_is_refused(
         misbehaving.tamper = other["KeyMetadata"]["KeyId"]
         with pytest.raises(SignatureMismatch, match=f"{aws_key}.*does not recover"):
             await signer.sign_digests(DIGESTS[:4])
+
+
+async def test_a_denied_call_and_no_credentials(
+    aws_key: str, misbehaving: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+        misbehaving.deny = True
+        with pytest.raises(SignerDenied, match=f"{aws_key}: AccessDeniedException.*kms:Sign"):
+            await signer.sign_digests(DIGESTS[:2])
+    # the usual chain, empty: no variables, no files, no instance role
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(SignerDenied, match=f"{aws_key}: no AWS credentials in the usual chain"):
+        async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url):
+            pass
+    s = AwsKmsSigner(aws_key, endpoint_url=misbehaving.url)
+    with pytest.raises(SignerDenied, match="no AWS credentials"), s:
+        pass
 
 
 async def test_throttling_backs_off_and_is_counted(aws_key: str, misbehaving: Any) -> None:

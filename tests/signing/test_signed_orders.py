@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient, Client, OrderHasher, OrderSigner
-from clobkit.errors import OrderFieldError, SignatureMismatch, SignerTimeout
+from clobkit.errors import OrderFieldError, SignatureMismatch, SignerThrottled, SignerTimeout
 from clobkit.mm import Desk, Quote, Quoter
 from clobkit.signing import AwsKmsSigner, sign_order_async, sign_orders_async
 
@@ -144,8 +144,11 @@ async def test_a_wrong_signer_sends_nothing() -> None:
 
 
 async def test_a_failing_kms_signer_sends_nothing(aws_key: str, misbehaving: Any) -> None:
-    """Tampered, then hanging: each place raises the signer's error, nothing is posted."""
-    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=1.0) as signer:
+    """A throttling storm, then a hanging KMS: each place raises the signer's error,
+    nothing unsigned is posted."""
+    async with AwsKmsSigner(
+        aws_key, endpoint_url=misbehaving.url, timeout=1.0, retries=1
+    ) as signer:
         with sandbox_for(signer.address, 2) as sb:
             async with AsyncClient(**options(sb)) as client:
                 market = pick_market(sb)
@@ -153,7 +156,10 @@ async def test_a_failing_kms_signer_sends_nothing(aws_key: str, misbehaving: Any
                 assert recovered(bytes.fromhex(placed.signed_order_id[2:]), placed.signature) == (
                     signer.address
                 )
-                misbehaving.hang = True
+                misbehaving.throttle = 10**6
+                with pytest.raises(SignerThrottled, match=aws_key):
+                    await client.place_raw_order(market, "a", "BUY", "0.05", 20, signer=signer)
+                misbehaving.throttle, misbehaving.hang = 0, True
                 with pytest.raises(SignerTimeout, match=aws_key):
                     await client.place_raw_order(market, "a", "BUY", "0.05", 20, signer=signer)
             assert sb.requests.count(*RAW) == 1  # the signed one only
