@@ -69,6 +69,12 @@ def add_order_ids(sub: Commands) -> None:
         choices=(1, 2, 3),
         help="order version (default: from the wallet's exchange addresses)",
     )
+    _add_signing(p)
+    p.set_defaults(handler=_cmd_order_ids)
+
+
+def _add_signing(p: argparse.ArgumentParser) -> None:
+    """``--sign`` and where its key comes from."""
     p.add_argument(
         "--sign",
         action="store_true",
@@ -81,7 +87,6 @@ def add_order_ids(sub: Commands) -> None:
         type=_kms_key,
         help="or a KMS key: aws:KEY_ID or gcp:KEY_VERSION",
     )
-    p.set_defaults(handler=_cmd_order_ids)
 
 
 def _cmd_order_ids(args: argparse.Namespace) -> int:

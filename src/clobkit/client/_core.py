@@ -354,11 +354,7 @@ class ClientCore(WaitCore):
             hasher = yield from self.ensure_hasher()
         token_id = info.token(outcome)
         if fee_rate_bps is None:
-            cached = self.fee_rates.get(token_id)
-            if cached is not None and cached[1] > self.clock():
-                fee_rate_bps = cached[0]
-            else:
-                fee_rate_bps = yield from self.fee_rate(token_id)
+            fee_rate_bps = yield from self.fee_rate(token_id)  # the cached one while fresh
         # The API text's raw order is the V1 flow: its id is precomputed here.
         # A V2/V3 wallet's id covers the service's own timestamp, which the
         # request cannot carry: it is read back from the service, never guessed.
