@@ -96,6 +96,9 @@ EXTRAS = {
     "data": ("pyarrow",),
     "dask": ("dask", "distributed", "pyarrow"),
     "docs": ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers", "griffe"),
+    # the KMS signers and their tests' emulator and stand-in
+    "kms-aws": ("aiobotocore", "botocore", "ministack", "hypercorn", "cryptography"),
+    "kms-gcp": ("google", "google_crc32c", "grpc", "cryptography"),
 }
 
 

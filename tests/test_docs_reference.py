@@ -30,6 +30,7 @@ PAGES = {  # package -> its reference page
     "clobkit.mm": "mm.md",
     "clobkit.sandbox": "sandbox.md",
     "clobkit.dask": "dask.md",
+    "clobkit.signing": "signing.md",
 }
 ENTRY = re.compile(r'^::: ([\w.]+)\s*$|\{ #([\w.]+) \}\s*$|^<a id="([\w.]+)"></a>$', re.MULTILINE)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._checks import positive_int
 from .._core import from_units
+from .._signers.protocol import AsyncSigner
 from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, PreparedRawOrder
 from ..errors import ValidationError
@@ -85,6 +86,11 @@ class Desk:
     each quoter's ``book`` then holds the book read over REST when it opened (never
     kept current: ``book.stale`` is always true, ``book.age`` the read's seconds).
 
+    ``signer`` (an ``AsyncSigner``: a KMS signer entered, or an ``OrderSigner``) signs
+    every order of the desk's quoters before its POST, concurrently within a requote;
+    its address is checked against the wallet's signer on enter. A failed signature
+    sends nothing of that quoter's requote (``SignerError``).
+
     Streams: at most ``topics_per_stream`` topics (500; set it before the first
     quoter opens) on one WebSocket, another opened as the desk grows. A topic the
     service refuses is never silent: logged, in ``refused``, its quoter's book stale
@@ -111,6 +117,7 @@ class Desk:
         cancel_on_exit: bool = True,
         user_id: str | None = None,
         books: bool = True,
+        signer: AsyncSigner | None = None,
     ) -> None:
         if max_open_orders is not None:
             positive_int(max_open_orders, "max_open_orders")
@@ -125,6 +132,7 @@ class Desk:
             room_timeout=room_timeout,
         )
         self.execution = Execution(client, gate, self._owns)
+        self.execution.sender.signer = signer
         self.router = Router(client, self.execution.cache, gate.counters, self._resync, books)
         self.watchdog = Watchdog(
             self.execution.kill,
@@ -232,6 +240,9 @@ class Desk:
     # -- enter and exit -------------------------------------------------------
 
     async def __aenter__(self) -> Desk:
+        signer = self.execution.sender.signer
+        if signer is not None:  # the wallet's signer, or nothing is quoted
+            await self.client.check_signer(signer)
         if self.user_id is None:
             call = self.client.list_orders(page_size=1)
             page = await self.gate.request("GET /orders", call)
@@ -479,7 +490,8 @@ class Desk:
         """A snapshot: requests by endpoint and outcome, latency histograms (s), retries,
         429s, queued requests, learnt rates, reconnects, messages routed and frames
         decoded, the streams open, the topics the service refused (``refused``,
-        ``deaf``), the message lag histogram (s), the kill switch, the state machine's
+        ``deaf``), the message lag histogram (s), the sign latency histogram (s, with a
+        ``signer``), the kill switch, the state machine's
         refused transitions, and per market fills, position (shares per outcome), open
         orders and notional at risk (USDC)."""
         c = self.gate.counters
@@ -517,6 +529,7 @@ class Desk:
             "refused": dict(self.refused),
             "deaf": self.deaf,
             "lag": c.lag.snapshot(),
+            "sign_latency": c.sign.snapshot(),
             "halted": self.halted,
             "halts": kill.halts,
             "halt_retries": kill.retries,

@@ -17,7 +17,10 @@ from .orders import State
 from .resolver import LISTING, Resolver
 from .sender import Sender
 
-__all__ = ["Execution"]
+__all__ = ["LONE_IN_FLIGHT", "Execution"]
+
+#: Requests of a lone quoter in flight at most: the client's connection pool (100).
+LONE_IN_FLIGHT = 100
 
 
 class Execution:
@@ -34,6 +37,19 @@ class Execution:
         self.sender = Sender(client, self.cache, gate)
         self.resolver = Resolver(client, self.cache, gate, self.sender)
         self.kill = KillSwitch(self.cache, gate, self.sender, self.resolver, self.list_open, owns)
+
+    @classmethod
+    def lone(
+        cls,
+        client: AsyncClient,
+        orders_per_minute: int | None,
+        owns: Callable[[Order], Owner | None],
+    ) -> Execution:
+        """A lone quoter's: its requests as concurrent as the client's connection pool
+        allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
+        handful of requests), the default request budget, its own place pace."""
+        gate = Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
+        return cls(client, gate, owns)
 
     async def list_open(self) -> list[Order]:
         """The account's open orders (a request per open status), within the budget."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from .._checks import positive_int
 from .._core import from_units, to_units
+from .._signers.protocol import AsyncSigner
 from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..errors import (
     ApiError,
@@ -37,7 +38,7 @@ from .book import BookMirror
 from .cache import Holding
 from .execution import Execution
 from .feed import Feed
-from .gate import Gate, Paced
+from .gate import Paced
 from .ladder import Level, Live, Quote, crosses, diff, read_ladder
 from .orders import LIVE, Fill, State, TrackedOrder
 from .report import RequoteReport, report
@@ -79,7 +80,8 @@ class Quoter:
     its refusals too: ``Gate``). ``user_id`` (optional) names the account;
     without it the quoter learns it from the first order it sees. ``desk``: the
     ``Desk`` that runs it (``Desk.quoter`` passes itself), else it runs alone, with
-    an execution layer and a stream of its own.
+    an execution layer and a stream of its own. ``signer`` (alone; on a desk, the
+    desk's): signs each order before its POST (``Desk``); ``presign`` signs ahead.
     """
 
     def __init__(
@@ -95,14 +97,14 @@ class Quoter:
         user_id: str | None = None,
         orders_per_minute: int | None = None,
         desk: Desk | None = None,
+        signer: AsyncSigner | None = None,
     ) -> None:
         _check(market_id, outcome, max_open_orders)
+        for name, value in (("orders_per_minute", orders_per_minute), ("signer", signer)):
+            if value is not None and desk is not None:
+                raise ValidationError(name, value, "is the desk's: set it on the Desk")
         if orders_per_minute is not None:
             positive_int(orders_per_minute, "orders_per_minute")
-            if desk is not None:
-                raise ValidationError(
-                    "orders_per_minute", orders_per_minute, "is the desk's: set it on the Desk"
-                )
         self.client = client
         self.market_id = market_id
         self.outcome = outcome
@@ -130,8 +132,10 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution(client, _own_gate(orders_per_minute), self.owns)
+            else Execution.lone(client, orders_per_minute, self.owns)
         )
+        if desk is None:
+            self.execution.sender.signer = signer
         self.feed: Feed | None = None
         self._lock = asyncio.Lock()
         self._wanted: list[Level] | None = None  # the last ladder requoted (late landings)
@@ -248,6 +252,8 @@ class Quoter:
         if self.desk is not None:
             self.desk.join(self)
         await self._read_market()
+        if self.desk is None and self.execution.sender.signer is not None:
+            await self.client.check_signer(self.execution.sender.signer)
         self.execution.gate.join(self.owner, self.limits, self.event_id)
         feed = self.feed = Feed(
             self.client,
@@ -351,6 +357,7 @@ class Quoter:
         if tidying is not None and not tidying.done():
             tidying.cancel()
         self.execution.cache.on_live.pop(self.owner, None)
+        self.execution.sender.presigned.forget(self.owner)
         if self.feed is not None:
             await self.feed.close(forget)
         if forget:
@@ -392,6 +399,11 @@ class Quoter:
             raise refusals[0]
         return report
 
+    async def presign(self, quotes: Iterable[Quote]) -> None:
+        """Sign ``quotes``' orders now, while the ladder rests: a later requote places
+        them without waiting for the signer (``mm.presign``: when it is safe)."""
+        await self.execution.sender.presign(self.owner, self.read_quotes(quotes))
+
     def plan(self, levels: Sequence[Level]) -> None:
         """Check ``levels`` against this quoter's limits and its desk's (the gate's
         ``plan``), ``QuoteRefused`` naming the first one broken."""
@@ -419,7 +431,7 @@ class Quoter:
         # could break a limit (the quoter's own or the desk's), the cancels go first
         union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in cancel)]
         first = self.execution.gate.admit(self.owner, union, self._holding.position)
-        new = [await sender.prepare(self.owner, level) for level in place]
+        new = await sender.prepare_many(self.owner, place)  # signed together, with a signer
         gone: list[TrackedOrder] = [o.handle for o in cancel]
         try:
             refused = await self._send(place, gone, live, new, first)
@@ -573,17 +585,6 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
-
-
-def _own_gate(orders_per_minute: int | None) -> Gate:
-    """A lone quoter's gate: its requests as concurrent as the client's connection pool
-    allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
-    handful of requests), the default request budget, its own place pace."""
-    return Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
-
-
-#: Requests of a lone quoter in flight at most: the client's connection pool (100).
-LONE_IN_FLIGHT = 100
 
 
 def _live(t: TrackedOrder) -> Live:
