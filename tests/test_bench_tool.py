@@ -240,17 +240,6 @@ def test_verdict_words() -> None:
     )
 
 
-def test_install_hints_fit_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From a checkout the hint is ``pip install '.[extra]'`` there, else by name."""
-    # run from this checkout's src/ (PYTHONPATH) it is found; installed (CI) it is not
-    from_source = Path(_timing.__file__).resolve().is_relative_to(ROOT / "src")
-    assert _timing.checkout() == (ROOT if from_source else None)
-    monkeypatch.setattr(_timing, "checkout", lambda: tmp_path)
-    assert _timing.install_hint("data") == f"pip install '.[data]' in {tmp_path}"
-    monkeypatch.setattr(_timing, "checkout", lambda: None)
-    assert _timing.install_hint("data") == "pip install 'clobkit[data]'"
-
-
 def test_the_parquet_skip_names_the_data_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """pyarrow comes with the data extra (the bench extra does not bring it)."""
     monkeypatch.setattr(files, "_write_inputs", lambda root, n: ["csv", "jsonl"])

@@ -41,9 +41,9 @@ def pyarrow() -> Any:
     try:
         import pyarrow as pa
     except ImportError:
-        raise MissingExtra(
-            "order_ids(out=\"arrow\") needs pyarrow: pip install 'clobkit[data]'"
-        ) from None
+        from ._extras import install_hint
+
+        raise MissingExtra(f'order_ids(out="arrow") needs pyarrow: {install_hint("data")}') from None
     return pa
 
 

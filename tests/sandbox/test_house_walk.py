@@ -39,13 +39,17 @@ def test_the_walk_keeps_each_price_within_its_band_and_the_grid() -> None:
     engine = Engine({"walk": EVERY_STEP}, clock=Clock())
     opened = {m.id: m.fx.price_a_cents for m in engine.markets.values() if m.mid is not None}
     seen: dict[str, set[int]] = {market_id: set() for market_id in opened}
+    jumps = 0
     for _ in range(200):
+        before = {m.id: m.mid for m in engine.markets.values()}
         for market_id, mid in engine.walk().items():
             cents = int(mid * 100)
+            jumps += abs(cents - (before[market_id] or 0)) > 1
             seen[market_id].add(cents)
             assert abs(cents - opened[market_id]) <= 3
             assert 2 <= cents <= 98
     assert all(len(prices) > 1 for market_id, prices in seen.items() if 5 < opened[market_id] < 95)
+    assert jumps > 0  # news: 2 to 4 cents at once, through a quote before it can move
     assert engine.check_invariants() == []
     for market in engine.markets.values():  # every walking book two-sided around its mid
         if market.mid is not None:
@@ -60,6 +64,7 @@ def test_the_walk_keeps_each_price_within_its_band_and_the_grid() -> None:
         ({"every_seconds": float("nan")}, "walk.every_seconds"),
         ({"chance": 1.5}, "walk.chance"),
         ({"chance": True}, "walk.chance"),
+        ({"jump_chance": -0.1}, "walk.jump_chance"),
         ({"band_cents": 50}, "walk.band_cents"),
         ({"band_cents": 2.0}, "walk.band_cents"),
         ({"seed": "7"}, "walk.seed"),

@@ -289,6 +289,7 @@ class Replay:
             "now_ms": now,
             "elapsed_ms": now - self.first_ms,
             "next_ms": self.next_ms(),
+            "stop_ms": self.stop_ms,
             "applied": self.index,
             "updates": self.update_count,
             "done": self.done,

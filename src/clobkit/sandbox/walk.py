@@ -2,16 +2,18 @@
 
 A bot author's first hour is against this sandbox: a market that never moves
 tests nothing of a quoting loop. Every ``every_seconds`` (while serving) each
-market the house quotes, active and not replayed, moves its mid one cent up or
-down with probability ``chance``, never more than ``band_cents`` from the price
-it opened at (nor to the edge of the grid, where the house could not quote
-both sides). The draws come from one ``random.Random(seed)`` (the sandbox's
+market the house quotes, active and not replayed, moves its mid up or down with
+probability ``chance``: one cent, or with probability ``jump_chance`` a jump of 2
+to 4 cents (news: what moves through a quote before its bot can requote), never
+more than ``band_cents`` from the price it opened at (nor to the edge of the
+grid, where the house could not quote both sides). The draws come from one ``random.Random(seed)`` (the sandbox's
 seed by default) in the markets' id order, one draw set per step for every
 market, so a run's sequence of prices depends on the seed and the number of
 steps alone. Config key ``walk`` (``null``: a still book, as tests that need
 one ask)::
 
-    "walk": {"every_seconds": 1.0, "chance": 0.3, "band_cents": 10, "seed": null}
+    "walk": {"every_seconds": 1.0, "chance": 0.3, "jump_chance": 0.1, "band_cents": 10,
+             "seed": null}
 
 The house requotes around the new mid at once; a house level that would cross
 a user's resting order trades with it at that order's price (house.py), so the
@@ -37,12 +39,14 @@ MAX_BAND_CENTS = 49
 
 @dataclass(frozen=True)
 class WalkConfig:
-    """``every_seconds`` between steps; ``chance`` (0..1) that a market moves at a step;
+    """``every_seconds`` between steps; ``chance`` (0..1) that a market moves at a step,
+    ``jump_chance`` (0..1) that a move is a jump of 2 to 4 cents rather than one;
     ``band_cents`` it may wander from its opening price; ``seed`` of the draws (``None``:
     the sandbox's ``seed``)."""
 
     every_seconds: float = 1.0
     chance: float = 0.3
+    jump_chance: float = 0.1
     band_cents: int = 10
     seed: int | None = None
 
@@ -55,11 +59,12 @@ class WalkConfig:
             raise ConfigError(str(exc)) from None
         if every > MAX_EVERY_SECONDS:
             raise ConfigError(f"walk.every_seconds must be at most {MAX_EVERY_SECONDS:,}")
-        chance = self.chance
-        if isinstance(chance, bool) or not isinstance(chance, (int, float)):
-            raise ConfigError(f"walk.chance must be a number in [0, 1], got {chance!r}")
-        if not 0 <= chance <= 1:
-            raise ConfigError(f"walk.chance must lie in [0, 1], got {chance!r}")
+        for name in ("chance", "jump_chance"):
+            share = getattr(self, name)
+            if isinstance(share, bool) or not isinstance(share, (int, float)):
+                raise ConfigError(f"walk.{name} must be a number in [0, 1], got {share!r}")
+            if not 0 <= share <= 1:
+                raise ConfigError(f"walk.{name} must lie in [0, 1], got {share!r}")
         band = self.band_cents
         if type(band) is not int or not 0 <= band <= MAX_BAND_CENTS:
             raise ConfigError(
@@ -93,20 +98,23 @@ class Walk:
 
     def moves(self, markets: Iterable[tuple[str, int, int]]) -> dict[str, int]:
         """The new mid (cents) of each market that moves this step, from ``(id, mid,
-        opening price)`` of every market that may; a draw pair per market, moved or not."""
+        opening price)`` of every market that may; the same draws per market, moved or
+        not."""
         self.steps += 1
-        band, chance, r = self.config.band_cents, self.config.chance, self._random
+        config, r = self.config, self._random
         low_edge, high_edge = 2, 98  # a level either side of the mid stays on the grid
         moved: dict[str, int] = {}
         for market_id, mid, opened in sorted(markets):
-            move, up = r.random() < chance, r.random() < 0.5
+            move, up, jump = r.random() < config.chance, r.random() < 0.5, r.random()
+            size = r.randint(2, 4) if jump < config.jump_chance else 1
             if not move:
                 continue
-            low, high = max(opened - band, low_edge), min(opened + band, high_edge)
-            step = 1 if up else -1
+            low = max(opened - config.band_cents, low_edge)
+            high = min(opened + config.band_cents, high_edge)
+            step = size if up else -size
             if not low <= mid + step <= high:
                 step = -step  # at the band's edge: it turns back
-            target = mid + step
-            if low <= target <= high and target != mid:
+            target = min(max(mid + step, low), high)
+            if target != mid:
                 moved[market_id] = target
         return moved
