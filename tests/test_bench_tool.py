@@ -82,8 +82,8 @@ def rows(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
     assert quick["code"] == 0
     text = quick["stdout"]
-    header = next(line for line in text.splitlines() if line.startswith("operation"))
-    for column in report.HEADERS:
+    header = next(line for line in text.splitlines() if line.startswith("implementation"))
+    for column in report.HEADERS[1:]:  # the operation: a heading over its rows
         assert column in header
     for title in ("order id", "limit amounts", "market amounts", "request headers", "floors"):
         assert any(line.startswith(title) for line in text.splitlines()), title
@@ -223,6 +223,20 @@ def test_verdicts_name_every_peer_and_floor_with_its_ratio(quick: dict[str, Any]
         assert v["ratio"] == round(r["per_op_ns"] / op["rows"][0]["per_op_ns"], 3)
         assert f"- {verdicts.verdict_text(v)}" in lines[start:]
     assert re.search(r"the run took \d+:\d\d", quick["stdout"])
+
+
+def test_the_text_fits_a_terminal_of_100_columns() -> None:
+    """The last full run (docs/bench.json) printed lines up to 285 columns wide."""
+    full = json.loads((ROOT / "docs" / "bench.json").read_text(encoding="utf-8"))
+    text = report.format_text(full)
+    assert max(map(len, text.splitlines())) <= report.WIDTH == 100
+    words = text.split()
+    for op in full["operations"]:  # every row is there, its name wrapped at most
+        assert f"{op['title']}:" in text.splitlines()
+        for row in op["rows"]:
+            assert " ".join(words).count(row["implementation"].split()[0]) > 0
+    wide = report.format_markdown(full)  # the Markdown page keeps its rows whole
+    assert any(len(line) > 100 for line in wide.splitlines())
 
 
 def test_verdict_words() -> None:
