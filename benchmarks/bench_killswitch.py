@@ -224,7 +224,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     args = parser.parse_args()
-    big, raw = (100, 20) if args.quick else (2_000, 200)
+    big, raw = (60, 10) if args.quick else (2_000, 200)
     print("kill switch, 4 quoters x 3 levels, streams dropped, DELETE healthy:")
     for listing in ("held", "failing"):
         for leave in (False, True):

@@ -37,7 +37,7 @@ def test_a_few_hostile_recordings(files: list[tuple[list[dict[str, Any]], Encodi
 @pytest.mark.slow
 @given(recordings)
 @settings(
-    max_examples=examples(300),
+    max_examples=examples(100),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

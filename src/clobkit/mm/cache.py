@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from decimal import Decimal
 
 from .._core import from_units, to_units
@@ -301,9 +301,6 @@ class ExecutionCache:
             self._unindex(t)
         outcome.done.clear()
         outcome.unclaimed.clear()
-
-    def owners(self) -> Iterable[Owner]:
-        return list(self._outcomes)
 
 
 def _fill_price(t: TrackedOrder, record: Order, units: int, delta: int) -> Decimal:

@@ -355,6 +355,7 @@ class Quoter:
             await self.feed.close(forget)
         if forget:
             self.execution.gate.leave(self.owner)
+            self.execution.cache.forget(self.owner)  # its finished orders and held records
             if self.desk is not None:
                 self.desk.forget(self)
         if self.desk is None:
