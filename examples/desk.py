@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from clobkit import AsyncClient
 from clobkit.errors import ApiError, OrderBookNotFound
-from clobkit.mm import Desk, Quote, Quoter
+from clobkit.mm import Desk, Halted, Quote, Quoter
 
 if TYPE_CHECKING:
     from clobkit.sandbox import Sandbox
@@ -110,6 +110,9 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
         max_position_per_market=2_000,
         max_open_orders=1_000,
         heartbeat_timeout=5.0,
+        # a place with no room under the learnt rate within 2 s is reported, not waited
+        # for: a requote never holds the loop past its heartbeat
+        room_timeout=2.0,
     ) as desk:
         quoters = [desk.quoter(m, outcome) for m in markets for outcome in ("a", "b")]
         await desk.open()
@@ -123,7 +126,11 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
         started = last = time.monotonic()
         while time.monotonic() - started < args.duration:
             desk.heartbeat()  # the strategy's loop is alive
-            await desk.requote({q: ladder(q, per_quote) for q in quoters})
+            try:
+                await desk.requote({q: ladder(q, per_quote) for q in quoters})
+            except Halted as exc:  # the kill switch fired by itself: the run ends
+                print(f"the desk halted itself: {exc}")
+                break
             if sb is not None:  # someone takes part of a few quotes
                 for q in rng.sample(quoters, 3):
                     if q.open_orders:
