@@ -19,6 +19,7 @@ import pytest
 
 from clobkit import IMPLEMENTATION, _bench
 from clobkit._bench import _timing, amounts, files, machine, order_ids, orders_v2, report, verdicts
+from clobkit._extras import install_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATIONS = [
@@ -262,7 +263,7 @@ def test_the_parquet_skip_names_the_data_extra(monkeypatch: pytest.MonkeyPatch) 
     notes: list[str] = []
     files.file_operation(_bench.QUICK, notes, lambda _: None)
     assert notes[0].startswith("pyarrow not installed: Parquet -> Parquet skipped; ")
-    assert notes[0].endswith(_timing.install_hint("data"))
+    assert notes[0].endswith(install_hint("data"))
 
 
 def _missing() -> Any:
@@ -358,7 +359,7 @@ def test_missing_peers_are_skipped_with_a_line(monkeypatch: pytest.MonkeyPatch) 
         "Decimal rules, hand-written",
     ]
     assert len(notes) == 3
-    assert all("not installed (nope)" in n and _timing.install_hint("bench") in n for n in notes)
+    assert all("not installed (nope)" in n and install_hint("bench") in n for n in notes)
 
 
 def test_compare_wrapper_runs_from_the_repository() -> None:

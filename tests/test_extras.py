@@ -20,13 +20,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def declared() -> dict[str, list[str]]:
     """pyproject.toml's extras (the one home of what each brings), read as TOML."""
-    if sys.version_info < (3, 11):  # no tomllib: the metadata is checked by the rest
-        pytest.skip("tomllib is new in Python 3.11")
-    import tomllib
+    if sys.version_info >= (3, 11):
+        import tomllib
 
-    with open(ROOT / "pyproject.toml", "rb") as fh:
-        extras: dict[str, list[str]] = tomllib.load(fh)["project"]["optional-dependencies"]
-    return extras
+        with open(ROOT / "pyproject.toml", "rb") as fh:
+            extras: dict[str, list[str]] = tomllib.load(fh)["project"]["optional-dependencies"]
+        return extras
+    pytest.skip("tomllib is new in Python 3.11 (the metadata is checked by the rest)")
 
 
 def name(requirement: str) -> str:

@@ -43,7 +43,8 @@ def pyarrow() -> Any:
     except ImportError:
         from ._extras import install_hint
 
-        raise MissingExtra(f'order_ids(out="arrow") needs pyarrow: {install_hint("data")}') from None
+        hint = install_hint("data")
+        raise MissingExtra(f'order_ids(out="arrow") needs pyarrow: {hint}') from None
     return pa
 
 

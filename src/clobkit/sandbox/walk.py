@@ -6,11 +6,11 @@ market the house quotes, active and not replayed, moves its mid up or down with
 probability ``chance``: one cent, or with probability ``jump_chance`` a jump of 2
 to 4 cents (news: what moves through a quote before its bot can requote), never
 more than ``band_cents`` from the price it opened at (nor to the edge of the
-grid, where the house could not quote both sides). The draws come from one ``random.Random(seed)`` (the sandbox's
-seed by default) in the markets' id order, one draw set per step for every
-market, so a run's sequence of prices depends on the seed and the number of
-steps alone. Config key ``walk`` (``null``: a still book, as tests that need
-one ask)::
+grid, where the house could not quote both sides). The draws come from one
+``random.Random(seed)`` (the sandbox's seed by default) in the markets' id order,
+one draw set per step for every market, so a run's sequence of prices depends
+on the seed and the number of steps alone. Config key ``walk`` (``null``: a
+still book, as tests that need one ask)::
 
     "walk": {"every_seconds": 1.0, "chance": 0.3, "jump_chance": 0.1, "band_cents": 10,
              "seed": null}
