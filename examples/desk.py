@@ -143,7 +143,7 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
         try:
             cancelled = await desk.halt("the example ends")  # the kill switch
         except ApiError as exc:  # a quote filled just as its cancel went out
-            print(f"halted; a cancel was refused ({exc}): leaving the desk sweeps the rest")
+            print(f"halted: a cancel was refused ({exc}); leaving the desk sweeps the rest")
         else:
             open_now = desk.metrics()["open_orders"]
             print(f"halted: {len(cancelled)} orders cancelled, {open_now} open")

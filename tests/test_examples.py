@@ -154,7 +154,8 @@ def test_desk_against_a_running_sandbox_keeps_to_its_own_cap(tmp_path: Path) -> 
         )
         backtest_refuses(url, tmp_path)  # the same sandbox: it serves no replay
     assert "desk: 5 markets, 10 quoters" in out
-    assert " orders cancelled, 0 open" in out
+    # a quote the walking house filled just as its cancel went out: refused, swept on exit
+    assert " orders cancelled, 0 open" in out or "halted: a cancel was refused" in out
     assert "left the desk" in out
     at_risk = [line.split(" USDC at risk")[0].rsplit(", ", 1)[-1] for line in out.splitlines()]
     assert all(float(n) <= 50 for n in at_risk if n.replace(".", "").isdigit())
