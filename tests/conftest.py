@@ -113,8 +113,10 @@ def import_extra(module: str, extra: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in EXTRAS[extra]:
             raise
+        from clobkit._extras import install_hint
+
         pytest.skip(
-            f"needs the {extra} extra (missing {exc.name}): pip install 'clobkit[{extra}]'",
+            f"needs the {extra} extra (missing {exc.name}): {install_hint(extra)}",
             allow_module_level=True,
         )
 

@@ -24,13 +24,21 @@ from .conftest import import_extra
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-PAGES = {  # package -> its reference page
+PAGES = {  # public module -> its reference page
     "clobkit": "clobkit.md",
     "clobkit.client": "client.md",
     "clobkit.mm": "mm.md",
     "clobkit.sandbox": "sandbox.md",
     "clobkit.dask": "dask.md",
+    "clobkit.errors": "errors.md",
+    "clobkit.models": "models.md",
+    "clobkit.record": "record.md",
+    "clobkit.amounts": "amounts.md",
+    "clobkit.auth": "auth.md",
+    "clobkit.order_id": "order_id.md",
+    "clobkit.salt": "salt.md",
     "clobkit.signing": "signing.md",
+    "clobkit.cli": "cli.md",
 }
 ENTRY = re.compile(r'^::: ([\w.]+)\s*$|\{ #([\w.]+) \}\s*$|^<a id="([\w.]+)"></a>$', re.MULTILINE)
 
@@ -52,6 +60,26 @@ def test_reference_page_names_every_public_name(package: str) -> None:
     stale = [name for name in documented if name not in public]
     assert not stale, f"docs/reference/{PAGES[package]} documents non-public {stale}"
     assert len(documented) == len(set(documented)), "a name documented twice"
+
+
+def public_modules() -> list[str]:
+    """clobkit and its modules and packages whose names do not start with ``_`` (the
+    submodules of ``clobkit.mm`` and ``clobkit.sandbox`` are documented through their
+    package's ``__all__``)."""
+    package = ROOT / "src" / "clobkit"
+    found = ["clobkit"]
+    for path in sorted(package.iterdir()):
+        name = path.name.removesuffix(".py")
+        if name.startswith("_") or not (path.suffix == ".py" or (path / "__init__.py").exists()):
+            continue
+        found.append(f"clobkit.{name}")
+    return found
+
+
+def test_every_public_module_has_a_page() -> None:
+    assert sorted(PAGES) == sorted(public_modules())
+    assert "clobkit.models" in PAGES
+    assert "clobkit.record" in PAGES
 
 
 def test_every_reference_page_is_in_the_site() -> None:

@@ -143,7 +143,7 @@ class ApiError(ClobkitError):
         self.code = code
         self.detail = detail
         text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
-        if detail and detail != message:
+        if detail and not message.endswith(detail):  # a message that says it already
             text += f": {detail}"
         super().__init__(text)
 

@@ -244,7 +244,9 @@ def test_without_dask_one_line_says_what_to_install() -> None:
         text=True,
         check=True,
     ).stdout
-    assert out == "True clobkit.dask needs Dask: pip install 'clobkit[dask]'\n"
+    from clobkit._extras import install_hint
+
+    assert out == f"True clobkit.dask needs Dask: {install_hint('dask')}\n"
 
 
 # ---------------------------------------------------------------------------

@@ -51,7 +51,9 @@ def _pyarrow() -> tuple[Any, Any, Any]:
 
         from .. import _arrow_compute as ac
     except ImportError:
-        raise InputError("Parquet needs pyarrow: pip install 'clobkit[data]'") from None
+        from .._extras import install_hint
+
+        raise InputError(f"Parquet needs pyarrow: {install_hint('data')}") from None
     return pa, pq, ac
 
 

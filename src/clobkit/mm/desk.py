@@ -39,7 +39,7 @@ from .quoter import Quoter, RequoteReport
 from .reads import SharedReads, by_outcome
 from .risk import DeskLimits, exposure, units
 from .router import Router
-from .tasks import each_of
+from .tasks import all_of, each_of
 
 __all__ = ["Desk"]
 
@@ -405,6 +405,7 @@ class Desk:
         if self.halted is not None and any(wanted.values()):
             raise Halted(self.halted)
         await self.open(*wanted)
+        await all_of(q.feed.learn_minimum() for q, w in wanted.items() if w and q.feed)
         # the desk after every requote, checked as a whole (each quoter's requote checks
         # its own ladder again: the same targets, so it passes at once)
         self.gate.plan({q.owner: (q.read_quotes(w), q.position_units) for q, w in wanted.items()})

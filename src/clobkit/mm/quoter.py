@@ -202,7 +202,7 @@ class Quoter:
         """``quotes`` as ``Level``s checked against the market's minimum
         (``ladder.read_ladder``); ``QuoteRefused`` or ``AmountError`` naming the first
         one that cannot be quoted."""
-        return read_ladder(quotes, self._min_order())
+        return read_ladder(quotes, self._min_order(), f"{self.market_id} {self.outcome}")
 
     def resting(self) -> list[Level]:
         """Every order that may rest on the service (open, or with a place or cancel in
@@ -387,6 +387,8 @@ class Quoter:
             self.check_hearing()
         if self.desk is not None and self.market is None:
             await self.desk.open(self)  # reads only: the market, positions, live orders
+        if wanted and self.feed is not None:
+            await self.feed.learn_minimum()  # the book was absent or is not heard
         levels = self.read_quotes(wanted)
         self.plan(levels)  # refused before anything is sent
         async with self._lock:
