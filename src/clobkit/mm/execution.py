@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .._signers.protocol import AsyncSigner
 from .._spec import UNIT
 from ..client import AsyncClient, PreparedRawOrder
 from ..models import Order, PlacedOrder
@@ -44,12 +45,16 @@ class Execution:
         client: AsyncClient,
         orders_per_minute: int | None,
         owns: Callable[[Order], Owner | None],
+        signer: AsyncSigner | None = None,
     ) -> Execution:
         """A lone quoter's: its requests as concurrent as the client's connection pool
         allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
-        handful of requests), the default request budget, its own place pace."""
+        handful of requests), the default request budget, its own place pace, its
+        ``signer``."""
         gate = Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
-        return cls(client, gate, owns)
+        execution = cls(client, gate, owns)
+        execution.sender.signer = signer
+        return execution
 
     async def list_open(self) -> list[Order]:
         """The account's open orders (a request per open status), within the budget."""

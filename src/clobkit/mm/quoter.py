@@ -132,10 +132,8 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution.lone(client, orders_per_minute, self.owns)
+            else Execution.lone(client, orders_per_minute, self.owns, signer)
         )
-        if desk is None:
-            self.execution.sender.signer = signer
         self.feed: Feed | None = None
         self._lock = asyncio.Lock()
         self._wanted: list[Level] | None = None  # the last ladder requoted (late landings)
