@@ -122,3 +122,14 @@ def test_site_builds_with_zero_warnings_offline(tmp_path: Path) -> None:
         module = importlib.import_module(package)
         missing = [n for n in module.__all__ if f"{package}.{n}" not in anchors]
         assert not missing, f"{page}: no rendered entry for {missing}"
+
+
+def test_the_guides_error_tree_is_the_one_errors_py_draws() -> None:
+    """docs/errors.md shows the tree of ``clobkit.errors``' docstring (its one home), with
+    the reST literals as plain text: a class added to one and not the other fails here."""
+    import clobkit.errors
+
+    drawn = (clobkit.errors.__doc__ or "").split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    tree = "\n".join(line[4:] for line in drawn.splitlines()).replace("``", "")
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert f"```text\n{tree}\n```" in page
