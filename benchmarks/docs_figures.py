@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "docs" / "bench.json"
 # file -> the blocks it holds
 FILES = {
-    "README.md": ["headline", "verdicts"],
-    "docs/benchmarks.md": ["table"],
+    "README.md": ["headline", "source"],
+    "docs/benchmarks.md": ["verdicts", "table"],
     "docs/scale.md": ["files"],
 }
 BLOCK = re.compile(r"(<!-- bench:(\w+) -->)(.*?)(<!-- /bench:\2 -->)", re.DOTALL)
@@ -65,6 +65,7 @@ def render(report: dict[str, Any]) -> dict[str, str]:
             f"{_x(h['sign_v2'])} times faster than py-clob-client-v2 at signed V2 orders and "
             f"{_x(h['headers'])} times faster than the standard library at request signing"
         ),
+        "source": source(report),
         "verdicts": "\n" + source(report) + ":\n\n" + "\n".join(verdict_lines(report)) + "\n\n",
         "table": "\n" + format_markdown(report) + "\n",
         "files": f"\nWall time of the whole command, read, hash and write, `--threads 2`, "

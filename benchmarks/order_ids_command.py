@@ -31,6 +31,9 @@ directory) at the same ``--threads``: each command's rate over the
 in-memory rate of its round, and its process's CPU time per order (#45's
 target on 2 cores: at least 0.7x at 2 threads).
 
+``--twins`` times the pure twin (``CLOBKIT_NO_EXTENSIONS=1``) and the compiled core
+in turn on each format, ``--runs`` times each: the ratio README quotes.
+
 ``--against OTHER/src`` compares this tree's command with another tree's
 (a checkout of an earlier commit, its compiled core built): for each format
 and each ``--threads`` count, the two run in turn, ``--runs`` times each,
@@ -63,6 +66,18 @@ from clobkit._bench.order_ids import WALLET
 
 TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
 BIG = b"\x00" * (16 << 20)
+
+
+def machine() -> str:
+    """The CPU and its cores, for a figure's context."""
+    from clobkit._bench.machine import machine as info
+    from clobkit._bench.machine import machine_line
+
+    return machine_line(info())
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.2f}"
 
 
 def floor_f() -> float:
@@ -132,13 +147,18 @@ def command(
     return _command(root, fmt, name, threads, src)[0]
 
 
-def _command(root: Path, fmt: str, name: str, threads: int, src: str | None) -> tuple[float, float]:
-    """(wall clock, CPU time of the child) of one run, in seconds."""
+def _command(
+    root: Path, fmt: str, name: str, threads: int, src: str | None, pure: bool = False
+) -> tuple[float, float]:
+    """(wall clock, CPU time of the child) of one run, in seconds (``pure``: the pure
+    twin, ``CLOBKIT_NO_EXTENSIONS=1``)."""
     out = root / f"out.{fmt}"
     out.unlink(missing_ok=True)
     args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
     args += [str(root / f"{name}.{fmt}"), str(out), "--threads", str(threads)]
     env = CHILD_ENV if src is None else {**CHILD_ENV, "PYTHONPATH": src}
+    if pure:
+        env = {**env, "CLOBKIT_NO_EXTENSIONS": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
@@ -173,6 +193,24 @@ def against(root: Path, other: str, formats: list[str], threads: list[int], runs
                     f"{statistics.median(w):.2f} s; CPU best {min(c):.2f} s, median "
                     f"{statistics.median(c):.2f} s"
                 )
+
+
+def twins(root: Path, formats: list[str], runs: int) -> None:
+    """The pure twin's time over the compiled core's, the two taking turns ``runs``
+    times per format: best wall clock and best CPU time (user + system) of each."""
+    for fmt in formats:
+        _command(root, fmt, "one", 2, None)  # the bytecode an installed package has
+        best: dict[bool, tuple[float, float]] = {}
+        for _ in range(runs):
+            for pure in (False, True):
+                wall, cpu = _command(root, fmt, "in", 2, None, pure)
+                old = best.get(pure, (wall, cpu))
+                best[pure] = (min(old[0], wall), min(old[1], cpu))
+        (cw, cc), (pw, pc) = best[False], best[True]
+        print(
+            f"{fmt:>7}: compiled {cw:6.2f} s wall, {cc:6.2f} s CPU; pure {pw:6.2f} s wall, "
+            f"{pc:6.2f} s CPU: the pure twin takes {pw / cw:.0f}x the wall, {pc / cc:.0f}x the CPU"
+        )
 
 
 def in_process(root: Path, fmt: str) -> float:
@@ -284,6 +322,7 @@ def main() -> None:
     parser.add_argument(
         "--vs-arrow", metavar="IN:OUT,...", help="each command's rate over the in-memory rate"
     )
+    parser.add_argument("--twins", action="store_true", help="the pure twin against the compiled")
     opts = parser.parse_args()
     formats = opts.formats.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -297,6 +336,11 @@ def main() -> None:
             pairs = opts.vs_arrow.split(",")
             versus_arrow(root, opts.rows, pairs, int(opts.threads), opts.runs)
             print(f"load {os.getloadavg()[0]:.2f}")
+            return
+        if opts.twins:
+            print(f"{opts.rows:,} V1 orders, --threads 2, {machine()}, load {load()}")
+            twins(root, formats, opts.runs)
+            print(f"load {load()}")
             return
         if opts.against:
             print(

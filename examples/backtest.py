@@ -1,31 +1,39 @@
 """A backtest: the market maker's Desk against a recorded day, replayed in the sandbox.
 
 Run:
-  python examples/backtest.py --synthetic-hours 24       make a day of 3 markets, then test on it
-  python examples/backtest.py --recording DIR            a recording of clobkit record
-  python examples/backtest.py --exchange-version 2       the bot on V2 wallets (1, 2 or 3)
-  python examples/backtest.py --speed 60                 at most 60 recorded seconds a second
+  python examples/backtest.py --synthetic-hours 24     make a day of 3 markets, then test on it
+  python examples/backtest.py --recording DIR          a recording of clobkit record
+  python examples/backtest.py --base-url URL           a running clobkit sandbox --replay DIR --step
+  python examples/backtest.py --exchange-version 2     the bot on V2 wallets (1, 2 or 3)
+  python examples/backtest.py --interval 5             5 recorded seconds a step
+  python examples/backtest.py --speed 60               at most 60 recorded seconds a second
 
-The sandbox serves the recording on a virtual clock moved by this program: every
-``--interval`` recorded seconds it applies the updates that fell due (the recorded
-books, with which the bot's resting orders trade by the sandbox's rules), then the
-bot re-reads its orders (one listing for every market: ``Desk.reconcile``),
-reads each market's book over REST and requotes every ladder with the real
-client and ``Desk``, exactly as it would live. ``--speed X`` never lets the
-clock run more than X times real time; 0 (the default) runs as fast as the bot
-answers. The report (``--out``, default ``backtest-report/``): ``steps.csv`` (per
-step and market: book, quotes, position; cash and mark-to-mid PnL), ``fills.csv``,
-``summary.txt`` and, with matplotlib, ``pnl.png``. The same recording, sandbox
-seed and interval give the same report at every speed. docs/backtesting.md.
+With ``--recording`` (or a synthetic day) it starts its own sandbox process
+(``--replay DIR --step``, no rate or risk limits); with ``--base-url`` it drives one
+already running, as the sandbox's default user ``maker``. Every ``--interval``
+recorded seconds (default: the recording's span over 240 steps, from 1 to 60 s) it
+steps the replay's clock (the updates that fell due apply, and the bot's resting
+orders trade with them), re-reads its orders (``Desk.reconcile``) and the books
+over REST, and requotes a ladder 2 cents either side of each book's mid without its
+own orders, with the real client and ``Desk``, exactly as it would live. After a
+fill it also steps to 1, 10 and 60 s past it to read the mid there (markouts),
+without requoting. ``--speed X`` never lets the clock run more than X times real
+time; 0 (the default) runs as fast as the bot answers. The report (``--out``,
+default ``backtest-report/``): ``summary.txt`` (per market: fills, volume,
+inventory, PnL, max drawdown; markouts per side), ``steps.csv``, ``fills.csv``,
+``markouts.csv`` and, with matplotlib, ``pnl.png`` (backtest_report.py). The same
+recording, sandbox seed and interval give the same report at every speed.
+docs/backtesting.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import csv
+import heapq
 import json
 import math
+import os
 import random
 import signal
 import subprocess
@@ -40,10 +48,14 @@ from typing import Any
 import httpx
 
 from clobkit import AsyncClient
-from clobkit._safe_files import atomic_output, unsafe_directory
-from clobkit.errors import ValidationError
+from clobkit._spec import RATE_LIMIT_PER_MINUTE
+from clobkit.errors import OrderBookNotFound, ValidationError
 from clobkit.mm import Desk, Quote, Quoter
+from clobkit.models import Orderbook
 from clobkit.record import RecordedMarket, RecordingWriter
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its report, beside it
+from backtest_report import HORIZONS, Run, write_report
 
 CENT = Decimal("0.01")
 MICRO = Decimal("0.000001")
@@ -67,7 +79,8 @@ def synthetic_day(
     seed: int = 7,
 ) -> Path:
     """Write a recording of ``markets`` of the sandbox (seed 0): each one's mid walks a cent
-    at a time (random, ``seed``), a book of 5 levels a side every ``every`` seconds."""
+    at a time, now and then 2 to 4 (random, ``seed``), a book of 5 levels a side every
+    ``every`` seconds."""
     from clobkit.sandbox import Engine
 
     engine = Engine({"seed": 0})
@@ -84,8 +97,9 @@ def synthetic_day(
     for i in range(steps):
         at = DAY_START_NS + int(i * every * 1e9)
         for k, m in enumerate(recorded):
-            if rng.random() < 0.3:
-                mids[k] = min(max(mids[k] + rng.choice((-1, 1)), 10), 90)
+            if rng.random() < 0.3:  # a cent, or now and then a jump of 2 to 4 (news)
+                size = rng.randint(2, 4) if rng.random() < 0.1 else 1
+                mids[k] = min(max(mids[k] + rng.choice((-1, 1)) * size, 10), 90)
             mid = mids[k]
             depth = [Decimal(rng.randint(200, 1500)) for _ in range(10)]
             bids = [
@@ -148,17 +162,19 @@ def _best(orders: list[Any], side: str) -> str:
 
 
 def read_market(
-    q: Quoter, book: Any, mids: dict[str, Decimal]
+    q: Quoter, book: Orderbook | None, mids: dict[str, Decimal]
 ) -> tuple[list[Quote], list[Any], dict[str, Any]]:
     """One market's round after the desk's reconcile: its new fills, the ladder wanted
-    from its ``book`` (read over REST), and the step's row (before the requote)."""
+    from its ``book`` (read over REST; ``None``: the market has no book now, nothing is
+    quoted), and the step's row (before the requote)."""
     new_fills = list(q.fills)
     q.fills.clear()
-    bid, ask = others_touch(book, q.open_orders)
+    bid, ask = (None, None) if book is None else others_touch(book, q.open_orders)
     quotes: list[Quote] = []
-    if bid is not None and ask is not None:
+    if bid is not None and ask is not None and book is not None:
         mids[q.market_id] = (bid + ask) / 2
-        quotes = ladder(mids[q.market_id], q.position, q.min_order_size)
+        least = book.min_order_size or q.min_order_size  # the book read says the minimum
+        quotes = ladder(mids[q.market_id], q.position, least)
     row = {
         "market": q.market_id[:8],
         "bid": bid or "",
@@ -168,230 +184,198 @@ def read_market(
     return quotes, new_fills, row
 
 
-def open_desk(client: AsyncClient) -> Desk:
-    """The bot's desk: one stream (orders only: books are read over REST, in step),
-    no kill switch timers (the clock stops between steps), and a request budget
-    past anything the bot sends (the replaying sandbox has no rate limit)."""
+def open_desk(client: AsyncClient, unlimited: bool) -> Desk:
+    """The bot's desk: one stream (orders only: books are read over REST, in step), no
+    kill switch timers (the clock stops between steps), and a request budget past
+    anything the bot sends on its own sandbox (``unlimited``: no rate limit there), the
+    API's default rate elsewhere (a 429 or a risk refusal teaches it a lower one)."""
     return Desk(
         client,
         user_id=MAKER_ID,
-        rate_limit_per_minute=10_000_000,
+        rate_limit_per_minute=10_000_000 if unlimited else RATE_LIMIT_PER_MINUTE,
         heartbeat_timeout=None,
         stream_timeout=None,
         books=False,
     )
 
 
-async def run_bot(
-    client: AsyncClient,
-    step: Callable[[int], Awaitable[dict[str, Any]]],
-    interval_ms: int,
-    speed: float,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Step the replay by ``interval_ms`` (``step(ms)`` answers its status; 0 only reads
-    it) and requote every market until the recording ends; the step rows and the fills."""
-    steps: list[dict[str, Any]] = []
-    fills: list[dict[str, Any]] = []
-    status = await step(0)
-    async with open_desk(client) as desk:
-        quoters = [desk.quoter(m, "a", max_notional=1000) for m in status["markets"]]
-        await desk.open()
-        wall0, virtual0 = time.monotonic(), status["elapsed_ms"]
-        mids: dict[str, Decimal] = {}
-        while not status["done"]:
-            status = await step(interval_ms)
-            if speed > 0:  # never faster than speed x real time
-                virtual = (status["elapsed_ms"] - virtual0) / 1000
-                ahead = virtual / speed - (time.monotonic() - wall0)
-                if ahead > 0:
-                    await asyncio.sleep(ahead)
-            # the views made equal to the service's (every fill up to now) and the books
-            # read at once: nothing moves on the service between steps but the bot's orders
-            _, *books = await asyncio.gather(
-                desk.reconcile(), *(client.get_orderbook(q.token_id) for q in quoters)
-            )
-            rounds = [read_market(q, book, mids) for q, book in zip(quoters, books, strict=True)]
-            await desk.requote(
-                {q: quotes for q, (quotes, _, _) in zip(quoters, rounds, strict=True)}
-            )
-            cash = steps[-1]["cash"] if steps else Decimal(0)
-            t = status["elapsed_ms"] / 1000
-            for q, (_, new_fills, row) in zip(quoters, rounds, strict=True):
-                cash = book_fills(fills, new_fills, t, q.market_id, cash)
-                live = q.open_orders
-                row |= {"our_bid": _best(live, "BUY"), "our_ask": _best(live, "SELL")}
-                steps.append({"t_s": t, **row, "position": q.position, "cash": cash})
-            pnl = cash + sum((q.position * mids.get(q.market_id, 0) for q in quoters), Decimal(0))
-            for row in steps[-len(quoters) :]:
-                row["pnl"] = pnl
-    return steps, fills
+async def read_book(client: AsyncClient, token_id: str) -> Orderbook | None:
+    """A token's book, ``None`` while it has none (a market not yet or no more recorded)."""
+    try:
+        return await client.get_orderbook(token_id)
+    except OrderBookNotFound:
+        return None
 
 
-def book_fills(
-    fills: list[dict[str, Any]], new: list[Any], t: float, market_id: str, cash: Decimal
-) -> Decimal:
-    """Append a market's new fills to ``fills``; the cash after them (USDC)."""
-    for f in new:
-        value = (f.shares * f.price).quantize(MICRO, ROUND_DOWN)
-        cash += value if f.side == "SELL" else -value
-        fills.append(
-            {
-                "t_s": t,
-                "market": market_id[:8],
-                "side": f.side,
-                "price": f.price,
-                "shares": f.shares,
-            }
+class Bot:
+    """The bot's session with a replaying sandbox: steps of ``interval_ms`` (and the
+    markouts' steps after each fill), reads, requotes, and what it saw (``run``)."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        step: Callable[[int], Awaitable[dict[str, Any]]],
+        interval_ms: int,
+        speed: float,
+    ) -> None:
+        self.client = client
+        self.step = step
+        self.interval_ms = interval_ms
+        self.speed = speed
+        self.run = Run(interval_s=interval_ms / 1000)
+        self.mids: dict[str, Decimal] = {}  # the last mid of each market (full id)
+        self.cash: dict[str, Decimal] = {}  # each market's cash (full id)
+        self.samples: list[int] = []  # elapsed ms where a markout reads the mid (a heap)
+
+    async def go(self, unlimited: bool) -> Run:
+        """Step until the replay is done; what the bot saw."""
+        status = await self.step(0)
+        async with open_desk(self.client, unlimited) as desk:
+            quoters = [desk.quoter(m, "a", max_notional=1000) for m in status["markets"]]
+            await desk.open()
+            for q in quoters:
+                self.run.names[q.market_id[:8]] = (q.market.question if q.market else "") or ""
+                self.cash[q.market_id] = Decimal(0)
+            wall0, virtual0 = time.monotonic(), status["elapsed_ms"]
+            regular = virtual0 + self.interval_ms
+            while not status["done"]:
+                target = min(regular, self.samples[0]) if self.samples else regular
+                status = await self.step(max(target - status["elapsed_ms"], 1))
+                elapsed = status["elapsed_ms"]
+                while self.samples and self.samples[0] <= elapsed:
+                    heapq.heappop(self.samples)
+                if self.speed > 0:  # never faster than speed x real time
+                    ahead = (elapsed - virtual0) / 1000 / self.speed - (time.monotonic() - wall0)
+                    if ahead > 0:
+                        await asyncio.sleep(ahead)
+                due = elapsed >= regular or status["done"]
+                if due:
+                    regular = elapsed + self.interval_ms
+                await self.round(desk, quoters, elapsed / 1000, due)
+        return self.run
+
+    async def round(self, desk: Desk, quoters: list[Quoter], t: float, requote: bool) -> None:
+        """One step's work: the views made equal to the service's (every fill up to now)
+        and the books read at once (nothing moves on the service between steps but the
+        bot's orders); the fills booked; on a regular step the requote and its rows."""
+        _, *books = await asyncio.gather(
+            desk.reconcile(), *(read_book(self.client, q.token_id) for q in quoters)
         )
-    return cash
+        rounds = [read_market(q, b, self.mids) for q, b in zip(quoters, books, strict=True)]
+        for q, (_, new_fills, _) in zip(quoters, rounds, strict=True):
+            self.book_fills(q.market_id, new_fills, t)
+            if q.market_id in self.mids:
+                self.run.mids.setdefault(q.market_id[:8], []).append((t, self.mids[q.market_id]))
+        if not requote:
+            return
+        reports = await desk.requote(
+            {q: quotes for q, (quotes, _, _) in zip(quoters, rounds, strict=True)}
+        )
+        self.run.refused += sum(len(r.refused) for r in reports.values())
+        for q, (_, _, row) in zip(quoters, rounds, strict=True):
+            live = q.open_orders
+            mid = self.mids.get(q.market_id, Decimal(0))
+            row |= {
+                "t_s": t,
+                "our_bid": _best(live, "BUY"),
+                "our_ask": _best(live, "SELL"),
+                "position": q.position,
+                "cash": self.cash[q.market_id],
+                "pnl": self.cash[q.market_id] + q.position * mid,
+            }
+            self.run.steps.append(row)
+
+    def book_fills(self, market_id: str, new: list[Any], t: float) -> None:
+        """A market's new fills: into the run, its cash, and a markout step after each."""
+        for f in new:
+            value = (f.shares * f.price).quantize(MICRO, ROUND_DOWN)
+            self.cash[market_id] += value if f.side == "SELL" else -value
+            self.run.fills.append(
+                {
+                    "t_s": t,
+                    "market": market_id[:8],
+                    "side": f.side,
+                    "price": f.price,
+                    "shares": f.shares,
+                    "value": value,
+                }
+            )
+            for horizon in HORIZONS:
+                at = round(t * 1000) + horizon * 1000
+                if at not in self.samples:
+                    heapq.heappush(self.samples, at)
 
 
-def write_report(
-    out: Path, steps: list[dict[str, Any]], fills: list[dict[str, Any]], plot: bool
-) -> str:
-    """steps.csv, fills.csv, summary.txt (and pnl.png): the summary's text. Each file is
-    written under a new name and renamed into place (never through a link planted in
-    ``out``); a directory other users can write is warned about."""
-    unsafe = unsafe_directory(out)
-    if unsafe is not None:
-        print(f"warning: writing the report into an unsafe directory: {unsafe}", file=sys.stderr)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, rows, fields in (
-        ("steps.csv", steps, list(steps[0]) if steps else ["t_s"]),
-        ("fills.csv", fills, ["t_s", "market", "side", "price", "shares"]),
-    ):
-        with atomic_output(out / name, "w") as fh:
-            writer = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
-            writer.writeheader()
-            writer.writerows(rows)
-    last = steps[-1] if steps else {"pnl": 0, "cash": 0}
-    bought = sum(f["shares"] for f in fills if f["side"] == "BUY")
-    sold = sum(f["shares"] for f in fills if f["side"] == "SELL")
-    pnls = [s["pnl"] for s in steps] or [Decimal(0)]
-    summary = (
-        f"steps {len({s['t_s'] for s in steps})}, markets {len({s['market'] for s in steps})}\n"
-        f"fills {len(fills)}: bought {bought} shares, sold {sold}\n"
-        f"cash {last['cash']} USDC, mark-to-mid PnL {last['pnl']} USDC "
-        f"(min {min(pnls)}, max {max(pnls)})\n"
-    )
-    with atomic_output(out / "summary.txt", "w") as fh:
-        fh.write(summary)
-    if plot:
-        try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ModuleNotFoundError:
-            print("no matplotlib: no pnl.png (pip install matplotlib)", file=sys.stderr)
-            return summary
-        times = sorted({s["t_s"] for s in steps})
-        by_t = {s["t_s"]: float(s["pnl"]) for s in steps}
-        fig, (ax, bx) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-        ax.plot([t / 3600 for t in times], [by_t[t] for t in times])
-        ax.set_ylabel("mark-to-mid PnL (USDC)")
-        ax.grid(alpha=0.3)
-        first = steps[0]["market"]  # quotes against the book, in the first market
-
-        def series(key: str) -> tuple[list[float], list[float]]:
-            rows = [s for s in steps if s["market"] == first and s[key] != ""]
-            return [s["t_s"] / 3600 for s in rows], [float(s[key]) for s in rows]
-
-        for key, style in (("bid", "C0-"), ("ask", "C3-"), ("our_bid", "C0:"), ("our_ask", "C3:")):
-            bx.plot(*series(key), style, lw=0.8, label=key.replace("_", " "))
-        bx.set_ylabel(f"price, market {first}")
-        bx.set_xlabel("recorded hours")
-        bx.legend(loc="upper right", fontsize=8, ncol=4)
-        bx.grid(alpha=0.3)
-        fig.tight_layout()
-        with atomic_output(out / "pnl.png") as png:
-            fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
-        plt.close(fig)
-    return summary
-
-
-def check_pace(interval: float, speed: float) -> None:
+def check_pace(interval: float | None, speed: float) -> None:
     """Refuse an ``interval`` (s) under 1 ms or not finite, a ``speed`` negative or not
     finite: a step under 1 ms moved the clock by 0 and the loop never ended, a negative
     one was refused by the sandbox and read back as a KeyError."""
-    if not 0.001 <= interval < math.inf:
+    if interval is not None and not 0.001 <= interval < math.inf:
         raise ValidationError("interval", interval, "must be at least 0.001 s, and finite")
     if not 0 <= speed < math.inf:
         raise ValidationError("speed", speed, "must be 0 or a positive, finite number")
 
 
-def backtest(
-    recording: str | Path,
+def default_interval(status: dict[str, Any]) -> int:
+    """The step (ms) when none is given: what is left of the recording over 240 steps,
+    a whole number of seconds from 1 to 60 (a minute's recording: 60 steps of 1 s; a
+    day's: 1,440 of 60 s)."""
+    left_s = (status["stop_ms"] - status["now_ms"]) / 1000
+    return int(min(max(round(left_s / 240), 1), 60)) * 1000
+
+
+class Refused(Exception):
+    """What the replaying sandbox at a URL cannot do for a backtest (said in one line)."""
+
+
+def drive(
+    base_url: str,
     out: str | Path,
     *,
-    exchange_version: int = 1,
+    interval: float | None = None,
     speed: float = 0.0,
-    interval: float = 60.0,
-    sandbox_seed: int = 0,
     plot: bool = True,
+    unlimited: bool = False,
 ) -> str:
-    """Replay ``recording`` in a fresh sandbox (its own process, stepped through its admin
-    route), run the bot against it, write the report; the summary's text. ``interval``:
-    recorded seconds a step (at least 0.001); ``speed``: at most that many times real
-    time (0: as fast as the bot answers)."""
+    """Run the bot against the replaying sandbox at ``base_url`` (``--replay DIR
+    --step``), write the report to ``out``; the summary's text. ``interval``: recorded
+    seconds a step (``None``: from the recording's span); ``speed``: at most that many
+    times real time (0: as fast as the bot answers)."""
     check_pace(interval, speed)
-    config = {
-        "seed": sandbox_seed,
-        "exchange_version": exchange_version,
-        "rate_limit_per_minute": None,
-        "risk": {"per_minute": None, "daily": None, "monthly": None},
-    }
-    with tempfile.TemporaryDirectory() as tmp:
-        config_file = Path(tmp) / "sandbox.json"
-        config_file.write_text(json.dumps(config))
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "clobkit.sandbox",
-                "--port",
-                "0",
-                "--config",
-                str(config_file),
-                "--replay",
-                str(recording),
-                "--step",
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert server.stdout is not None
-            first = server.stdout.readline()
-            if not first.startswith("listening on "):
-                raise SystemExit(f"the sandbox did not start: {first!r}")
-            base_url = first.split()[-1]
-            steps, fills = asyncio.run(session(base_url, int(interval * 1000), speed))
-            problems = httpx.get(f"{base_url}/admin/invariants").json()["data"]["violations"]
-            money = httpx.get(f"{base_url}/admin/users/{MAKER_ID}/balances").json()["data"]
-            # the report's cash, summed from the fills the quoters saw, against the service's
-            # (the admin route gives JSON numbers: 6 decimals read back through their text)
-            cash = Decimal(str(money["cash"])) + Decimal(str(money["cash_reserved"]))
-            held = (cash - 10_000).quantize(MICRO)
-            reported = steps[-1]["cash"] if steps else Decimal(0)
-            if held != reported:
-                problems.append(f"the report's cash {reported} is not the service's {held}")
-        finally:
-            server.send_signal(signal.SIGINT)
-            server.wait(30)
+    with httpx.Client(base_url=base_url, timeout=30) as admin:
+        status = admin.get("/admin/replay").json()
+        if not status.get("success", True) or "data" not in status:
+            raise Refused(f"{base_url} serves no replay: start clobkit sandbox --replay DIR --step")
+        data = status["data"]
+        if data["running"]:
+            raise Refused(f"{base_url}'s replay runs at a speed: start it with --step")
+        if data["done"]:
+            raise Refused(f"{base_url}'s replay is done: start the sandbox again")
+        interval_ms = default_interval(data) if interval is None else int(interval * 1000)
+        before = _cash(admin)
+        run = asyncio.run(session(base_url, interval_ms, speed, unlimited))
+        problems = admin.get("/admin/invariants").json()["data"]["violations"]
+        moved = _cash(admin) - before
+    if moved != run.cash:
+        problems.append(f"the report's cash {run.cash} is not the service's {moved}")
     if problems:
-        raise SystemExit(f"sandbox invariants broken: {problems}")
-    return write_report(Path(out), steps, fills, plot)
+        raise Refused(f"sandbox invariants broken: {problems}")
+    return write_report(Path(out), run, plot)
 
 
-async def session(
-    base_url: str, interval_ms: int, speed: float
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _cash(admin: httpx.Client) -> Decimal:
+    """The maker's cash, reserved included (the admin route's JSON numbers read back
+    through their text: 6 decimals)."""
+    money = admin.get(f"/admin/users/{MAKER_ID}/balances").json()["data"]
+    return (Decimal(str(money["cash"])) + Decimal(str(money["cash_reserved"]))).quantize(MICRO)
+
+
+async def session(base_url: str, interval_ms: int, speed: float, unlimited: bool) -> Run:
     """The bot's session with the replaying sandbox at ``base_url`` (the default maker)."""
     ws_url = base_url.replace("http", "ws", 1) + "/api/ext/v1/ws"
     async with (
         AsyncClient(base_url, MAKER_KEY, MAKER_SECRET, ws_url=ws_url) as client,
-        httpx.AsyncClient(base_url=base_url) as admin,
+        httpx.AsyncClient(base_url=base_url, timeout=30) as admin,
     ):
 
         async def step(ms: int) -> dict[str, Any]:
@@ -402,30 +386,95 @@ async def session(
             data: dict[str, Any] = answer.json()["data"]
             return data
 
-        return await run_bot(client, step, interval_ms, speed)
+        return await Bot(client, step, interval_ms, speed).go(unlimited)
 
 
-def main() -> None:
+def backtest(
+    recording: str | Path,
+    out: str | Path,
+    *,
+    exchange_version: int = 1,
+    speed: float = 0.0,
+    interval: float | None = None,
+    sandbox_seed: int = 0,
+    plot: bool = True,
+) -> str:
+    """Replay ``recording`` in a fresh sandbox (its own process, stepped through its admin
+    route, no rate or risk limits, its house prices still), run the bot against it, write
+    the report; the summary's text (``drive``)."""
+    check_pace(interval, speed)
+    config = {
+        "seed": sandbox_seed,
+        "exchange_version": exchange_version,
+        "rate_limit_per_minute": None,
+        "risk": {"per_minute": None, "daily": None, "monthly": None},
+        "walk": None,
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        config_file = Path(tmp) / "sandbox.json"
+        config_file.write_text(json.dumps(config))
+        command = [sys.executable, "-m", "clobkit.sandbox", "--port", "0"]
+        command += ["--config", str(config_file), "--replay", str(recording), "--step"]
+        server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        try:
+            assert server.stdout is not None
+            first = server.stdout.readline()
+            if not first.startswith("listening on "):
+                raise Refused(f"the sandbox did not start: {first!r}")
+            base_url = first.split()[-1]
+            return drive(base_url, out, interval=interval, speed=speed, plot=plot, unlimited=True)
+        finally:
+            server.send_signal(signal.SIGINT)
+            server.wait(30)
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--recording", help="a directory written by clobkit record")
     source.add_argument(
         "--synthetic-hours", type=float, default=24.0, help="hours of a synthetic day (24)"
     )
+    source.add_argument(
+        "--base-url", help="a running clobkit sandbox --replay DIR --step (its maker user)"
+    )
     parser.add_argument("--markets", type=int, default=3, help="synthetic markets (3)")
     parser.add_argument("--seed", type=int, default=7, help="the synthetic day's seed (7)")
     parser.add_argument("--sandbox-seed", type=int, default=0, help="the sandbox's seed (0)")
     parser.add_argument("--exchange-version", type=int, choices=(1, 2, 3), default=1)
     parser.add_argument("--speed", type=float, default=0.0, help="at most X times real time")
-    parser.add_argument("--interval", type=float, default=60.0, help="recorded s a step (60)")
+    parser.add_argument(
+        "--interval", type=float, help="recorded s a step (default: from the recording's span)"
+    )
     parser.add_argument("--out", default="backtest-report", help="report directory")
     parser.add_argument("--no-plot", action="store_true", help="no pnl.png")
+    return parser
+
+
+def main() -> None:
+    parser = _parser()
     args = parser.parse_args()
     try:  # before a synthetic day is made
         check_pace(args.interval, args.speed)
     except ValidationError as exc:
         parser.error(f"--{exc.field}: {exc.reason} (got {exc.value})")
+    if args.base_url and "--exchange-version" in sys.argv[1:]:
+        parser.error("--exchange-version: the running sandbox's own (its --config)")
     started = time.perf_counter()
+    try:
+        summary = run(args)
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    print(summary, end="")
+    print(f"report in {args.out}{os.sep}; done in {time.perf_counter() - started:.1f} s")
+
+
+def run(args: argparse.Namespace) -> str:
+    """The backtest the options ask for; its summary."""
+    plot = not args.no_plot
+    if args.base_url:
+        return drive(args.base_url, args.out, interval=args.interval, speed=args.speed, plot=plot)
     with tempfile.TemporaryDirectory() as tmp:
         recording = args.recording
         if recording is None:
@@ -433,17 +482,15 @@ def main() -> None:
                 Path(tmp) / "day", markets=args.markets, hours=args.synthetic_hours, seed=args.seed
             )
             print(f"synthetic day: {args.markets} markets, {args.synthetic_hours:g} h")
-        summary = backtest(
+        return backtest(
             recording,
             args.out,
             exchange_version=args.exchange_version,
             speed=args.speed,
             interval=args.interval,
             sandbox_seed=args.sandbox_seed,
-            plot=not args.no_plot,
+            plot=plot,
         )
-    print(summary, end="")
-    print(f"report in {args.out}/; done in {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

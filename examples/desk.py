@@ -10,21 +10,23 @@ Run:
 
 On the embedded sandbox the house takes part of a few quotes every round. With
 ``--base-url`` the keys come from ``CLOBKIT_API_KEY`` / ``CLOBKIT_API_SECRET``; these
-are real orders on a live service (at most ``--markets`` markets, 50 USDC at risk).
+are real orders on a live service (at most ``--markets`` markets, default 5, and 50
+USDC at risk: each quote sized to its share of the 50).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import time
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 from typing import TYPE_CHECKING
 
 from clobkit import AsyncClient
-from clobkit.errors import OrderBookNotFound
-from clobkit.mm import Desk, Quote, Quoter
+from clobkit.errors import ApiError, OrderBookNotFound
+from clobkit.mm import Desk, Halted, Quote, Quoter
 
 if TYPE_CHECKING:
     from clobkit.sandbox import Sandbox
@@ -53,9 +55,11 @@ async def quoted_markets(client: AsyncClient, limit: int | None) -> list[str]:
     return found
 
 
-def ladder(q: Quoter) -> list[Quote]:
-    """``LEVELS`` BUYs from 3 cents under the outcome's mid down, each worth at least the
-    market's minimum (nothing while the book has no mid)."""
+def ladder(q: Quoter, per_quote: Decimal | None = None) -> list[Quote]:
+    """``LEVELS`` BUYs from 3 cents under the outcome's mid down (nothing while the book
+    has no mid), each worth at least the market's minimum: 10 shares, or with
+    ``per_quote`` (USDC) as many as it buys, leaving out a level whose minimum it cannot
+    pay (so that the ladders fit under the desk's ``max_notional``)."""
     mid = q.book.mid
     if mid is None:
         return []
@@ -65,9 +69,24 @@ def ladder(q: Quoter) -> list[Quote]:
         price = (mid - (3 + k) * CENT).quantize(CENT, ROUND_DOWN)
         if price < CENT * 5:
             break
-        size = max(Decimal(10), (low / price).quantize(Decimal(1), ROUND_UP))
+        least = (low / price).quantize(Decimal(1), ROUND_UP)
+        if per_quote is None:
+            size = max(Decimal(10), least)
+        else:
+            size = (per_quote / price).quantize(Decimal(1), ROUND_DOWN)
+            if size < least:
+                continue
         quotes.append(Quote("BUY", price, size))
     return quotes
+
+
+def house_takes(sb: Sandbox, order_id: str, shares: int) -> None:
+    """The sandbox's house takes ``shares`` of a resting quote; a quote filled meanwhile
+    (the house's price walked through it) is left as it is."""
+    from clobkit.sandbox import Rejected
+
+    with contextlib.suppress(Rejected):
+        sb.house_fill(order_id, shares)
 
 
 def summary(desk: Desk, elapsed: float) -> str:
@@ -91,9 +110,15 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
         max_position_per_market=2_000,
         max_open_orders=1_000,
         heartbeat_timeout=5.0,
+        # a place with no room under the learnt rate within 2 s is reported, not waited
+        # for: a requote never holds the loop past its heartbeat
+        room_timeout=2.0,
     ) as desk:
         quoters = [desk.quoter(m, outcome) for m in markets for outcome in ("a", "b")]
         await desk.open()
+        # under a cap, each quote's share of it: the ladders together never pass it
+        cap = args.max_notional
+        per_quote = None if cap is None else Decimal(cap) / (len(quoters) * LEVELS)
         version = quoters[0].exchange_version
         if args.exchange_version is not None and version != args.exchange_version:
             raise SystemExit(f"the service's wallet is on V{version}, not V{args.exchange_version}")
@@ -101,18 +126,27 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
         started = last = time.monotonic()
         while time.monotonic() - started < args.duration:
             desk.heartbeat()  # the strategy's loop is alive
-            await desk.requote({q: ladder(q) for q in quoters})
+            try:
+                await desk.requote({q: ladder(q, per_quote) for q in quoters})
+            except Halted as exc:  # the kill switch fired by itself: the run ends
+                print(f"the desk halted itself: {exc}")
+                break
             if sb is not None:  # someone takes part of a few quotes
                 for q in rng.sample(quoters, 3):
                     if q.open_orders:
-                        sb.house_fill(rng.choice(q.open_orders).id, rng.randint(2, 6))
+                        house_takes(sb, rng.choice(q.open_orders).id, rng.randint(2, 6))
             await asyncio.sleep(INTERVAL)
             if time.monotonic() - last >= SUMMARY:
                 last = time.monotonic()
                 print(summary(desk, last - started))
         print(summary(desk, time.monotonic() - started))
-        cancelled = await desk.halt("the example ends")  # the kill switch
-        print(f"halted: {len(cancelled)} orders cancelled, {desk.metrics()['open_orders']} open")
+        try:
+            cancelled = await desk.halt("the example ends")  # the kill switch
+        except ApiError as exc:  # a quote filled just as its cancel went out
+            print(f"halted: a cancel was refused ({exc}); leaving the desk sweeps the rest")
+        else:
+            open_now = desk.metrics()["open_orders"]
+            print(f"halted: {len(cancelled)} orders cancelled, {open_now} open")
     print("left the desk")
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import time
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
@@ -66,6 +67,15 @@ def ladder(mid: Decimal, held: Decimal) -> list[Quote]:
         for k in range(min(LEVELS, int(held // SIZE)))
     ]
     return [q for q in bids + asks if CENT * 5 <= Decimal(q.price) <= 1 - CENT * 5]
+
+
+def house_takes(sb: Sandbox, order_id: str, shares: int) -> None:
+    """The sandbox's house takes ``shares`` of a resting quote; a quote filled meanwhile
+    (the house's price walked through it) is left as it is."""
+    from clobkit.sandbox import Rejected
+
+    with contextlib.suppress(Rejected):
+        sb.house_fill(order_id, shares)
 
 
 def show(quotes: list[Quote]) -> str:
@@ -118,7 +128,7 @@ async def run(client: AsyncClient, sb: Sandbox | None, args: argparse.Namespace)
                 # someone takes part of one of our quotes (the sandbox's house does it)
                 if q.open_orders:  # none while the service's rate holds every place back
                     taken = rng.choice(q.open_orders)
-                    sb.house_fill(taken.id, rng.randint(2, 6))
+                    house_takes(sb, taken.id, rng.randint(2, 6))
                 # the house moves its price; the book topic brings the new mid
                 step = rng.choice((-3, -2, 2, 3)) * CENT
                 target = min(max(mid + step, Decimal("0.15")), Decimal("0.85")).quantize(CENT)

@@ -97,6 +97,9 @@ EXTRAS = {
     "data": ("pyarrow",),
     "dask": ("dask", "distributed", "pyarrow"),
     "docs": ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers", "griffe"),
+    # the KMS signers and their tests' emulator and stand-in
+    "kms-aws": ("aiobotocore", "botocore", "ministack", "hypercorn", "cryptography"),
+    "kms-gcp": ("google", "google_crc32c", "grpc", "cryptography"),
 }
 
 
@@ -111,8 +114,10 @@ def import_extra(module: str, extra: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in EXTRAS[extra]:
             raise
+        from clobkit._extras import install_hint
+
         pytest.skip(
-            f"needs the {extra} extra (missing {exc.name}): pip install 'clobkit[{extra}]'",
+            f"needs the {extra} extra (missing {exc.name}): {install_hint(extra)}",
             allow_module_level=True,
         )
 

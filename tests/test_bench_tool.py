@@ -19,6 +19,7 @@ import pytest
 
 from clobkit import IMPLEMENTATION, _bench
 from clobkit._bench import _timing, amounts, files, machine, order_ids, orders_v2, report, verdicts
+from clobkit._extras import install_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATIONS = [
@@ -55,6 +56,11 @@ def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+# The --quick run below is a module fixture that its tests share: one xdist worker takes
+# them all (pyproject.toml's --dist loadgroup), or each worker would make it again (70 s).
+pytestmark = pytest.mark.xdist_group("bench_tool_quick")
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One ``--quick`` run through main(): its exit code, stdout, JSON report and PNG path."""
@@ -82,8 +88,8 @@ def rows(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
 def test_quick_run_succeeds_and_prints_the_table(quick: dict[str, Any]) -> None:
     assert quick["code"] == 0
     text = quick["stdout"]
-    header = next(line for line in text.splitlines() if line.startswith("operation"))
-    for column in report.HEADERS:
+    header = next(line for line in text.splitlines() if line.startswith("implementation"))
+    for column in report.HEADERS[1:]:  # the operation: a heading over its rows
         assert column in header
     for title in ("order id", "limit amounts", "market amounts", "request headers", "floors"):
         assert any(line.startswith(title) for line in text.splitlines()), title
@@ -225,6 +231,20 @@ def test_verdicts_name_every_peer_and_floor_with_its_ratio(quick: dict[str, Any]
     assert re.search(r"the run took \d+:\d\d", quick["stdout"])
 
 
+def test_the_text_fits_a_terminal_of_100_columns() -> None:
+    """The last full run (docs/bench.json) printed lines up to 285 columns wide."""
+    full = json.loads((ROOT / "docs" / "bench.json").read_text(encoding="utf-8"))
+    text = report.format_text(full)
+    assert max(map(len, text.splitlines())) <= report.WIDTH == 100
+    words = text.split()
+    for op in full["operations"]:  # every row is there, its name wrapped at most
+        assert f"{op['title']}:" in text.splitlines()
+        for row in op["rows"]:
+            assert " ".join(words).count(row["implementation"].split()[0]) > 0
+    wide = report.format_markdown(full)  # the Markdown page keeps its rows whole
+    assert any(len(line) > 100 for line in wide.splitlines())
+
+
 def test_verdict_words() -> None:
     base = {"title": "order id", "clobkit": "clobkit order_id", "other": "peer x", "kind": "peer"}
     assert verdicts.verdict_text(base | {"ratio": 52.6}) == (
@@ -240,17 +260,6 @@ def test_verdict_words() -> None:
     )
 
 
-def test_install_hints_fit_a_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """From a checkout the hint is ``pip install '.[extra]'`` there, else by name."""
-    # run from this checkout's src/ (PYTHONPATH) it is found; installed (CI) it is not
-    from_source = Path(_timing.__file__).resolve().is_relative_to(ROOT / "src")
-    assert _timing.checkout() == (ROOT if from_source else None)
-    monkeypatch.setattr(_timing, "checkout", lambda: tmp_path)
-    assert _timing.install_hint("data") == f"pip install '.[data]' in {tmp_path}"
-    monkeypatch.setattr(_timing, "checkout", lambda: None)
-    assert _timing.install_hint("data") == "pip install 'clobkit[data]'"
-
-
 def test_the_parquet_skip_names_the_data_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """pyarrow comes with the data extra (the bench extra does not bring it)."""
     monkeypatch.setattr(files, "_write_inputs", lambda root, n: ["csv", "jsonl"])
@@ -259,7 +268,7 @@ def test_the_parquet_skip_names_the_data_extra(monkeypatch: pytest.MonkeyPatch) 
     notes: list[str] = []
     files.file_operation(_bench.QUICK, notes, lambda _: None)
     assert notes[0].startswith("pyarrow not installed: Parquet -> Parquet skipped; ")
-    assert notes[0].endswith(_timing.install_hint("data"))
+    assert notes[0].endswith(install_hint("data"))
 
 
 def _missing() -> Any:
@@ -355,7 +364,7 @@ def test_missing_peers_are_skipped_with_a_line(monkeypatch: pytest.MonkeyPatch) 
         "Decimal rules, hand-written",
     ]
     assert len(notes) == 3
-    assert all("not installed (nope)" in n and _timing.install_hint("bench") in n for n in notes)
+    assert all("not installed (nope)" in n and install_hint("bench") in n for n in notes)
 
 
 def test_compare_wrapper_runs_from_the_repository() -> None:

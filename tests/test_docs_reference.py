@@ -24,13 +24,22 @@ from .conftest import import_extra
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-PAGES = {  # package -> its reference page
+PAGES = {  # public module -> its reference page
     "clobkit": "clobkit.md",
     "clobkit.client": "client.md",
     "clobkit.mm": "mm.md",
     "clobkit.sentinel": "sentinel.md",
     "clobkit.sandbox": "sandbox.md",
     "clobkit.dask": "dask.md",
+    "clobkit.errors": "errors.md",
+    "clobkit.models": "models.md",
+    "clobkit.record": "record.md",
+    "clobkit.amounts": "amounts.md",
+    "clobkit.auth": "auth.md",
+    "clobkit.order_id": "order_id.md",
+    "clobkit.salt": "salt.md",
+    "clobkit.signing": "signing.md",
+    "clobkit.cli": "cli.md",
 }
 ENTRY = re.compile(r'^::: ([\w.]+)\s*$|\{ #([\w.]+) \}\s*$|^<a id="([\w.]+)"></a>$', re.MULTILINE)
 
@@ -52,6 +61,26 @@ def test_reference_page_names_every_public_name(package: str) -> None:
     stale = [name for name in documented if name not in public]
     assert not stale, f"docs/reference/{PAGES[package]} documents non-public {stale}"
     assert len(documented) == len(set(documented)), "a name documented twice"
+
+
+def public_modules() -> list[str]:
+    """clobkit and its modules and packages whose names do not start with ``_`` (the
+    submodules of ``clobkit.mm`` and ``clobkit.sandbox`` are documented through their
+    package's ``__all__``)."""
+    package = ROOT / "src" / "clobkit"
+    found = ["clobkit"]
+    for path in sorted(package.iterdir()):
+        name = path.name.removesuffix(".py")
+        if name.startswith("_") or not (path.suffix == ".py" or (path / "__init__.py").exists()):
+            continue
+        found.append(f"clobkit.{name}")
+    return found
+
+
+def test_every_public_module_has_a_page() -> None:
+    assert sorted(PAGES) == sorted(public_modules())
+    assert "clobkit.models" in PAGES
+    assert "clobkit.record" in PAGES
 
 
 def test_every_reference_page_is_in_the_site() -> None:
@@ -94,3 +123,14 @@ def test_site_builds_with_zero_warnings_offline(tmp_path: Path) -> None:
         module = importlib.import_module(package)
         missing = [n for n in module.__all__ if f"{package}.{n}" not in anchors]
         assert not missing, f"{page}: no rendered entry for {missing}"
+
+
+def test_the_guides_error_tree_is_the_one_errors_py_draws() -> None:
+    """docs/errors.md shows the tree of ``clobkit.errors``' docstring (its one home), with
+    the reST literals as plain text: a class added to one and not the other fails here."""
+    import clobkit.errors
+
+    drawn = (clobkit.errors.__doc__ or "").split("::\n\n", 1)[1].split("\n\n", 1)[0]
+    tree = "\n".join(line[4:] for line in drawn.splitlines()).replace("``", "")
+    page = (ROOT / "docs" / "errors.md").read_text(encoding="utf-8")
+    assert f"```text\n{tree}\n```" in page

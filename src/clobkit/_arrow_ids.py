@@ -41,9 +41,10 @@ def pyarrow() -> Any:
     try:
         import pyarrow as pa
     except ImportError:
-        raise MissingExtra(
-            "order_ids(out=\"arrow\") needs pyarrow: pip install 'clobkit[data]'"
-        ) from None
+        from ._extras import install_hint
+
+        hint = install_hint("data")
+        raise MissingExtra(f'order_ids(out="arrow") needs pyarrow: {hint}') from None
     return pa
 
 

@@ -166,8 +166,10 @@ def run_demo(conn: Connection, *, league: str, out: TextIO) -> int:
     try:
         from .sandbox import serve_in_thread
     except ModuleNotFoundError as exc:
+        from ._extras import install_hint
+
         raise Failed(
-            f"the demo needs the sandbox extra (missing {exc.name}): pip install 'clobkit[sandbox]'"
+            f"the demo needs the sandbox extra (missing {exc.name}): {install_hint('sandbox')}"
         ) from None
     steps.line(
         f"clobkit demo: a market maker's loop on the embedded sandbox ({core} core)", indent=""
@@ -175,7 +177,8 @@ def run_demo(conn: Connection, *, league: str, out: TextIO) -> int:
     if note := _missing_core_note():
         steps.line(note)
     steps.title("Start the sandbox (in this process, on loopback)")
-    with serve_in_thread() as sandbox:
+    # a scripted tour: the house's prices still, so that its quote rests where it is put
+    with serve_in_thread({"walk": None}) as sandbox:
         user = sandbox.users[0]
         steps.line(f"listening on {sandbox.base_url}, as {user.api_key} ({user.balance:,} USDC)")
         with Client(sandbox.base_url, user.api_key, user.api_secret) as client:

@@ -54,8 +54,10 @@ def arrow() -> Any:
         import pyarrow as pa
         import pyarrow.parquet
     except ModuleNotFoundError as exc:
+        from ._extras import install_hint
+
         raise MissingExtra(
-            f"recording needs the data extra (missing {exc.name}): pip install 'clobkit[data]'"
+            f"recording needs the data extra (missing {exc.name}): {install_hint('data')}"
         ) from None
     return pa
 

@@ -3,13 +3,14 @@ recorder finds them on the service (``clobkit.record`` re-exports all of it)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
-from .errors import NotFound
+from .errors import NotFound, OrderBookNotFound
 
 if TYPE_CHECKING:
     from .client import AsyncClient
@@ -63,7 +64,8 @@ async def resolve_markets(
     leagues: Iterable[str] = (),
 ) -> list[RecordedMarket]:
     """The markets named by id, by event (all its markets) and by league (the markets of
-    its events not ended), each once, in that order."""
+    its events not ended that have a book: a futures market the service quotes nobody
+    on would be an empty recording), each once, in that order."""
     found: dict[str, RecordedMarket] = {}
 
     def add(m: Market, event_id: str | None) -> None:
@@ -84,13 +86,30 @@ async def resolve_markets(
 
     for market_id in market_ids:
         add(await client.get_market(market_id), None)
-    events = list(event_ids)
-    for league in leagues:
-        events += [e.id async for e in client.iter_events(league=league) if not e.ended]
-    for event_id in events:
+    for event_id in event_ids:
         for m in await client.get_event_markets(event_id):
             add(m, event_id)
+    for league in leagues:
+        events = [e.id async for e in client.iter_events(league=league) if not e.ended]
+        for event_id in events:
+            markets = await client.get_event_markets(event_id)
+            booked = await asyncio.gather(*(_has_book(client, m) for m in markets))
+            for m, has_book in zip(markets, booked, strict=True):
+                if has_book:
+                    add(m, event_id)
     return list(found.values())
+
+
+async def _has_book(client: AsyncClient, market: Market) -> bool:
+    """Whether either outcome token of ``market`` has a book on the service."""
+    for token in (market.token_id_a, market.token_id_b):
+        if token:
+            try:
+                await client.get_orderbook(token)
+            except OrderBookNotFound:
+                continue
+            return True
+    return False
 
 
 def _ms(stamp: datetime | None) -> int | None:

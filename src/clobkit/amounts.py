@@ -1,4 +1,5 @@
-"""Exact 6-decimal exchange amounts (README, "Decisions you should know": rounding per tick).
+"""Exact 6-decimal exchange amounts (docs/raw-orders.md, "Decisions you should know":
+rounding per tick).
 
 Prices, sizes and amounts accept ``Decimal``, ``str``, ``int`` or ``float``
 (read through its shortest repr, so ``0.29`` is ``Decimal("0.29")``); all

@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         services.add_sandbox,
         services.add_record,
         services.add_bench,
+        offline.add_extras,
     ):
         add(sub)
     return parser

@@ -1,4 +1,4 @@
-"""Order ids of a Dask DataFrame, partition by partition (``pip install 'clobkit[dask]'``).
+"""Order ids of a Dask DataFrame, partition by partition (the ``dask`` extra).
 
 ``with_order_ids(df, wallet)`` adds the ``clob_order_id`` of every row as a
 column. Each partition is hashed where it lives by ``OrderHasher.order_ids``
@@ -48,7 +48,9 @@ try:
     # documented here (docs.dask.org: dask.dataframe.utils.make_meta), defined in .dispatch
     from dask.dataframe.utils import make_meta  # type: ignore[attr-defined]
 except ImportError:
-    raise MissingExtra("clobkit.dask needs Dask: pip install 'clobkit[dask]'") from None
+    from ._extras import install_hint
+
+    raise MissingExtra(f"clobkit.dask needs Dask: {install_hint('dask')}") from None
 
 from . import _arrow_compute as ac  # imports pyarrow: known present here
 

@@ -24,11 +24,18 @@
     │   └── TimeoutError                  ... because it timed out
     ├── OutcomeUnknown                    a copy of unknown outcome may still land: a later
     │                                     refusal depending on the service's state proves nothing
+    ├── SignerError                       a signer (a KMS key) gave no usable signature
+    │   ├── SignerDenied                  the key's policy refused the call
+    │   ├── SignerKeyError                the key: disabled, missing, of the wrong spec
+    │   ├── SignerThrottled               throttled past the retries
+    │   ├── SignerTimeout                 no answer in time
+    │   └── SignatureMismatch             a signature that does not recover to the key
     └── MissingExtra (ImportError)        an optional part needs an extra: pip install ...
 
 Validation errors carry ``field`` (the argument's name) and ``value`` (what was
 given) and name both in their message; both core twins raise the same classes
 for the same input. API errors carry ``status``, ``code`` and ``message``.
+Signer errors carry ``key`` (the key's id or name) and ``cause`` (what went wrong).
 """
 
 from __future__ import annotations
@@ -61,6 +68,12 @@ __all__ = [
     "RiskControlError",
     "ServerError",
     "SignatureInputError",
+    "SignatureMismatch",
+    "SignerDenied",
+    "SignerError",
+    "SignerKeyError",
+    "SignerThrottled",
+    "SignerTimeout",
     "TimeoutError",
     "TransportError",
     "ValidationError",
@@ -136,7 +149,9 @@ class ApiError(ClobkitError):
         self.code = code
         self.detail = detail
         text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
-        return text + f": {detail}" if detail and detail != message else text
+        if detail and not message.endswith(detail):  # a message that says it already
+            text += f": {detail}"
+        return text
 
     def __reduce__(self) -> tuple[object, ...]:
         return (
@@ -282,6 +297,41 @@ def _rebuild_outcome_unknown(
     message: str, refusal: ApiError | None, settles_at: float
 ) -> OutcomeUnknown:
     return OutcomeUnknown(message, refusal=refusal, settles_at=settles_at)
+
+
+class SignerError(ClobkitError):
+    """A signer gave no usable signature: ``key`` names the key (a KMS key id or
+    resource name), ``cause`` says why. Nothing was signed, so nothing was sent."""
+
+    def __init__(self, key: str, cause: str) -> None:
+        self.key = key
+        self.cause = cause
+        super().__init__(f"signer key {key}: {cause}")
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.key, self.cause))
+
+
+class SignerDenied(SignerError):
+    """The key's policy (IAM) refused the call: ``kms:Sign`` / ``cloudkms.signerVerifier``."""
+
+
+class SignerKeyError(SignerError):
+    """The key cannot sign orders: disabled, pending deletion, missing, or not a
+    secp256k1 signing key (``ECC_SECG_P256K1``, ``EC_SIGN_SECP256K1_SHA256``)."""
+
+
+class SignerThrottled(SignerError):
+    """The KMS throttled the calls (a quota) past the signer's retries."""
+
+
+class SignerTimeout(SignerError, builtins.TimeoutError):
+    """The KMS gave no answer within the signer's ``timeout``."""
+
+
+class SignatureMismatch(SignerError):
+    """A signature the KMS returned does not recover to the key's public key (read
+    once at start): a tampered answer, or another key behind the same name."""
 
 
 class TimeoutError(TransportError, builtins.TimeoutError):  # noqa: A001 - mirrors httpx's naming

@@ -406,6 +406,10 @@ class RawOrderResult(_Model, kw_only=True):
     ``sent_at`` (Unix s) is when the last copy whose outcome is unknown was sent
     (0: none): until ``sent_at`` plus the client's ``landing_time`` a copy may
     still land, and a refusal depending on the service's state proves nothing.
+    Prepared with a ``signer``: ``signature`` is the exchange order's, by the
+    wallet's signer, of ``signed_order_id`` (``clob_order_id`` on V1; on V2/V3 the
+    order stamped ``timestamp``, ms, by the client); never sent (the request has no
+    field for it). Empty without a signer.
     """
 
     order_id: str
@@ -426,6 +430,9 @@ class RawOrderResult(_Model, kw_only=True):
     market_id: str = ""
     outcome: str = ""
     sent_at: float = 0.0
+    signature: str = ""
+    signed_order_id: str = ""
+    timestamp: int = 0
 
 
 class CancelResult(_Model, kw_only=True):

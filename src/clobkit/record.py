@@ -125,11 +125,15 @@ class RecordStats:
     lag_ms: int | None = None  # receive time minus the service's time, last update
 
     def line(self, now_ns: int | None = None) -> str:
-        """A one-line summary: markets, updates (and their rate), files, bytes, lag."""
+        """A one-line summary: markets, updates (the books written, the stream's and the
+        snapshots: the count a replay of the recording announces, less the stale books
+        it leaves out), the stream's rate, files, bytes, lag."""
         elapsed = max(((now_ns or time.time_ns()) - self.started_ns) / 1e9, 1e-9)
         lag = "-" if self.lag_ms is None else f"{self.lag_ms} ms"
+        books = self.updates + self.snapshots
         return (
-            f"markets {self.markets}, updates {self.updates:,} ({self.updates / elapsed:,.0f}/s), "
+            f"markets {self.markets}, updates {books:,} ({self.snapshots:,} snapshots, "
+            f"{self.updates / elapsed:,.0f}/s from the stream), "
             f"gaps {self.gaps}, files {self.files}, {self.bytes / 1e6:,.2f} MB, lag {lag}"
             + (f", refused {self.refused} topics" if self.refused else "")
         )

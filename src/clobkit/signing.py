@@ -29,47 +29,71 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from itertools import chain
-from typing import Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from . import _secp, _wallet
-from ._columns import Column, is_columnar, numpy_rows
+from . import _secp
+from ._columns import is_columnar, numpy_rows
 from ._core import keccak256
+from ._erc7739 import (
+    Wrapper,
+    is_poly_1271,
+    poly_1271_one,
+    poly_1271_rows,
+    typed_data_sign_digest,
+    word,
+    wrapper_of,
+)
 from ._parse import (
     BATCH_KEYWORDS,
-    COLUMN_KINDS,
     HIDDEN,
-    batch_length,
-    is_scalar,
     parse_threads,
 )
+from ._signers.protocol import AsyncSigner, Signer, signer_address
 from ._wallet import checksum, parse_address
 from .errors import OrderFieldError
 
 __all__ = [
+    "AsyncSigner",
+    "AwsKmsSigner",
+    "GcpKmsSigner",
     "OrderSigner",
     "SignedOrder",
+    "Signer",
     "parse_order_id",
     "sign_order",
+    "sign_order_async",
     "sign_orders",
+    "sign_orders_async",
     "typed_data_sign_digest",
     "wrap_poly_1271",
 ]
 
-# ERC-7739 nested typed data, as the deposit wallet (Solady ERC1271) checks it:
-# the order is the ``contents`` of a TypedDataSign struct whose domain fields
-# are the wallet's own EIP-712 domain (name "DepositWallet", version "1", the
-# chain, the wallet itself, salt zero).
-TYPED_DATA_SIGN = (
-    "TypedDataSign(Order contents,string name,string version,uint256 chainId,"
-    "address verifyingContract,bytes32 salt)"
-)
-DEPOSIT_WALLET_NAME = "DepositWallet"
-DEPOSIT_WALLET_VERSION = "1"
-_NAME_HASH = keccak256(DEPOSIT_WALLET_NAME.encode())
-_VERSION_HASH = keccak256(DEPOSIT_WALLET_VERSION.encode())
-_ZERO_WORD = bytes(32)
+if TYPE_CHECKING:
+    from ._signers.aws import AwsKmsSigner as AwsKmsSigner
+    from ._signers.gcp import GcpKmsSigner as GcpKmsSigner
+    from ._signers.orders import sign_order_async as sign_order_async
+    from ._signers.orders import sign_orders_async as sign_orders_async
+
+# loaded on first use: the KMS signers (their SDKs are extras) and the async paths
+_LAZY = {
+    "AwsKmsSigner": "._signers.aws",
+    "GcpKmsSigner": "._signers.gcp",
+    "sign_order_async": "._signers.orders",
+    "sign_orders_async": "._signers.orders",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(where, __package__), name)
+    globals()[name] = value
+    return value
+
 
 _KEY_REASON = "must be a secp256k1 private key: 0x + 64 hex digits, or 32 bytes"
 _ID_REASON = "must be 0x followed by 64 hex digits (or 32 bytes)"
@@ -333,64 +357,22 @@ class OrderSigner:
         result: list[str] = core.sign_digests(_handle(), self._key_at(), raw, workers)
         return result
 
+    async def sign_digests(self, digests: Iterable[str | bytes], /) -> list[str]:
+        """``AsyncSigner``'s call: ``sign_many`` on the loop for a handful of digests
+        (tens of µs each), in a worker thread past ``_ON_LOOP`` (the loop runs on)."""
+        batch = _id_list(digests)
+        if len(batch) <= _ON_LOOP:
+            return self.sign_many(batch)
+        import asyncio
+
+        return await asyncio.to_thread(self.sign_many, batch)
+
+
+#: Digests an ``OrderSigner`` signs on the event loop at most (about 2 ms of ECDSA).
+_ON_LOOP = 64
+
 
 # ---------------------------------------------------------------- POLY_1271 (ERC-7739)
-
-
-@lru_cache(maxsize=8)
-def _typed_data_sign_typehash(order_type: str) -> bytes:
-    return keccak256((TYPED_DATA_SIGN + order_type).encode())
-
-
-def _eip712(domain_separator: bytes, struct_hash: bytes) -> bytes:
-    """EIP-712's signing digest: keccak(0x1901 || domain separator || hashStruct)."""
-    return keccak256(b"\x19\x01" + domain_separator + struct_hash)
-
-
-class _Wrapper:
-    """The per-wallet words of the POLY_1271 wrapper, computed once per call or batch."""
-
-    __slots__ = ("head", "tail", "type_text")
-
-    def __init__(self, chain_id: int, wallet: bytes, order_type: str) -> None:
-        text = order_type.encode()
-        self.type_text = text + len(text).to_bytes(2, "big")
-        self.head = _typed_data_sign_typehash(order_type)
-        self.tail = (
-            _NAME_HASH
-            + _VERSION_HASH
-            + chain_id.to_bytes(32, "big")
-            + wallet.rjust(32, b"\0")
-            + _ZERO_WORD
-        )
-
-    def digest(self, app_domain: bytes, contents: bytes) -> bytes:
-        struct = keccak256(self.head + contents + self.tail)
-        return _eip712(app_domain, struct)
-
-    def suffix(self, app_domain: bytes, contents: bytes) -> str:
-        """Hex of what follows the ECDSA signature: domain, contents, type string, its length."""
-        return (app_domain + contents + self.type_text).hex()
-
-
-def _word(value: object, field: str) -> bytes:
-    if isinstance(value, (bytes, bytearray)) and len(value) == 32:
-        return bytes(value)
-    raise OrderFieldError(field, value, "must be 32 bytes")
-
-
-def typed_data_sign_digest(
-    app_domain: bytes, contents: bytes, chain_id: int, wallet: str, order_type: str
-) -> bytes:
-    """The 32-byte digest a deposit wallet's owner signs for one order (ERC-7739).
-
-    ``keccak(0x1901 || app_domain || hashStruct(TypedDataSign(contents, "DepositWallet",
-    "1", chain_id, wallet, 0)))``; ``app_domain`` is the exchange's domain
-    separator, ``contents`` the order's struct hash, ``wallet`` the deposit
-    wallet (the order's signer), ``order_type`` the Order type string.
-    """
-    wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
-    return wrapper.digest(_word(app_domain, "app_domain"), _word(contents, "contents"))
 
 
 def wrap_poly_1271(
@@ -404,16 +386,13 @@ def wrap_poly_1271(
     """The POLY_1271 order signature: ``ecdsa(65) || app_domain || contents ||
     order_type || uint16 len(order_type)`` as ``"0x"`` hex (see ``typed_data_sign_digest``)."""
     _check_signer_object(signer)
-    wrapper = _Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
-    app_domain, contents = _word(app_domain, "app_domain"), _word(contents, "contents")
+    wrapper = Wrapper(chain_id, parse_address(wallet, "wallet", keccak256), order_type)
+    app_domain, contents = word(app_domain, "app_domain"), word(contents, "contents")
     digest = wrapper.digest(app_domain, contents)
     return _sign_hex(signer._key, digest) + wrapper.suffix(app_domain, contents)
 
 
 # ---------------------------------------------------------------- hasher.sign / sign_many
-
-# ``order_ids``' keyword -> ``order_id``'s (V2/V3: the versions a POLY_1271 wallet signs)
-_ROW_KEYS = {batch: one for one, batch in BATCH_KEYWORDS.items()}
 
 
 def _check_signer_object(signer: object) -> None:
@@ -424,51 +403,38 @@ def _check_signer_object(signer: object) -> None:
         )
 
 
-def _is_poly_1271(hasher: Any) -> bool:
-    # (a V1 wallet of type 3 is refused when its OrderHasher is made)
-    return bool(hasher.signature_type == _wallet.POLY_1271)
-
-
-def _wrapper(hasher: Any) -> _Wrapper:
-    return _wrapper_of(hasher.chain_id, hasher.signer, hasher.version)
-
-
-@lru_cache(maxsize=64)
-def _wrapper_of(chain_id: int, signer: str, version: int) -> _Wrapper:
-    # The order's signer is the deposit wallet: the ERC-1271 verifying contract.
-    order_type = _wallet.ORDER_TYPES[version]
-    return _Wrapper(chain_id, bytes.fromhex(signer[2:]), order_type)
-
-
-def _check_signer(hasher: Any, signer: OrderSigner) -> None:
-    """Types 0-2: the exchange recovers the wallet's signer from the signature."""
-    if signer.address.lower() != hasher.signer.lower():
+def check_signer(hasher: Any, signer: object) -> str:
+    """The signer's address, checked: for types 0-2 the exchange recovers the wallet's
+    signer from the signature, so it must be the wallet's (type 3 signs for a deposit
+    wallet it owns: the contract checks it)."""
+    address = signer_address(signer)
+    if not is_poly_1271(hasher) and address.lower() != hasher.signer.lower():
         raise OrderFieldError(
             "signer",
-            signer.address,
+            address,
             f"is not this wallet's signer {hasher.signer}; signature type "
             f"{hasher.signature_type} needs the signer's own key",
         )
+    return address
 
 
-def sign_order(hasher: Any, signer: OrderSigner, order: Mapping[str, Any]) -> SignedOrder:
-    """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet."""
-    _check_signer_object(signer)
-    if _is_poly_1271(hasher):
-        contents = hasher.struct_hash(**order)  # checks every field
-        app_domain = hasher.domain_separator(order.get("neg_risk", False))
-        # the id and the signed contents come from one struct hash
-        order_id = "0x" + _eip712(app_domain, contents).hex()
-        wrapper = _wrapper(hasher)
-        signature = _sign_hex(signer._key, wrapper.digest(app_domain, contents))
-        return SignedOrder(order_id, signature + wrapper.suffix(app_domain, contents))
-    _check_signer(hasher, signer)
+def sign_order(hasher: Any, signer: Signer, order: Mapping[str, Any]) -> SignedOrder:
+    """``OrderHasher.sign``: the order's id and its signature for the hasher's wallet
+    (any ``Signer``: a KMS signer's sync twin signs through ``_signers.orders``)."""
+    if not isinstance(signer, OrderSigner):
+        from ._signers.orders import sign_order_with
+
+        return sign_order_with(hasher, signer, order)
+    if is_poly_1271(hasher):
+        order_id, digest, tail = poly_1271_one(hasher, order)
+        return SignedOrder(order_id, _sign_hex(signer._key, digest) + tail)
+    check_signer(hasher, signer)
     order_id = hasher.order_id(**order)
     return SignedOrder(order_id, _sign_hex(signer._key, bytes.fromhex(order_id[2:])))
 
 
 def sign_orders(
-    hasher: Any, signer: OrderSigner, columns: Mapping[str, Any], threads: int | None
+    hasher: Any, signer: Signer, columns: Mapping[str, Any], threads: int | None
 ) -> list[SignedOrder]:
     """``OrderHasher.sign_many``: ``SignedOrder`` of each order of a batch, in order.
 
@@ -477,22 +443,25 @@ def sign_orders(
     (``threads`` of them), POLY_1271's ERC-7739 wrapper included. The pure twin
     hashes the batch, then signs over ``threads`` Python threads.
     """
-    _check_signer_object(signer)
     if "out" in columns:  # order_ids' choice of result: the signed orders have one shape
         raise OrderFieldError("out", columns["out"], "is not an argument of sign_many")
+    if not isinstance(signer, OrderSigner):
+        from ._signers.orders import sign_orders_with
+
+        return sign_orders_with(hasher, signer, columns, threads)
     workers = parse_threads(threads)
     core = _native()
     native = core is not None and isinstance(hasher, core.OrderHasher) and _batch_keys(columns)
     wrap = None
-    if _is_poly_1271(hasher):
+    if is_poly_1271(hasher):
         if not native:
             return _sign_poly_1271_rows(hasher, signer, columns, threads, workers)
         # each order's struct hash wrapped (ERC-7739) in the native workers too, from
         # the wrapper's words computed once here
-        wrapper = _wrapper(hasher)
+        wrapper = wrapper_of(hasher)
         wrap = (wrapper.head, wrapper.tail, wrapper.type_text)
     else:
-        _check_signer(hasher, signer)
+        check_signer(hasher, signer)
     if native:  # hashed and signed in the native workers, no Python object per order
         signed: list[SignedOrder] = hasher._sign_many(
             _handle(), signer._key_at(), threads, columns, wrap
@@ -508,25 +477,7 @@ def _sign_poly_1271_rows(
 ) -> list[SignedOrder]:
     """POLY_1271 ``sign_many`` row by row in Python: the pure twin's way (the compiled
     twin wraps and signs in its workers)."""
-    ids = hasher.order_ids(**columns, threads=threads)  # checks every row (nulls included)
-    columns = {
-        k: Column(v, k, COLUMN_KINDS[k]).values() if is_columnar(v) else v
-        for k, v in columns.items()
-    }
-    n = batch_length(columns)
-    scalars = {_ROW_KEYS[k]: v for k, v in columns.items() if is_scalar(v)}
-    sequences = [(_ROW_KEYS[k], v) for k, v in columns.items() if not is_scalar(v)]
-    wrapper = _wrapper(hasher)
-    digests = []
-    tails = []
-    for i in range(n):
-        row = dict(scalars)
-        for key, column in sequences:
-            row[key] = column[i]
-        app_domain = hasher.domain_separator(row.get("neg_risk", False))
-        contents = hasher.struct_hash(**row)
-        digests.append(wrapper.digest(app_domain, contents))
-        tails.append(wrapper.suffix(app_domain, contents))
+    ids, digests, tails = poly_1271_rows(hasher, columns, threads)
     signatures = _sign_batch(signer._key, digests, workers)  # through the backend
     return [SignedOrder(i, s + t) for i, s, t in zip(ids, signatures, tails, strict=True)]
 

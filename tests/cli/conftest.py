@@ -51,7 +51,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    with serve_in_thread() as sb:
+    """A sandbox shared by a module: its prices still (an order near the touch stays)."""
+    with serve_in_thread({"walk": None}) as sb:
         yield sb
 
 

@@ -311,7 +311,8 @@ def test_default_batch_is_smaller_than_a_big_file(
 
 
 def test_help_says_when_the_progress_bar_shows(cli: Callable[..., Result]) -> None:
-    """Only on a terminal by default (logs and pipes stay clean): --help and README say so."""
+    """Only on a terminal by default (logs and pipes stay clean): --help and
+    docs/raw-orders.md say so."""
     result = cli("order-ids", "--help")
     assert result.code == 0
     text = " ".join(result.out.split())

@@ -214,6 +214,19 @@ def test_api_error_keeps_the_detail(sandbox: Any) -> None:
     assert "signature mismatch" in str(info.value)
 
 
+def test_a_message_that_ends_with_its_detail_says_it_once() -> None:
+    """A risk refusal's envelope is ``failed to place bet: <detail>`` with the detail
+    beside it: the text repeated it (``...: more than 300 orders in one minute: more
+    than 300 orders in one minute``)."""
+    detail = "more than 300 orders in one minute"
+    error = errors.RiskControlError(
+        "failed to place bet: " + detail, status=500, code="ORDER_FAILED_PLACE_BET", detail=detail
+    )
+    assert str(error) == f"500 ORDER_FAILED_PLACE_BET: failed to place bet: {detail}"
+    other = errors.InvalidRequest("invalid request body", status=400, detail="limit too big")
+    assert str(other) == "400: invalid request body: limit too big"
+
+
 def test_detail_survives_pickling() -> None:
     import pickle
 

@@ -420,7 +420,7 @@ def test_threads_starting_one_stream_at_once_share_one_thread() -> None:
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads as often as possible
     try:
-        for _ in range(200):
+        for _ in range(100):  # 100 rounds of 8 spinning threads: 57 s of a busy CI worker at 200
             stream = client.stream("t")
             go = threading.Event()
 

@@ -1,7 +1,7 @@
 """Independent oracles the core is held to.
 
-``decimal_*_amounts`` restate the rounding rules (README, "Decisions") literally in
-``decimal.Decimal`` (a size or amount with more than 2 dp is refused with
+``decimal_*_amounts`` restate the rounding rules (docs/raw-orders.md,
+"Decisions") literally in ``decimal.Decimal`` (a size or amount with more than 2 dp is refused with
 ``ValueError``, multiply or divide, round up at amount decimals + 4 then down at
 amount decimals, scale by 10**6), the way a careful reader of the rules would
 write them, sharing no code with clobkit.

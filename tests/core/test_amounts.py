@@ -25,7 +25,8 @@ def _grid(tick: str) -> list[str]:
     return [str(Decimal(i).scaleb(-d)) for i in range(1, 10**d)]
 
 
-SIZES = [str(Decimal(i).scaleb(-2)) for i in range(1, 3001)]  # 0.01 .. 30.00
+SIZES = [str(Decimal(i).scaleb(-2)) for i in range(1, 1001)]  # 0.01 .. 10.00: every cent ten times
+# (the benchmark's amounts grid, clobkit bench, goes to 30.00 against the peer)
 
 
 def outcome(amounts: Callable[..., Any], *args: object) -> object:
@@ -39,7 +40,7 @@ def outcome(amounts: Callable[..., Any], *args: object) -> object:
 @pytest.mark.slow
 @pytest.mark.parametrize("side", ["BUY", "SELL"])
 def test_whole_tick_001_grid_limit_and_market(core: ModuleType, side: str) -> None:
-    """Every price 0.01..0.99 x every size 0.01..30.00, limit and market, against Decimal."""
+    """Every price 0.01..0.99 x every size 0.01..10.00, limit and market, against Decimal."""
     bad = []
     for price in _grid("0.01"):
         for size in SIZES:

@@ -123,8 +123,12 @@ def test_without_pyarrow_out_arrow_names_the_extra(
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now fails
     hasher = core.OrderHasher(WALLET)
     assert len(hasher.order_ids(**batch)) == 2  # the list needs no pyarrow
-    with pytest.raises(MissingExtra, match=r"pip install 'clobkit\[data\]'"):
+    from clobkit._extras import install_hint
+
+    with pytest.raises(MissingExtra) as info:
         hasher.order_ids(**batch, out="arrow")
+    assert str(info.value).endswith(f"needs pyarrow: {install_hint('data')}")
+    assert "pyarrow" in install_hint("data")
 
 
 def test_sign_many_refuses_out(core: ModuleType) -> None:

@@ -65,7 +65,11 @@ def _args(order: dict[str, Any], spell: Any = int) -> dict[str, Any]:
 def test_ten_thousand_orders_match_eth_account(
     core: ModuleType, wallet: dict[str, Any], batch: list[dict[str, Any]], spell: Any
 ) -> None:
-    """200 examples x 50 orders: singles and the batch equal eth-account's digest."""
+    """200 examples x 50 orders: singles and the batch equal eth-account's digest (the
+    pure twin on 10 of each batch: eth-account's 2 ms an order is this test's time, and
+    tests/core/test_twins.py holds the pure twin to the compiled one on any input)."""
+    if core.__name__ == "clobkit._core_py":
+        batch = batch[:10]
     hasher = core.OrderHasher(wallet)
     want = [eth_account_order_id(wallet, o, o["neg_risk"]) for o in batch]
     assert [hasher.order_id(**_args(o, spell)) for o in batch] == want

@@ -94,5 +94,6 @@ def test_desk_example_runs(version: int) -> None:
     assert out.count("] 46 markets,") >= 2  # the summaries
     assert "(0 answered 429" in out
     assert "halted: " in out
-    assert " orders cancelled, 0 open" in out
+    # a quote the moving house filled just as its cancel went out: refused, swept on exit
+    assert " orders cancelled, 0 open" in out or "halted: a cancel was refused" in out
     assert "sandbox invariants: hold" in out

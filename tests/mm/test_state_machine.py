@@ -147,4 +147,4 @@ def test_ladders_through_faults(faulty: Any) -> None:
 
 @pytest.mark.slow
 def test_ladders_through_faults_long(faulty: Any) -> None:
-    _run(faulty, examples=40, steps=25)
+    _run(faulty, examples=20, steps=25)

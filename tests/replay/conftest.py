@@ -30,10 +30,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def config(version: int = 1) -> dict[str, Any]:
+    """No limits, and the house's prices still: the tests move them (``move_prices``)
+    and compare what was recorded with what they moved."""
     return {
         "exchange_version": version,
         "rate_limit_per_minute": None,
         "risk": {"per_minute": None, "daily": None, "monthly": None},
+        "walk": None,
     }
 
 

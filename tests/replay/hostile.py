@@ -283,9 +283,11 @@ def _time(value: Any, enc: Encoding) -> int:
     if enc.time_type == "int32":
         value %= 2**31
     if enc.time_type == "float64":
-        value = int(float(value))  # as the file holds it
+        value = int(float(value))  # as the file holds it: 2**63 - 1 rounds up to 2**63
     if value < 0:
         raise Refused("recv_ns negative")
+    if value >= 2**63:
+        raise Refused("recv_ns past int64")
     return int(value)
 
 

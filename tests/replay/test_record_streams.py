@@ -89,3 +89,18 @@ async def test_a_refused_topic_is_counted_and_logged(
     kinds = {r.kind for r in iter_rows(tmp_path) if r.token_id == "123456789"}
     assert kinds == {SNAPSHOT}  # its (empty) book only as read over REST
     assert BOOK in {r.kind for r in iter_rows(tmp_path) if r.token_id == found.token_id_a}
+
+
+async def test_a_league_names_only_its_markets_with_a_book() -> None:
+    """``--league nba`` took the league's futures markets, which have no book: the
+    recording held them empty and the backtest died reading their books."""
+    with sandbox_module.serve_in_thread(config()) as sb:
+        engine = sb.engine
+        nba = [m for m in engine.markets.values() if m.event.league.id == "nba" and m.active]
+        bookless = {m.id for m in nba if not m.has_book()}
+        assert bookless  # the fixtures' futures
+        async with client(sb) as c:
+            by_league = await resolve_markets(c, leagues=["nba"])
+            by_event = await resolve_markets(c, event_ids=[engine.markets[min(bookless)].event.id])
+        assert {m.market_id for m in by_league} == {m.id for m in nba if m.has_book()}
+        assert min(bookless) in {m.market_id for m in by_event}  # named by event: kept

@@ -385,7 +385,8 @@ def test_clobkit_sandbox_replay_command(tmp_path: Path) -> None:
         assert proc.stdout is not None
         base_url = proc.stdout.readline().split()[-1]
         lines = [proc.stdout.readline() for _ in range(4)]
-        assert any("replaying" in line and "2 updates" in line for line in lines), lines
+        shown = "4 updates (2 to come) of the 4 recorded"  # --start 1: 2 shown at once
+        assert any("replaying" in line and shown in line for line in lines), lines
         status = httpx.post(f"{base_url}/admin/replay/step", json={"ms": 3000}).json()["data"]
         assert status["applied"] == 4
         assert status["done"]

@@ -257,8 +257,13 @@ def test_the_announced_length_is_what_a_run_replays(tmp_path: Path) -> None:
     write(tmp_path, engine, BOOKS)  # updates at 0 to 4 s, the first shown at once
     replay = Replay(engine, tmp_path, end="1000")
     # a run stops with the last update (it said 1000 s); steps may go on to --end
-    assert replay_line(replay, 2.0, False) == "1 markets, 3 updates, 4 s, speed 2"
-    assert replay_line(replay, 1.0, True).startswith("1 markets, 3 updates, 1000 s, step")
+    line = "1 markets, 4 updates (3 to come) of the 4 recorded, 4 s, speed 2"
+    assert replay_line(replay, 2.0, False) == line
+    assert replay_line(replay, 1.0, True).startswith(
+        "1 markets, 4 updates (3 to come) of the 4 recorded, 1000 s"
+    )
+    assert replay.status()["updates"] == 4  # the figures of GET /admin/replay
+    assert replay.status()["recorded"] == 4
 
 
 async def test_a_snapshot_that_fails_after_a_reconnect_is_read_again_later(

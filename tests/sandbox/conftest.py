@@ -46,8 +46,9 @@ def make_engine(config: Any = None, clock: Clock | None = None) -> Engine:
 
 @pytest.fixture(scope="module")
 def sb() -> Iterator[Sandbox]:
-    """A default sandbox shared by a test module (tests must not depend on its order state)."""
-    with serve_in_thread() as sandbox:
+    """A default sandbox shared by a test module (tests must not depend on its order state),
+    its prices still: reads compared across calls would differ by the walk's steps."""
+    with serve_in_thread({"walk": None}) as sandbox:
         yield sandbox
 
 

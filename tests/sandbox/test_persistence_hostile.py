@@ -257,7 +257,15 @@ _USERS = [
     }
     for i in range(4)
 ]
-_BURST_CONFIG = {"users": _USERS, "rate_limit_per_minute": None, "risk": {"per_minute": None}}
+# A skew window longer than the test: each answered request is replayed after the kill and
+# the restart, which a busy machine can stretch past the default 30 s, and the clock's
+# refusal comes before the nonce's (the nonce's memory is what this test is about).
+_BURST_CONFIG = {
+    "users": _USERS,
+    "rate_limit_per_minute": None,
+    "risk": {"per_minute": None},
+    "skew_seconds": 900,
+}
 
 
 class _Answered:
@@ -326,14 +334,16 @@ def test_a_kill_in_a_burst_of_orders_keeps_every_answer(tmp_path: Path) -> None:
                 stream.close()
         for th in threads:
             th.join(30)
-    with serve_in_thread(_BURST_CONFIG, state=path) as sb:
+    # one client for the replays: httpx.request makes a client (and its TLS context) each
+    # call, 0.5 s apiece on a busy machine
+    with serve_in_thread(_BURST_CONFIG, state=path) as sb, httpx.Client() as replay:
         assert sb.engine.check_invariants() == []
         for method, route, headers, content, status, oid in answered.rows:
             if oid is not None:
                 assert oid in sb.engine.orders, oid
             if method == "DELETE" and status == 200:
                 assert sb.engine.orders[route.rsplit("/", 1)[1]].status == CANCELLED, route
-            r = httpx.request(
+            r = replay.request(
                 method, sb.base_url + PREFIX + route, headers=headers, content=content
             )
             assert (r.status_code, loads(r.content)["detail"]) == (401, "nonce already used")

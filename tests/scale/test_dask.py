@@ -31,6 +31,10 @@ ROWS = 30_011
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
+# one LocalCluster a module, on one xdist worker (pyproject.toml's --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("dask_cluster")
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
     """Two worker processes, one thread each: what a small cluster does, on this machine."""
@@ -240,7 +244,9 @@ def test_without_dask_one_line_says_what_to_install() -> None:
         text=True,
         check=True,
     ).stdout
-    assert out == "True clobkit.dask needs Dask: pip install 'clobkit[dask]'\n"
+    from clobkit._extras import install_hint
+
+    assert out == f"True clobkit.dask needs Dask: {install_hint('dask')}\n"
 
 
 # ---------------------------------------------------------------------------

@@ -28,6 +28,9 @@ distributed = import_extra("distributed", "dask")
 
 from clobkit.dask import with_order_ids  # noqa: E402 - after the extras are known present
 
+# one LocalCluster a module, on one xdist worker (pyproject.toml's --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("dask_frames_cluster")
+
 ROOT = Path(__file__).resolve().parents[2]
 N, PARTS = 30, 10  # from_pandas(sort=False) cuts 3 rows a partition: rows 21-23 are partition 7
 WALLET = WALLETS[2]

@@ -2,7 +2,7 @@
 
 Loaded only by ``clobkit bench`` (or ``python -m clobkit._bench``), never by
 ``import clobkit``. The same work runs through clobkit and through every peer
-that is installed (``pip install 'clobkit[bench]'`` installs them all; a
+that is installed (the ``bench`` extra brings them all: ``clobkit extras bench``; a
 missing one is skipped with a line saying so), and every peer's result is
 compared with clobkit's on the same inputs. One module per job:
 

@@ -14,13 +14,8 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
-
-def checkout() -> Path | None:
-    """The source checkout clobkit runs from (an editable install), or None for an installed one."""
-    root = Path(__file__).resolve().parents[3]  # <root>/src/clobkit/_bench/_timing.py
-    return root if (root / "pyproject.toml").is_file() and (root / "setup.py").is_file() else None
+from .._extras import install_hint
 
 
 def gil_bound(one: float, held: float, alone: float, threads: int) -> float:
@@ -29,14 +24,6 @@ def gil_bound(one: float, held: float, alone: float, threads: int) -> float:
     (one unit for all three): the lone part, then the rest shared out, but never faster
     than the calling thread does its GIL part of every round."""
     return one / (alone + max(held - alone, (one - alone) / threads))
-
-
-def install_hint(extra: str) -> str:
-    """The pip line that installs ``extra``: from the checkout clobkit runs from, else by name."""
-    root = checkout()
-    if root is None:
-        return f"pip install 'clobkit[{extra}]'"
-    return f"pip install '.[{extra}]' in {root}"
 
 
 #: Where the peers come from (py-order-utils, py-clob-client(-v2), eth-account, matplotlib).

@@ -17,6 +17,7 @@ from .report import (
     _md_table,
     _memory_note,
     _text_table,
+    _wrapped,
     format_markdown,
     format_text,
     memory_rows,
@@ -124,7 +125,7 @@ def _say(msg: str) -> None:
 
 def _print_memory(memory: list[dict[str, Any]], markdown: bool) -> None:
     report = {"memory": memory}
-    print(_memory_note(report))
+    print(_memory_note(report) if markdown else "\n".join(_wrapped(_memory_note(report))))
     table = _md_table if markdown else _text_table
     print("\n".join(table(MEMORY_HEADERS, memory_rows(report), set(range(len(MEMORY_HEADERS))))))
 

@@ -19,8 +19,9 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 
+from .._extras import install_hint
 from .._orderids.run import run as order_ids_run
-from ._timing import INSTALL_HINT, Contender, Operation, Settings, install_hint, tally
+from ._timing import INSTALL_HINT, Contender, Operation, Settings, tally
 from .order_ids import WALLET, OrderIdFn, make_orders, py_order_utils_order_id
 
 __all__ = ["file_operation"]

@@ -1,7 +1,12 @@
-"""``clobkit bench`` output: a text table, Markdown (docs/benchmarks.md) and a PNG bar chart."""
+"""``clobkit bench`` output: a text table, Markdown (docs/benchmarks.md) and a PNG bar chart.
+
+The text fits ``WIDTH`` (100) columns, a terminal's: prose is wrapped, each operation
+is a heading over its rows, and a cell too wide for its column wraps in it.
+"""
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,17 +138,51 @@ def _memory_note(report: dict[str, Any]) -> str:
     )
 
 
-def _text_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
+#: Columns of ``clobkit bench``'s text, a terminal's width.
+WIDTH = 100
+_NARROWEST = 10  # a wrapped column keeps at least this many characters
+
+
+def _text_table(
+    headers: list[str],
+    rows: list[list[str]],
+    right: set[int],
+    headings: dict[int, str] | None = None,
+) -> list[str]:
+    """A table within ``WIDTH`` columns: the widest left-aligned columns narrowed until
+    it fits, their cells wrapped; ``headings`` puts a line of its own before row i."""
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    text = [i for i in range(len(headers)) if i not in right]
+    while sum(widths) + 2 * (len(widths) - 1) > WIDTH:
+        i = max(text, key=lambda k: widths[k])
+        if widths[i] <= _NARROWEST:
+            break
+        widths[i] -= 1
 
-    def line(cells: list[str]) -> str:
-        out = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(out).rstrip()
+    def lines(cells: list[str]) -> list[str]:
+        parts = [textwrap.wrap(c, w) or [""] for c, w in zip(cells, widths, strict=True)]
+        out = []
+        for k in range(max(map(len, parts))):
+            pieces = [p[k] if k < len(p) else "" for p in parts]
+            out.append(
+                "  ".join(
+                    c.rjust(w) if i in right else c.ljust(w)
+                    for i, (c, w) in enumerate(zip(pieces, widths, strict=True))
+                ).rstrip()
+            )
+        return out
 
-    return [line(headers), line(["-" * w for w in widths]), *map(line, rows)]
+    table = [*lines(headers), "  ".join("-" * w for w in widths)]
+    for i, row in enumerate(rows):
+        if headings and i in headings:
+            table.append(headings[i])
+        table += lines(row)
+    return table
+
+
+def _wrapped(paragraph: str, indent: str = "") -> list[str]:
+    """A paragraph wrapped to ``WIDTH`` columns (later lines indented by ``indent``)."""
+    return textwrap.wrap(paragraph, WIDTH, subsequent_indent=indent, break_on_hyphens=False)
 
 
 def _md_table(headers: list[str], rows: list[list[str]], right: set[int]) -> list[str]:
@@ -152,15 +191,19 @@ def _md_table(headers: list[str], rows: list[list[str]], right: set[int]) -> lis
 
 
 def format_text(report: dict[str, Any]) -> str:
-    """The report as a plain-text table for a terminal, then the verdicts."""
-    lines = [*_preamble(report), ""]
-    lines += _text_table(HEADERS, table_rows(report), {2, 3, 4, 5})
-    lines += ["", "Verdicts (one call each; batches are in the table):", *verdict_lines(report)]
-    lines += ["", *_epilogue(report)]
+    """The report for a terminal, within ``WIDTH`` columns: the table (each operation a
+    heading over its rows), then the verdicts."""
+    lines = [line for p in _preamble(report) for line in _wrapped(p)] + [""]
+    rows = table_rows(report)
+    headings = {i: f"{row[0]}:" for i, row in enumerate(rows) if row[0]}
+    lines += _text_table(HEADERS[1:], [row[1:] for row in rows], {1, 2, 3, 4}, headings)
+    lines += ["", "Verdicts (one call each; batches are in the table):"]
+    lines += [line for v in verdict_lines(report) for line in _wrapped(v, "  ")]
+    lines += [""] + [line for e in _epilogue(report) for line in _wrapped(e, "  ")]
     if report["memory"]:
-        lines += ["", _memory_note(report)]
+        lines += ["", *_wrapped(_memory_note(report))]
         lines += _text_table(MEMORY_HEADERS, memory_rows(report), set(range(len(MEMORY_HEADERS))))
-    lines += [f"skipped: {n}" for n in report["notes"]]
+    lines += [line for n in report["notes"] for line in _wrapped(f"skipped: {n}", "  ")]
     return "\n".join(lines)
 
 

@@ -28,8 +28,8 @@ workers, against N commands on their share, Parquet into Parquet). With
 ``arrow`` and ``command`` both run, the command's rate is also given over
 the in-memory Arrow rate at the same N, in the same run.
 
-Needs pyarrow (``pip install 'clobkit[data]'``); ``dask`` needs Dask
-(``clobkit[dask]``) and is left out without it.
+Needs pyarrow (the ``data`` extra); ``dask`` needs Dask (the ``dask`` extra) and
+is left out without it (``clobkit extras`` prints the line that adds each).
 """
 
 from __future__ import annotations
@@ -481,7 +481,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        p.error("the scaling figures need pyarrow: pip install 'clobkit[data]'")
+        from .._extras import install_hint
+
+        p.error(f"the scaling figures need pyarrow: {install_hint('data')}")
     say = lambda text: print(f"[scaling] {text}", file=sys.stderr, flush=True)  # noqa: E731
     sizes = {} if opts.rows is None else {"command": opts.rows, "dask": opts.rows}
     result = measure(kinds, opts.max, opts.rounds, opts.quick, say, sizes)

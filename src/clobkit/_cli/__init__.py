@@ -55,7 +55,9 @@ def add_connection(parser: argparse.ArgumentParser, *, clob: bool = False) -> No
 
 def extra_missing(extra: str, exc: ModuleNotFoundError) -> str:
     """The one line saying which extra to install for a missing module."""
-    return f"this needs the {extra} extra (missing {exc.name}): pip install 'clobkit[{extra}]'"
+    from .._extras import install_hint
+
+    return f"this needs the {extra} extra (missing {exc.name}): {install_hint(extra)}"
 
 
 def check_positive(args: argparse.Namespace, *names: str) -> None:

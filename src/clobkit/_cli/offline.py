@@ -1,4 +1,4 @@
-"""``clobkit salts`` and ``clobkit amounts``: offline, no connection."""
+"""``clobkit salts``, ``clobkit amounts`` and ``clobkit extras``: offline, no connection."""
 
 from __future__ import annotations
 
@@ -42,6 +42,32 @@ def add_amounts(sub: Commands) -> None:
     p.add_argument("--market", action="store_true", help="market-order rounding")
     p.add_argument("--round-price", action="store_true", help="round an off-grid price")
     p.set_defaults(handler=_cmd_amounts)
+
+
+def add_extras(sub: Commands) -> None:
+    """``clobkit extras``."""
+    p = sub.add_parser(
+        "extras",
+        help="print the pip line that adds an extra",
+        description=(
+            "Print the pip line that adds an extra to this clobkit: its packages by name, "
+            "read from clobkit's own metadata. It works beside a wheel and in a checkout, and "
+            "never builds the compiled core again. Without NAME: every extra's line."
+        ),
+    )
+    p.add_argument("name", nargs="?", metavar="NAME", help="an extra: sandbox, data, dask, ...")
+    p.set_defaults(handler=_cmd_extras)
+
+
+def _cmd_extras(args: argparse.Namespace) -> int:
+    from .._extras import extras, install_hint
+
+    known = extras()
+    if args.name is not None and known and args.name not in known:
+        raise Usage(f"no extra {args.name!r}: {', '.join(known)}")
+    for name in known if args.name is None else [args.name]:
+        print(install_hint(name) if args.name else f"{name}: {install_hint(name)}")
+    return EXIT_OK
 
 
 def _cmd_salts(args: argparse.Namespace) -> int:

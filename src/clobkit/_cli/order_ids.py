@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
 
 from .._cli_base import Failed, Usage
 from .._spec import ENV_PRIVATE_KEY
@@ -12,7 +13,8 @@ from ..errors import ValidationError
 from . import EXIT_OK, Commands
 
 if TYPE_CHECKING:
-    from ..signing import OrderSigner
+    from .._orderids.run import Summary
+    from ..signing import OrderSigner, Signer
 
 
 def add_order_ids(sub: Commands) -> None:
@@ -67,35 +69,44 @@ def add_order_ids(sub: Commands) -> None:
         choices=(1, 2, 3),
         help="order version (default: from the wallet's exchange addresses)",
     )
-    p.add_argument(
-        "--sign",
-        action="store_true",
-        help=f"add a signature column (key from {ENV_PRIVATE_KEY} or --key-file)",
-    )
-    p.add_argument("--key-file", metavar="FILE", help="file holding the order-signing private key")
+    _add_signing(p)
     p.set_defaults(handler=_cmd_order_ids)
 
 
+def _add_signing(p: argparse.ArgumentParser) -> None:
+    """``--sign`` and where its key comes from."""
+    p.add_argument(
+        "--sign",
+        action="store_true",
+        help=f"add a signature column (key in {ENV_PRIVATE_KEY})",
+    )
+    p.add_argument("--key-file", metavar="FILE", help="or the key in this file")
+    p.add_argument(
+        "--kms",
+        metavar="KEY",
+        type=_kms_key,
+        help="or a KMS key: aws:KEY_ID or gcp:KEY_VERSION",
+    )
+
+
 def _cmd_order_ids(args: argparse.Namespace) -> int:
-    from .._orderids.run import InputError, describe, format_of, run
+    from .._orderids.run import InputError, describe, format_of
 
     # --batch-size is checked by run(), its one home: an InputError, a usage error here
     if args.threads is not None and args.threads < 1:
         raise Usage("--threads must be at least 1")
-    signer = _order_signer(args.key_file) if args.sign else None
+    kms = _kms_signer(args)
+    if kms is not None or not args.sign:
+        signer: Signer | None = kms
+    else:
+        signer = _order_signer(args.key_file)
     if args.key_file and not args.sign:
         raise Usage("--key-file goes with --sign")
     try:
-        summary = run(
-            args.wallet,
-            args.input,
-            args.output,
-            threads=args.threads,
-            batch_size=args.batch_size,
-            progress=args.progress,
-            version=args.exchange_version,
-            signer=signer,
-        )
+        with ExitStack() as stack:
+            if kms is not None:
+                stack.enter_context(kms)  # the key's public key read once, checked
+            summary = _run(args, signer)
     except InputError as exc:
         raise Usage(str(exc)) from None
     print(describe(summary, args.output))
@@ -103,6 +114,50 @@ def _cmd_order_ids(args: argparse.Namespace) -> int:
         where = "row" if format_of(args.input) == "parquet" else "line"
         raise Failed(f"{_rows(summary.rejected)} rejected (listed above as {where} N: reason)")
     return EXIT_OK
+
+
+def _run(args: argparse.Namespace, signer: Signer | None) -> Summary:
+    from .._orderids.run import run
+
+    return run(
+        args.wallet,
+        args.input,
+        args.output,
+        threads=args.threads,
+        batch_size=args.batch_size,
+        progress=args.progress,
+        version=args.exchange_version,
+        signer=signer,
+    )
+
+
+def _kms_key(text: str) -> tuple[str, str]:
+    """``--kms``'s value: (``aws`` or ``gcp``, the key's id or version name)."""
+    provider, _, key = text.partition(":")
+    if provider not in ("aws", "gcp") or not key:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected aws:KEY_ID or gcp:KEY_VERSION")
+    return provider, key
+
+
+def _kms_signer(args: argparse.Namespace) -> Any:
+    """The KMS signer ``--kms`` names (not entered yet), or None: an AWS KMS key of
+    spec ECC_SECG_P256K1 (credentials, region and endpoint from the AWS chain) or a
+    Cloud KMS key version of EC_SIGN_SECP256K1_SHA256 (Application Default
+    Credentials)."""
+    if args.kms is None:
+        return None
+    if not args.sign:
+        raise Usage("--kms goes with --sign")
+    if args.key_file:
+        raise Usage("give one of --key-file, --kms")
+    provider, key = args.kms
+    if provider == "aws":
+        from ..signing import AwsKmsSigner
+
+        return AwsKmsSigner(key)
+    from ..signing import GcpKmsSigner
+
+    return GcpKmsSigner(key)
 
 
 def _order_signer(key_file: str | None) -> OrderSigner:

@@ -19,7 +19,7 @@ from .._spec import SALT_MAX
 from ..amounts import raw_amounts_flagged
 from ..errors import ValidationError
 from ..order_id import OrderHasher
-from ..signing import OrderSigner
+from ..signing import Signer
 from .convert import csv_header, csv_rows, jsonl_rows, parquet_options
 from .outputs import open_output
 from .process import import_pyarrow
@@ -51,7 +51,9 @@ def _pyarrow() -> tuple[Any, Any, Any]:
 
         from .. import _arrow_compute as ac
     except ImportError:
-        raise InputError("Parquet needs pyarrow: pip install 'clobkit[data]'") from None
+        from .._extras import install_hint
+
+        raise InputError(f"Parquet needs pyarrow: {install_hint('data')}") from None
     return pa, pq, ac
 
 
@@ -83,7 +85,7 @@ def _arrow_batch(
     first: int,
     layout: Layout,
     threads: int | None,
-    signer: OrderSigner | None,
+    signer: Signer | None,
 ) -> Batch:
     """Ids, signatures and refusals of one Parquet record batch.
 
@@ -122,7 +124,7 @@ def _row_by_row(
     lines: range,
     layout: Layout,
     threads: int | None,
-    signer: OrderSigner | None,
+    signer: Signer | None,
 ) -> Batch:
     """A batch the core refused as a whole, through Python values: it names each bad row."""
     names = set(batch.schema.names)
@@ -238,7 +240,7 @@ def _dictionary_columns(meta: Any) -> tuple[list[str], list[str]]:
 def run_parquet(
     hasher: OrderHasher,
     layout: Layout,
-    signer: OrderSigner | None,
+    signer: Signer | None,
     input_path: str,
     out_kind: str,
     output_path: str,
@@ -292,7 +294,7 @@ class _Run:
         ac: Any,
         hasher: OrderHasher,
         layout: Layout,
-        signer: OrderSigner | None,
+        signer: Signer | None,
         per_item: int,
         bar: Progress,
         say: Callable[[str], None],

@@ -21,7 +21,7 @@ from .._spec import SIDES as SIDE_NAMES
 from ..amounts import check_raw_amounts
 from ..errors import AmountError, ValidationError, _short_repr
 from ..order_id import OrderHasher
-from ..signing import OrderSigner
+from ..signing import Signer
 
 #: The value of an optional column where it is null (absent, an empty CSV cell, a JSON
 #: null, an Arrow null, pandas' None / NA / NaN).
@@ -314,7 +314,7 @@ def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
 Batch = tuple[list[str | None], list[str] | None, list[tuple[int, str]]]
 
 
-def check_signer(hasher: OrderHasher, signer: OrderSigner, layout: Layout) -> None:
+def check_signer(hasher: OrderHasher, signer: Signer, layout: Layout) -> None:
     """``--sign`` with a key that cannot sign this wallet's orders: ``InputError``, once,
     before any row (``sign_many``'s own check, on a batch of no orders)."""
     empty: dict[str, Any] = {key: [] for key in layout.keywords}
@@ -329,7 +329,7 @@ def hash_batch(
     parsed: Parsed,
     threads: int | None,
     layout: Layout = V1,
-    signer: OrderSigner | None = None,
+    signer: Signer | None = None,
 ) -> Batch:
     """Order ids of a batch (``None`` for a row refused), their signatures, the refusals."""
     n = len(parsed.lines)

@@ -32,7 +32,7 @@ from .._jsondepth import json_too_deep
 from .._wallet import wallet_data
 from ..errors import OrderFieldError, ValidationError
 from ..order_id import OrderHasher
-from ..signing import OrderSigner
+from ..signing import Signer
 from .outputs import check_dataset_target, is_dataset
 from .parquet import run_parquet
 from .rows import LAYOUTS, InputError, Layout, check_signer
@@ -175,7 +175,7 @@ class _Job(NamedTuple):
 
     hasher: OrderHasher
     layout: Layout
-    signer: OrderSigner | None
+    signer: Signer | None
     threads: int | None
     batch_size: int
     progress: bool
@@ -192,7 +192,7 @@ def run(
     progress: bool | None = None,
     report: Callable[[str], None] | None = None,
     version: int | None = None,
-    signer: OrderSigner | None = None,
+    signer: Signer | None = None,
 ) -> Summary:
     """Hash every order of ``input_path`` into ``output_path``; ``report`` gets each rejection.
 
@@ -228,7 +228,7 @@ def _job(
     progress: bool | None,
     report: Callable[[str], None] | None,
     version: int | None,
-    signer: OrderSigner | None,
+    signer: Signer | None,
 ) -> _Job:
     """The paths and the batch size checked, the wallet loaded, the signer matched to it."""
     if batch_size is None:

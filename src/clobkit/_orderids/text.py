@@ -169,9 +169,11 @@ class _Made:
 
                 from .. import _arrow_compute as ac
             except ImportError:
+                from .._extras import install_hint
+
                 raise InputError(
                     f"{self.out_kind.upper()} from {self.kind.upper()} needs pyarrow: "
-                    "pip install 'clobkit[data]'"
+                    + install_hint("data")
                 ) from None
             self._arrow = pa, pacsv, ac, text_schema(pa, self.names, self.added)
         return self._arrow

@@ -12,6 +12,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._signers.protocol import AsyncSigner, as_async_signer
 from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
 from ..errors import TransportError
@@ -37,7 +38,7 @@ from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
 from ._errors import Reply
 from ._net import NetworkOptions, network_options, tls_context
-from ._ops import Gather, Operation, Receive, Send, Sleep
+from ._ops import Gather, Operation, Receive, Send, Sign, Sleep
 from ._paging import Pager
 from ._seam_async import AsyncRawOrderSeam
 from ._session import SessionTransport
@@ -153,6 +154,8 @@ class AsyncClient(AsyncRawOrderSeam):
                     result = None
                 elif type(effect) is Gather:
                     result = await self._gather(effect.operations)
+                elif type(effect) is Sign:
+                    result = await as_async_signer(effect.signer).sign_digests(effect.digests)
                 else:
                     assert type(effect) is Receive
                     try:
@@ -296,6 +299,7 @@ class AsyncClient(AsyncRawOrderSeam):
         nonce: int = 0,
         tick_size: Number = "0.01",
         round_price: bool = False,
+        signer: AsyncSigner | None = None,
     ) -> RawOrderResult:
         """``POST /orders/raw``: ``size`` shares at ``price`` (0.01-0.99), or ``amount``.
 
@@ -305,7 +309,8 @@ class AsyncClient(AsyncRawOrderSeam):
         draws a salt, precomputes ``clob_order_id`` (V1 wallets; on V2/V3 it is
         read back from the service) and retries safely under ``client_order_id``
         (generated when not given, at most 64 characters). When the outcome stays
-        unknown, the error's ``order`` goes to ``resolve_raw_order``.
+        unknown, the error's ``order`` goes to ``resolve_raw_order``. ``signer``: the
+        exchange order is signed before anything is sent (``prepare_raw_order``).
         """
         return await self._run(
             self._core.place_raw_order(
@@ -322,6 +327,7 @@ class AsyncClient(AsyncRawOrderSeam):
                 nonce=nonce,
                 tick_size=tick_size,
                 round_price=round_price,
+                signer=signer,
             )
         )
 
@@ -339,6 +345,7 @@ class AsyncClient(AsyncRawOrderSeam):
         salt: int | None = None,
         nonce: int = 0,
         fee_rate_bps: int | None = None,
+        signer: AsyncSigner | None = None,
     ) -> RawOrderResult:
         """``POST /orders/raw`` with explicit amounts in 6-decimal units (1 USDC = 1_000_000)."""
         return await self._run(
@@ -354,6 +361,7 @@ class AsyncClient(AsyncRawOrderSeam):
                 salt=salt,
                 nonce=nonce,
                 fee_rate_bps=fee_rate_bps,
+                signer=signer,
             )
         )
 

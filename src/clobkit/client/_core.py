@@ -27,7 +27,7 @@ from . import _decode as shapes
 from ._cancel_all import CancelAllResult, cancel_all
 from ._endpoints import MarketInfo
 from ._errors import UNKNOWN_OUTCOME as UNKNOWN_OUTCOME  # the shells import it from here
-from ._ops import KEYED, NEVER, SAFE, Call, Copies, Gather, Operation, Sleep
+from ._ops import KEYED, NEVER, SAFE, Call, Copies, Gather, Operation, Sign, Sleep
 from ._validate import (
     RawOrderFields,
     _market_ids,
@@ -72,7 +72,8 @@ def raw_order_body(order: RawOrderResult) -> bytes:
 
 
 class PreparedRawOrder(NamedTuple):
-    """A raw order built and hashed but not sent: ``result.order_id`` is empty."""
+    """A raw order built and hashed (and signed, when a signer was given) but not
+    sent: ``result.order_id`` is empty."""
 
     result: RawOrderResult
     body: bytes
@@ -208,6 +209,7 @@ class ClientCore(WaitCore):
         nonce: object = 0,
         tick_size: object = "0.01",
         round_price: bool = False,
+        signer: object = None,
     ) -> Operation[RawOrderResult]:
         """Amounts from price and size (shares) or amount (USDC BUY / shares SELL)."""
         prepare = self.prepare_raw_order(
@@ -224,6 +226,7 @@ class ClientCore(WaitCore):
             nonce=nonce,
             tick_size=tick_size,
             round_price=round_price,
+            signer=signer,
         )
         return self._prepared_and_sent(prepare)
 
@@ -241,6 +244,7 @@ class ClientCore(WaitCore):
         salt: object = None,
         nonce: object = 0,
         fee_rate_bps: int | None = None,
+        signer: object = None,
     ) -> Operation[RawOrderResult]:
         """``POST /orders/raw`` with explicit 6-decimal units; retried under ``client_order_id``."""
         prepare = self.prepare_raw_order_amounts(
@@ -255,6 +259,7 @@ class ClientCore(WaitCore):
             salt=salt,
             nonce=nonce,
             fee_rate_bps=fee_rate_bps,
+            signer=signer,
         )
         return self._prepared_and_sent(prepare)
 
@@ -278,6 +283,7 @@ class ClientCore(WaitCore):
         nonce: object = 0,
         tick_size: object = "0.01",
         round_price: bool = False,
+        signer: object = None,
     ) -> Operation[PreparedRawOrder]:
         """Everything of ``place_raw_order`` but the POST: amounts, salt, ``clob_order_id``,
         body. Validation errors raise at once; lookups run when the operation runs."""
@@ -301,6 +307,7 @@ class ClientCore(WaitCore):
             client_order_id=client_order_id,
             salt=salt,
             nonce=nonce,
+            signer=signer,
         )
 
     def prepare_raw_order_amounts(
@@ -317,9 +324,12 @@ class ClientCore(WaitCore):
         salt: object = None,
         nonce: object = 0,
         fee_rate_bps: int | None = None,
+        signer: object = None,
     ) -> Operation[PreparedRawOrder]:
         """A raw order ready to send: its ``RawOrderResult`` (``order_id`` empty) and body.
-        Validation errors raise at once; lookups run when the operation runs."""
+        Validation errors raise at once; lookups run when the operation runs. With
+        ``signer``, the exchange order is signed before anything is sent
+        (``_signed``)."""
         fields = raw_order_fields(
             market_id,
             outcome,
@@ -334,9 +344,9 @@ class ClientCore(WaitCore):
             fee_rate_bps=fee_rate_bps,
             now=self.wall_clock(),
         )
-        return self._prepare_raw(fields)
+        return self._prepare_raw(fields, signer)
 
-    def _prepare_raw(self, fields: RawOrderFields) -> Operation[PreparedRawOrder]:
+    def _prepare_raw(self, fields: RawOrderFields, signer: object) -> Operation[PreparedRawOrder]:
         """Look up the token, wallet and fee rate of checked ``fields``; hash and encode."""
         market_id, outcome, side_int = fields.market_id, fields.outcome, fields.side
         maker, taker, kind = fields.maker_amount, fields.taker_amount, fields.order_type
@@ -351,11 +361,7 @@ class ClientCore(WaitCore):
             hasher = yield from self.ensure_hasher()
         token_id = info.token(outcome)
         if fee_rate_bps is None:
-            cached = self.fee_rates.get(token_id)
-            if cached is not None and cached[1] > self.clock():
-                fee_rate_bps = cached[0]
-            else:
-                fee_rate_bps = yield from self.fee_rate(token_id)
+            fee_rate_bps = yield from self.fee_rate(token_id)  # the cached one while fresh
         # The API text's raw order is the V1 flow: its id is precomputed here.
         # A V2/V3 wallet's id covers the service's own timestamp, which the
         # request cannot carry: it is read back from the service, never guessed.
@@ -393,8 +399,52 @@ class ClientCore(WaitCore):
             market_id=market_id,
             outcome=outcome,
         )
+        if signer is not None:
+            result = yield from self._signed(hasher, result, signer)
         body = raw_order_body(result)
         return PreparedRawOrder(result, body)
+
+    def _signed(
+        self, hasher: OrderHasher, result: RawOrderResult, signer: object
+    ) -> Operation[RawOrderResult]:
+        """``result`` with the exchange order's signature by ``signer``, which must be the
+        wallet's signer (types 0-2). The API's raw order carries no signature (the
+        service signs the order it stores): the signature is the caller's, kept in the
+        result, never sent. On V1 it signs ``clob_order_id``, the very order stored; on
+        V2/V3 the order stamped with this client's clock (``timestamp``, ms): the
+        service stamps its own, so ``signed_order_id`` is not the stored id."""
+        from .._signers.orders import signable
+        from ..signing import check_signer
+
+        check_signer(hasher, signer)
+        order: dict[str, object] = {
+            "token_id": int(result.token_id),
+            "maker_amount": result.maker_amount,
+            "taker_amount": result.taker_amount,
+            "side": result.side,
+            "salt": result.salt,
+            "neg_risk": result.neg_risk,
+        }
+        timestamp = 0
+        if hasher.version == 1:
+            order.update(
+                fee_rate_bps=result.fee_rate_bps, nonce=result.nonce, expiration=result.expiration
+            )
+        else:
+            timestamp = int(self.wall_clock() * 1000)
+            order["timestamp"] = timestamp
+        order_id, digest, tail = signable(hasher, order)
+        signatures = yield Sign(signer, [digest])
+        return msgspec.structs.replace(
+            result, signature=signatures[0] + tail, signed_order_id=order_id, timestamp=timestamp
+        )
+
+    def signer_address(self, signer: object) -> Operation[str]:
+        """``signer``'s address once checked against the wallet's signer (types 0-2)."""
+        from ..signing import check_signer
+
+        hasher = yield from self.ensure_hasher()
+        return check_signer(hasher, signer)
 
     def send_raw_order(self, prepared: PreparedRawOrder) -> Operation[RawOrderResult]:
         """``POST /orders/raw`` of a prepared order; retried safely under its

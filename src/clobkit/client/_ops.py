@@ -9,7 +9,10 @@ Nothing here touches the network or sleeps. Every client call is an
   failure (``_wire.failure_error``: the shells map their library's exceptions);
 * ``Sleep(seconds)`` -> ``None``;
 * ``Gather(operations)`` -> the list of their results, run concurrently;
-* ``Receive(inbox, seconds)`` -> the next stream item of ``inbox``, or ``None``.
+* ``Receive(inbox, seconds)`` -> the next stream item of ``inbox``, or ``None``;
+* ``Sign(signer, digests)`` -> their signatures (``"0x"`` + 130 hex each): the
+  async shell awaits an ``AsyncSigner``, the sync one calls a ``Signer``; the
+  signer's error is raised where the operation waits, before anything is sent.
 
 ``Client`` and ``AsyncClient`` only drive operations (``_sync.py`` /
 ``_async.py``), so request building, signing, retries, caching, validation and
@@ -92,7 +95,15 @@ class Receive(NamedTuple):
     seconds: float
 
 
-Effect = Send | Sleep | Gather | Receive
+class Sign(NamedTuple):
+    """Sign the 32-byte ``digests`` with ``signer`` (a raw order's exchange order);
+    resume with their signatures."""
+
+    signer: Any
+    digests: list[bytes]
+
+
+Effect = Send | Sleep | Gather | Receive | Sign
 Operation = Generator[Effect, Any, T]
 
 

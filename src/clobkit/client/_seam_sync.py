@@ -8,6 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, TypeVar
 
+from .._signers.protocol import Signer
 from .._types import OrderType, Side
 from ..models import PlacedOrder, RawOrderResult
 from ._core import ClientCore, PreparedRawOrder
@@ -44,11 +45,19 @@ class RawOrderSeam:
         nonce: int = 0,
         tick_size: Number = "0.01",
         round_price: bool = False,
+        signer: Signer | None = None,
     ) -> PreparedRawOrder:
         """Everything of ``place_raw_order`` but the POST: the order's amounts (6-decimal
         units), salt, ``client_order_id`` and, on a V1 wallet, its ``clob_order_id``
         (``result``), and the body to send (``post_raw_order``). No request once
-        ``prepare([market_id])`` warmed the wallet, market and fee-rate caches."""
+        ``prepare([market_id])`` warmed the wallet, market and fee-rate caches.
+
+        ``signer`` (the wallet's signer; a KMS signer's call is a request of its own):
+        the exchange order is signed before the call returns, and a signer that
+        fails raises here, so nothing unsigned is ever sent. The API's raw order has
+        no field for the signature: it is kept in ``result.signature`` with the id it
+        signs (``result.signed_order_id``; on V2/V3 the order stamped with this
+        client's clock, ``result.timestamp`` ms, not the id the service stores)."""
         return self._run(
             self._core.prepare_raw_order(
                 market_id,
@@ -64,6 +73,7 @@ class RawOrderSeam:
                 nonce=nonce,
                 tick_size=tick_size,
                 round_price=round_price,
+                signer=signer,
             )
         )
 
@@ -81,11 +91,13 @@ class RawOrderSeam:
         salt: int | None = None,
         nonce: int = 0,
         fee_rate_bps: int | None = None,
+        signer: Signer | None = None,
     ) -> PreparedRawOrder:
         """``prepare_raw_order`` with explicit amounts in 6-decimal units (1 USDC =
         1_000_000): the order built and hashed, not sent; no request once the caches
         are warm. ``result.clob_order_id`` is precomputed on a V1 wallet, empty on
-        V2/V3 (the service signs its own timestamp: read it from the order's record)."""
+        V2/V3 (the service signs its own timestamp: read it from the order's record).
+        ``signer`` as for ``prepare_raw_order``."""
         return self._run(
             self._core.prepare_raw_order_amounts(
                 market_id,
@@ -99,6 +111,7 @@ class RawOrderSeam:
                 salt=salt,
                 nonce=nonce,
                 fee_rate_bps=fee_rate_bps,
+                signer=signer,
             )
         )
 
@@ -125,3 +138,9 @@ class RawOrderSeam:
         computed (``GET /wallet`` once; cached for the client's life)."""
         hasher = self._run(self._core.ensure_hasher())
         return hasher.version
+
+    def check_signer(self, signer: Signer) -> str:
+        """``signer``'s address, checked against the wallet's signer (signature types
+        0-2 need the signer's own key: ``OrderFieldError`` naming both else). ``GET
+        /wallet`` once; the ``Quoter`` and ``Desk`` check theirs on enter."""
+        return self._run(self._core.signer_address(signer))

@@ -15,6 +15,7 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._signers.protocol import Signer, as_signer
 from .._spec import PAGE_SIZE_DEFAULT
 from .._types import OrderType, Side
 from ..errors import TransportError
@@ -39,7 +40,7 @@ from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
 from ._errors import Reply
 from ._net import NetworkOptions, network_options, tls_context
-from ._ops import Gather, Operation, Receive, Send, Sleep
+from ._ops import Gather, Operation, Receive, Send, Sign, Sleep
 from ._paging import Pager
 from ._seam_sync import RawOrderSeam
 from ._stream import StreamItem
@@ -172,6 +173,8 @@ class Client(RawOrderSeam):
                     result = None
                 elif type(effect) is Gather:
                     result = self._gather(effect.operations, abandon)
+                elif type(effect) is Sign:
+                    result = as_signer(effect.signer).sign_many(effect.digests)
                 else:
                     assert type(effect) is Receive
                     try:
@@ -342,6 +345,7 @@ class Client(RawOrderSeam):
         nonce: int = 0,
         tick_size: Number = "0.01",
         round_price: bool = False,
+        signer: Signer | None = None,
     ) -> RawOrderResult:
         """``POST /orders/raw``: ``size`` shares at ``price`` (0.01-0.99), or ``amount``.
 
@@ -351,7 +355,8 @@ class Client(RawOrderSeam):
         draws a salt, precomputes ``clob_order_id`` (V1 wallets; on V2/V3 it is
         read back from the service) and retries safely under ``client_order_id``
         (generated when not given, at most 64 characters). When the outcome stays
-        unknown, the error's ``order`` goes to ``resolve_raw_order``.
+        unknown, the error's ``order`` goes to ``resolve_raw_order``. ``signer``: the
+        exchange order is signed before anything is sent (``prepare_raw_order``).
         """
         return self._run(
             self._core.place_raw_order(
@@ -368,6 +373,7 @@ class Client(RawOrderSeam):
                 nonce=nonce,
                 tick_size=tick_size,
                 round_price=round_price,
+                signer=signer,
             )
         )
 
@@ -385,6 +391,7 @@ class Client(RawOrderSeam):
         salt: int | None = None,
         nonce: int = 0,
         fee_rate_bps: int | None = None,
+        signer: Signer | None = None,
     ) -> RawOrderResult:
         """``POST /orders/raw`` with explicit amounts in 6-decimal units (1 USDC = 1_000_000)."""
         return self._run(
@@ -400,6 +407,7 @@ class Client(RawOrderSeam):
                 salt=salt,
                 nonce=nonce,
                 fee_rate_bps=fee_rate_bps,
+                signer=signer,
             )
         )
 

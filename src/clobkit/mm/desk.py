@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from .._core import from_units
+from .._signers.protocol import AsyncSigner
 from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, PreparedRawOrder
 from ..errors import ValidationError
@@ -40,7 +41,7 @@ from .reads import SharedReads, by_outcome
 from .renewal import Expiry, expiry
 from .risk import DeskLimits, exposure, units
 from .router import Router
-from .tasks import each_of
+from .tasks import all_of, each_of
 
 __all__ = ["Desk"]
 
@@ -97,6 +98,11 @@ class Desk:
     each quoter's ``book`` then holds the book read over REST when it opened (never
     kept current: ``book.stale`` is always true, ``book.age`` the read's seconds).
 
+    ``signer`` (an ``AsyncSigner``: a KMS signer entered, or an ``OrderSigner``) signs
+    every order of the desk's quoters before its POST, concurrently within a requote;
+    its address is checked against the wallet's signer on enter. A failed signature
+    sends nothing of that quoter's requote (``SignerError``).
+
     Streams: at most ``topics_per_stream`` topics (500; set it before the first
     quoter opens) on one WebSocket, another opened as the desk grows. A topic the
     service refuses is never silent: logged, in ``refused``, its quoter's book stale
@@ -125,6 +131,7 @@ class Desk:
         books: bool = True,
         order_ttl: float | Expiry | None = None,
         sentinel: str | None = None,
+        signer: AsyncSigner | None = None,
     ) -> None:
         names = ("rate_limit_per_minute", "error_window", "max_open_orders", "orders_per_minute")
         given = (rate_limit_per_minute, error_window, max_open_orders, orders_per_minute)
@@ -146,6 +153,7 @@ class Desk:
             room_timeout=room_timeout,
         )
         self.execution = Execution(client, gate, self._owns, policy)
+        self.execution.sender.signer = signer
         self.router = Router(client, self.execution.cache, gate.counters, self._resync, books)
         kill = self.execution.kill
         watched = (heartbeat_timeout, stream_timeout, max_error_rate, error_window)
@@ -251,6 +259,9 @@ class Desk:
     # -- enter and exit -------------------------------------------------------
 
     async def __aenter__(self) -> Desk:
+        signer = self.execution.sender.signer
+        if signer is not None:  # the wallet's signer, or nothing is quoted
+            await self.client.check_signer(signer)
         if self.user_id is None:
             call = self.client.list_orders(page_size=1)
             page = await self.gate.request("GET /orders", call)
@@ -430,6 +441,7 @@ class Desk:
         if self.halted is not None and any(wanted.values()):
             raise Halted(self.halted)
         await self.open(*wanted)
+        await all_of(q.feed.learn_minimum() for q, w in wanted.items() if w and q.feed)
         # the desk after every requote, checked as a whole (each quoter's requote checks
         # its own ladder again: the same targets, so it passes at once)
         self.gate.plan({q.owner: (q.read_quotes(w), q.position_units) for q, w in wanted.items()})
@@ -515,11 +527,12 @@ class Desk:
         """A snapshot: requests by endpoint and outcome, latency histograms (s), retries,
         429s, queued requests, learnt rates, reconnects, messages routed and frames
         decoded, the streams open, the topics the service refused (``refused``,
-        ``deaf``), the message lag histogram (s), the kill switch, the state machine's
-        refused transitions, the renewal of quotes that expire (``renewal``: ``Renewer``'s
-        metrics, ``None`` without ``order_ttl``), the heartbeats to the sentinel
-        (``sentinel``, ``None`` without one), and per market fills, position (shares per
-        outcome), open orders and notional at risk (USDC)."""
+        ``deaf``), the message lag histogram (s), the sign latency histogram (s, with a
+        ``signer``), the kill switch, the state machine's refused transitions, the renewal
+        of quotes that expire (``renewal``: ``Renewer``'s metrics, ``None`` without
+        ``order_ttl``), the heartbeats to the sentinel (``sentinel``, ``None`` without
+        one), and per market fills, position (shares per outcome), open orders and
+        notional at risk (USDC)."""
         c = self.gate.counters
         kill, cache, renewer = self.execution.kill, self.execution.cache, self.execution.renewer
         markets: dict[str, dict[str, Any]] = {}
@@ -554,6 +567,7 @@ class Desk:
             "refused": dict(self.refused),
             "deaf": self.deaf,
             "lag": c.lag.snapshot(),
+            "sign_latency": c.sign.snapshot(),
             "halted": self.halted,
             "halts": kill.halts,
             "halt_retries": kill.retries,

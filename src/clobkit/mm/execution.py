@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from .._signers.protocol import AsyncSigner
 from .._spec import UNIT
 from ..client import AsyncClient, PreparedRawOrder
 from ..models import Order, PlacedOrder
@@ -18,7 +19,10 @@ from .renewal import Expiry, Renewer
 from .resolver import LISTING, Resolver
 from .sender import Sender
 
-__all__ = ["Execution"]
+__all__ = ["LONE_IN_FLIGHT", "Execution"]
+
+#: Requests of a lone quoter in flight at most: the client's connection pool (100).
+LONE_IN_FLIGHT = 100
 
 
 class Execution:
@@ -70,6 +74,24 @@ class Execution:
         if self.renewer is not None:
             await self.renewer.close()
         await self.kill.close()
+
+    @classmethod
+    def lone(
+        cls,
+        client: AsyncClient,
+        orders_per_minute: int | None,
+        owns: Callable[[Order], Owner | None],
+        signer: AsyncSigner | None = None,
+        expiry: Expiry | None = None,
+    ) -> Execution:
+        """A lone quoter's: its requests as concurrent as the client's connection pool
+        allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
+        handful of requests), the default request budget, its own place pace, its
+        ``signer``, its quotes' ``expiry``."""
+        gate = Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
+        execution = cls(client, gate, owns, expiry)
+        execution.sender.signer = signer
+        return execution
 
     async def list_open(self) -> list[Order]:
         """The account's open orders (a request per open status), within the budget."""

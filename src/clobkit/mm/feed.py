@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Protocol
@@ -61,6 +63,7 @@ class Feed:
         self.orders_topic: str | None = None
         #: The market's minimum order value in USDC, when a book said.
         self.min_order_size: Decimal | None = None
+        self._minimum_read = -math.inf  # time.monotonic() of the last read for it
         #: Reconnects seen so far.
         self.reconnects = 0
         #: Seconds a book may take to come after a reconnect before it is read over REST.
@@ -223,6 +226,21 @@ class Feed:
             return
         if self.book.missed:  # else the stream's came first: newer than this read
             self.take(book)
+
+    async def learn_minimum(self) -> None:
+        """Read the market's minimum over REST when no book has said it yet (the book
+        was absent when the quoter entered, or its topic is not heard): before quotes
+        are checked against it. It stays unknown while the service has no book for the
+        token (the service then judges the order); at most one read a second."""
+        if self.min_order_size is not None or time.monotonic() - self._minimum_read < 1.0:
+            return
+        self._minimum_read = time.monotonic()
+        with contextlib.suppress(OrderBookNotFound):
+            book = await self.read_book()
+            if self.book.received_at is None:  # else the mirror's book is newer
+                self.book.take(book)
+            if book.min_order_size is not None:
+                self.min_order_size = book.min_order_size
 
     def take(self, book: Orderbook) -> None:
         """A book read over REST (the market's minimum with it)."""

@@ -52,10 +52,13 @@ class Level(NamedTuple):
         return (self.side, self.price)
 
 
-def read_ladder(quotes: Iterable[Quote], min_order: int | None = None) -> list[Level]:
+def read_ladder(
+    quotes: Iterable[Quote], min_order: int | None = None, where: str = ""
+) -> list[Level]:
     """The quotes as ``Level``s, or ``QuoteRefused`` / the core's ``AmountError``
     naming the first one that cannot be quoted; ``min_order`` the market's minimum
-    order value in USDC units."""
+    order value in USDC units, ``where`` the market and outcome (``"<id> a"``) a
+    refusal names."""
     levels: list[Level] = []
     seen: set[tuple[int, int]] = set()
     for i, quote in enumerate(quotes):
@@ -73,11 +76,17 @@ def read_ladder(quotes: Iterable[Quote], min_order: int | None = None) -> list[L
             raise QuoteRefused(
                 f"quotes[{i}]",
                 quote,
-                f"is worth {units_text(level.usdc)} USDC, below the market's minimum "
-                f"{units_text(min_order)} USDC",
+                f"is worth {units_text(level.usdc)} USDC, below the minimum order of "
+                f"{_market(where)}: {units_text(min_order)} USDC",
             )
         levels.append(level)
     return levels
+
+
+def _market(where: str) -> str:
+    """``"<id> a"`` as words: ``market <id> (outcome a)``."""
+    market_id, _, outcome = where.rpartition(" ")
+    return f"market {market_id} (outcome {outcome})" if market_id else "the market"
 
 
 def units_text(units: int) -> str:

@@ -1,6 +1,7 @@
 """A desk's metrics: request counts and latency histograms by endpoint and outcome,
-retries, 429s, stream reconnects and message lag, fills, position and notional per
-market. Kept as plain counters (``Desk.metrics()`` is a snapshot dict); with the
+the sign latency histogram (a signer's orders), retries, 429s, stream reconnects and
+message lag, fills, position and notional per market. Kept as plain counters
+(``Desk.metrics()`` is a snapshot dict); with the
 ``metrics`` extra, ``collector(desk)`` exposes them to ``prometheus_client``."""
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class Counters:
         self.queued = 0  # requests that waited for the budget
         self.lag = Histogram(LAG_BUCKETS)  # order updates: receipt time - updated_at
         self.messages = 0  # stream items routed
+        self.sign = Histogram(LATENCY_BUCKETS)  # an order's build with a signer: its signature
 
     def request(self, endpoint: str, outcome: str, seconds: float) -> None:
         key = (endpoint, outcome)
@@ -115,6 +117,13 @@ def _desk_families(snap: dict[str, Any]) -> Iterator[Any]:
         ("clobkit_desk_halt_retries", "halt_retries", "Cancels of a halted desk sent again"),
     ):
         yield CounterMetricFamily(name, text, value=snap[key])
+    sign = snap["sign_latency"]
+    yield HistogramMetricFamily(
+        "clobkit_desk_sign_seconds",
+        "An order's signature by the desk's signer (a KMS call)",
+        buckets=list(sign["buckets"].items()),
+        sum_value=sign["sum"],
+    )
     lag = snap["lag"]
     yield HistogramMetricFamily(
         "clobkit_desk_message_lag_seconds",

@@ -19,7 +19,7 @@ def check_quoter(
     alone: Mapping[str, object],
 ) -> None:
     """A quoter's market, outcome and limit; ``alone``: the options a lone quoter has of
-    its own (``orders_per_minute``, ``order_ttl``), which a desk's quoter (``on_desk``)
+    its own (``orders_per_minute``, ``order_ttl``, ``signer``), which a desk's quoter (``on_desk``)
     takes from its desk."""
     if outcome not in ("a", "b"):
         raise ValidationError("outcome", outcome, "must be 'a' or 'b'")

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from .._core import from_units, to_units
+from .._signers.protocol import AsyncSigner
 from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..errors import (
     ApiError,
@@ -35,7 +36,7 @@ from .book import BookMirror
 from .cache import Holding
 from .execution import Execution
 from .feed import Feed
-from .gate import Gate, Paced
+from .gate import Paced
 from .ladder import Level, Live, Quote, diff, read_ladder
 from .options import check_quoter
 from .orders import LIVE, Fill, State, TrackedOrder
@@ -84,7 +85,8 @@ class Quoter:
     (optional) names the account;
     without it the quoter learns it from the first order it sees. ``desk``: the
     ``Desk`` that runs it (``Desk.quoter`` passes itself), else it runs alone, with
-    an execution layer and a stream of its own.
+    an execution layer and a stream of its own. ``signer`` (alone; on a desk, the
+    desk's): signs each order before its POST (``Desk``); ``presign`` signs ahead.
     """
 
     def __init__(
@@ -101,8 +103,9 @@ class Quoter:
         orders_per_minute: int | None = None,
         order_ttl: float | Expiry | None = None,
         desk: Desk | None = None,
+        signer: AsyncSigner | None = None,
     ) -> None:
-        alone = {"orders_per_minute": orders_per_minute, "order_ttl": order_ttl}
+        alone = {"orders_per_minute": orders_per_minute, "order_ttl": order_ttl, "signer": signer}
         check_quoter(market_id, outcome, max_open_orders, desk is not None, alone)
         policy = expiry(order_ttl)
         self.client = client
@@ -132,7 +135,7 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution(client, _own_gate(orders_per_minute), self.owns, policy)
+            else Execution.lone(client, orders_per_minute, self.owns, signer, policy)
         )
         #: A lone quoter's reads (a desk's quoters share the desk's).
         self.reads = SharedReads(client, self.execution.gate, lambda: False)
@@ -202,7 +205,7 @@ class Quoter:
         """``quotes`` as ``Level``s checked against the market's minimum
         (``ladder.read_ladder``); ``QuoteRefused`` or ``AmountError`` naming the first
         one that cannot be quoted."""
-        return read_ladder(quotes, self._min_order())
+        return read_ladder(quotes, self._min_order(), f"{self.market_id} {self.outcome}")
 
     def resting(self) -> list[Level]:
         """Every order that may rest on the service (open, or with a place or cancel in
@@ -252,6 +255,8 @@ class Quoter:
         if self.desk is not None:
             self.desk.join(self)
         await self._read_market()
+        if self.desk is None and self.execution.sender.signer is not None:
+            await self.client.check_signer(self.execution.sender.signer)
         self.execution.gate.join(self.owner, self.limits, self.event_id)
         feed = self.feed = Feed(
             self.client,
@@ -346,6 +351,7 @@ class Quoter:
             tidying.cancel()
         self.execution.cache.on_live.pop(self.owner, None)
         self.execution.renew(self.owner, None)
+        self.execution.sender.presigned.forget(self.owner)
         if self.feed is not None:
             await self.feed.close(forget)
         if forget:
@@ -375,6 +381,8 @@ class Quoter:
             self.check_hearing()
         if self.desk is not None and self.market is None:
             await self.desk.open(self)  # reads only: the market, positions, live orders
+        if wanted and self.feed is not None:
+            await self.feed.learn_minimum()  # the book was absent or is not heard
         levels = self.read_quotes(wanted)
         self.plan(levels)  # refused before anything is sent
         async with self._lock:
@@ -386,6 +394,11 @@ class Quoter:
         if refusals:
             raise refusals[0]
         return report
+
+    async def presign(self, quotes: Iterable[Quote]) -> None:
+        """Sign ``quotes``' orders now, while the ladder rests: a later requote places
+        them without waiting for the signer (``mm.presign``: when it is safe)."""
+        await self.execution.sender.presign(self.owner, self.read_quotes(quotes))
 
     def plan(self, levels: Sequence[Level]) -> None:
         """Check ``levels`` against this quoter's limits and its desk's (the gate's
@@ -413,7 +426,7 @@ class Quoter:
         union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in resting)]
         first = self.execution.gate.admit(self.owner, union, self._holding.position)
         kind = {} if renewer is None else renewer.order_kind()
-        new = [await sender.prepare(self.owner, level, **kind) for level in place]
+        new = await sender.prepare_many(self.owner, place, **kind)  # signed together
         gone: list[TrackedOrder] = [o.handle for o in cancel]
         try:
             refused = await self._send(
@@ -573,14 +586,3 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
-
-
-def _own_gate(orders_per_minute: int | None) -> Gate:
-    """A lone quoter's gate: its requests as concurrent as the client's connection pool
-    allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
-    handful of requests), the default request budget, its own place pace."""
-    return Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
-
-
-#: Requests of a lone quoter in flight at most: the client's connection pool (100).
-LONE_IN_FLIGHT = 100

@@ -11,6 +11,7 @@ import time
 import msgspec
 
 from .._core import from_units
+from .._signers.protocol import AsyncSigner
 from .._spec import CANCELLED, CODE_DUPLICATE, LIVE, SIDES
 from ..client import UNKNOWN_OUTCOME, AsyncClient, PreparedRawOrder
 from ..errors import ApiError, QuoteRefused, TransportError
@@ -19,6 +20,8 @@ from .cache import ExecutionCache, Owner
 from .gate import CANCEL, PLACE, Gate
 from .ladder import Level
 from .orders import CANCELLABLE, Event, State, TrackedOrder
+from .presign import Presigned
+from .tasks import all_of
 
 __all__ = ["Sender"]
 
@@ -32,6 +35,9 @@ class Sender:
         self.client = client
         self.cache = cache
         self.gate = gate
+        #: Signs each order before its POST (the ``Quoter``'s or ``Desk``'s ``signer``).
+        self.signer: AsyncSigner | None = None
+        self.presigned = Presigned()
 
     async def prepare(
         self,
@@ -44,8 +50,50 @@ class Sender:
         """``level`` of ``owner`` as an order ready to send, tracked from now on: its
         record is recognised by the key it echoes (``order_source_id``) or, on V1, by
         its precomputed ``clob_order_id``, even when it comes before the POST's answer.
-        No request once the client's caches are warm."""
+        No request once the client's caches are warm (but the signer's)."""
+        return (await self.prepare_many(owner, [level], order_type, expiration))[0]
+
+    async def prepare_many(
+        self,
+        owner: Owner,
+        levels: list[Level],
+        order_type: str = "GTC",
+        expiration: int | None = None,
+    ) -> list[TrackedOrder]:
+        """``prepare`` of each level, built (and signed) concurrently; tracked only once
+        every one is: a signer that fails leaves nothing tracked, nothing to send."""
+        built = await all_of(self._build(owner, lv, order_type, expiration) for lv in levels)
+        return [self.track(p, owner, lv) for p, lv in zip(built, levels, strict=True)]
+
+    async def presign(
+        self,
+        owner: Owner,
+        levels: list[Level],
+        order_type: str = "GTC",
+        expiration: int | None = None,
+    ) -> None:
+        """Build and sign ``levels`` now, for a later ``prepare`` of the same levels
+        (``presign.Presigned`` says when that is safe). Nothing is tracked or sent."""
+        built = await all_of(self._build(owner, lv, order_type, expiration, False) for lv in levels)
+        for prepared, lv in zip(built, levels, strict=True):
+            self.presigned.put(Presigned.fit(owner, lv, order_type, expiration), prepared)
+
+    async def _build(
+        self,
+        owner: Owner,
+        level: Level,
+        order_type: str,
+        expiration: int | None,
+        ready: bool = True,
+    ) -> PreparedRawOrder:
         market_id, outcome = owner
+        fit = Presigned.fit(owner, level, order_type, expiration)
+        if ready and self.presigned.has(fit):  # one signed ahead fits: taken when still good
+            fee = await self.client.get_fee_rate(await self._token(owner))
+            prepared = self.presigned.take(fit, fee)
+            if prepared is not None:
+                return prepared
+        started = time.perf_counter()
         prepared = await self.client.prepare_raw_order_amounts(
             market_id,
             outcome,
@@ -54,8 +102,15 @@ class Sender:
             level.taker,
             order_type=order_type,
             expiration=expiration,
+            signer=self.signer,
         )
-        return self.track(prepared, owner, level)
+        if self.signer is not None:  # the build is the signature once the caches are warm
+            self.gate.counters.sign.observe(time.perf_counter() - started)
+        return prepared
+
+    async def _token(self, owner: Owner) -> str:
+        info = await self.client.market_info(owner[0])
+        return info.token(owner[1])
 
     def track(self, prepared: PreparedRawOrder, owner: Owner, level: Level) -> TrackedOrder:
         """A prepared order tracked (``PLACING``) before it is sent."""

@@ -40,6 +40,7 @@ from .records import (
 )
 from .server import Sandbox, serve_in_thread
 from .store import StateFileError
+from .walk import WalkConfig
 
 __all__ = [
     "DEFAULT_USERS",
@@ -60,6 +61,7 @@ __all__ = [
     "StateFileError",
     "Totals",
     "UserConfig",
+    "WalkConfig",
     "create_app",
     "load_config",
     "serve_in_thread",

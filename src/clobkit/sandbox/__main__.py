@@ -179,13 +179,17 @@ def _start(args: argparse.Namespace, sandbox: Sandbox) -> None:
 
 
 def replay_line(replay: Replay, speed: float, step: bool) -> str:
-    """What a replay serves: markets, updates, virtual seconds and how its clock moves."""
+    """What a replay serves: markets, updates (the figure of ``GET /admin/replay``, and how
+    many are still to come after those shown at the start) of the books recorded (the
+    recorder's count, ``recorded`` there), virtual seconds and how its clock moves."""
     # a run stops with the last update when --end lies past it; steps may go on to --end
     end = replay.end_ms if step else replay.stop_ms
     clock = "step: POST /admin/replay/step" if step else f"speed {speed:g}"
+    stale = f", {replay.stale:,} stale left out" if replay.stale else ""
     return (
-        f"{len(replay.market_ids)} markets, {replay.update_count - replay.index} updates, "
-        f"{(end - replay.start_ms) / 1000:g} s, {clock}"
+        f"{len(replay.market_ids)} markets, {replay.update_count:,} updates "
+        f"({replay.update_count - replay.index:,} to come{stale}) of the {replay.recorded:,} "
+        f"recorded, {(end - replay.start_ms) / 1000:g} s, {clock}"
     )
 
 

@@ -501,18 +501,23 @@ _TICK_MIN = 0.001  # s: and the shortest (a failing tick never spins the loop)
 
 
 def _lifespan(engine: Engine, hub: Hub) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    """While serving: the hub's publisher runs, and the engine ticks every 0.1 s."""
+    """While serving: the hub's publisher runs, the engine ticks every 0.1 s and, unless
+    the config's ``walk`` is ``null``, the house's prices walk."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         hub.start(asyncio.get_running_loop())
-        task = asyncio.create_task(_ticker(engine))
+        tasks = [asyncio.create_task(_ticker(engine))]
+        walk = engine.config.walk
+        if walk is not None:
+            tasks.append(asyncio.create_task(_walker(engine, walk.every_seconds)))
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             hub.stop()
 
     return lifespan
@@ -530,6 +535,16 @@ async def _ticker(engine: Engine) -> None:
             engine.tick()
         except Exception:  # pragma: no cover - keep ticking
             log.exception("engine tick failed")
+
+
+async def _walker(engine: Engine, every: float) -> None:
+    """A step of the house's price walk every ``every`` seconds (walk.py)."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            engine.walk()
+        except Exception:  # pragma: no cover - keep walking
+            log.exception("price walk failed")
 
 
 def _app(

@@ -11,7 +11,8 @@ of ``--config FILE``::
      "skew_seconds": 30, "processing_delay_ms": 0, "strict_query_signing": false,
      "limits": {"max_body_bytes": 262144, ...}, "forwarded_allow_ips": null,
      "admin_token": null, "exchange_version": 1,
-     "faults": {"error_rate": 0.2, "after_commit": 0.5, "seed": 3, "latency_ms": [50, 400]}}
+     "faults": {"error_rate": 0.2, "after_commit": 0.5, "seed": 3, "latency_ms": [50, 400]},
+     "walk": {"every_seconds": 1.0, "chance": 0.3, "band_cents": 10, "seed": null}}
 
 Every key but ``users`` is optional; ``null`` disables a limit. Money is given
 as decimal strings (numbers are accepted) and kept as exact ``Decimal``.
@@ -34,6 +35,7 @@ from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
 from clobkit.errors import ClobkitError, ValidationError
 
 from .faults import FaultConfig
+from .walk import WalkConfig
 
 __all__ = [
     "ALL_SCOPES",
@@ -312,6 +314,8 @@ class SandboxConfig:
     expiration must lie at least (0: only in the future, as the API text says; a
     service may ask more, Polymarket a minute); a shorter one is refused, 400
     ``ORDER_INVALID_EXPIRATION`` naming the minimum.
+    ``walk`` moves the house's prices while the sandbox serves (``walk.py``; ``None``:
+    a still book).
     """
 
     users: tuple[UserConfig, ...] = DEFAULT_USERS
@@ -328,6 +332,7 @@ class SandboxConfig:
     faults: FaultConfig | None = None
     extra_games: int = 0
     min_expiration_seconds: int = 0
+    walk: WalkConfig | None = field(default_factory=WalkConfig)
 
     def __post_init__(self) -> None:
         games = _optional_count(self.extra_games, "extra_games")
@@ -337,6 +342,7 @@ class SandboxConfig:
             raise ConfigError(f"seed must be an integer, got {self.seed!r}")
         set_ = partial(object.__setattr__, self)  # the dataclass is frozen
         set_("faults", _faults(self.faults))
+        set_("walk", _walk(self.walk))
         set_("users", _users(self.users))
         set_(
             "rate_limit_per_minute",
@@ -406,6 +412,15 @@ def _faults(value: object) -> FaultConfig | None:
         return FaultConfig.from_dict(value)
     if value is not None and not isinstance(value, FaultConfig):
         raise ConfigError(f"faults must be an object or null, got {value!r}")
+    return value
+
+
+def _walk(value: object) -> WalkConfig | None:
+    """``walk`` as a WalkConfig (from a mapping) or None (a still book)."""
+    if isinstance(value, Mapping):
+        return WalkConfig.from_dict(value)
+    if value is not None and not isinstance(value, WalkConfig):
+        raise ConfigError(f"walk must be an object or null, got {value!r}")
     return value
 
 

@@ -91,6 +91,7 @@ from .state import (
     derive_wallet,
     uuid_key,
 )
+from .walk import Walk
 
 if TYPE_CHECKING:
     from .store import StateStore
@@ -126,6 +127,8 @@ class Engine(House):
         self._depth = 0
         self._store: StateStore | None = None  # set once restored or first saved
         self._listeners: list[Callable[[list[EngineEvent]], None]] = []
+        walk = self.config.walk
+        self._walk = None if walk is None else Walk(walk, self.config.seed)
         if store is not None and store.restore(self):
             self._store = store  # the book, house quotes included, is back as it was
             return
@@ -266,6 +269,16 @@ class Engine(House):
         """
         with self._op() as now:
             return self._set_mid(market_id, price, now)
+
+    def walk(self) -> dict[str, Decimal]:
+        """One step of the house's price walk (config ``walk``, ``walk.py``; a serving
+        sandbox takes one every ``walk.every_seconds``): the markets that moved, to their
+        new mid (USDC). Nothing moves when the walk is off (``walk: null``)."""
+        with self._op() as now:
+            if self._walk is None:
+                return {}
+            moved = self._walk_step(self._walk, now)
+            return {market_id: Decimal(mid) / 100 for market_id, mid in moved.items()}
 
     def settle(self, market_id: str, winner: str) -> Settlement:
         """Resolve a market: cancel its open orders, pay 1 USDC per winning share, mark won/lost."""

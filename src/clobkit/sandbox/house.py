@@ -3,7 +3,11 @@
 After every operation the house requotes each touched market around its mid
 price (``HOUSE_LEVELS`` levels a side, buying only, from an unlimited
 ledger) and armed orders whose exit price was reached sell through a FOK.
-The admin's ``house_fill`` and ``set_price`` act through here too.
+The book stays two-sided whatever users rest: a house level that would cross
+a user's resting order (the house's price moved through it: ``set_price``, the
+walk) trades with it at that order's price, as a recorded level does in a
+replay, and rests in full beside it. The admin's ``house_fill`` and
+``set_price`` and the walk's steps (``walk.py``) act through here too.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from .book import Book
 from .errors import Rejected, bad_body
 from .parse import OrderSpec, cents, decimal, fok_price, scaled
 from .state import ASK, BID, BUY, FOK, GTC, HOUSE, SELL, UNIT, EngineEvent, MarketState, Order
+from .walk import Walk
 
 __all__ = ["HOUSE_LEVELS", "House"]
 
@@ -74,14 +79,12 @@ class House(Book):
         for key, quote in list(market.house_quotes.items()):
             if key not in wanted or quote.open_shares < wanted[key]:
                 self._finish(quote, CANCELLED, now)
-        best_ask, best_bid = market.best_ask(), market.best_bid()
         for (side, price), shares in sorted(wanted.items()):
             if (side, price) in market.house_quotes or shares <= 0:
                 continue
-            if side == BID and best_ask is not None and best_ask <= price:
-                continue
-            if side == ASK and best_bid is not None and best_bid >= price:
-                continue
+            # what users rest through this level (the price moved past them) is taken at
+            # their prices first; the level then rests in full
+            through = _crossed(market, side, price)
             outcome = "a" if side == BID else "b"
             own = price if side == BID else 100 - price
             quote = Order(
@@ -92,7 +95,7 @@ class House(Book):
                 side=BUY,
                 order_type=GTC,
                 limit_cents=own,
-                size=shares,
+                size=shares + through,
                 seq=self._seq,
                 source="house",
                 status=LIVE,
@@ -101,7 +104,10 @@ class House(Book):
             )
             market.house_quotes[(side, price)] = quote
             self.open_orders[quote.id] = quote
-            self._rest(quote, now)
+            if through:
+                self._execute(quote, now)
+            else:
+                self._rest(quote, now)
             self._touched.discard(market.id)
 
     def _house_take(self, order_id: str, shares: object, now: int) -> Order:
@@ -154,6 +160,22 @@ class House(Book):
         self._settle_touched(now)  # requote now, so the answer shows the new book
         return market
 
+    def _walk_step(self, walk: Walk, now: int) -> dict[str, int]:
+        """One step of the walk: the markets the house quotes (active, not replayed) that
+        move, to their new mid (cents); each requotes at once."""
+        walking = (
+            (m.id, m.mid, m.fx.price_a_cents)
+            for m in self.markets.values()
+            if m.fx.house_liquidity and m.active and not m.replayed and m.mid is not None
+        )
+        moved = walk.moves(walking)
+        for market_id, mid in moved.items():
+            market = self.markets[market_id]
+            market.mid = mid
+            market.updated_ms = now
+            self._touch(market, now)
+        return moved
+
     def _fire_triggers(self, touched: set[str], now: int) -> None:
         for order in sorted(self._armed.values(), key=lambda o: o.seq):
             if order.market.id not in touched or order.matched == 0:
@@ -198,3 +220,13 @@ class House(Book):
                 self._admit(account, spec, now, system=True)
             except Rejected:
                 continue
+
+
+def _crossed(market: MarketState, side: int, price: int) -> int:
+    """Shares of users' orders resting through a house level at ``price`` (cents) on
+    ``side``: asks at or under a bid, bids at or over an ask."""
+    if side == BID:
+        levels = (market.asks[p] for p in range(1, price + 1))
+    else:
+        levels = (market.bids[p] for p in range(price, 100))
+    return sum(o.open_shares for level in levels for o in level if not o.house)

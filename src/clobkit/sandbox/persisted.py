@@ -424,6 +424,7 @@ ENGINE = Record(
         "_outbox": _OPERATION,
         "_ladders": "a cache of the house's wanted quotes, computed again when missing",
         "_watched": "live WebSocket subscriptions, none of which outlive the process",
+        "_walk": "the price walk's draws: a restarted sandbox walks on from its seed afresh",
         "_lock": "the facade's lock",
         "_depth": "the facade's operation nesting; 0 between operations",
         "_store": "the state file itself",

@@ -134,6 +134,9 @@ class Replay:
         tally = check(self._index)
         #: How many updates the recording holds, and how many books were stale (module doc).
         self.update_count, self.stale = tally.updates, tally.stale
+        #: The books the recording holds, both outcomes' and the snapshots: the count
+        #: of updates its recorder printed.
+        self.recorded = self._index.books
         #: The recording's first and last times (ms).
         self.first_ms, self.last_ms = tally.first_ms or 0, tally.last_ms or 0
         origin = self.first_ms
@@ -289,8 +292,10 @@ class Replay:
             "now_ms": now,
             "elapsed_ms": now - self.first_ms,
             "next_ms": self.next_ms(),
+            "stop_ms": self.stop_ms,
             "applied": self.index,
             "updates": self.update_count,
+            "recorded": self.recorded,
             "done": self.done,
             "running": self.running,
             "stale": self.stale,

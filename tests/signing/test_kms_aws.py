@@ -1,0 +1,183 @@
+"""AwsKmsSigner through the real aiobotocore / botocore clients against AWS KMS's API
+on loopback (ministack: ``Sign`` with ``MessageType=DIGEST`` signs the digest as
+given), and a stand-in in front of it that throttles, hangs or tampers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+from clobkit.errors import (
+    SignatureMismatch,
+    SignerDenied,
+    SignerError,
+    SignerKeyError,
+    SignerThrottled,
+    SignerTimeout,
+    ValidationError,
+)
+from clobkit.signing import AwsKmsSigner
+
+from .aws_kms import kms_client
+from .oracle import address_of_spki, low_s, recovered
+
+DIGESTS = [os.urandom(32) for _ in range(8)]
+
+
+@pytest.mark.parametrize("thread", [True, False], ids=["own-loop", "caller-loop"])
+async def test_signatures_recover_to_the_keys_address(
+    aws_url: str, aws_key: str, thread: bool
+) -> None:
+    public = kms_client(aws_url).get_public_key(KeyId=aws_key)["PublicKey"]
+    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, thread=thread) as signer:
+        assert signer.address == address_of_spki(public)
+        signatures = await signer.sign_digests(DIGESTS)
+    assert all(recovered(d, s) == signer.address for d, s in zip(DIGESTS, signatures, strict=False))
+    assert all(low_s(s) for s in signatures)  # KMS returns high s half of the time
+    assert signer.counts()["calls"] == len(DIGESTS)
+
+
+def test_the_sync_twin_signs_alike(aws_url: str, aws_key: str) -> None:
+    with AwsKmsSigner(aws_key, endpoint_url=aws_url) as signer:
+        signatures = signer.sign_many(DIGESTS[:6])
+        assert [recovered(d, s) for d, s in zip(DIGESTS, signatures, strict=False)] == [
+            signer.address
+        ] * 6
+        assert all(low_s(s) for s in signatures)
+        assert signer.sign_many([DIGESTS[0].hex().join(("0x", ""))])  # hex digests too
+
+
+async def test_a_key_of_another_spec_is_refused_at_start(aws_url: str) -> None:
+    key = kms_client(aws_url).create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")
+    key_id = key["KeyMetadata"]["KeyId"]
+    with pytest.raises(SignerKeyError, match=f"{key_id}.*ECC_NIST_P256.*ECC_SECG_P256K1"):
+        async with AwsKmsSigner(key_id, endpoint_url=aws_url):
+            pass
+
+
+async def test_a_disabled_key_names_the_key_and_the_cause(aws_url: str) -> None:
+    kms = kms_client(aws_url)
+    key_id = kms.create_key(KeySpec="ECC_SECG_P256K1", KeyUsage="SIGN_VERIFY")["KeyMetadata"][
+        "KeyId"
+    ]
+    async with AwsKmsSigner(key_id, endpoint_url=aws_url) as signer:
+        kms.disable_key(KeyId=key_id)
+        with pytest.raises(SignerKeyError, match=f"signer key {key_id}: DisabledException"):
+            await signer.sign_digests(DIGESTS[:3])
+
+
+async def test_a_missing_key(aws_url: str) -> None:
+    with pytest.raises(SignerKeyError, match=r"nope.*NotFoundException"):
+        async with AwsKmsSigner("nope", endpoint_url=aws_url):
+            pass
+
+
+async def test_a_signature_by_another_key_is_refused(
+    aws_url: str, aws_key: str, misbehaving: Any
+) -> None:
+    other = kms_client(aws_url).create_key(KeySpec="ECC_SECG_P256K1", KeyUsage="SIGN_VERIFY")
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+        misbehaving.tamper = other["KeyMetadata"]["KeyId"]
+        with pytest.raises(SignatureMismatch, match=f"{aws_key}.*does not recover"):
+            await signer.sign_digests(DIGESTS[:4])
+
+
+async def test_a_denied_call_and_no_credentials(
+    aws_key: str, misbehaving: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+        misbehaving.deny = True
+        with pytest.raises(SignerDenied, match=f"{aws_key}: AccessDeniedException.*kms:Sign"):
+            await signer.sign_digests(DIGESTS[:2])
+    # the usual chain, empty: no variables, no files, no instance role
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(SignerDenied, match=f"{aws_key}: no AWS credentials in the usual chain"):
+        async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url):
+            pass
+    s = AwsKmsSigner(aws_key, endpoint_url=misbehaving.url)
+    with pytest.raises(SignerDenied, match="no AWS credentials"), s:
+        pass
+
+
+async def test_throttling_backs_off_and_is_counted(aws_key: str, misbehaving: Any) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+        misbehaving.throttle = 5
+        signatures = await signer.sign_digests(DIGESTS[:2])
+        assert [recovered(d, s) for d, s in zip(DIGESTS, signatures, strict=False)] == [
+            signer.address
+        ] * 2
+        assert signer.counts()["throttled"] == 5
+        assert signer.counts()["retries"] == 5
+
+
+async def test_a_throttling_storm_ends_in_an_error(aws_key: str, misbehaving: Any) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, retries=2) as signer:
+        misbehaving.throttle = 10**6
+        with pytest.raises(SignerThrottled, match=f"{aws_key}.*ThrottlingException"):
+            await signer.sign_digests(DIGESTS[:8])
+    assert signer.counts()["throttled"] >= 3
+
+
+def test_a_throttling_storm_ends_in_an_error_sync(aws_key: str, misbehaving: Any) -> None:
+    with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, retries=1) as signer:
+        misbehaving.throttle = 10**6
+        with pytest.raises(SignerThrottled, match=aws_key):
+            signer.sign_many(DIGESTS[:2])
+
+
+async def test_a_kms_that_hangs_times_out(aws_key: str, misbehaving: Any) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=1.0) as signer:
+        misbehaving.hang = True
+        with pytest.raises(SignerTimeout, match=f"{aws_key}: AWS KMS gave no answer within 1 s"):
+            await signer.sign_digests(DIGESTS[:3])
+        assert isinstance(SignerTimeout("k", "c"), TimeoutError)
+
+
+def test_a_kms_that_hangs_times_out_sync(aws_key: str, misbehaving: Any) -> None:
+    with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=1.0, retries=0) as signer:
+        misbehaving.hang = True
+        with pytest.raises(SignerTimeout, match=aws_key):
+            signer.sign_many(DIGESTS[:1])
+
+
+async def test_an_unreachable_kms(aws_key: str) -> None:
+    from .aws_kms import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(SignerError, match=f"{aws_key}: could not reach AWS KMS"):
+        async with AwsKmsSigner(aws_key, endpoint_url=url, retries=1):
+            pass
+
+
+async def test_before_start_and_bad_arguments(aws_url: str, aws_key: str) -> None:
+    signer = AwsKmsSigner(aws_key, endpoint_url=aws_url)
+    with pytest.raises(SignerError, match="not started"):
+        signer.address  # noqa: B018
+    with pytest.raises(SignerError, match="not started"):
+        await signer.sign_digests(DIGESTS[:1])
+    with pytest.raises(ValidationError, match="key"):
+        AwsKmsSigner("")
+    with pytest.raises(ValidationError, match="rate"):
+        AwsKmsSigner(aws_key, rate=0)
+    with pytest.raises(ValidationError, match="timeout"):
+        AwsKmsSigner(aws_key, timeout=float("nan"))
+    async with signer:
+        with pytest.raises(ValidationError, match=r"digests\[1\]"):
+            await signer.sign_digests([DIGESTS[0], b"short"])
+        assert signer.counts()["calls"] == 0  # a bad digest: nothing was sent
+    assert "AwsKmsSigner" in repr(signer)
+    assert aws_key in repr(signer)
+
+
+async def test_the_rate_bounds_calls_started_per_second(aws_url: str, aws_key: str) -> None:
+    """More digests than the burst at once: the rest wait for the rate (counted)."""
+    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, rate=4, burst=2) as signer:
+        await asyncio.gather(signer.sign_digests(DIGESTS[:3]), signer.sign_digests(DIGESTS[3:6]))
+    assert signer.counts()["waited"] >= 2
