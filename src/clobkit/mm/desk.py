@@ -138,7 +138,6 @@ class Desk:
         counts = {**dict(zip(names, given, strict=True)), "max_in_flight": max_in_flight}
         times = {"heartbeat_timeout": heartbeat_timeout, "stream_timeout": stream_timeout}
         check_desk(counts, {**times, "room_timeout": room_timeout}, max_error_rate)
-        policy = expiry(order_ttl)
         self.client = client
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
@@ -152,7 +151,7 @@ class Desk:
             max_in_flight=max_in_flight,
             room_timeout=room_timeout,
         )
-        self.execution = Execution(client, gate, self._owns, policy)
+        self.execution = Execution(client, gate, self._owns, expiry(order_ttl))
         self.execution.sender.signer = signer
         self.router = Router(client, self.execution.cache, gate.counters, self._resync, books)
         kill = self.execution.kill
