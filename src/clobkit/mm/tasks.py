@@ -25,8 +25,10 @@ async def each_of(calls: Iterable[Awaitable[T]]) -> list[T | BaseException]:
 async def all_of(calls: Iterable[Awaitable[T]]) -> list[T]:
     """``each_of``'s results, raising the first exception once every call has ended."""
     tasks = await _ended(calls)
-    for task in tasks:
-        failure = task.exception()
+    # every failure read, not only the first: asyncio logs a task whose exception nobody
+    # read as "never retrieved", from the garbage collector, wherever it runs
+    failures = [task.exception() for task in tasks]
+    for failure in failures:
         if failure is not None:
             raise failure
     return [task.result() for task in tasks]
