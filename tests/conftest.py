@@ -93,6 +93,7 @@ def both() -> tuple[ModuleType, ...]:
 #: The third-party packages each optional extra installs (pyproject.toml).
 EXTRAS = {
     "sandbox": ("starlette", "uvicorn"),
+    "sentinel": ("starlette", "uvicorn"),
     "data": ("pyarrow",),
     "dask": ("dask", "distributed", "pyarrow"),
     "docs": ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers", "griffe"),

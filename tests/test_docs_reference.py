@@ -28,6 +28,7 @@ PAGES = {  # public module -> its reference page
     "clobkit": "clobkit.md",
     "clobkit.client": "client.md",
     "clobkit.mm": "mm.md",
+    "clobkit.sentinel": "sentinel.md",
     "clobkit.sandbox": "sandbox.md",
     "clobkit.dask": "dask.md",
     "clobkit.errors": "errors.md",

@@ -32,6 +32,7 @@ __all__ = [
     "CANCELLED",
     "CLIENT_ORDER_ID_MAX",
     "CODE_DUPLICATE",
+    "CODE_INVALID_EXPIRATION",
     "CODE_INVALID_FEE_RATE",
     "CODE_INVALID_MAKER_AMOUNT",
     "CODE_INVALID_PREFIX",
@@ -49,6 +50,7 @@ __all__ = [
     "ENV_BASE_URL",
     "ENV_CLOB_URL",
     "ENV_PRIVATE_KEY",
+    "ENV_SENTINEL_TOKEN",
     "ERROR_BALANCE",
     "ERROR_BODY",
     "ERROR_BOOK_NOT_FOUND",
@@ -90,6 +92,8 @@ __all__ = [
     "OrderTypeName",
     "SideName",
     "book_topic",
+    "expiration_minimum",
+    "expiration_refusal",
     "forbidden_scope",
     "user_orders_topic",
 ]
@@ -231,6 +235,11 @@ CODE_INVALID_PRICE: Final = "ORDER_INVALID_PRICE"
 CODE_MARKET_NOT_ACTIVE: Final = "MARKET_NOT_ACTIVE"
 #: A 429's code (the API text shows no body for it).
 CODE_RATE_LIMITED: Final = "RATE_LIMITED"
+#: A GTD order's expiration too close to the service's clock: not in the future, or
+#: under the service's minimum (the sandbox's ``min_expiration_seconds``; the API text
+#: names none). Not a refusal of the body alone: whether it holds depends on when a
+#: copy arrives, so it is left out of ``BODY_REFUSAL_CODES``.
+CODE_INVALID_EXPIRATION: Final = "ORDER_INVALID_EXPIRATION"
 #: The refusals of a raw order that hold for every copy of the same body: they judge
 #: the body's own fields (its form, the salt, the amounts and their ratio, the token
 #: of the market), never the service's state. clobkit's reading: any other refusal
@@ -247,6 +256,29 @@ BODY_REFUSAL_CODES: Final = frozenset(
 )
 
 
+_EXPIRATION_AT_LEAST = "at least "
+_EXPIRATION_AHEAD = " s ahead"
+
+
+def expiration_refusal(expiration: int, now_ms: int, minimum: int) -> str:
+    """The sandbox's words (``CODE_INVALID_EXPIRATION``) for a GTD ``expiration`` (Unix
+    s) refused at ``now_ms`` (its clock, ms) when its minimum is ``minimum`` seconds."""
+    ahead = expiration - now_ms / 1000
+    need = f"{_EXPIRATION_AT_LEAST}{minimum}{_EXPIRATION_AHEAD}" if minimum else "in the future"
+    return (
+        f"expiration {expiration} (Unix s) is {ahead:.3f} s ahead of the service's clock:"
+        f" a GTD order's must be {need}"
+    )
+
+
+def expiration_minimum(text: str) -> int:
+    """The minimum (s) that an ``expiration_refusal`` text names (0: none, only "in the
+    future")."""
+    _, found, rest = text.partition(_EXPIRATION_AT_LEAST)
+    digits, ahead, _ = rest.partition(_EXPIRATION_AHEAD)
+    return int(digits) if found and ahead and digits.isdigit() and len(digits) < 10 else 0
+
+
 def forbidden_scope(scope: str) -> str:
     """The ``error`` of a request whose key lacks ``scope``."""
     return f"forbidden: missing scope {scope}"
@@ -261,3 +293,6 @@ ENV_API_SECRET: Final = "CLOBKIT_API_SECRET"
 ENV_CLOB_URL: Final = "CLOBKIT_CLOB_URL"
 #: The order-signing key of the CLI (never argv).
 ENV_PRIVATE_KEY: Final = "CLOBKIT_PRIVATE_KEY"
+#: The secret a desk and ``clobkit sentinel`` share: heartbeats are signed with it
+#: (HMAC-SHA256), and the sentinel refuses any other (never argv).
+ENV_SENTINEL_TOKEN: Final = "CLOBKIT_SENTINEL_TOKEN"

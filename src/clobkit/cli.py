@@ -1,5 +1,5 @@
-"""The ``clobkit`` command: demo, offline order ids, salts, amounts, signed requests, sandbox,
-record.
+"""The ``clobkit`` command: demo, offline order ids, salts, amounts, signed requests,
+cancel-all, sentinel, sandbox, record.
 
 Exit codes: 0 ok, 1 API error or rejected rows, 2 usage. An expected failure
 prints one line on stderr (never a traceback). Credentials and URLs come from
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from . import __version__
-from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, offline, order_ids, services, signed
+from ._cli import EXIT_FAILED, EXIT_OK, EXIT_USAGE, offline, order_ids, protect, services, signed
 from ._cli_base import Failed, Usage
 from .errors import ApiError, ClobkitError, TransportError, ValidationError
 
@@ -62,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
         offline.add_amounts,
         signed.add_sign,
         signed.add_call,
+        protect.add_cancel_all,
+        protect.add_sentinel,
         services.add_sandbox,
         services.add_record,
         services.add_bench,

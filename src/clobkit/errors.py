@@ -11,7 +11,8 @@
     │   └── QuoteRefused                  a quote breaks a Quoter limit or the market minimum
     ├── ApiError                          the service answered ``success: false``
     │   ├── InvalidRequest        400     (``invalid request body`` and other 400s)
-    │   │   └── InsufficientBalance 400   (``insufficient balance``)
+    │   │   ├── InsufficientBalance 400   (``insufficient balance``)
+    │   │   └── ExpirationRefused 400     a GTD expiration too soon (also a ValidationError)
     │   ├── AuthenticationError   401     (``unauthorized``)
     │   ├── PermissionDenied      403     (``forbidden: missing scope <scope>``, IP whitelist)
     │   ├── NotFound              404
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import builtins
 
-from ._spec import forbidden_scope
+from ._spec import expiration_minimum, forbidden_scope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ __all__ = [
     "ApiError",
     "AuthenticationError",
     "ClobkitError",
+    "ExpirationRefused",
     "InsufficientBalance",
     "InsufficientLiquidity",
     "InvalidRequest",
@@ -138,6 +140,10 @@ class ApiError(ClobkitError):
     def __init__(
         self, message: str, *, status: int, code: str | None = None, detail: str | None = None
     ) -> None:
+        super().__init__(self._answered(message, status, code, detail))
+
+    def _answered(self, message: str, status: int, code: str | None, detail: str | None) -> str:
+        """Keep the answer's parts; the error's text."""
         self.message = message
         self.status = status
         self.code = code
@@ -145,7 +151,7 @@ class ApiError(ClobkitError):
         text = f"{status}: {message}" if code is None else f"{status} {code}: {message}"
         if detail and not message.endswith(detail):  # a message that says it already
             text += f": {detail}"
-        super().__init__(text)
+        return text
 
     def __reduce__(self) -> tuple[object, ...]:
         return (
@@ -166,6 +172,27 @@ class InvalidRequest(ApiError):
 
 class InsufficientBalance(InvalidRequest):
     """400 ``insufficient balance``."""
+
+
+class ExpirationRefused(InvalidRequest, ValidationError):
+    """400 ``ORDER_INVALID_EXPIRATION``: the service refused a GTD order's expiration as
+    too close to its clock (not in the future, or less than its minimum ahead).
+
+    Both an ``ApiError`` (``status``, ``code``, ``message``, ``detail``: the service's
+    words) and a ``ValidationError`` (``field`` ``expiration``): the input was wrong,
+    though only the service could tell. ``minimum`` is the seconds ahead it asks for
+    (0 when it named none but "in the future").
+    """
+
+    def __init__(
+        self, message: str, *, status: int, code: str | None = None, detail: str | None = None
+    ) -> None:
+        text = self._answered(message, status, code, detail)
+        self.field = "expiration"
+        self.reason = detail or message
+        self.value: object = None  # the expiration sent is in ``reason``, as the service saw it
+        self.minimum = expiration_minimum(self.reason)
+        Exception.__init__(self, text)  # not ValidationError's (field, value, reason)
 
 
 class AuthenticationError(ApiError):

@@ -179,11 +179,11 @@ def _cmd_record(args: argparse.Namespace) -> int:
                     print(file=sys.stderr)
                 print(f"recorded: {recorder.stats.line()}", file=sys.stdout, flush=True)
 
-    _until_stopped(run())
+    until_stopped(run())
     return EXIT_OK
 
 
-def _until_stopped(main: Coroutine[Any, Any, Any]) -> None:
+def until_stopped(main: Coroutine[Any, Any, Any]) -> None:
     """Run ``main`` until it ends, or Ctrl-C, SIGTERM (a service manager, a timeout,
     docker stop) or SIGHUP cancels it: a recorder, cancelled, writes the file it holds."""
     import asyncio

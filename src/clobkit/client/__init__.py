@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..amounts import MAX_ORDER_USDC
 from ._aio import paced, within
 from ._async import AsyncClient
+from ._cancel_all import CancelAllResult
 from ._config import ClientConfig
 from ._core import UNKNOWN_OUTCOME, PreparedRawOrder
 from ._endpoints import MarketInfo
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_ORDER_USDC",
     "UNKNOWN_OUTCOME",
     "AsyncClient",
+    "CancelAllResult",
     "Client",
     "ClientConfig",
     "MarketInfo",

@@ -24,6 +24,7 @@ from ..errors import (
 )
 from ..models import Order, PlacedOrder, RawOrderResult
 from . import _decode as shapes
+from ._cancel_all import CancelAllResult, cancel_all
 from ._endpoints import MarketInfo
 from ._errors import UNKNOWN_OUTCOME as UNKNOWN_OUTCOME  # the shells import it from here
 from ._ops import KEYED, NEVER, SAFE, Call, Copies, Gather, Operation, Sign, Sleep
@@ -118,6 +119,12 @@ class ClientCore(WaitCore):
             stop_loss_price=stop_loss_price,
         )
         return self.run(Call("POST", API_PREFIX + "/orders", None, body, shapes.PLACED, NEVER))
+
+    def cancel_all_orders(
+        self, market_id: str | None = None, timeout: float = 60.0
+    ) -> Operation[CancelAllResult]:
+        """Every open order of the caller cancelled (see ``_cancel_all``)."""
+        return cancel_all(self, market_id, timeout)
 
     def order_body(self, market_id: str, **fields: Any) -> bytes:
         """The compact JSON body of ``POST /orders`` (see ``_validate.order_body``)."""

@@ -12,6 +12,7 @@ import msgspec
 from .._spec import (
     BODY_REFUSAL_CODES,
     CODE_DUPLICATE,
+    CODE_INVALID_EXPIRATION,
     CODE_INVALID_PREFIX,
     CODE_ORDER_NOT_FOUND,
     ERROR_BALANCE,
@@ -24,6 +25,7 @@ from .._spec import (
 from ..errors import (
     ApiError,
     AuthenticationError,
+    ExpirationRefused,
     InsufficientBalance,
     InvalidRequest,
     NotFound,
@@ -123,6 +125,8 @@ def api_error(
         cls = NotFound
     elif _BALANCE in lower:
         cls = InsufficientBalance
+    elif code == CODE_INVALID_EXPIRATION and status == 400:
+        cls = ExpirationRefused
     elif 400 <= status < 500 or (code or "").startswith(CODE_INVALID_PREFIX):
         cls = InvalidRequest
     elif status >= 500:

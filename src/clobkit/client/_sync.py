@@ -35,6 +35,7 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
+from ._cancel_all import CancelAllResult
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
 from ._errors import Reply
@@ -432,6 +433,15 @@ class Client(RawOrderSeam):
     def cancel_order(self, order_id: str) -> CancelResult:
         """``DELETE /orders/:id``: cancel a live limit order; never retried."""
         return self._run(self._core.cancel_order(order_id))
+
+    def cancel_all_orders(
+        self, market_id: str | None = None, *, timeout: float = 60.0
+    ) -> CancelAllResult:
+        """Cancel every open order of the caller (of ``market_id`` alone when given): every
+        live one at once, then listing again (failed, refused and not-yet-live ones are
+        cancelled in the next round) until a listing shows none, ``timeout`` s at most.
+        What was cancelled and what was already gone: ``CancelAllResult`` (``flat``)."""
+        return self._run(self._core.cancel_all_orders(market_id, timeout))
 
     def list_orders(
         self, status: str | None = None, page: int = 1, page_size: int = 20

@@ -13,8 +13,12 @@ The parts, each with one job, composed rather than layered:
 * ``sender``, ``resolver``: places and cancels sent, unknown outcomes settled;
 * ``killswitch``: ``KillSwitch`` (cancel what the cache knows first, then list until
   nothing rests) and its ``Watchdog``;
+* ``renewal``: quotes that expire on their own (``order_ttl``: ``Expiry``), renewed
+  before they do by a ``Renewer``; ``lifeline``: a desk's heartbeats to
+  ``clobkit sentinel`` (``clobkit.sentinel``);
 * ``execution``: those wired together for one desk or one lone quoter;
-* ``ladder``: quotes read exactly and diffed against the live orders;
+* ``ladder``: quotes read exactly and diffed against the live orders; ``plan``: the
+  orders a requote may keep, and its report; ``options``: the options checked;
 * ``feed``, ``book``: what a quoter hears (its book mirror, its order records);
 * ``router``, ``reads``: a desk's streams and the reads its quoters share;
 * ``quoter``, ``desk``: the strategies' loop (``Quoter``, ``Desk``);
@@ -35,6 +39,7 @@ from .killswitch import KillSwitch, Watchdog
 from .ladder import Level, Quote
 from .orders import TRANSITIONS, Event, Fill, State, TrackedOrder
 from .quoter import Quoter, RequoteReport
+from .renewal import Expiry, Renewer
 from .risk import DeskLimits, Exposure, Limits
 
 __all__ = [
@@ -46,6 +51,7 @@ __all__ = [
     "Event",
     "Execution",
     "ExecutionCache",
+    "Expiry",
     "Exposure",
     "Fill",
     "Gate",
@@ -57,6 +63,7 @@ __all__ = [
     "Quote",
     "QuoteRefused",
     "Quoter",
+    "Renewer",
     "RequoteReport",
     "Slots",
     "State",

@@ -21,7 +21,6 @@ from decimal import Decimal
 from types import TracebackType
 from typing import Any
 
-from .._checks import positive_int
 from .._core import from_units
 from .._signers.protocol import AsyncSigner
 from .._spec import RATE_LIMIT_PER_MINUTE
@@ -34,9 +33,12 @@ from .feed import Feed
 from .gate import Gate, Halted
 from .killswitch import Watchdog
 from .ladder import Quote
+from .lifeline import Lifeline, desk_name
 from .metrics import collector
+from .options import check_desk
 from .quoter import Quoter, RequoteReport
 from .reads import SharedReads, by_outcome
+from .renewal import Expiry, expiry
 from .risk import DeskLimits, exposure, units
 from .router import Router
 from .tasks import all_of, each_of
@@ -82,6 +84,16 @@ class Desk:
     dropped connection). On exit it cancels every open order (``cancel_on_exit``),
     listing until nothing rests for ``exit_timeout`` s at most.
 
+    When the process dies (docs/when-the-bot-dies.md): ``order_ttl`` (s, or an
+    ``Expiry``) makes every quote a GTD order that expires that long after it is
+    placed, renewed before it does while the desk lives (``renewal.Renewer``: the
+    policy, the cost in ``metrics()["renewal"]``). ``sentinel`` (``http://HOST:PORT``
+    of ``clobkit sentinel``, token ``CLOBKIT_SENTINEL_TOKEN``) sends a heartbeat from
+    the desk's event loop several times the sentinel's timeout, which cancels every
+    order of the account when they stop; the desk halts itself when the sentinel has
+    not acknowledged one for longer than that timeout. ``name`` (host and process
+    id) is the desk's in the sentinel's log.
+
     ``books=False`` leaves the book topics out (a strategy pricing from elsewhere):
     each quoter's ``book`` then holds the book read over REST when it opened (never
     kept current: ``book.stale`` is always true, ``book.age`` the read's seconds).
@@ -117,13 +129,21 @@ class Desk:
         cancel_on_exit: bool = True,
         user_id: str | None = None,
         books: bool = True,
+        order_ttl: float | Expiry | None = None,
+        sentinel: str | None = None,
         signer: AsyncSigner | None = None,
     ) -> None:
-        if max_open_orders is not None:
-            positive_int(max_open_orders, "max_open_orders")
+        names = ("rate_limit_per_minute", "error_window", "max_open_orders", "orders_per_minute")
+        given = (rate_limit_per_minute, error_window, max_open_orders, orders_per_minute)
+        counts = {**dict(zip(names, given, strict=True)), "max_in_flight": max_in_flight}
+        times = {"heartbeat_timeout": heartbeat_timeout, "stream_timeout": stream_timeout}
+        check_desk(counts, {**times, "room_timeout": room_timeout}, max_error_rate)
         self.client = client
         self.cancel_on_exit = cancel_on_exit
         self.user_id = user_id
+        #: The desk's name in the sentinel's log (host and process id; set it before
+        #: entering to name it otherwise).
+        self.name = desk_name()
         gate = Gate(
             _limits(max_open_orders, max_notional, max_position_per_market, max_position_per_event),
             rate_limit_per_minute=rate_limit_per_minute,
@@ -131,18 +151,16 @@ class Desk:
             max_in_flight=max_in_flight,
             room_timeout=room_timeout,
         )
-        self.execution = Execution(client, gate, self._owns)
+        self.execution = Execution(client, gate, self._owns, expiry(order_ttl))
         self.execution.sender.signer = signer
         self.router = Router(client, self.execution.cache, gate.counters, self._resync, books)
-        self.watchdog = Watchdog(
-            self.execution.kill,
-            self.router.down_since,
-            heartbeat_timeout,
-            stream_timeout,
-            max_error_rate,
-            error_window,
-        )
+        kill = self.execution.kill
+        watched = (heartbeat_timeout, stream_timeout, max_error_rate, error_window)
+        self.watchdog = Watchdog(kill, self.router.down_since, *watched)
         gate.on_outcome = self.watchdog.outcome
+        #: The heartbeats to ``clobkit sentinel`` (``None``: no sentinel).
+        fire = self.watchdog.fire
+        self.lifeline = None if sentinel is None else Lifeline(sentinel, kill, gate, fire)
         #: Seconds leaving the desk keeps listing until nothing of it rests.
         self.exit_timeout = 10.0
         self._quoters: dict[tuple[str, str], Quoter] = {}  # (market id as given, outcome)
@@ -249,7 +267,15 @@ class Desk:
             if page.orders:
                 self.user_id = page.orders[0].user_id
         await self.router.start(self.user_id)
+        if self.lifeline is not None:
+            try:
+                await self.lifeline.start(self.name)  # heard before anything rests
+            except BaseException:
+                await self.router.close()
+                raise
         self._watch = asyncio.create_task(self.watchdog.run(), name="clobkit-desk-watch")
+        if self.execution.renewer is not None:
+            self.execution.renewer.start()
         return self
 
     async def __aexit__(
@@ -259,9 +285,12 @@ class Desk:
         tb: TracebackType | None,
     ) -> None:
         self.router.closing = True  # the streams close next: no unsubscribe per quoter
+        if self.execution.renewer is not None:
+            await self.execution.renewer.close()  # no successor placed while leaving
+        flat: bool | None = None
         try:
             opened = [q for q in self._quoters.values() if q.market is not None]
-            await self._cancel_on_exit(opened)
+            flat = await self._cancel_on_exit(opened)
             results = await each_of(q.close(cancel=False) for q in opened)
             for result in results:
                 if isinstance(result, BaseException):
@@ -273,18 +302,23 @@ class Desk:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await task
             await self.watchdog.close()
-            await self.execution.kill.close()
+            await self.execution.close()
+            if self.lifeline is not None:
+                await self.lifeline.close(flat)
             await self.router.close()
 
-    async def _cancel_on_exit(self, opened: list[Quoter]) -> None:
+    async def _cancel_on_exit(self, opened: list[Quoter]) -> bool | None:
         """Every order of the quoters that cancel on exit: what the cache knows at once,
         then listings until nothing rests (``exit_timeout`` s at most): one listing
-        for the whole desk when all of them do (orders of one's own too)."""
+        for the whole desk when all of them do (orders of one's own too). Whether a
+        listing showed nothing resting; ``None``: nothing was to be cancelled."""
         kill = self.execution.kill
         if self.cancel_on_exit and all(q.cancel_on_exit for q in opened):
             flat = await kill.flatten(timeout=self.exit_timeout)
         else:
             owners = [q.owner for q in opened if q.cancel_on_exit]
+            if not owners:
+                return None
             done = await each_of(kill.flatten(owner, self.exit_timeout) for owner in owners)
             flat = all(result is True for result in done)
         if not flat:
@@ -295,6 +329,7 @@ class Desk:
                 len(left),
                 left,
             )
+        return flat
 
     # -- quoters ----------------------------------------------------------------
 
@@ -492,12 +527,13 @@ class Desk:
         429s, queued requests, learnt rates, reconnects, messages routed and frames
         decoded, the streams open, the topics the service refused (``refused``,
         ``deaf``), the message lag histogram (s), the sign latency histogram (s, with a
-        ``signer``), the kill switch, the state machine's
-        refused transitions, and per market fills, position (shares per outcome), open
-        orders and notional at risk (USDC)."""
+        ``signer``), the kill switch, the state machine's refused transitions, the renewal
+        of quotes that expire (``renewal``: ``Renewer``'s metrics, ``None`` without
+        ``order_ttl``), the heartbeats to the sentinel (``sentinel``, ``None`` without
+        one), and per market fills, position (shares per outcome), open orders and
+        notional at risk (USDC)."""
         c = self.gate.counters
-        kill = self.execution.kill
-        cache = self.execution.cache
+        kill, cache, renewer = self.execution.kill, self.execution.cache, self.execution.renewer
         markets: dict[str, dict[str, Any]] = {}
         orders = notional = 0
         for q in self._quoters.values():
@@ -538,6 +574,8 @@ class Desk:
             "late_landings": cache.late,
             "open_orders": orders,
             "notional": from_units(notional),
+            "renewal": None if renewer is None else renewer.metrics(),
+            "sentinel": None if self.lifeline is None else self.lifeline.metrics(),
             "markets": markets,
         }
 

@@ -4,7 +4,7 @@ the kill switch, each with one job, wired together here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from .._signers.protocol import AsyncSigner
 from .._spec import UNIT
@@ -14,7 +14,8 @@ from .cache import ExecutionCache, Owner
 from .gate import OPEN_ORDERS, Gate
 from .killswitch import KillSwitch
 from .ladder import Level
-from .orders import State
+from .orders import State, TrackedOrder
+from .renewal import Expiry, Renewer
 from .resolver import LISTING, Resolver
 from .sender import Sender
 
@@ -27,10 +28,15 @@ LONE_IN_FLIGHT = 100
 class Execution:
     """The parts orders go through. ``owns(record)`` names the owner (market id,
     outcome) of a record of an order the cache does not know, when it belongs to this
-    desk (a quoter of it trades that outcome), else ``None``."""
+    desk (a quoter of it trades that outcome), else ``None``. ``expiry``: quotes are
+    GTD orders renewed before they expire (``renewer``), else ``None``."""
 
     def __init__(
-        self, client: AsyncClient, gate: Gate, owns: Callable[[Order], Owner | None]
+        self,
+        client: AsyncClient,
+        gate: Gate,
+        owns: Callable[[Order], Owner | None],
+        expiry: Expiry | None = None,
     ) -> None:
         self.client = client
         self.gate = gate
@@ -38,6 +44,36 @@ class Execution:
         self.sender = Sender(client, self.cache, gate)
         self.resolver = Resolver(client, self.cache, gate, self.sender)
         self.kill = KillSwitch(self.cache, gate, self.sender, self.resolver, self.list_open, owns)
+        self.renewer = (
+            None
+            if expiry is None
+            else Renewer(expiry, self.cache, gate, self.sender, self.resolver)
+        )
+
+    def renew(
+        self,
+        owner: Owner,
+        hook: Callable[[list[TrackedOrder]], Awaitable[None]] | None,
+        *,
+        alone: bool = False,
+    ) -> None:
+        """``owner``'s quoter renews its orders with ``hook`` (``None``: it left); a lone
+        quoter (``alone``) starts the renewer, a desk does when it opens."""
+        renewer = self.renewer
+        if renewer is None:
+            return
+        if hook is None:
+            renewer.quoters.pop(owner, None)
+            return
+        renewer.quoters[owner] = hook
+        if alone:
+            renewer.start()
+
+    async def close(self) -> None:
+        """Stop the renewer and the kill switch's background work."""
+        if self.renewer is not None:
+            await self.renewer.close()
+        await self.kill.close()
 
     @classmethod
     def lone(
@@ -46,13 +82,14 @@ class Execution:
         orders_per_minute: int | None,
         owns: Callable[[Order], Owner | None],
         signer: AsyncSigner | None = None,
+        expiry: Expiry | None = None,
     ) -> Execution:
         """A lone quoter's: its requests as concurrent as the client's connection pool
         allows (a desk holds many quoters to ``max_in_flight``; one quoter's ladder is a
         handful of requests), the default request budget, its own place pace, its
-        ``signer``."""
+        ``signer``, its quotes' ``expiry``."""
         gate = Gate(orders_per_minute=orders_per_minute, max_in_flight=LONE_IN_FLIGHT)
-        execution = cls(client, gate, owns)
+        execution = cls(client, gate, owns, expiry)
         execution.sender.signer = signer
         return execution
 

@@ -73,6 +73,8 @@ class KillSwitch:
         #: Whether the last sweep's listing showed nothing of this desk resting and
         #: nothing of unknown outcome could still land (``None``: no sweep yet).
         self.flat: bool | None = None
+        #: Called when it fires or is resumed (a desk's sentinel is told at once).
+        self.on_change: list[Callable[[], None]] = []
         self._sweeper: asyncio.Task[None] | None = None
         self._late: set[asyncio.Task[BaseException | None]] = set()
         cache.watchers.append(self._seen)
@@ -88,6 +90,8 @@ class KillSwitch:
             self.halts += 1
             self.gate.halt(reason)
             log.warning("desk halted: %s", reason)
+            for told in self.on_change:
+                told()
         flying = [t for t in self.cache.unknown() if t.state is State.PLACING]
         try:
             cancelled = await self.cancel_known()
@@ -113,6 +117,8 @@ class KillSwitch:
         sweeper, self._sweeper = self._sweeper, None
         if sweeper is not None and not sweeper.done():
             sweeper.cancel()
+        for told in self.on_change:
+            told()
 
     async def cancel_known(self, owner: Owner | None = None) -> list[Order]:
         """A ``DELETE`` for every order of ``owner`` (default: all) that may rest under

@@ -149,9 +149,11 @@ class TrackedOrder:
     knows of it. ``owner`` is (market id, outcome); amounts in 6-decimal units."""
 
     __slots__ = (
+        "born",
         "clob_order_id",
         "cost",
         "done_at",
+        "expiration",
         "failure",
         "key",
         "matched",
@@ -160,6 +162,7 @@ class TrackedOrder:
         "prepared",
         "price",
         "record",
+        "retiring",
         "sent_at",
         "shares",
         "side",
@@ -197,6 +200,12 @@ class TrackedOrder:
         #: Why its last place or cancel ended without a definite answer (``None``: none).
         self.failure: BaseException | None = None
         self.tries = 0  # places handed to the gate (0: never sent)
+        #: A GTD order's expiration (Unix s; 0: none known, a GTC or an adopted order).
+        self.expiration = 0
+        #: Renewed: a successor holds its level, and it is left to expire (it still
+        #: rests and counts against the limits until a record says it ended).
+        self.retiring = False
+        self.born = time.monotonic()  # when it was tracked
 
     @property
     def remaining(self) -> int:

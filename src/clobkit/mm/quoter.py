@@ -21,7 +21,6 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .._checks import positive_int
 from .._core import from_units, to_units
 from .._signers.protocol import AsyncSigner
 from ..client import UNKNOWN_OUTCOME, AsyncClient
@@ -31,7 +30,6 @@ from ..errors import (
     OrderBookNotFound,
     QuoteRefused,
     RiskControlError,
-    ValidationError,
 )
 from ..models import Market, Order, Orderbook
 from .book import BookMirror
@@ -39,8 +37,12 @@ from .cache import Holding
 from .execution import Execution
 from .feed import Feed
 from .gate import Paced
-from .ladder import Level, Live, Quote, crosses, diff, read_ladder
+from .ladder import Level, Live, Quote, diff, read_ladder
+from .options import check_quoter
 from .orders import LIVE, Fill, State, TrackedOrder
+from .plan import cancels_first, standing, unwanted
+from .reads import SharedReads
+from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
 from .tasks import all_of
@@ -77,7 +79,10 @@ class Quoter:
     ``max_open_orders`` quotes; ``max_position`` shares held if every quote filled;
     ``max_notional`` USDC over the ladder. On its own, at most ``orders_per_minute``
     places in any minute when given (a service's per-minute risk control; learnt from
-    its refusals too: ``Gate``). ``user_id`` (optional) names the account;
+    its refusals too: ``Gate``). ``order_ttl`` (s, or an ``Expiry``): every quote is a
+    GTD order that expires that long after it is placed, renewed before it does while
+    the quoter lives (``renewal.Renewer``; on a desk, the desk's). ``user_id``
+    (optional) names the account;
     without it the quoter learns it from the first order it sees. ``desk``: the
     ``Desk`` that runs it (``Desk.quoter`` passes itself), else it runs alone, with
     an execution layer and a stream of its own. ``signer`` (alone; on a desk, the
@@ -96,15 +101,13 @@ class Quoter:
         cancel_on_exit: bool = True,
         user_id: str | None = None,
         orders_per_minute: int | None = None,
+        order_ttl: float | Expiry | None = None,
         desk: Desk | None = None,
         signer: AsyncSigner | None = None,
     ) -> None:
-        _check(market_id, outcome, max_open_orders)
-        for name, value in (("orders_per_minute", orders_per_minute), ("signer", signer)):
-            if value is not None and desk is not None:
-                raise ValidationError(name, value, "is the desk's: set it on the Desk")
-        if orders_per_minute is not None:
-            positive_int(orders_per_minute, "orders_per_minute")
+        alone = {"orders_per_minute": orders_per_minute, "order_ttl": order_ttl, "signer": signer}
+        check_quoter(market_id, outcome, max_open_orders, desk is not None, alone)
+        policy = expiry(order_ttl)
         self.client = client
         self.market_id = market_id
         self.outcome = outcome
@@ -132,8 +135,10 @@ class Quoter:
         self.execution = (
             desk.execution
             if desk is not None
-            else Execution.lone(client, orders_per_minute, self.owns, signer)
+            else Execution.lone(client, orders_per_minute, self.owns, signer, policy)
         )
+        #: A lone quoter's reads (a desk's quoters share the desk's).
+        self.reads = SharedReads(client, self.execution.gate, lambda: False)
         self.feed: Feed | None = None
         self._lock = asyncio.Lock()
         self._wanted: list[Level] | None = None  # the last ladder requoted (late landings)
@@ -262,6 +267,7 @@ class Quoter:
             self.reconcile,
         )
         self.execution.cache.on_live[self.owner] = self._landed
+        self.execution.renew(self.owner, self._renew, alone=self.desk is None)
         try:
             await self._first_book(feed)
             await self._listen(feed)
@@ -274,11 +280,10 @@ class Quoter:
     async def _read_market(self) -> None:
         """The market, its token and ``neg_risk``, the wallet's version, the fee rate."""
         client = self.client
-        if self.desk is not None:  # one read for the quoters of a market opening together
-            market = await self.desk.read_market(self.market_id)
-        else:
-            market = await client.get_market(self.market_id)  # caches tokens and neg_risk
-            await client.prepare([market.id])  # the wallet, both tokens' fee rates
+        # the market (caching tokens and neg_risk), the wallet, both tokens' fee rates; on
+        # a desk one read for the quoters of a market opening together
+        reads = self.reads if self.desk is None else self.desk.reads
+        market = await reads.market(self.market_id)
         self.market = market
         self.market_id = market.id  # as the service spells it
         self.event_id = market.event_id
@@ -317,19 +322,9 @@ class Quoter:
             held = await desk.held(self)
             listed = await desk.listed(self)
         else:
-            held = await self._held()
+            held = await self.reads.held(self.token_id, self.owner)
         self._holding.position = held
         await self.reconcile(listed=listed)
-
-    async def _held(self) -> int:
-        async for pos in self.client.iter_positions():
-            if pos.token_id == self.token_id or (
-                pos.token_id is None
-                and pos.market_id == self.market_id
-                and pos.raw_outcome == self.outcome
-            ):
-                return to_units(pos.shares or 0, "shares")
-        return 0
 
     async def __aexit__(
         self,
@@ -355,6 +350,7 @@ class Quoter:
         if tidying is not None and not tidying.done():
             tidying.cancel()
         self.execution.cache.on_live.pop(self.owner, None)
+        self.execution.renew(self.owner, None)
         self.execution.sender.presigned.forget(self.owner)
         if self.feed is not None:
             await self.feed.close(forget)
@@ -364,7 +360,7 @@ class Quoter:
             if self.desk is not None:
                 self.desk.forget(self)
         if self.desk is None:
-            await self.execution.kill.close()
+            await self.execution.close()
 
     # -- requote --------------------------------------------------------------
 
@@ -420,21 +416,22 @@ class Quoter:
         if self._holding.position != position:  # fills meanwhile: the limits again
             self.plan(levels)
         self._wanted = levels
-        cache, sender = self.execution.cache, self.execution.sender
-        live = [
-            Live(t.side, t.price, t.remaining, t)
-            for t in cache.orders(self.owner)
-            if t.state in (State.OPEN, State.UNKNOWN)
-        ]
-        kept, cancel, place = diff(levels, live)
+        cache, sender, renewer = self.execution.cache, self.execution.sender, self.execution.renewer
+        now = standing(cache.orders(self.owner), self.expiring)
+        kept, cancel, place = diff(levels, now.keep)
+        cancel += now.replace
         # old and new orders rest together while a requote is in flight: when both
         # could break a limit (the quoter's own or the desk's), the cancels go first
-        union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in cancel)]
+        resting = [*cancel, *now.retiring]  # renewed, left to expire: resting all the same
+        union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in resting)]
         first = self.execution.gate.admit(self.owner, union, self._holding.position)
-        new = await sender.prepare_many(self.owner, place)  # signed together, with a signer
+        kind = {} if renewer is None else renewer.order_kind()
+        new = await sender.prepare_many(self.owner, place, **kind)  # signed together
         gone: list[TrackedOrder] = [o.handle for o in cancel]
         try:
-            refused = await self._send(place, gone, live, new, first)
+            refused = await self._send(
+                place, gone, [*now.keep, *now.replace, *now.retiring], new, first
+            )
         finally:
             sender.withhold(new)
         await self.execution.resolver.settle(cache.orders(self.owner))
@@ -452,19 +449,12 @@ class Quoter:
         new: list[TrackedOrder],
         first: bool,
     ) -> list[tuple[Level, ClobkitError]]:
-        """Send the cancels and the places: concurrently, or cancels first when a new
-        order could trade with one being cancelled, needs the shares that a cancelled
-        SELL still reserves, or (``first``) fits a limit only once the cancels are
-        done. The places the service or the gate refused, with the error."""
+        """Send the cancels and the places: concurrently, or cancels first (``plan``'s
+        ``cancels_first``, or ``first``: the limits hold only once the cancels are
+        done). The places the service or the gate refused, with the error."""
         sender = self.execution.sender
-        selling = sum(level.shares for level in place if level.side == 1)
-        reserved = sum(o.remaining for o in live if o.side == 1)
         position = self._holding.position
-        if (
-            first
-            or crosses(place, [_live(t) for t in gone])
-            or (selling and selling > position - reserved)
-        ):
+        if first or cancels_first(place, gone, live, position):
             await all_of(sender.cancel(t) for t in gone)
             await self.execution.resolver.settle(gone)
             if new:
@@ -556,13 +546,8 @@ class Quoter:
             wanted = self._wanted
             if wanted is None:
                 return  # no ladder yet: adopted as any live order found on enter
-            live = [
-                Live(t.side, t.price, t.remaining, t)
-                for t in self.execution.cache.orders(self.owner)
-                if t.state is State.OPEN
-            ]
-            _, cancel, _ = diff(wanted, live)
-            await all_of(self.execution.sender.cancel(o.handle) for o in cancel)
+            cancel = unwanted(self.execution.cache.orders(self.owner), wanted, self.expiring)
+            await all_of(self.execution.sender.cancel(t) for t in cancel)
             self._settle()
 
     def check_hearing(self) -> None:
@@ -576,6 +561,22 @@ class Quoter:
             reason = f"was refused by the service ({deaf}): fills would go unheard"
             raise QuoteRefused("orders topic", topic, reason)
 
+    @property
+    def expiring(self) -> bool:
+        """Whether its quotes are GTD orders that are renewed (``order_ttl``)."""
+        return self.execution.renewer is not None
+
+    async def _renew(self, due: list[TrackedOrder]) -> None:
+        """Renew ``due`` orders (the renewer's call) at the last ladder's levels."""
+        renewer = self.execution.renewer
+        assert renewer is not None
+        async with self._lock:
+            try:
+                held = self._holding.position
+                await renewer.renew_owner(self.owner, due, self._wanted or [], held)
+            finally:
+                self._settle()
+
     def _settle(self) -> None:
         """Tell the gate what this quoter may now have on the service."""
         if self.feed is not None:
@@ -585,15 +586,3 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
-
-
-def _live(t: TrackedOrder) -> Live:
-    return Live(t.side, t.price, t.remaining, t)
-
-
-def _check(market_id: object, outcome: object, max_open_orders: object) -> None:
-    if outcome not in ("a", "b"):
-        raise ValidationError("outcome", outcome, "must be 'a' or 'b'")
-    if not isinstance(market_id, str) or not market_id.strip():
-        raise ValidationError("market_id", market_id, "must be a non-empty string")
-    positive_int(max_open_orders, "max_open_orders")

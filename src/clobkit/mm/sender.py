@@ -125,6 +125,7 @@ class Sender:
             result.clob_order_id,  # precomputed on V1, "" on V2/V3
             prepared,
         )
+        t.expiration = result.expiration
         self.cache.add(t)
         return t
 

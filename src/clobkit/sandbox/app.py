@@ -496,6 +496,10 @@ def create_app(
     return app
 
 
+_TICK = 0.1  # s: the longest the ticker sleeps
+_TICK_MIN = 0.001  # s: and the shortest (a failing tick never spins the loop)
+
+
 def _lifespan(engine: Engine, hub: Hub) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """While serving: the hub's publisher runs, the engine ticks every 0.1 s and, unless
     the config's ``walk`` is ``null``, the house's prices walk."""
@@ -520,9 +524,13 @@ def _lifespan(engine: Engine, hub: Hub) -> Callable[[Starlette], AbstractAsyncCo
 
 
 async def _ticker(engine: Engine) -> None:
-    """Run the engine's due steps and expiries when no request does (every 0.1 s)."""
+    """Run the engine's due steps and expiries when no request does: at the moment the
+    next one falls due (a GTD order's expiry published on the stream to the
+    millisecond), and every 0.1 s at least. A request ticks the engine first, so a
+    read never shows an order past its expiry as live."""
     while True:
-        await asyncio.sleep(0.1)
+        due = engine.next_due()
+        await asyncio.sleep(_TICK if due is None else min(_TICK, max(_TICK_MIN, due)))
         try:
             engine.tick()
         except Exception:  # pragma: no cover - keep ticking

@@ -310,6 +310,10 @@ class SandboxConfig:
     ``faults`` (``None``: none) makes requests fail or slow on purpose (``faults.py``).
     ``extra_games`` adds that many upcoming games per league to the fixtures, each
     with a moneyline market the house quotes (0: the default set of 72 markets).
+    ``min_expiration_seconds``: how far ahead of the sandbox's clock a GTD order's
+    expiration must lie at least (0: only in the future, as the API text says; a
+    service may ask more, Polymarket a minute); a shorter one is refused, 400
+    ``ORDER_INVALID_EXPIRATION`` naming the minimum.
     ``walk`` moves the house's prices while the sandbox serves (``walk.py``; ``None``:
     a still book).
     """
@@ -327,6 +331,7 @@ class SandboxConfig:
     exchange_version: int = 1
     faults: FaultConfig | None = None
     extra_games: int = 0
+    min_expiration_seconds: int = 0
     walk: WalkConfig | None = field(default_factory=WalkConfig)
 
     def __post_init__(self) -> None:
@@ -361,6 +366,12 @@ class SandboxConfig:
             raise ConfigError("strict_query_signing must be a boolean")
         if type(self.exchange_version) is not int or self.exchange_version not in (1, 2, 3):
             raise ConfigError(f"exchange_version must be 1, 2 or 3, got {self.exchange_version!r}")
+        minimum = self.min_expiration_seconds
+        if type(minimum) is not int or not 0 <= minimum < _MAX_LIMIT_SECONDS:
+            raise ConfigError(
+                f"min_expiration_seconds must be an integer from 0 to {_MAX_LIMIT_SECONDS - 1},"
+                f" got {minimum!r}"
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SandboxConfig:

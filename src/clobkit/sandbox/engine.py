@@ -216,6 +216,15 @@ class Engine(House):
         with self._op():
             pass
 
+    def next_due(self) -> float | None:
+        """Seconds of the engine's clock until its next processing step or GTD expiry
+        falls due (0 when one is due now), ``None`` when none is waiting."""
+        with self._lock:
+            dues = [heap[0][0] for heap in (self._due, self._expiries) if heap]
+            if not dues:
+                return None
+            return max(0, min(dues) - self._now_ms()) / 1000
+
     # -- placement -------------------------------------------------------------
 
     def place_order(self, user_id: str, body: Mapping[str, Any]) -> Placed:

@@ -17,6 +17,7 @@ from typing import Any
 from clobkit import Amounts, limit_amounts, market_amounts, market_price, new_salt
 from clobkit._spec import (
     CLIENT_ORDER_ID_MAX,
+    CODE_INVALID_EXPIRATION,
     CODE_INVALID_FEE_RATE,
     CODE_INVALID_MAKER_AMOUNT,
     CODE_INVALID_PRICE,
@@ -28,6 +29,7 @@ from clobkit._spec import (
     SALT_MAX,
     SIDES,
     UNIT_QUANTUM,
+    expiration_refusal,
 )
 from clobkit.amounts import implied
 from clobkit.errors import InsufficientLiquidity, ValidationError
@@ -186,7 +188,7 @@ def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderS
     if order_type != FOK and limit is None:
         raise bad_body("limit_price is required for GTC and GTD orders")
     take_profit, stop_loss = _exits(body)
-    expiration = _order_expiration(body, order_type, now)
+    expiration = _order_expiration(body, order_type, now, state.config.min_expiration_seconds)
     quantity = _positive(body, "amount" if side == BUY else "shares")
     _check_active(market)
     limit_cents, price, amounts = _order_amounts(market, outcome, side, order_type, quantity, limit)
@@ -239,15 +241,15 @@ def _exits(body: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return take_profit, stop_loss
 
 
-def _order_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
-    """A GTD order's expiration (Unix seconds, after ``now`` in ms); 0 for the others."""
+def _order_expiration(body: Mapping[str, Any], order_type: str, now: int, minimum: int) -> int:
+    """A GTD order's expiration (Unix seconds, ``minimum`` s after ``now`` in ms at
+    least); 0 for the others."""
     if order_type != GTD:
         return 0
     raw = body.get("expiration")
     if isinstance(raw, bool) or not isinstance(raw, int):
         raise bad_body("expiration (integer Unix seconds) is required for a GTD order")
-    if raw <= now // 1000:
-        raise bad_body("expiration must be in the future")
+    _check_expiration(raw, now, minimum)
     if raw > UINT256_MAX:  # the order's hashed field, as /orders/raw bounds it
         raise bad_body("expiration must fit in uint256")
     return raw
@@ -325,7 +327,7 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
     salt = _raw_salt(body)
     raw_nonce = body.get("nonce")
     nonce = 0 if raw_nonce is None else _uint(raw_nonce, "nonce")
-    expiration = _raw_expiration(body, order_type, now)
+    expiration = _raw_expiration(body, order_type, now, state.config.min_expiration_seconds)
     usdc, shares, limit = _implied(maker, taker, side)
     _check_active(market)
     return OrderSpec(
@@ -398,16 +400,23 @@ def _raw_salt(body: Mapping[str, Any]) -> int:
     return salt
 
 
-def _raw_expiration(body: Mapping[str, Any], order_type: str, now: int) -> int:
-    """A raw order's expiration (Unix seconds): after ``now`` (ms) for GTD, else 0."""
+def _raw_expiration(body: Mapping[str, Any], order_type: str, now: int, minimum: int) -> int:
+    """A raw order's expiration (Unix seconds): for GTD, ``minimum`` s after ``now`` (ms)
+    at least; else 0."""
     raw = body.get("expiration")
     expiration = 0 if raw is None else _uint(raw, "expiration")
     if order_type == GTD:
-        if expiration <= now // 1000:
-            raise bad_body("a GTD order needs an expiration in the future")
+        _check_expiration(expiration, now, minimum)
     elif expiration != 0:
         raise bad_body("expiration is only supported for GTD orders (use 0)")
     return expiration
+
+
+def _check_expiration(expiration: int, now: int, minimum: int) -> None:
+    """A GTD ``expiration`` (Unix s) must lie after ``now`` (ms), and ``minimum`` s after
+    it at least (``min_expiration_seconds``): else 400 ``CODE_INVALID_EXPIRATION``."""
+    if expiration <= now // 1000 or expiration * 1000 - now < minimum * 1000:
+        raise bad_body(expiration_refusal(expiration, now, minimum), CODE_INVALID_EXPIRATION)
 
 
 def _implied(maker: int, taker: int, side: int) -> tuple[int, int, int]:
