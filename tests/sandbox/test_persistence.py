@@ -33,6 +33,8 @@ from clobkit.sandbox.store import StateFileError, StateStore
 from .conftest import MAKER, TRADER, Clock, book_market
 from .signed import PREFIX, SignedClient, dumps, loads
 
+STILL: dict[str, Any] = {"walk": None}
+
 
 def admin(sb: Sandbox, method: str, path: str, body: Any = None) -> Any:
     r = httpx.request(
@@ -153,7 +155,8 @@ def scenario(sb: Sandbox) -> list[str]:
 @pytest.mark.slow
 def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    with serve_in_thread(state=path) as sb:
+    # a still house (walk: null): the walking one moves its prices between the two snapshots
+    with serve_in_thread(STILL, state=path) as sb:
         markets = scenario(sb)
         before = snapshot(sb, markets)
         armed = set(sb.engine._armed)  # take-profit orders still watching the market
@@ -164,7 +167,7 @@ def test_a_restart_on_the_same_file_restores_everything(tmp_path: Path) -> None:
     assert {"matched", "cancelled", "live", "won"} <= statuses, statuses
     assert any(o["order_source_id"] == "persisted-1" for o in before[TRADER]["orders"])
     assert before[MAKER]["balances"]["bonus"] != Decimal(40)  # it spent bonus; it was credited
-    with serve_in_thread(state=path) as sb:
+    with serve_in_thread(STILL, state=path) as sb:
         after = snapshot(sb, markets)
         # a used client_order_id still answers with its order and places nothing
         raw = next(o for o in before[TRADER]["orders"] if o["order_source_id"] == "persisted-1")
