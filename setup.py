@@ -1,4 +1,4 @@
-"""Build the compiled twin ``clobkit._core_c`` (Cython + the project's own C).
+"""Build the compiled twin ``clobkit.core._core_c`` (Cython + the project's own C).
 
 ``CLOBKIT_NO_EXTENSIONS=1`` at install time skips the build; the package then
 runs on its pure-Python twin. Without a working C compiler the build of the
@@ -25,7 +25,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NO_COMPILER_WARNING = """
-*** clobkit: the compiled core clobkit._core_c could not be built ({error}).
+*** clobkit: the compiled core clobkit.core._core_c could not be built ({error}).
 *** clobkit is installed with its pure-Python twin instead: every result is
 *** the same, but slower: `clobkit order-ids` on a 1,000,000-row file
 *** takes 10 to 20 times as long (about 25 s instead of 1 to 2 s).
@@ -99,7 +99,7 @@ if not _on("CLOBKIT_NO_EXTENSIONS"):
     ext_modules = cythonize(
         [
             Extension(
-                "clobkit._core_c",
+                "clobkit.core._core_c",
                 sources=[
                     "ext/_core_c.pyx",
                     "ext/batch.c",

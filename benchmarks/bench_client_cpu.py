@@ -51,8 +51,8 @@ import httpx
 import msgspec
 
 from clobkit import AsyncClient, Client
-from clobkit._core import RequestSigner
-from clobkit._spec import API_PREFIX
+from clobkit.core.select import RequestSigner
+from clobkit.core.spec import API_PREFIX
 from clobkit.errors import OrderBookNotFound
 
 USER = {

@@ -45,7 +45,7 @@ BATCH = 100_000
 
 
 def twin(name: str) -> ModuleType:
-    return importlib.import_module("clobkit._core_c" if name == "c" else "clobkit._core_py")
+    return importlib.import_module("clobkit.core._core_c" if name == "c" else "clobkit.core.pure")
 
 
 # ---------------------------------------------------------------- floors

@@ -39,8 +39,8 @@ LEVELS = 5
 
 def write_recording(directory: Path, n: int) -> None:
     """``n`` 5-level books of token a, 10 ms apart, through ``RecordingWriter``."""
-    from clobkit._record_frames import Book, Level
     from clobkit.record import BOOK, RecordedMarket, RecordingWriter
+    from clobkit.record.frames import Book, Level
 
     market = RecordedMarket(MARKET_ID, None, "Q", TOKEN_A, TOKEN_B)
 
@@ -69,8 +69,8 @@ def write_bomb(directory: Path, levels: int = 20_000_000) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from clobkit._record_frames import schema
     from clobkit.record import RecordedMarket, RecordingWriter
+    from clobkit.record.frames import schema
 
     RecordingWriter(
         directory, [RecordedMarket(MARKET_ID, None, "Q", TOKEN_A, TOKEN_B)]

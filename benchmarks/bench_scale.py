@@ -122,7 +122,7 @@ def order_files(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_order_ids_file(benchmark: Any, order_files: Any, fmt: str) -> None:
     """``clobkit order-ids``'s ``run()`` in process, --threads 2: read, hash, write (#14)."""
-    from clobkit._orderids.run import run
+    from clobkit.cli.orderids.run import run
 
     benchmark.group = f"clobkit order-ids ({FILE_ROWS} orders, threads=2)"
     benchmark.extra_info["per"] = FILE_ROWS

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any
 
 from clobkit import OrderHasher
-from clobkit._bench.order_ids import WALLET
+from clobkit.bench.order_ids import WALLET
 
 TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
 

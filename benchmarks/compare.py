@@ -1,6 +1,6 @@
 """``python -m benchmarks.compare``: clobkit against the installed peers, from the repository.
 
-A thin wrapper around :func:`clobkit._bench.main` (the same tool as
+A thin wrapper around :func:`clobkit.bench.main` (the same tool as
 ``clobkit bench``; ``--help`` lists the options). Unless ``--json`` is given
 it also writes ``benchmarks/results/compare.json`` (per machine, not committed).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from clobkit._bench import main
+from clobkit.bench import main
 
 RESULT = Path(__file__).parent / "results" / "compare.json"
 

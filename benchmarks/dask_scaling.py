@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from distributed import Client, LocalCluster
 
-from clobkit._bench.order_ids import WALLET as V1_WALLET
-from clobkit._parse import BATCH_KEYWORDS as KEYWORDS
+from clobkit.bench.order_ids import WALLET as V1_WALLET
+from clobkit.core.parse import BATCH_KEYWORDS as KEYWORDS
 from clobkit.dask import with_order_ids
 from clobkit.order_id import OrderHasher
 

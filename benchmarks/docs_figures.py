@@ -20,9 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clobkit._bench.machine import machine_line
-from clobkit._bench.report import _run_line, fmt_ns, format_markdown, verdict_lines
-from clobkit._bench.verdicts import headline
+from clobkit.bench.machine import machine_line
+from clobkit.bench.report import _run_line, fmt_ns, format_markdown, verdict_lines
+from clobkit.bench.verdicts import headline
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORT = ROOT / "docs" / "bench.json"

@@ -14,7 +14,7 @@ spent holding the GIL on one thread, two ways: a second Python thread counts
 while the call runs (whatever it could not count is GIL-held time; on a
 machine whose cores are taken by other jobs this over-counts, as the counter
 then waits for a core, not the GIL), and the calling thread's own CPU time
-outside its GIL-free part (``clobkit._core_c._gil_held_ns``), which other
+outside its GIL-free part (``clobkit.core._core_c._gil_held_ns``), which other
 jobs do not inflate; the part of that no worker overlaps at any thread count
 (``_gil_alone_ns``: the call's setup, the first round's objects taken, the last
 round's results made); and what those two leave possible at 16 threads, the
@@ -97,10 +97,11 @@ def main(argv: list[str] | None = None) -> None:
     import coincurve
     import pyarrow as pa
 
-    from clobkit import OrderHasher, OrderSigner, _core
+    from clobkit import OrderHasher, OrderSigner
+    from clobkit.core import select as _core
 
     assert _core.IMPLEMENTATION == "c", "the compiled twin is needed"
-    from clobkit import _core_c
+    from clobkit.core import _core_c
 
     n, ns = args.orders, args.signatures
     cores = os.cpu_count() or 1
@@ -181,7 +182,7 @@ def gil_table(
     """The time per order one thread's call holds the GIL, counted and as CPU; the part
     of it no worker overlaps at any thread count; what those two allow at BOUND_AT
     threads."""
-    from clobkit._bench._timing import gil_bound
+    from clobkit.bench._timing import gil_bound
 
     arrow, lists, ids, orders = (inputs[k] for k in ("arrow", "lists", "ids", "orders"))
     held_ns, alone_ns = hooks

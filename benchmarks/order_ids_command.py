@@ -13,7 +13,7 @@ through OpenSSL, as benchmarks/bench_core.py measures it) is measured right
 before and after each run, and each run is printed as seconds per order
 over the mean of the two. The targets: CSV -> CSV at most 0.8 F, Parquet ->
 Parquet at most 0.4 F. ``--in-process`` also times the same run through
-``clobkit._orderids.run.run`` in this process (the pipeline without Python's
+``clobkit.cli.orderids.run.run`` in this process (the pipeline without Python's
 and pyarrow's start-up). The children run with bytecode, as an installed
 package does (one untimed run on a one-row file writes it), and each run's
 output file is removed before it is timed. ``--idle S`` waits S seconds
@@ -62,7 +62,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from clobkit._bench.order_ids import WALLET
+from clobkit.bench.order_ids import WALLET
 
 TOKEN = 71321045679252212594626385532706912750332728571942532289631379312455583992563
 BIG = b"\x00" * (16 << 20)
@@ -70,8 +70,8 @@ BIG = b"\x00" * (16 << 20)
 
 def machine() -> str:
     """The CPU and its cores, for a figure's context."""
-    from clobkit._bench.machine import machine as info
-    from clobkit._bench.machine import machine_line
+    from clobkit.bench.machine import machine as info
+    from clobkit.bench.machine import machine_line
 
     return machine_line(info())
 
@@ -214,8 +214,9 @@ def twins(root: Path, formats: list[str], runs: int) -> None:
 
 
 def in_process(root: Path, fmt: str) -> float:
-    """The same work through ``clobkit._orderids.run.run`` in this process (no start-up), in s."""
-    from clobkit._orderids.run import run
+    """The same work through ``clobkit.cli.orderids.run.run`` in this process (no start-up),
+    in s."""
+    from clobkit.cli.orderids.run import run
 
     wallet, src, dst = (str(root / name) for name in ("wallet.json", f"in.{fmt}", f"out.{fmt}"))
     Path(dst).unlink(missing_ok=True)

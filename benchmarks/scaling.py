@@ -55,7 +55,7 @@ there, only slower.
 
 The command's and Dask's inputs (V1 orders over 5,000 markets, int64 amounts
 and salts, BUY/SELL; a fully quoted CSV as pyarrow writes it) are generated
-by pyarrow's kernels (``clobkit._bench.scaling.orders``, which
+by pyarrow's kernels (``clobkit.bench.scaling.orders``, which
 ``clobkit bench --scaling`` uses too) a million rows at a time into a
 temporary directory (``--tmp``).
 The children (Dask's workers included) import clobkit as this process does:
@@ -87,13 +87,13 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from clobkit import IMPLEMENTATION, OrderHasher, OrderSigner
-from clobkit._bench._timing import gil_bound
-from clobkit._bench.machine import machine, machine_line
-from clobkit._bench.order_ids import WALLET as V1_WALLET
-from clobkit._bench.scaling import KEY, V2_WALLET, arguments, at_once, best_of, orders
+from clobkit.bench._timing import gil_bound
+from clobkit.bench.machine import machine, machine_line
+from clobkit.bench.order_ids import WALLET as V1_WALLET
+from clobkit.bench.scaling import KEY, V2_WALLET, arguments, at_once, best_of, orders
 
 # the compiled core's meters, where its twin is the one running (the pure twin has none)
-_core_c = importlib.import_module("clobkit._core_c") if IMPLEMENTATION == "c" else None
+_core_c = importlib.import_module("clobkit.core._core_c") if IMPLEMENTATION == "c" else None
 
 DEPOSIT = "0x" + "d3" * 20  # a deposit wallet: the maker and signer of POLY_1271 orders
 PIECE = 1_000_000  # rows generated (and held) at a time
@@ -462,8 +462,8 @@ def writer_alone(root: Path, rounds: int, most: int = 2_000_000) -> Row:
 
     One thread writes every batch, in order, so this is the command's ceiling
     at any ``--threads``."""
-    from clobkit._orderids.convert import parquet_options
-    from clobkit._orderids.parquet import _dictionary_columns
+    from clobkit.cli.orderids.convert import parquet_options
+    from clobkit.cli.orderids.parquet import _dictionary_columns
 
     out = pq.ParquetFile(root / "out.parquet")
     groups, n = [], 0

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from clobkit import OrderSigner, _secp, signing
+from clobkit import OrderSigner, signing
+from clobkit.signing import secp as _secp
 
 KEY = "0x" + "42" * 32
 
@@ -74,7 +75,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    from clobkit import _core_c
+    from clobkit.core import _core_c
 
     table = rows(args.n)
     counts = {name: (args.n // 4 if "one by one" in name else args.n) for name in table}

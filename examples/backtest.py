@@ -48,7 +48,7 @@ from typing import Any
 import httpx
 
 from clobkit import AsyncClient
-from clobkit._spec import RATE_LIMIT_PER_MINUTE
+from clobkit.core.spec import RATE_LIMIT_PER_MINUTE
 from clobkit.errors import OrderBookNotFound, ValidationError
 from clobkit.mm import Desk, Quote, Quoter
 from clobkit.models import Orderbook

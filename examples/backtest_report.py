@@ -21,7 +21,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from clobkit._safe_files import atomic_output, unsafe_directory
+from clobkit.core.safe_files import atomic_output, unsafe_directory
 
 HORIZONS = (1, 10, 60)  # seconds after a fill at which its markout reads the mid
 CENTS = Decimal(100)

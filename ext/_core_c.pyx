@@ -1,7 +1,7 @@
 # cython: language_level=3, freethreading_compatible=False
-"""Compiled twin of the core (``clobkit._core_c``).
+"""Compiled twin of the core (``clobkit.core._core_c``).
 
-Same names, signatures and exceptions as ``clobkit._core_py``. The hot paths
+Same names, signatures and exceptions as ``clobkit.core.pure``. The hot paths
 (order ids, request signing, amounts of ordinary inputs) run in C; any input
 the fast path does not recognise is handed to the pure twin, which either
 computes it or raises the canonical error, so both twins agree on every input.
@@ -24,15 +24,15 @@ from libc.string cimport memchr, memcmp, memcpy, memset
 
 import os as _os
 
-from clobkit import _arrow_ids as _ids
-from clobkit import _columns as _col
-from clobkit import _amounts_py as _a
-from clobkit import _parse as _p
-from clobkit._spec import SALT_MAX
-from clobkit._types import CORE_API
+from clobkit.core import arrow_ids as _ids
+from clobkit.core import columns as _col
+from clobkit.core import amounts_pure as _a
+from clobkit.core import parse as _p
+from clobkit.core.spec import SALT_MAX
+from clobkit.core.types import CORE_API
 from clobkit.errors import OrderFieldError, SignatureInputError
-from clobkit._types import Amounts
-from clobkit._wallet import prepare_wallet
+from clobkit.core.types import Amounts
+from clobkit.core.wallet import prepare_wallet
 
 # The C declarations every part uses: extern structs and functions, inline C helpers
 include "decls.pxi"

@@ -31,7 +31,7 @@ enum {
     CK_C_TIMESTAMP = 9, CK_C_METADATA = 10, CK_C_BUILDER = 11
 };
 
-/* How a run of a column is stored: clobkit._columns' F_* (Arrow, numpy)
+/* How a run of a column is stored: clobkit.core.columns' F_* (Arrow, numpy)
  * and CK_F_REFS, the per-object references of a Python sequence. */
 enum {
     CK_F_INT = 0, CK_F_BOOL = 1, CK_F_BOOL8 = 2, CK_F_DEC = 3, CK_F_STR = 4,

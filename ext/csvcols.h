@@ -1,5 +1,5 @@
 /* Plain CSV blocks read into columns, without the GIL: the fast CSV path of
- * ``clobkit order-ids`` (see clobkit._orderids.csv_fast).
+ * ``clobkit order-ids`` (see clobkit.cli.orderids.csv_fast).
  *
  * A block is plain when every line has exactly ``width`` fields, each either
  * unquoted (tab, space and printable ASCII but the quote and the comma) or

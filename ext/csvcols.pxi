@@ -114,8 +114,8 @@ cdef bytes _fresh(Py_ssize_t size):
 
 def csv_columns(block, width, columns):
     """A block of plain CSV lines read into columns: ``(rows, [column, ...])`` or
-    ``None`` (see ``clobkit._csv_columns``, the rule and the pure twin)."""
-    from clobkit import _csv_columns as _csvc  # on first use: `import clobkit` stays light
+    ``None`` (see ``clobkit.core.csv_columns``, the rule and the pure twin)."""
+    from clobkit.core import csv_columns as _csvc  # on first use: `import clobkit` stays light
 
     cdef _Bytes src = _data(block, "block")
     cdef Py_ssize_t w = _p.parse_width(width)

@@ -307,7 +307,7 @@ cdef class OrderHasher:
         from the text or int each object holds (taken in one pass under the
         GIL). Returns a list of str, or with ``out="arrow"`` one pyarrow
         string array whose data buffer the workers fill (no Python object per
-        id; see ``clobkit._arrow_ids``), with ``out="bytes"`` one ``bytes`` the
+        id; see ``clobkit.core.arrow_ids``), with ``out="bytes"`` one ``bytes`` the
         workers fill, the ids back to back.
         """
         return self._batch(token_ids, maker_amounts, taker_amounts, sides, salts, fee_rate_bps,

@@ -70,7 +70,7 @@ def _twins() -> list[str]:
     # test_compiled_twin_loaded fails loudly when it is expected but missing.
     names = ["python"]
     try:
-        importlib.import_module("clobkit._core_c")
+        importlib.import_module("clobkit.core._core_c")
     except ImportError:
         if not NO_EXTENSIONS:
             names.append("c")  # collected, and fails in the fixture below
@@ -81,8 +81,8 @@ def _twins() -> list[str]:
 
 @pytest.fixture(scope="session", params=_twins())
 def core(request: pytest.FixtureRequest) -> ModuleType:
-    """The compiled twin (``clobkit._core_c``) or the pure one (``clobkit._core_py``)."""
-    name = "clobkit._core_c" if request.param == "c" else "clobkit._core_py"
+    """The compiled twin (``clobkit.core._core_c``) or the pure one (``clobkit.core.pure``)."""
+    name = "clobkit.core._core_c" if request.param == "c" else "clobkit.core.pure"
     return importlib.import_module(name)
 
 
@@ -90,7 +90,7 @@ def core(request: pytest.FixtureRequest) -> ModuleType:
 def both() -> tuple[ModuleType, ...]:
     """Every twin available in this run (for identical-result comparisons)."""
     return tuple(
-        importlib.import_module("clobkit._core_c" if name == "c" else "clobkit._core_py")
+        importlib.import_module("clobkit.core._core_c" if name == "c" else "clobkit.core.pure")
         for name in _twins()
     )
 
@@ -122,7 +122,7 @@ def import_extra(module: str, extra: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in EXTRAS[extra]:
             raise
-        from clobkit._extras import install_hint
+        from clobkit.core.extras import install_hint
 
         pytest.skip(
             f"needs the {extra} extra (missing {exc.name}): {install_hint(extra)}",

@@ -1,4 +1,4 @@
-"""``clobkit bench`` (clobkit._bench): structure and correctness columns of a quick run, memory.
+"""``clobkit bench`` (clobkit.bench): structure and correctness columns of a quick run, memory.
 
 No timing assertions: timings only have to exist and be positive.
 """
@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from clobkit import IMPLEMENTATION, _bench
-from clobkit._bench import _timing, amounts, files, machine, order_ids, orders_v2, report, verdicts
-from clobkit._extras import install_hint
+from clobkit import IMPLEMENTATION
+from clobkit import bench as _bench
+from clobkit.bench import _timing, amounts, files, machine, order_ids, orders_v2, report, verdicts
+from clobkit.core.extras import install_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATIONS = [

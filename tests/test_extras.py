@@ -7,26 +7,23 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
-from clobkit import _extras
 from clobkit.cli import main
+from clobkit.core import extras as _extras
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def declared() -> dict[str, list[str]]:
     """pyproject.toml's extras (the one home of what each brings), read as TOML."""
-    if sys.version_info >= (3, 11):
-        import tomllib
+    import tomllib
 
-        with open(ROOT / "pyproject.toml", "rb") as fh:
-            extras: dict[str, list[str]] = tomllib.load(fh)["project"]["optional-dependencies"]
-        return extras
-    pytest.skip("tomllib is new in Python 3.11 (the metadata is checked by the rest)")
+    with open(ROOT / "pyproject.toml", "rb") as fh:
+        extras: dict[str, list[str]] = tomllib.load(fh)["project"]["optional-dependencies"]
+    return extras
 
 
 def name(requirement: str) -> str:

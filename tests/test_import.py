@@ -43,9 +43,9 @@ def test_import_clobkit_is_light() -> None:
 
 
 def test_compiled_twin_does_not_import_the_pure_one() -> None:
-    pytest.importorskip("clobkit._core_c")
-    loaded = _modules_after("import clobkit._core_c")
-    assert "clobkit._core_py" not in loaded
+    pytest.importorskip("clobkit.core._core_c")
+    loaded = _modules_after("import clobkit.core._core_c")
+    assert "clobkit.core.pure" not in loaded
     assert "Crypto" not in {m.split(".")[0] for m in loaded}
 
 
@@ -98,7 +98,7 @@ def test_pure_twin_import_leaves_out_typing_and_fractions() -> None:
         _modules_after("import os; os.environ['CLOBKIT_NO_EXTENSIONS'] = '1'; import clobkit")
     )
     hashing = set(_modules_after("from Crypto.Hash import keccak"))
-    assert "clobkit._core_py" in loaded
+    assert "clobkit.core.pure" in loaded
     assert sorted((loaded - hashing).intersection(("typing", "fractions"))) == []
 
 
@@ -109,7 +109,8 @@ def test_lazy_names_still_arrive() -> None:
 
     import clobkit
     import clobkit.amounts
-    from clobkit import _spec, _types
+    from clobkit.core import spec as _spec
+    from clobkit.core import types as _types
 
     assert clobkit.Side is clobkit.amounts.Side is _types.Side
     assert clobkit.OrderType is clobkit.amounts.OrderType is _types.OrderType
@@ -160,7 +161,7 @@ _ANY_TEXT = st.one_of(st.text(), st.text(alphabet=_GRAMMAR | st.characters(), ma
 @settings(max_examples=examples(3000))
 @given(_ANY_TEXT)
 def test_split_number_is_the_number_regex(text: str) -> None:
-    from clobkit._amounts_py import split_number
+    from clobkit.core.amounts_pure import split_number
 
     m = _NUMBER_RE.match(text)
     expected = None if m is None else tuple(g or "" for g in m.groups())
@@ -196,7 +197,7 @@ def test_split_number_is_the_number_regex(text: str) -> None:
     ],
 )
 def test_split_number_edges(text: str) -> None:
-    from clobkit._amounts_py import split_number
+    from clobkit.core.amounts_pure import split_number
 
     m = _NUMBER_RE.match(text)
     assert split_number(text) == (None if m is None else tuple(g or "" for g in m.groups()))
@@ -209,19 +210,19 @@ _TOKEN_TEXT = st.one_of(st.text(), st.text(alphabet=_ASCII_EDGES | st.characters
 @settings(max_examples=examples(3000))
 @given(_TOKEN_TEXT)
 def test_visible_ascii_and_letters_are_their_regexes(text: str) -> None:
-    from clobkit import _parse
+    from clobkit.core import parse as _parse
 
     assert _parse._visible_ascii(text) == bool(re.match(r"[\x21-\x7e]+\Z", text))
     assert _parse._ascii_letters(text) == bool(re.match(r"[A-Za-z]+\Z", text))
 
 
 def test_record_refuses_what_a_namedtuple_would_lose() -> None:
-    from clobkit._types import record
+    from clobkit.core.types import record
 
     if TYPE_CHECKING:
         from typing import NamedTuple
     else:
-        from clobkit._types import NamedTuple  # object, as _types itself uses it
+        from clobkit.core.types import NamedTuple  # object, as _types itself uses it
 
     with pytest.raises(TypeError, match=r"fields only, not \['total'\]"):
 
@@ -244,19 +245,21 @@ def test_record_refuses_what_a_namedtuple_would_lose() -> None:
     assert Plain.__doc__ == "Doc."
 
 
-# A finder ahead of the real ones answers for ``clobkit._core_c``: it is missing,
+# A finder ahead of the real ones answers for ``clobkit.core._core_c``: it is missing,
 # or there but fails to load (a broken build's missing symbol, an import inside it)
 _FAKE_CORE = """
 import sys
 from typing import TYPE_CHECKING
 ERRORS = {{
-    "missing": ModuleNotFoundError("No module named 'clobkit._core_c'", name="clobkit._core_c"),
-    "broken": ImportError("undefined symbol: ck_keccak256", name="clobkit._core_c"),
+    "missing": ModuleNotFoundError(
+        "No module named 'clobkit.core._core_c'", name="clobkit.core._core_c"
+    ),
+    "broken": ImportError("undefined symbol: ck_keccak256", name="clobkit.core._core_c"),
     "inner": ModuleNotFoundError("No module named 'clobkit._gone'", name="clobkit._gone"),
 }}
 class Finder:
     def find_spec(self, name, path=None, target=None):
-        if name == "clobkit._core_c":
+        if name == "clobkit.core._core_c":
             raise ERRORS[{how!r}]
 sys.meta_path.insert(0, Finder())
 import clobkit, clobkit.cli
@@ -290,6 +293,6 @@ def test_a_compiled_core_that_does_not_load_is_an_error(how: str) -> None:
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith(
-        "ImportError: clobkit's compiled core clobkit._core_c is installed but does not load ("
+        "ImportError: clobkit's compiled core clobkit.core._core_c is installed but does not load ("
     )
     assert ("undefined symbol" if how == "broken" else "clobkit._gone") in last

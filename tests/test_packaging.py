@@ -88,15 +88,15 @@ def test_a_wheel_built_without_a_compiler_runs_on_the_pure_twin(tmp_path: Path) 
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     log = built.stdout + built.stderr
-    assert "clobkit: the compiled core clobkit._core_c could not be built" in log
+    assert "clobkit: the compiled core clobkit.core._core_c could not be built" in log
     assert "install a C compiler" in log
 
     (wheel,) = (tmp_path / "dist").glob("clobkit-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         # no compiled core (its stub, _core_c.pyi, ships with every wheel)
-        assert [n for n in names if "_core_c" in n] == ["clobkit/_core_c.pyi"]
-        assert "clobkit/_core_py.py" in names
+        assert [n for n in names if "_core_c" in n] == ["clobkit/core/_core_c.pyi"]
+        assert "clobkit/core/pure.py" in names
         metadata = zf.read(f"clobkit-{clobkit.__version__}.dist-info/METADATA").decode()
         assert f"\nVersion: {clobkit.__version__}\n" in metadata
         zf.extractall(tmp_path / "site")

@@ -1,4 +1,4 @@
-"""``clobkit._safe_files``: files written through no planted link, small files read
+"""``clobkit.core.safe_files``: files written through no planted link, small files read
 as regular files only, within a bound (real links, FIFOs and devices in a temporary
 directory)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clobkit._safe_files import (
+from clobkit.core.safe_files import (
     NotRegular,
     atomic_output,
     new_regular,

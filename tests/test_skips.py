@@ -23,7 +23,7 @@ def _module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, source: 
 def test_a_missing_extra_skips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # what clobkit.sandbox does without the extra: its import of starlette fails
     name = _module(tmp_path, monkeypatch, "needs_extra", "import starlette.not_installed_here\n")
-    from clobkit._extras import install_hint
+    from clobkit.core.extras import install_hint
 
     with pytest.raises(pytest.skip.Exception) as info:
         import_extra(name, "sandbox")

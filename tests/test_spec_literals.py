@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from clobkit import _spec
+from clobkit.core import spec as _spec
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "clobkit"
-HOMES = {"src/clobkit/_spec.py", "src/clobkit/_parse.py"}
+HOMES = {"src/clobkit/core/spec.py", "src/clobkit/core/parse.py"}
 
 #: Known residues: (path, rule, text). Emptied when the branches meet.
 ALLOWED: set[tuple[str, str, str]] = set()
@@ -56,7 +56,7 @@ WITHIN = frozenset(t for t in TEXTS if " " in t) - {_spec.ERROR_NOT_FOUND.casefo
 #: switches, each read in one place (see docs/architecture.md, "Where each rule lives").
 ENV_NAMES = frozenset(value for name, value in vars(_spec).items() if name.startswith("ENV_"))
 CORE_SWITCHES = {
-    "CLOBKIT_NO_EXTENSIONS": ("src/clobkit/_core.py",),
+    "CLOBKIT_NO_EXTENSIONS": ("src/clobkit/core/select.py",),
     "CLOBKIT_KECCAK": ("ext/",),
 }
 ENV_SHAPE = re.compile(r"CLOBKIT_[A-Z][A-Z0-9_]*")
@@ -390,10 +390,10 @@ def test_no_rule_spelled_outside_its_home() -> None:
 
 
 def test_a_core_switch_is_allowed_only_at_home() -> None:
-    assert _switch_home_ok("src/clobkit/_core.py", "CLOBKIT_NO_EXTENSIONS")
+    assert _switch_home_ok("src/clobkit/core/select.py", "CLOBKIT_NO_EXTENSIONS")
     assert _switch_home_ok("ext/_core_c.pyx", "CLOBKIT_KECCAK")
-    assert not _switch_home_ok("src/clobkit/cli.py", "CLOBKIT_NO_EXTENSIONS")
-    assert not _switch_home_ok("src/clobkit/_core.py", "CLOBKIT_KECCAK")
+    assert not _switch_home_ok("src/clobkit/cli/parser.py", "CLOBKIT_NO_EXTENSIONS")
+    assert not _switch_home_ok("src/clobkit/core/select.py", "CLOBKIT_KECCAK")
 
 
 def test_the_files_are_there() -> None:
@@ -522,7 +522,7 @@ def test_a_mistyped_sandbox_status_fails_mypy(
     from mypy import api  # a dev dependency, as for test_style
 
     monkeypatch.setenv("MYPYPATH", str(ROOT / "src"))  # this tree's clobkit, not an install
-    good = "from clobkit._spec import LIVE\nfrom clobkit.sandbox.state import Order\n\n\n"
+    good = "from clobkit.core.spec import LIVE\nfrom clobkit.sandbox.state import Order\n\n\n"
     bad = tmp_path / "bad.py"
     bad.write_text(good + "def f(o: Order) -> None:\n    o.status = 'livee'\n")
     ok = tmp_path / "ok.py"

@@ -55,3 +55,134 @@ def test_the_compiled_twin_is_a_table_of_contents() -> None:
     sizes = {p: (EXT / p).read_text(encoding="utf-8").count("\n") for p in parts}
     assert {p: n for p, n in sizes.items() if n > PART_MAX} == {}
     assert sorted(sizes) == sorted(p.name for p in EXT.glob("*.pxi"))
+
+
+# Issue #44: the folders are the architecture. Top level: the public modules and the
+# packages, each one part (docs/architecture.md draws them); a private helper lives in the
+# package of the part that owns it.
+PUBLIC_MODULES = {
+    "__init__",
+    "__main__",
+    "amounts",
+    "auth",
+    "dask",
+    "errors",
+    "models",
+    "order_id",
+    "salt",
+}
+PACKAGES = {
+    "bench",
+    "cli",
+    "client",
+    "core",
+    "mm",
+    "record",
+    "sandbox",
+    "sentinel",
+    "signing",
+}
+
+
+def test_top_level_is_public_modules_and_packages() -> None:
+    modules = {p.stem for p in SRC.glob("*.py")}
+    packages = {p.parent.name for p in SRC.glob("*/__init__.py")}
+    assert modules == PUBLIC_MODULES
+    assert packages == PACKAGES
+    # no folder of modules without an __init__ (a namespace package by accident)
+    folders = {p.parent.name for p in SRC.glob("*/*.py")}
+    assert folders == PACKAGES
+
+
+def module_name(path: Path, src: Path) -> str:
+    """The dotted name of the module at ``path`` under the source root ``src``."""
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path, name: str, known: set[str]) -> set[str]:
+    """Every module of ``known`` that the module ``name`` at ``path`` imports: all import
+    statements, inside functions and ``if TYPE_CHECKING:`` included, relative or
+    absolute; ``from package import module`` counts as the module."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            # ``from package import module`` imports the module; a name imports its module
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def import_cycles(src: Path, top: str) -> list[list[str]]:
+    """The import circles among the modules of the package ``top`` under ``src``: each
+    strongly connected component of more than one module, sorted (Tarjan's algorithm)."""
+    paths = {module_name(p, src): p for p in (src / top).rglob("*.py")}
+    known = set(paths)
+    edges = {name: sorted(imports_of(path, name, known)) for name, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in edges[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for name in sorted(edges):
+        if name not in index:
+            visit(name)
+    return sorted(cycles)
+
+
+def test_no_import_cycle() -> None:
+    """No module of clobkit imports, directly or through others, one that imports it:
+    lazy imports inside functions and type-only imports count (a circle of knowledge)."""
+    assert import_cycles(SRC.parent, "clobkit") == []
+
+
+def test_the_cycle_check_can_fail(tmp_path: Path) -> None:
+    pkg = tmp_path / "p"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub import b\n")
+    (pkg / "sub" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..c import C\n"
+    )
+    (pkg / "c.py").write_text("def f():\n    from p import a\n")
+    (pkg / "d.py").write_text("import p.a\n")
+    assert import_cycles(tmp_path, "p") == [["p.a", "p.c", "p.sub.b"]]

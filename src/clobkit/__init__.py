@@ -12,8 +12,6 @@ models (msgspec) on first use of ``WalletInfo``, and the enums on first use of
 from __future__ import annotations
 
 from . import errors
-from ._core import IMPLEMENTATION
-from ._types import lazy as _lazy
 from .amounts import (
     Amounts,
     from_units,
@@ -23,6 +21,8 @@ from .amounts import (
     to_units,
 )
 from .auth import RequestSigner, signature, verify_signature
+from .core.select import IMPLEMENTATION
+from .core.types import lazy as _lazy
 from .order_id import OrderHasher, sign_order_id
 from .salt import new_salt, new_salts
 
@@ -30,8 +30,8 @@ from .salt import new_salt, new_salts
 # read the names below, the run time finds them through __getattr__.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._enums import OrderType, Side
     from .client import AsyncClient, Client
+    from .core.enums import OrderType, Side
     from .models import WalletInfo
     from .signing import OrderSigner, SignedOrder
 
@@ -42,8 +42,8 @@ _LAZY = {
     "OrderSigner": "clobkit.signing",
     "SignedOrder": "clobkit.signing",
     "WalletInfo": "clobkit.models",
-    "OrderType": "clobkit._enums",
-    "Side": "clobkit._enums",
+    "OrderType": "clobkit.core.enums",
+    "Side": "clobkit.core.enums",
 }
 
 

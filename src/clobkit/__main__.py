@@ -14,7 +14,7 @@ import sys
 def command() -> int:
     """The ``clobkit`` command's process: ``python -m clobkit`` and the console script."""
     if sys.argv[1:2] == ["order-ids"]:
-        from ._orderids.process import for_command
+        from .cli.orderids.process import for_command
 
         for_command()  # this process runs the command and exits
         # Where numpy loads (a pyarrow that needs it), its OpenBLAS starts a thread
@@ -22,7 +22,7 @@ def command() -> int:
         # time). Nothing here calls BLAS; a user's own setting is kept.
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
-        from .cli import main
+        from .cli.parser import main
     except KeyboardInterrupt:  # Ctrl-C while importing: one line, no traceback
         print("clobkit: interrupted", file=sys.stderr)
         return 130

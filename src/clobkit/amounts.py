@@ -8,17 +8,17 @@ arithmetic is exact integer arithmetic.
 
 from __future__ import annotations
 
-from ._core import from_units, limit_amounts, market_amounts, market_price, to_units
-from ._spec import SINGLE_ORDER_MAX, UNIT
-from ._types import Amounts
-from ._types import lazy as _lazy
+from .core.select import from_units, limit_amounts, market_amounts, market_price, to_units
+from .core.spec import SINGLE_ORDER_MAX, UNIT
+from .core.types import Amounts
+from .core.types import lazy as _lazy
 from .errors import AmountError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from ._enums import OrderType, Side
+    from .core.enums import OrderType, Side
 
 __all__ = [
     "MAX_ORDER_USDC",
@@ -78,8 +78,8 @@ def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
     """
     import pyarrow as pa
 
-    from . import _arrow_compute as ac  # pyarrow.compute's import is 50 ms
-    from ._arrow_values import scalar  # pa.scalar would import pandas (slow) to rule it out
+    from .core import arrow_compute as ac
+    from .core.arrow_values import scalar  # pa.scalar would import pandas (slow) to rule it out
 
     u64 = pa.uint64()  # typed scalars: an untyped one would push the comparison to int64
     makers, takers = ac.cast(makers, u64), ac.cast(takers, u64)
@@ -91,4 +91,4 @@ def raw_amounts_flagged(sides: Any, makers: Any, takers: Any) -> Any:
 
 
 # ``Side`` and ``OrderType`` load on first use: ``enum`` is not free
-__getattr__ = _lazy(globals(), {"Side": "clobkit._enums", "OrderType": "clobkit._enums"})
+__getattr__ = _lazy(globals(), {"Side": "clobkit.core.enums", "OrderType": "clobkit.core.enums"})

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ._core import RequestSigner, sha256_hex, signature, verify_signature
+from .core.select import RequestSigner, sha256_hex, signature, verify_signature
 
 __all__ = ["RequestSigner", "sha256_hex", "signature", "verify_signature"]

@@ -32,10 +32,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._columns import WORD
-from ._orderids.rows import LAYOUTS, read_arrow, read_values, version_note
-from ._parse import BATCH_KEYWORDS, COLUMN_KINDS
-from ._wallet import _WALLET_FIELDS, _field, wallet_data
+from .cli.orderids.rows import LAYOUTS, read_arrow, read_values, version_note
+from .core.columns import WORD
+from .core.parse import BATCH_KEYWORDS, COLUMN_KINDS
+from .core.wallet import _WALLET_FIELDS, _field, wallet_data
 from .errors import MissingExtra, OrderFieldError, ValidationError
 from .order_id import OrderHasher
 
@@ -48,11 +48,11 @@ try:
     # documented here (docs.dask.org: dask.dataframe.utils.make_meta), defined in .dispatch
     from dask.dataframe.utils import make_meta  # type: ignore[attr-defined]
 except ImportError:
-    from ._extras import install_hint
+    from .core.extras import install_hint
 
     raise MissingExtra(f"clobkit.dask needs Dask: {install_hint('dask')}") from None
 
-from . import _arrow_compute as ac  # imports pyarrow: known present here
+from .core import arrow_compute as ac
 
 __all__ = ["parquet_options", "to_parquet", "with_order_ids"]
 

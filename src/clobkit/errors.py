@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import builtins
 
-from ._spec import expiration_minimum, forbidden_scope
+from .core.spec import expiration_minimum, forbidden_scope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,22 +14,13 @@ cancel, read or track it.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from typing_extensions import dataclass_transform
-else:
-
-    def dataclass_transform(**_: Any) -> Any:
-        """Run-time stand-in: the decorator only informs the type checker."""
-        return lambda cls: cls
-
+from typing import TYPE_CHECKING, Any, Literal, dataclass_transform
 
 import msgspec
 
-from ._spec import (
+from .core.spec import (
     FINAL_STATUSES,
     OPEN_STATUSES,
     ORDER_STATUSES,
@@ -37,7 +28,7 @@ from ._spec import (
     OrderTypeName,
     SideName,
 )
-from ._wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
+from .core.wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
 from .errors import OrderFieldError, ValidationError
 
 # An order's status, side and order type arrive as the service's string, kept
@@ -94,7 +85,7 @@ def _aware(struct: msgspec.Struct, *names: str) -> None:
     for name in names:
         value = getattr(struct, name)
         if value is not None and value.tzinfo is None:
-            msgspec.structs.force_setattr(struct, name, value.replace(tzinfo=timezone.utc))
+            msgspec.structs.force_setattr(struct, name, value.replace(tzinfo=UTC))
 
 
 # msgspec makes subclasses frozen and omit_defaults; this tells the type checker so too

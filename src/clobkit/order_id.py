@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._core import OrderHasher, keccak256
-from ._wallet import checksum, parse_address
+from .core.select import OrderHasher, keccak256
+from .core.wallet import checksum, parse_address
 
 __all__ = ["OrderHasher", "checksum_address", "keccak256", "sign_order_id"]
 

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ._core import new_salt, new_salts
+from .core.select import new_salt, new_salts
 
 __all__ = ["new_salt", "new_salts"]

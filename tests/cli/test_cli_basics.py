@@ -206,14 +206,14 @@ def test_bench_hands_every_argument_to_clobkit_bench(
     cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[list[str]] = []
-    fake = types.ModuleType("clobkit._bench")
+    fake = types.ModuleType("clobkit.bench")
 
     def fake_main(argv: list[str]) -> int:
         seen.append(list(argv))
         return 0
 
     fake.main = fake_main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "clobkit._bench", fake)
+    monkeypatch.setitem(sys.modules, "clobkit.bench", fake)
     assert cli("bench", "--quick", "--markdown").code == 0
     assert cli("bench", "--help").code == 0
     assert seen == [["--quick", "--markdown"], ["--help"]]
@@ -222,23 +222,23 @@ def test_bench_hands_every_argument_to_clobkit_bench(
 def test_bench_usage_error_is_its_exit_code(
     cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake = types.ModuleType("clobkit._bench")
+    fake = types.ModuleType("clobkit.bench")
 
     def main(argv: list[str]) -> int:
         raise SystemExit(2)
 
     fake.main = main  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "clobkit._bench", fake)
+    monkeypatch.setitem(sys.modules, "clobkit.bench", fake)
     assert cli("bench", "--nonsense").code == 2
 
 
 def test_bench_says_clearly_when_it_is_not_installed(
     cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "clobkit._bench", None)
+    monkeypatch.setitem(sys.modules, "clobkit.bench", None)
     result = cli("bench")
     assert result.code == 1
-    assert "clobkit._bench" in one_line_error(result.err)
+    assert "clobkit.bench" in one_line_error(result.err)
     assert "not part of this install" in result.err
 
 

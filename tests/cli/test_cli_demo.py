@@ -124,7 +124,7 @@ def test_demo_without_the_sandbox_extra_says_so(
     monkeypatch.delattr(clobkit, "sandbox", raising=False)
     result = cli("demo")
     assert result.code == 1
-    from clobkit._extras import install_hint
+    from clobkit.core.extras import install_hint
 
     assert install_hint("sandbox") in one_line_error(result.err)
     assert "'starlette>=0.40'" in install_hint("sandbox")  # its packages, by name

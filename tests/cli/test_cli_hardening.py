@@ -386,7 +386,7 @@ def test_zero_padded_numbers_are_their_value(
 ) -> None:
     """The CSV fast path and the exact readers read them alike: as their value."""
     from clobkit import OrderHasher
-    from clobkit._orderids import csv_fast
+    from clobkit.cli.orderids import csv_fast
 
     if fmt == "csv-exact":
         monkeypatch.setattr(csv_fast, "ENABLED", False)
@@ -414,7 +414,7 @@ def test_csv_values_with_spaces_around_are_refused(
     fast: bool,
 ) -> None:
     """As the service refuses " 5": no value is stripped, on either CSV reader."""
-    from clobkit._orderids import csv_fast
+    from clobkit.cli.orderids import csv_fast
 
     monkeypatch.setattr(csv_fast, "ENABLED", fast)
     src, dst = tmp_path / "in.csv", tmp_path / "out.csv"

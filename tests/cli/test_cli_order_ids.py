@@ -284,14 +284,14 @@ def test_default_batch_is_smaller_than_a_big_file(
     wallet_files: dict[str, Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import clobkit._orderids.csv_fast as csvfast
-    import clobkit._orderids.text as text_input
+    import clobkit.cli.orderids.csv_fast as csvfast
+    import clobkit.cli.orderids.text as text_input
 
     # the exact reader's batches; the pyarrow path's blocks are bounded in bytes
     # (test_cli_order_ids_csvfast.py::test_blocks_are_bounded)
     monkeypatch.setattr(csvfast, "ENABLED", False)
     calls: list[int] = []
-    from clobkit._orderids.rows import hash_batch as real
+    from clobkit.cli.orderids.rows import hash_batch as real
 
     def spy(hasher: Any, parsed: Any, *rest: Any) -> Any:
         calls.append(len(parsed.lines))
@@ -374,7 +374,7 @@ def test_a_csv_with_another_separator_is_named(
     what: str,
 ) -> None:
     """A spreadsheet's semicolon CSV once read as "lacks every column"."""
-    import clobkit._orderids.csv_fast as csvfast
+    import clobkit.cli.orderids.csv_fast as csvfast
 
     monkeypatch.setattr(csvfast, "ENABLED", fast)
     src = tmp_path / "in.csv"

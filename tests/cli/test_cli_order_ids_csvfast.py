@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import clobkit._orderids.csv_fast as csvfast
-from clobkit._orderids.run import InputError, run
+import clobkit.cli.orderids.csv_fast as csvfast
+from clobkit.cli.orderids.run import InputError, run
 
 from ..conftest import examples
 from ..core.oracle import eth_account_order_id
@@ -263,7 +263,7 @@ def test_arrow_values_equal_pa_array(items: list[Any], typ: str) -> None:
     """The buffer-built arrays (no pandas probe) equal ``pa.array``'s."""
     import pyarrow as pa
 
-    from clobkit._arrow_values import scalar, values
+    from clobkit.core.arrow_values import scalar, values
 
     t = getattr(pa, typ)()
     assert values(pa, items, t).equals(pa.array(items, t))

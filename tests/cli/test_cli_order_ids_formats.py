@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-import clobkit._orderids.csv_fast as csvfast
-from clobkit._orderids.outputs import MANIFEST
+import clobkit.cli.orderids.csv_fast as csvfast
+from clobkit.cli.orderids.outputs import MANIFEST
 
 from .conftest import WALLET, Result
 from .test_cli_order_ids import expected_id, orders, write_csv, write_jsonl
@@ -265,7 +265,7 @@ def test_a_parquet_file_is_the_same_bytes_without_proc(
 ) -> None:
     """pyarrow writes the file ``atomic_output`` opened through ``/proc/self/fd/N`` where
     Linux has it, else through the file's Python methods: the same bytes either way."""
-    from clobkit._orderids import outputs
+    from clobkit.cli.orderids import outputs
 
     src = tmp_path / "in.parquet"
     write_parquet(src, orders(700, full=True))

@@ -23,8 +23,8 @@ pytest.importorskip("pyarrow")
 _CHILD = textwrap.dedent(
     """
     import resource, sys
-    import clobkit._orderids.csv_fast as csv_fast
-    from clobkit._orderids.run import run
+    import clobkit.cli.orderids.csv_fast as csv_fast
+    from clobkit.cli.orderids.run import run
 
     csv_fast.BLOCK = 1 << 18  # 256 KiB blocks: hundreds of items
     wallet, src, dst = sys.argv[1:4]

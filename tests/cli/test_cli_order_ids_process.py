@@ -2,7 +2,7 @@
 
 The command's process imports neither numpy (pyarrow loads it when it can,
 but a file-to-file run never uses it) nor ``pyarrow.compute`` (clobkit calls
-the kernels through ``clobkit._arrow_compute``); each run's files and lines
+the kernels through ``clobkit.core.arrow_compute``); each run's files and lines
 are checked against the same run in the test process, where both are loaded.
 """
 
@@ -129,7 +129,7 @@ def test_import_pyarrow_lifts_the_block_only_for_a_pyarrow_that_needs_numpy(
         """
         import sys
         sys.path.insert(0, sys.argv[1])
-        from clobkit._orderids.process import block_numpy, import_pyarrow
+        from clobkit.cli.orderids.process import block_numpy, import_pyarrow
         block_numpy()
         pa = import_pyarrow()
         print(pa.loaded_with_numpy, sys.modules.get("numpy", "absent") is None)
@@ -148,7 +148,7 @@ def test_import_pyarrow_lifts_the_block_only_for_a_pyarrow_that_needs_numpy(
 
 def test_block_numpy_leaves_a_process_that_already_has_numpy_or_pyarrow() -> None:
     code = (
-        "import pyarrow\nfrom clobkit._orderids.process import block_numpy\nblock_numpy()\n"
+        "import pyarrow\nfrom clobkit.cli.orderids.process import block_numpy\nblock_numpy()\n"
         "import numpy"
     )
     subprocess.run([sys.executable, "-c", code], timeout=60, check=True)  # numpy still imports
@@ -196,7 +196,7 @@ def test_the_commands_process_takes_the_c_allocator_unless_the_user_chose(
 def test_for_command_leaves_a_process_that_already_has_pyarrow() -> None:
     code = (
         "import os, pyarrow\nos.environ.pop('ARROW_DEFAULT_MEMORY_POOL', None)\n"
-        "from clobkit._orderids.process import for_command\nfor_command()\n"
+        "from clobkit.cli.orderids.process import for_command\nfor_command()\n"
         "print('ARROW_DEFAULT_MEMORY_POOL' in os.environ)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -208,9 +208,9 @@ def test_the_commands_process_keeps_freed_memory_where_glibc_runs(
 ) -> None:
     """glibc's malloc is told to keep what the pipeline frees (its next items reuse the
     pages), unless the user set its tunables; elsewhere nothing is changed."""
-    from clobkit._orderids.process import keep_freed_memory
+    from clobkit.cli.orderids.process import keep_freed_memory
 
-    script = "from clobkit._orderids.process import keep_freed_memory as k; print(k())"
+    script = "from clobkit.cli.orderids.process import keep_freed_memory as k; print(k())"
     env = {
         k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES" and not k.startswith("MALLOC_")
     }

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-import clobkit._orderids.csv_fast as csvfast
-from clobkit._orderids.stages import item_threads, staged, workers_for
+import clobkit.cli.orderids.csv_fast as csvfast
+from clobkit.cli.orderids.stages import item_threads, staged, workers_for
 from clobkit.order_id import OrderHasher
 
 from .conftest import WALLET, Result
@@ -236,7 +236,7 @@ class _Counting(OrderHasher):
 def test_the_command_hashes_on_at_most_threads_at_once(
     cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str
 ) -> None:
-    monkeypatch.setattr("clobkit._orderids.run.OrderHasher", _Counting)
+    monkeypatch.setattr("clobkit.cli.orderids.run.OrderHasher", _Counting)
     monkeypatch.setattr(csvfast, "BLOCK", 16_384)  # many CSV blocks
     monkeypatch.setenv("CLOBKIT_PRIVATE_KEY", KEY)
     rows = v2_orders(1_200, full=True)

@@ -15,7 +15,7 @@ import pytest
 from eth_account import Account
 
 from clobkit import new_salts
-from clobkit._wallet import V2_CTF_EXCHANGE, V2_NEG_RISK_EXCHANGE, V3_EXCHANGE
+from clobkit.core.wallet import V2_CTF_EXCHANGE, V2_NEG_RISK_EXCHANGE, V3_EXCHANGE
 
 from ..core.oracle import eth_account_order_id_v2
 from .conftest import TOKEN, WALLET, Result, one_line_error, read_rows

@@ -6,7 +6,7 @@ import inspect
 import json
 import logging
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -319,7 +319,7 @@ def test_retry_after_forms() -> None:
     assert retry_after_seconds("1.5") == 1.5
     assert retry_after_seconds("-4") == 0.0
     assert retry_after_seconds("soon") is None
-    later = datetime.now(timezone.utc) + timedelta(seconds=30)
+    later = datetime.now(UTC) + timedelta(seconds=30)
     seconds = retry_after_seconds(later.strftime("%a, %d %b %Y %H:%M:%S GMT"))
     assert seconds is not None
     assert 25 < seconds <= 31
@@ -352,7 +352,7 @@ def test_slow_path_tolerates_odd_fields() -> None:
     order, _ = drive(core.get_order("o"), [answer])
     assert order.status == "live"
     assert order.amount is None
-    assert order.created_at == datetime(2025, 1, 1, tzinfo=timezone.utc)
+    assert order.created_at == datetime(2025, 1, 1, tzinfo=UTC)
     direct, _ = drive(core.get_order("o"), [ok({"id": "o", "status": "live"})])
     assert direct.id == "o"  # ``data`` holding the order itself, without the ``order`` key
 
@@ -868,7 +868,7 @@ def test_place_order_valid_shapes() -> None:
         order_type="GTD",
         limit_price="0.45",
         token_option="no",
-        expiration=datetime.now(timezone.utc) + timedelta(hours=1),
+        expiration=datetime.now(UTC) + timedelta(hours=1),
         take_profit_price=None,
         stop_loss_price=None,
     )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from clobkit import OrderHasher
-from clobkit._wallet import EXCHANGES_OF_VERSION
+from clobkit.core.wallet import EXCHANGES_OF_VERSION
 
 from .conftest import full_scope_users
 from .helpers import market_with_book, resting_buy_price

@@ -254,7 +254,7 @@ def test_detail_survives_pickling() -> None:
     ],
 )
 def test_json_depth_check(body: bytes, deep: bool) -> None:
-    from clobkit._jsondepth import json_too_deep
+    from clobkit.core.jsondepth import json_too_deep
 
     assert json_too_deep(body) is deep
 
@@ -281,7 +281,7 @@ def test_json_depth_check_is_exact_on_json(value: object, limit: int, wrap: int)
     # wrapped in up to 40 more arrays: past the check's few passes, into its linear one
     import json
 
-    from clobkit._jsondepth import json_too_deep
+    from clobkit.core.jsondepth import json_too_deep
 
     body = ("[" * wrap + json.dumps(value) + "]" * wrap).encode()
     assert json_too_deep(body, limit) is (wrap + _depth(value) > limit)

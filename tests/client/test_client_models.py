@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -22,7 +22,7 @@ from clobkit.models import (
     WalletInfo,
 )
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def decode(shape: Shape[Any], data: Any) -> Any:

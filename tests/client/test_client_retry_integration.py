@@ -239,7 +239,7 @@ def exhaust(api: Any) -> errors.RateLimited:
     for _ in range(RATE + 1):
         try:
             api.get_wallet(refresh=True)
-        except errors.RateLimited as exc:  # noqa: PERF203
+        except errors.RateLimited as exc:
             return exc
     raise AssertionError("the sandbox never rate limited")
 

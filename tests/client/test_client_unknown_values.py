@@ -16,9 +16,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from clobkit._spec import ORDER_STATUSES, ORDER_TYPES, SIDES
 from clobkit.client import _decode
 from clobkit.client._stream import parse_message
+from clobkit.core.spec import ORDER_STATUSES, ORDER_TYPES, SIDES
 from clobkit.models import CancelResult, Order, PortfolioOrder
 
 from .conftest import full_scope_users

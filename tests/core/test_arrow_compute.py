@@ -1,4 +1,4 @@
-"""``clobkit._arrow_compute`` gives what ``pyarrow.compute`` and pyarrow's Array methods give.
+"""``clobkit.core.arrow_compute`` gives what ``pyarrow.compute`` and pyarrow's Array methods give.
 
 The oracle is pyarrow's public API; the inputs cover nulls, empty arrays,
 chunked arrays and dictionaries, as the file paths meet them.
@@ -14,7 +14,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pc = pytest.importorskip("pyarrow.compute")
 
-from clobkit import _arrow_compute as ac  # noqa: E402 - needs pyarrow
+from clobkit.core import arrow_compute as ac  # noqa: E402 - needs pyarrow
 
 INTS = [pa.array([3, None, 0, 2**40], pa.int64()), pa.array([], pa.int64())]
 STRS = [

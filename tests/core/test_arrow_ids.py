@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import clobkit._arrow_ids as arrow_ids
+from clobkit.core import arrow_ids
 from clobkit.errors import MissingExtra, OrderFieldError
 
 from .test_order_id import WALLET
@@ -123,7 +123,7 @@ def test_without_pyarrow_out_arrow_names_the_extra(
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # import pyarrow now fails
     hasher = core.OrderHasher(WALLET)
     assert len(hasher.order_ids(**batch)) == 2  # the list needs no pyarrow
-    from clobkit._extras import install_hint
+    from clobkit.core.extras import install_hint
 
     with pytest.raises(MissingExtra) as info:
         hasher.order_ids(**batch, out="arrow")

@@ -274,7 +274,7 @@ def test_sha256_hex(core: ModuleType) -> None:
 
 
 def test_forced_sha256_paths_agree() -> None:
-    core_c = pytest.importorskip("clobkit._core_c")
+    core_c = pytest.importorskip("clobkit.core._core_c")
     tried = []
     try:
         for path in ("portable", "sha-ni"):

@@ -201,10 +201,10 @@ def test_columns_equal_lists(core: ModuleType, batch: Any) -> None:
 @settings(max_examples=examples(60))
 @given(batches(), st.integers(1, 3))
 def test_columns_every_keccak_path_and_thread_count(batch: Any, threads: int) -> None:
-    core_c = pytest.importorskip("clobkit._core_c")
+    core_c = pytest.importorskip("clobkit.core._core_c")
     version, lists, cols = batch
     hasher = core_c.OrderHasher(WALLETS[version])
-    want = importlib.import_module("clobkit._core_py").OrderHasher(WALLETS[version])
+    want = importlib.import_module("clobkit.core.pure").OrderHasher(WALLETS[version])
     want_ids = want.order_ids(**lists)
     try:
         for path in KECCAK_PATHS:
@@ -422,7 +422,7 @@ def test_without_pyarrow_and_numpy_nothing_changes() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    want = importlib.import_module("clobkit._core_py").OrderHasher(WALLET_V1)
+    want = importlib.import_module("clobkit.core.pure").OrderHasher(WALLET_V1)
     assert out[0] == repr(
         want.order_ids(token_ids=[1, 2], maker_amounts=1, taker_amounts=2, sides=0, salts=3)
     )

@@ -74,7 +74,7 @@ def test_a_burst_of_threads_does_not_stay(core: ModuleType) -> None:
     assert len(ids) == n
     assert ids[7] == hasher.order_id(token_id=1, maker_amount=8, taker_amount=2, side=0, salt=3)
     # the pool is bounded, and idle helpers leave within seconds
-    from clobkit._parse import MAX_THREADS as limit
+    from clobkit.core.parse import MAX_THREADS as limit
 
     assert _native_threads() <= before + limit
     deadline = time.monotonic() + 30

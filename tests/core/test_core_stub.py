@@ -1,6 +1,6 @@
 """``_core_c.pyi`` says what the compiled twin defines, with the pure twin's signatures.
 
-The stub is what editors and mypy see of ``clobkit._core_c``; these tests fail
+The stub is what editors and mypy see of ``clobkit.core._core_c``; these tests fail
 when a name is added to or removed from the extension without the stub, or when
 the twins' contract (``_types.CORE_API``: same names, parameters, defaults) and
 the stub drift apart.
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from clobkit import _core_py
-from clobkit._types import CORE_API
+from clobkit.core import pure as _core_py
+from clobkit.core.types import CORE_API
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "clobkit"
 STUB = SRC / "_core_c.pyi"
@@ -130,14 +130,14 @@ def test_stub_signatures_are_the_pure_twins(name: str) -> None:
 
 
 compiled = pytest.mark.skipif(
-    importlib.util.find_spec("clobkit._core_c") is None,
+    importlib.util.find_spec("clobkit.core._core_c") is None,
     reason="pure-only run (CLOBKIT_NO_EXTENSIONS=1): no compiled twin to compare the stub with",
 )
 
 
 @compiled
 def test_stub_names_are_the_compiled_twins() -> None:
-    core_c = importlib.import_module("clobkit._core_c")
+    core_c = importlib.import_module("clobkit.core._core_c")
     defined = _public(vars(core_c)) - _pyx_imports()
     assert _public(_stub()) == defined
     assert core_c.__all__ == list(CORE_API)
@@ -148,7 +148,7 @@ def test_stub_names_are_the_compiled_twins() -> None:
 def test_compiled_signatures_are_the_stubs(name: str) -> None:
     """Where the compiled twin reports a signature (Cython's binding), it is the stub's."""
     node = _stub()[name]
-    obj = getattr(importlib.import_module("clobkit._core_c"), name)
+    obj = getattr(importlib.import_module("clobkit.core._core_c"), name)
     pairs: list[tuple[ast.FunctionDef, Any]] = []
     if isinstance(node, ast.FunctionDef):
         pairs.append((node, obj))

@@ -25,9 +25,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clobkit import OrderSigner, _secp, signing
-from clobkit._enums import Side
+from clobkit import OrderSigner, signing
+from clobkit.core.enums import Side
 from clobkit.errors import OrderFieldError
+from clobkit.signing import secp as _secp
 
 from ..conftest import examples
 from . import signing_oracle
@@ -37,8 +38,8 @@ from .test_signing_hasher import wallet
 
 pa = pytest.importorskip("pyarrow")
 np = pytest.importorskip("numpy")
-core_c: Any = pytest.importorskip("clobkit._core_c")
-core_py: Any = pytest.importorskip("clobkit._core_py")
+core_c: Any = pytest.importorskip("clobkit.core._core_c")
+core_py: Any = pytest.importorskip("clobkit.core.pure")
 
 MAX = 2**256 - 1
 ROUND = 16_384  # rows per round of the pipeline (ext/batch.pxi CHUNK)
@@ -591,7 +592,7 @@ def test_hasher_sign_many_native_equals_pure_twin_and_eth_account(signature_type
 
 
 def _keccak_under(value: str) -> tuple[str, str]:
-    code = "import warnings, clobkit._core_c as c; print(c.implementation()['keccak'])"
+    code = "import warnings, clobkit.core._core_c as c; print(c.implementation()['keccak'])"
     env = {**os.environ, "CLOBKIT_KECCAK": value, "PYTHONWARNINGS": "always"}
     done = subprocess.run(
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
@@ -643,7 +644,8 @@ def test_the_compiled_twins_plain_types_answer_as_the_rules_do() -> None:
     float, bytes and None are scalars; none is columnar), so a few orders cost no Python
     call per argument. Those answers are the rules' own: if a rule changes for one of
     these types, this fails, and ``_PLAIN`` must change with it."""
-    from clobkit import _columns, _parse
+    from clobkit.core import columns as _columns
+    from clobkit.core import parse as _parse
 
     pxi = (Path(__file__).parents[2] / "ext" / "order_ids.pxi").read_text(encoding="utf-8")
     plain = re.search(r"_PLAIN = frozenset\(\((.*)\)\)", pxi)

@@ -68,7 +68,7 @@ def test_ten_thousand_orders_match_eth_account(
     """200 examples x 50 orders: singles and the batch equal eth-account's digest (the
     pure twin on 10 of each batch: eth-account's 2 ms an order is this test's time, and
     tests/core/test_twins.py holds the pure twin to the compiled one on any input)."""
-    if core.__name__ == "clobkit._core_py":
+    if core.__name__ == "clobkit.core.pure":
         batch = batch[:10]
     hasher = core.OrderHasher(wallet)
     want = [eth_account_order_id(wallet, o, o["neg_risk"]) for o in batch]
@@ -281,7 +281,7 @@ def test_the_saved_wallet_envelope_is_the_wallet(core: ModuleType) -> None:
 
 def test_forced_keccak_paths_agree() -> None:
     """Each compiled Keccak path, forced in turn, against eth-account."""
-    core_c = pytest.importorskip("clobkit._core_c")
+    core_c = pytest.importorskip("clobkit.core._core_c")
     hasher = core_c.OrderHasher(WALLET)
     batch = [
         {k: (i * 7919 + j) ** 5 % (MAX + 1) for j, k in enumerate(UINTS)} | {"side": i % 2}
@@ -353,7 +353,7 @@ def test_compiled_twin_loaded() -> None:
     if os.environ.get("CLOBKIT_NO_EXTENSIONS", "") not in ("", "0"):
         assert clobkit.IMPLEMENTATION == "python"
     else:
-        importlib.import_module("clobkit._core_c")
+        importlib.import_module("clobkit.core._core_c")
         assert clobkit.IMPLEMENTATION == "c"
 
 
@@ -409,7 +409,7 @@ def test_checksum_address() -> None:
 def test_import_self_check_trusts_the_simd_paths_here() -> None:
     """Every SIMD Keccak path this CPU runs agrees with the portable one at import;
     one that did not would be distrusted and never used (ids stay exact, only slower)."""
-    core_c = pytest.importorskip("clobkit._core_c")
+    core_c = pytest.importorskip("clobkit.core._core_c")
     before = core_c.implementation()
     assert core_c.self_check() == []
     assert core_c.implementation() == before  # the check restores the path in use

@@ -123,7 +123,7 @@ def test_v2_v3_orders_match_eth_account(
 
 def test_forced_keccak_paths_v2() -> None:
     """Each compiled Keccak path, forced in turn, on V2 and V3 against eth-account."""
-    core_c = pytest.importorskip("clobkit._core_c")
+    core_c = pytest.importorskip("clobkit.core._core_c")
     batch: list[dict[str, Any]] = [
         {k: (i * 7919 + j) ** 7 % (MAX + 1) for j, k in enumerate(UINTS)}
         | {

@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 from ..conftest import examples
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("clobkit._core_c") is None,
+    importlib.util.find_spec("clobkit.core._core_c") is None,
     reason="pure-only run (CLOBKIT_NO_EXTENSIONS=1): there is no second twin to compare",
 )
 
-py = importlib.import_module("clobkit._core_py")
+py = importlib.import_module("clobkit.core.pure")
 
 
 def _c() -> Any:
-    return importlib.import_module("clobkit._core_c")
+    return importlib.import_module("clobkit.core._core_c")
 
 
 def outcome(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[str, Any]:
@@ -616,7 +616,7 @@ def test_every_core_name_is_compared() -> None:
     """Each name of CORE_API is fed to both twins by a test in this module."""
     from pathlib import Path
 
-    from clobkit._types import CORE_API
+    from clobkit.core.types import CORE_API
 
     source = Path(__file__).read_text(encoding="utf-8")
     missing = [name for name in CORE_API if not re.search(rf"\b{name}\b", source)]

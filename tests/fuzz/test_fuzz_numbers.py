@@ -29,9 +29,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clobkit import _core_py
-from clobkit._types import CORE_API
 from clobkit.cli import main
+from clobkit.core import pure as _core_py
+from clobkit.core.types import CORE_API
 from clobkit.errors import ClobkitError
 
 from ..conftest import import_extra
@@ -193,7 +193,7 @@ def test_core_entry_points(data: st.DataObject, spec: tuple[Any, ...]) -> None:
         kwargs[key] = value
     twins = [_core_py]
     with contextlib.suppress(ImportError):
-        twins.append(_twin("clobkit._core_c"))
+        twins.append(_twin("clobkit.core._core_c"))
     results = [_outcome(mod, name, args, kwargs) for mod in twins]  # anything else escapes
     assert all(r == results[0] for r in results), results
 
@@ -268,7 +268,7 @@ def test_order_ids_files(
     data: st.DataObject, fmt: str, version: int, spec: tuple[Any, ...]
 ) -> None:
     value = make(spec)
-    from clobkit._orderids import csv_fast
+    from clobkit.cli.orderids import csv_fast
 
     names = V1_FIELDS if version == 1 else V2_FIELDS
     field = data.draw(st.sampled_from(names), label="field")

@@ -73,7 +73,7 @@ class DeskMachine(RuleBasedStateMachine):
             try:
                 await self.desk.open()
                 return
-            except (ApiError, TransportError):  # noqa: PERF203 - tried again
+            except (ApiError, TransportError):
                 await asyncio.sleep(0.01)
         raise AssertionError("the quoters could not be opened")
 

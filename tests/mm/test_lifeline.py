@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient
-from clobkit._spec import ENV_SENTINEL_TOKEN
+from clobkit.core.spec import ENV_SENTINEL_TOKEN
 from clobkit.errors import TransportError, ValidationError
 from clobkit.mm import Desk, Quote
 from clobkit.sentinel import HALTED, LEFT, QUOTING

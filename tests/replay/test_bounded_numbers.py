@@ -1,4 +1,4 @@
-"""``clobkit._checks.bounded``: the one reader of a number a user or a file gives within
+"""``clobkit.core.checks.bounded``: the one reader of a number a user or a file gives within
 a range (a replay's times, speed and steps; a recording's prices, sizes and times).
 Out of range, off its decimals or no number at all is a one-line ``ValidationError``
 naming the field, before anything is computed from the value (issue #42)."""
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clobkit._checks import MAX_NUMBER_TEXT, bounded, bounded_int
+from clobkit.core.checks import MAX_NUMBER_TEXT, bounded, bounded_int
 from clobkit.errors import ValidationError
 
 from ..conftest import examples

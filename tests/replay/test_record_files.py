@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from clobkit._record_read import MARKETS_FILE_BYTES
 from clobkit.errors import ValidationError
 from clobkit.record import (
     BOOK,
@@ -27,6 +26,7 @@ from clobkit.record import (
     read_markets,
     recording_files,
 )
+from clobkit.record.read import MARKETS_FILE_BYTES
 
 T0 = 1_764_547_200_000_000_000  # 2025-12-01T00:00:00Z, in ns
 MARKET = RecordedMarket("00000000-0000-4000-8000-00000000000a", None, "Q", "11", "22")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from clobkit import _record_frames
 from clobkit.record import BOOK, RecordedMarket, RecordingWriter, iter_rows, recording_files
+from clobkit.record import frames as _record_frames
 
 from .conftest import config, sandbox_module
 

@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clobkit._record_frames import schema
 from clobkit.errors import ValidationError
 from clobkit.record import BOOK, GAP, SNAPSHOT, RecordedMarket, RecordingWriter
+from clobkit.record.frames import schema
 from clobkit.sandbox import replay_read
 from clobkit.sandbox.replay import MAX_STEP_UPDATES, Replay
 from clobkit.sandbox.replay_read import check, index, updates

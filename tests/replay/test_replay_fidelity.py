@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from clobkit._spec import book_topic
+from clobkit.core.spec import book_topic
 from clobkit.errors import ValidationError
 from clobkit.models import StreamMessage
 from clobkit.record import (

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 
-from clobkit import _record_read
 from clobkit.errors import ClobkitError
+from clobkit.record import read as _record_read
 from clobkit.sandbox.replay import Replay
 from clobkit.sandbox.replay_read import index, updates
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from clobkit._record_frames import schema
 from clobkit.errors import ValidationError
 from clobkit.record import BOOK, RecordedMarket, RecordingWriter
+from clobkit.record.frames import schema
 from clobkit.sandbox.replay import Replay
 
 from .conftest import config, sandbox_module

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient, Client, errors
-from clobkit._spec import (
+from clobkit.client import orders_topic
+from clobkit.core.spec import (
     CANCELLED,
     CODE_INVALID_EXPIRATION,
     expiration_minimum,
     expiration_refusal,
 )
-from clobkit.client import orders_topic
 from clobkit.models import StreamMessage
 from clobkit.sandbox import Engine, OrderRecord, Rejected, SandboxConfig
 from clobkit.sandbox.config import ConfigError

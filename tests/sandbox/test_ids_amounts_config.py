@@ -1,6 +1,6 @@
 """The sandbox: event ids spelled as the market and order
 routes accept them, zero raw amounts under the ratio rule, the config's checks in
-``clobkit._checks``' words, and the WebSocket topic cap in docs/sandbox.md."""
+``clobkit.core.checks``' words, and the WebSocket topic cap in docs/sandbox.md."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from clobkit import _checks
+from clobkit.core import checks as _checks
 from clobkit.errors import ValidationError
 from clobkit.sandbox import Sandbox
 from clobkit.sandbox.config import ConfigError, LimitsConfig, SandboxConfig
@@ -81,11 +81,11 @@ def test_zero_amounts_of_both_kinds_are_no_malformed_amounts(
     assert sb.engine.balances(TRADER).cash_reserved == 0  # nothing was placed
 
 
-# 3. The config refuses what clobkit._checks refuses, in its words, naming key and value
+# 3. The config refuses what clobkit.core.checks refuses, in its words, naming key and value
 
 
 def _refusal(check: Any, value: object, field: str) -> str:
-    """What ``clobkit._checks`` says of ``value`` for ``field`` (key and value named)."""
+    """What ``clobkit.core.checks`` says of ``value`` for ``field`` (key and value named)."""
     with pytest.raises(ValidationError) as caught:
         check(value, field)
     return str(caught.value)

@@ -26,7 +26,7 @@ import pytest
 
 import clobkit
 from clobkit import RequestSigner
-from clobkit._spec import RISK_CODE
+from clobkit.core.spec import RISK_CODE
 from clobkit.sandbox import Sandbox, load_config
 
 from .conftest import TRADER, book_market

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from clobkit import RequestSigner
-from clobkit._spec import CANCELLED
+from clobkit.core.spec import CANCELLED
 from clobkit.sandbox import Engine, Sandbox, serve_in_thread
 from clobkit.sandbox.config import DEFAULT_USERS
 from clobkit.sandbox.store import SCHEMA_VERSION, StateFileError

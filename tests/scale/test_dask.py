@@ -154,7 +154,7 @@ def test_pure_twin_gives_the_same_ids(tmp_path: Path) -> None:
     path = _write(table, tmp_path / "orders")
     code = (
         "import json, sys, dask.dataframe as dd\n"
-        "from clobkit._core import IMPLEMENTATION\n"
+        "from clobkit.core.select import IMPLEMENTATION\n"
         "from clobkit.dask import with_order_ids\n"
         f"out = with_order_ids(dd.read_parquet({path!r}), json.loads(sys.argv[1])).compute()\n"
         "print(IMPLEMENTATION)\n"
@@ -244,7 +244,7 @@ def test_without_dask_one_line_says_what_to_install() -> None:
         text=True,
         check=True,
     ).stdout
-    from clobkit._extras import install_hint
+    from clobkit.core.extras import install_hint
 
     assert out == f"True clobkit.dask needs Dask: {install_hint('dask')}\n"
 
@@ -436,8 +436,8 @@ def test_to_parquet_and_the_commands_datasets_hold_the_same_ids(
     manifest's order), equal an independent hasher's, row for row."""
     import json
 
-    from clobkit._orderids.outputs import MANIFEST
-    from clobkit._orderids.run import run
+    from clobkit.cli.orderids.outputs import MANIFEST
+    from clobkit.cli.orderids.run import run
     from clobkit.dask import to_parquet
 
     table = _table(1, 9_001)

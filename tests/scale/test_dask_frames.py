@@ -229,7 +229,7 @@ def test_the_pure_twin_names_the_same_rows() -> None:
     """CLOBKIT_NO_EXTENSIONS=1 in a fresh process: every message as the compiled core's."""
     code = (
         "import json\n"
-        "from clobkit._core import IMPLEMENTATION\n"
+        "from clobkit.core.select import IMPLEMENTATION\n"
         "from tests.scale.test_dask_frames import BAD_ROWS, _bad_message\n"
         "print(IMPLEMENTATION)\n"
         "print(json.dumps([_bad_message(*case[:3]) for case in BAD_ROWS]))\n"

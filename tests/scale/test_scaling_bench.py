@@ -112,7 +112,7 @@ def test_a_row_the_workers_left_to_python_stops_the_run(monkeypatch: pytest.Monk
     # a script, not typed as src/ is: imported by name, out of mypy's view
     scaling: Any = importlib.import_module("benchmarks.scaling")
     try:
-        core_c: Any = importlib.import_module("clobkit._core_c")
+        core_c: Any = importlib.import_module("clobkit.core._core_c")
     except ImportError:
         if not NO_EXTENSIONS:
             raise  # expected built, as conftest's twins are
@@ -122,7 +122,7 @@ def test_a_row_the_workers_left_to_python_stops_the_run(monkeypatch: pytest.Monk
         return
     monkeypatch.setattr(scaling, "_core_c", core_c)  # its meter, whichever twin clobkit runs
 
-    from clobkit._enums import Side
+    from clobkit.core.enums import Side
 
     hasher = core_c.OrderHasher(scaling.V1_WALLET)  # the meter's twin, whichever clobkit runs
     cols = {"token_ids": 1, "maker_amounts": 2, "taker_amounts": 3, "salts": 4}

@@ -16,7 +16,7 @@ import httpx
 import msgspec
 import pytest
 
-from clobkit._spec import ENV_SENTINEL_TOKEN
+from clobkit.core.spec import ENV_SENTINEL_TOKEN
 
 from ..conftest import import_extra
 

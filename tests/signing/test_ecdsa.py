@@ -1,4 +1,4 @@
-"""A KMS answer made an exchange signature (clobkit._signers.ecdsa), held to independent
+"""A KMS answer made an exchange signature (clobkit.signing.ecdsa), held to independent
 writers and readers: ``cryptography`` encodes the DER and the SubjectPublicKeyInfo,
 coincurve signs, eth-account recovers. And the sign budget's window."""
 
@@ -11,8 +11,8 @@ from coincurve import PrivateKey
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clobkit._signers.budget import SignBudget
-from clobkit._signers.ecdsa import (
+from clobkit.signing.budget import SignBudget
+from clobkit.signing.ecdsa import (
     N,
     ShapeError,
     address_of,

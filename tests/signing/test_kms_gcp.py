@@ -48,7 +48,7 @@ def sync_client(address: str) -> Any:
 
 
 def signer(name: str, client: Any, **options: Any) -> Any:
-    signing = import_extra("clobkit._signers.gcp", "kms-gcp")
+    signing = import_extra("clobkit.signing.gcp", "kms-gcp")
     return signing.GcpKmsSigner(name, client=client, **options)
 
 

@@ -61,5 +61,5 @@ async def within(awaitable: Awaitable[T], seconds: float) -> T:
         finally:
             if task.done() and not task.cancelled():
                 task.exception()  # retrieved: an error raised as it ended is not "lost"
-        raise asyncio.TimeoutError
+        raise TimeoutError
     return task.result()

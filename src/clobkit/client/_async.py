@@ -4,7 +4,6 @@ aiohttp ``ClientSession`` (``_session.py``)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import weakref
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
@@ -12,9 +11,8 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._signers.protocol import AsyncSigner, as_async_signer
-from .._spec import PAGE_SIZE_DEFAULT
-from .._types import OrderType, Side
+from ..core.spec import PAGE_SIZE_DEFAULT
+from ..core.types import OrderType, Side
 from ..errors import TransportError
 from ..models import (
     CancelResult,
@@ -32,6 +30,7 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
+from ..signing.protocol import AsyncSigner, as_async_signer
 from ._aio import pace, within
 from ._cancel_all import CancelAllResult
 from ._config import ClientConfig
@@ -47,10 +46,7 @@ from ._validate import EventFilters, event_params
 from ._wire import attempt_timeout_error
 
 if TYPE_CHECKING:
-    if sys.version_info >= (3, 11):
-        from typing import Unpack
-    else:  # installed with httpx (anyio requires it below Python 3.15)
-        from typing_extensions import Unpack
+    from typing import Unpack
 
 __all__ = ["AsyncClient"]
 
@@ -160,7 +156,7 @@ class AsyncClient(AsyncRawOrderSeam):
                     assert type(effect) is Receive
                     try:
                         result = await within(effect.inbox.get(), effect.seconds)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         result = None
                 effect = op.send(result)
         except StopIteration as stop:

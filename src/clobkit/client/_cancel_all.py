@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .._checks import seconds
-from .._spec import LIVE
+from ..core.checks import seconds
+from ..core.spec import LIVE
 from ..errors import ApiError, ClobkitError, RateLimited, TransportError
 from ..models import Order
 from ._ops import Gather, Operation, Sleep

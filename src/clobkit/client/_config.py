@@ -8,10 +8,10 @@ from ssl import SSLContext
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._checks import positive_int, seconds
-from .._core import RequestSigner
-from .._parse import service_base_url
-from .._spec import API_PREFIX, ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
+from ..core.checks import positive_int, seconds
+from ..core.parse import service_base_url
+from ..core.select import RequestSigner
+from ..core.spec import API_PREFIX, ENV_API_KEY, ENV_API_SECRET, ENV_BASE_URL, ENV_CLOB_URL
 from ..errors import (
     SignatureInputError,
     ValidationError,

@@ -11,8 +11,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
-from .._core import OrderHasher, limit_amounts, market_amounts
-from .._spec import API_PREFIX, MAX_FEE_RATE_BPS
+from ..core.select import OrderHasher, limit_amounts, market_amounts
+from ..core.spec import API_PREFIX, MAX_FEE_RATE_BPS
 from ..errors import (
     AmountError,
     ApiError,
@@ -413,8 +413,8 @@ class ClientCore(WaitCore):
         result, never sent. On V1 it signs ``clob_order_id``, the very order stored; on
         V2/V3 the order stamped with this client's clock (``timestamp``, ms): the
         service stamps its own, so ``signed_order_id`` is not the stored id."""
-        from .._signers.orders import signable
         from ..signing import check_signer
+        from ..signing.orders import signable
 
         check_signer(hasher, signer)
         order: dict[str, object] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import UnionType
 from typing import Any, Final, Generic, TypeVar, Union, get_args, get_origin
 
@@ -64,7 +64,7 @@ def _timestamp(item: Any) -> Any:
     if isinstance(item, (int, float)) and not isinstance(item, bool):
         try:
             seconds = item / 1000 if item > 10**11 else item  # a huge int overflows here
-            return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
+            return datetime.fromtimestamp(seconds, UTC).isoformat()
         except (OverflowError, OSError, ValueError):
             return None
     return item

@@ -8,9 +8,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any, NamedTuple, TypeVar
 
-from .._checks import positive_int
-from .._core import OrderHasher, RequestSigner
-from .._spec import API_PREFIX, CANCELLED, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
+from ..core.checks import positive_int
+from ..core.select import OrderHasher, RequestSigner
+from ..core.spec import API_PREFIX, CANCELLED, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
 from ..errors import (
     OrderFieldError,
     ValidationError,

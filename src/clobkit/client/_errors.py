@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 import msgspec
 
-from .._spec import (
+from ..core.spec import (
     BODY_REFUSAL_CODES,
     CODE_DUPLICATE,
     CODE_INVALID_EXPIRATION,
@@ -87,8 +87,8 @@ def _date_seconds(value: str) -> float | None:
     try:
         when = parsedate_to_datetime(value)
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        return (when - datetime.now(timezone.utc)).total_seconds()
+            when = when.replace(tzinfo=UTC)
+        return (when - datetime.now(UTC)).total_seconds()
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
 

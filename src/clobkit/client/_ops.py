@@ -30,9 +30,9 @@ from urllib.parse import urlencode, urlsplit
 
 import msgspec
 
-from .._core import RequestSigner
-from .._jsondepth import json_too_deep
-from .._types import OrderType, Side
+from ..core.jsondepth import json_too_deep
+from ..core.select import RequestSigner
+from ..core.types import OrderType, Side
 from ..errors import (
     ApiError,
     ClobkitError,

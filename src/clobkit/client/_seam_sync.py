@@ -8,9 +8,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, TypeVar
 
-from .._signers.protocol import Signer
-from .._types import OrderType, Side
+from ..core.types import OrderType, Side
 from ..models import PlacedOrder, RawOrderResult
+from ..signing.protocol import Signer
 from ._core import ClientCore, PreparedRawOrder
 from ._endpoints import MarketInfo
 from ._ops import Operation

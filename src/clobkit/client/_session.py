@@ -161,7 +161,7 @@ class SessionTransport:
                 proxy=None if proxy is None else proxy.with_auth,
             ) as response:
                 return await _read(outgoing, response, limit)
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             return _failure(exc, outgoing, timeout)
 
     async def aclose(self) -> None:

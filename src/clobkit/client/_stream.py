@@ -23,10 +23,10 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosedOK, InvalidStatus, WebSocketException
 
-from .._checks import seconds
-from .._jsondepth import json_too_deep
-from .._spec import book_topic
-from .._spec import user_orders_topic as orders_topic
+from ..core.checks import seconds
+from ..core.jsondepth import json_too_deep
+from ..core.spec import book_topic
+from ..core.spec import user_orders_topic as orders_topic
 from ..errors import ClobkitError, TransportError, ValidationError
 from ..models import Order, Reconnected, StreamMessage
 from ._aio import within
@@ -187,7 +187,7 @@ class Stream:
         #: A faster decoding of the frames a consumer knows (the recorder's book frames):
         #: ``decode(frame)`` gets each frame's bytes and returns its ``StreamMessage``, or
         #: ``None`` to leave the frame to ``parse_message``. It must not raise, and must
-        #: check the nesting depth itself (``clobkit._jsondepth``) before decoding.
+        #: check the nesting depth itself (``clobkit.core.jsondepth``) before decoding.
         self.decode: Callable[[bytes], StreamMessage | None] | None = None
 
     def __repr__(self) -> str:
@@ -320,7 +320,7 @@ class Stream:
         for listener in tuple(self._listeners):
             try:
                 listener(item)
-            except Exception:  # noqa: PERF203 - a listener must not kill the stream
+            except Exception:
                 log.exception("stream listener failed")
 
     def _fail(self, error: BaseException) -> None:
@@ -401,7 +401,7 @@ class Stream:
         nothing published after ``start()`` returns (or after ``Reconnected``) is lost."""
         try:
             return await within(ws.recv(decode=False), self._ack_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
 
     async def _run(self) -> None:
@@ -435,7 +435,7 @@ class Stream:
                 self._fail(error)
             else:
                 log.warning("stream handshake refused (%s); retrying", status)
-        except (OSError, WebSocketException, asyncio.TimeoutError, EOFError) as exc:
+        except (TimeoutError, OSError, WebSocketException, EOFError) as exc:
             if not connected_once:
                 self._fail(TransportError(f"stream connect failed: {type(exc).__name__}: {exc}"))
             else:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import threading
 import weakref
 from collections.abc import Iterable, Iterator
@@ -15,9 +14,8 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._signers.protocol import Signer, as_signer
-from .._spec import PAGE_SIZE_DEFAULT
-from .._types import OrderType, Side
+from ..core.spec import PAGE_SIZE_DEFAULT
+from ..core.types import OrderType, Side
 from ..errors import TransportError
 from ..models import (
     CancelResult,
@@ -35,6 +33,7 @@ from ..models import (
     RawOrderResult,
     WalletInfo,
 )
+from ..signing.protocol import Signer, as_signer
 from ._cancel_all import CancelAllResult
 from ._config import ClientConfig
 from ._core import ClientCore, OrderFeed
@@ -50,10 +49,7 @@ from ._validate import EventFilters, event_params
 from ._wire import attempt_timeout_error
 
 if TYPE_CHECKING:
-    if sys.version_info >= (3, 11):
-        from typing import Unpack
-    else:  # installed with httpx (anyio requires it below Python 3.15)
-        from typing_extensions import Unpack
+    from typing import Unpack
 
 __all__ = ["Client"]
 

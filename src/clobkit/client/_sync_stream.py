@@ -105,7 +105,7 @@ class _Runner:
         for listener in tuple(self.listeners):
             try:
                 listener(item)
-            except Exception:  # noqa: PERF203 - a listener must not kill the stream
+            except Exception:
                 log.exception("stream listener failed")
 
     def _main(self) -> None:

@@ -11,10 +11,12 @@ from urllib.parse import quote
 
 import msgspec
 
-from .._core import from_units, limit_amounts, new_salt
-from .._core import to_units as _to_units
-from .._parse import parse_side
-from .._spec import (
+from ..amounts import MAX_ORDER_USDC
+from ..amounts import check_raw_amounts as _check_raw_amounts
+from ..core.parse import parse_side
+from ..core.select import from_units, limit_amounts, new_salt
+from ..core.select import to_units as _to_units
+from ..core.spec import (
     CLIENT_ORDER_ID_MAX,
     MAX_FEE_RATE_BPS,
     ORDER_TYPES,
@@ -23,9 +25,7 @@ from .._spec import (
     OrderTypeName,
     SideName,
 )
-from .._types import OrderType, Side
-from ..amounts import MAX_ORDER_USDC
-from ..amounts import check_raw_amounts as _check_raw_amounts
+from ..core.types import OrderType, Side
 from ..errors import (
     AmountError,
     OrderFieldError,

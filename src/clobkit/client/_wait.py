@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
-from .._checks import seconds
-from .._spec import ORDER_STATUSES, user_orders_topic
+from ..core.checks import seconds
+from ..core.spec import ORDER_STATUSES, user_orders_topic
 from ..errors import OrderFieldError, RateLimited, ServerError, TransportError
 from ..errors import TimeoutError as ClobkitTimeoutError
 from ..models import FINAL_STATUSES, Order, Reconnected, StreamMessage

@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Callable
 from decimal import Decimal
 
-from .._core import from_units, to_units
-from .._spec import SIDES, UNIT, UNIT_QUANTUM
+from ..core.select import from_units, to_units
+from ..core.spec import SIDES, UNIT, UNIT_QUANTUM
 from ..models import FINAL_STATUSES, Order
 from .ladder import Level
 from .orders import CANCELLABLE, LIVE, TERMINAL, TRANSITIONS, Event, Fill, State, TrackedOrder

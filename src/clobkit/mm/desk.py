@@ -21,12 +21,12 @@ from decimal import Decimal
 from types import TracebackType
 from typing import Any
 
-from .._core import from_units
-from .._signers.protocol import AsyncSigner
-from .._spec import RATE_LIMIT_PER_MINUTE
 from ..client import AsyncClient, PreparedRawOrder
+from ..core.select import from_units
+from ..core.spec import RATE_LIMIT_PER_MINUTE
 from ..errors import ValidationError
 from ..models import Market, Order, PlacedOrder
+from ..signing.protocol import AsyncSigner
 from .budget import Budget
 from .execution import Execution
 from .feed import Feed

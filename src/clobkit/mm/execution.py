@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from .._signers.protocol import AsyncSigner
-from .._spec import UNIT
 from ..client import AsyncClient, PreparedRawOrder
+from ..core.spec import UNIT
 from ..models import Order, PlacedOrder
+from ..signing.protocol import AsyncSigner
 from .cache import ExecutionCache, Owner
 from .gate import OPEN_ORDERS, Gate
 from .killswitch import KillSwitch

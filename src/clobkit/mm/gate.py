@@ -21,9 +21,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .._checks import positive_int, seconds
-from .._spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
 from ..client import UNKNOWN_OUTCOME, paced, within
+from ..core.checks import positive_int, seconds
+from ..core.spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
 from ..errors import QuoteRefused, RateLimited, RiskControlError
 from .budget import Budget, Slots
 from .ladder import Level
@@ -267,7 +267,7 @@ class Gate:
         halted = lambda: self.halted is not None  # noqa: E731 - a stop condition
         try:
             took = await within(places.take(0, 1, halted), self.room_timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Paced(places.limit, places.window) from None
         if not took:
             raise Halted(str(self.halted))

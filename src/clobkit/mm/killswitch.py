@@ -20,8 +20,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._checks import positive_int, seconds
 from ..client import UNKNOWN_OUTCOME
+from ..core.checks import positive_int, seconds
 from ..errors import ApiError, ValidationError
 from ..models import Order
 from .cache import ExecutionCache, Owner
@@ -146,7 +146,7 @@ class KillSwitch:
             try:
                 if await asyncio.wait_for(self.sweep(owner), left):
                     return True
-            except (asyncio.TimeoutError, *UNKNOWN_OUTCOME, ApiError) as exc:
+            except (TimeoutError, *UNKNOWN_OUTCOME, ApiError) as exc:
                 log.info("sweeping the book: %s", exc)
             await asyncio.sleep(min(delay, max(0.0, deadline - loop.time())))
             delay = min(2 * delay, 1.0)

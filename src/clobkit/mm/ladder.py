@@ -8,10 +8,10 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from .._core import limit_amounts, to_units
-from .._parse import parse_side
-from .._spec import DECIMALS
-from .._types import Side
+from ..core.parse import parse_side
+from ..core.select import limit_amounts, to_units
+from ..core.spec import DECIMALS
+from ..core.types import Side
 from ..errors import QuoteRefused
 
 __all__ = ["Level", "Live", "Quote", "crosses", "diff", "read_ladder", "units_text"]

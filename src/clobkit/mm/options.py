@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._checks import positive_int, seconds
+from ..core.checks import positive_int, seconds
 from ..errors import ValidationError
 
 __all__ = ["check_desk", "check_quoter"]

@@ -19,8 +19,8 @@ import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, NamedTuple
 
-from .._core import from_units
-from .._spec import SIDES
+from ..core.select import from_units
+from ..core.spec import SIDES
 from .ladder import Level
 
 if TYPE_CHECKING:

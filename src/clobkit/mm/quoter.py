@@ -21,9 +21,8 @@ from decimal import Decimal
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .._core import from_units, to_units
-from .._signers.protocol import AsyncSigner
 from ..client import UNKNOWN_OUTCOME, AsyncClient
+from ..core.select import from_units, to_units
 from ..errors import (
     ApiError,
     ClobkitError,
@@ -32,6 +31,7 @@ from ..errors import (
     RiskControlError,
 )
 from ..models import Market, Order, Orderbook
+from ..signing.protocol import AsyncSigner
 from .book import BookMirror
 from .cache import Holding
 from .execution import Execution

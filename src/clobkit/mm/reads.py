@@ -9,9 +9,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._core import to_units
-from .._spec import PAGE_SIZE_MAX
 from ..client import AsyncClient
+from ..core.select import to_units
+from ..core.spec import PAGE_SIZE_MAX
 from ..models import Market, Order
 from .gate import OPEN_ORDERS, Gate
 from .resolver import LISTING

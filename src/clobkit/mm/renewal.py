@@ -32,8 +32,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple
 
-from .._checks import seconds
-from .._spec import CANCELLED, ORDER_TYPES
+from ..core.checks import seconds
+from ..core.spec import CANCELLED, ORDER_TYPES
 from ..errors import QuoteRefused, ValidationError
 from .cache import ExecutionCache, Owner
 from .gate import Gate

@@ -12,8 +12,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from .._spec import LIVE, PAGE_SIZE_MAX
 from ..client import UNKNOWN_OUTCOME, AsyncClient, within
+from ..core.spec import LIVE, PAGE_SIZE_MAX
 from ..errors import NotFound, OutcomeUnknown, QuoteRefused, TransportError
 from ..models import Order
 from .cache import ExecutionCache, Owner

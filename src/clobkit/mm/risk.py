@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import NamedTuple
 
-from .._core import to_units
-from .._spec import UNIT
+from ..core.select import to_units
+from ..core.spec import UNIT
 from ..errors import QuoteRefused
 from .ladder import Level
 from .ladder import units_text as text

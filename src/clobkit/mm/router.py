@@ -13,8 +13,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from .._checks import positive_int
 from ..client import AsyncClient, Stream, orders_topic, within
+from ..core.checks import positive_int
 from ..errors import ValidationError
 from ..models import Reconnected, StreamMessage
 from .cache import ExecutionCache, Owner

@@ -10,12 +10,12 @@ import time
 
 import msgspec
 
-from .._core import from_units
-from .._signers.protocol import AsyncSigner
-from .._spec import CANCELLED, CODE_DUPLICATE, LIVE, SIDES
 from ..client import UNKNOWN_OUTCOME, AsyncClient, PreparedRawOrder
+from ..core.select import from_units
+from ..core.spec import CANCELLED, CODE_DUPLICATE, LIVE, SIDES
 from ..errors import ApiError, QuoteRefused, TransportError
 from ..models import Order
+from ..signing.protocol import AsyncSigner
 from .cache import ExecutionCache, Owner
 from .gate import CANCEL, PLACE, Gate
 from .ladder import Level

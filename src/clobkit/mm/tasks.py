@@ -47,7 +47,7 @@ async def _ended(calls: Iterable[Awaitable[T]]) -> list[asyncio.Task[T]]:
         while pending:
             try:
                 _, pending = await asyncio.wait(pending)
-            except asyncio.CancelledError:  # noqa: PERF203 - cancelled again: still wait for them
+            except asyncio.CancelledError:
                 continue
         raise
     return tasks

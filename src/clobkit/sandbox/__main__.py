@@ -160,8 +160,7 @@ def _replay(args: argparse.Namespace, sandbox: Sandbox) -> Replay | None:
     """The recording of ``--replay``, read and checked (None without the option)."""
     if args.replay is None:
         return None
-    from clobkit.errors import ClobkitError
-
+    from ..errors import ClobkitError
     from .replay import Replay
 
     try:

@@ -20,9 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Scope
 
-from clobkit._spec import ERROR_UNAUTHORIZED
-from clobkit.errors import ValidationError
-
+from ..core.spec import ERROR_UNAUTHORIZED
+from ..errors import ValidationError
 from . import views
 from .context import SandboxState
 from .errors import Rejected, bad_body

@@ -32,7 +32,7 @@ from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from clobkit._spec import (
+from ..core.spec import (
     ERROR_BOOK_NOT_FOUND,
     ERROR_INTERNAL,
     ERROR_NOT_FOUND,
@@ -40,7 +40,6 @@ from clobkit._spec import (
     PAGE_SIZE_MAX,
     SIDES,
 )
-
 from . import views
 from .admin import admin_routes
 from .auth import Authenticator

@@ -28,15 +28,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 
-from clobkit import verify_signature
-from clobkit._spec import (
+from .. import verify_signature
+from ..core.spec import (
     CODE_RATE_LIMITED,
     ERROR_IP_FORBIDDEN,
     ERROR_RATE_LIMITED,
     ERROR_UNAUTHORIZED,
     forbidden_scope,
 )
-
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected
 

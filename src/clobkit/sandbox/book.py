@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import uuid
 
-from clobkit._spec import (
+from ..core.spec import (
     CANCELLED,
     CODE_DUPLICATE,
     CODE_NOT_CANCELLABLE,
@@ -26,8 +26,7 @@ from clobkit._spec import (
     SUBMITTED,
     OrderStatus,
 )
-from clobkit.order_id import keccak256
-
+from ..order_id import keccak256
 from .errors import Rejected, bad_body, risk
 from .ledger import Ledger
 from .parse import OrderSpec, units_text

@@ -30,10 +30,9 @@ from decimal import Decimal, InvalidOperation
 from functools import partial
 from typing import Any, TypeVar, cast
 
-from clobkit._checks import positive_int, seconds
-from clobkit._spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
-from clobkit.errors import ClobkitError, ValidationError
-
+from ..core.checks import positive_int, seconds
+from ..core.spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
+from ..errors import ClobkitError, ValidationError
 from .faults import FaultConfig
 from .walk import WalkConfig
 
@@ -206,7 +205,7 @@ class RiskConfig:
 
 
 def _checked(check: Callable[[object, str], _T], value: object, what: str) -> _T:
-    """``check`` (``clobkit._checks``'s, or one built on them) on the config key ``what``:
+    """``check`` (``clobkit.core.checks``'s, or one built on them) on the config key ``what``:
     its refusal, in the words the client and the recorder use (key and value named), as
     the ``ConfigError`` every config check raises."""
     try:

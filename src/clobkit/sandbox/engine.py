@@ -44,8 +44,8 @@ from decimal import Decimal
 from threading import RLock
 from typing import TYPE_CHECKING, Any
 
-from clobkit import WalletInfo
-from clobkit._spec import (
+from .. import WalletInfo
+from ..core.spec import (
     CANCELLED,
     CODE_MARKET_NOT_ACTIVE,
     CODE_ORDER_NOT_FOUND,
@@ -56,7 +56,6 @@ from clobkit._spec import (
     OPEN_STATUSES,
     SALT_MAX,
 )
-
 from .config import SandboxConfig, UserConfig, load_config
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture

@@ -7,7 +7,7 @@ optional human ``detail`` (an extra envelope field saying what was wrong).
 
 from __future__ import annotations
 
-from clobkit._spec import ERROR_BODY, ERROR_PARAMS, RISK_CODE
+from ..core.spec import ERROR_BODY, ERROR_PARAMS, RISK_CODE
 
 __all__ = [
     "INVALID_BODY",

@@ -18,8 +18,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from clobkit._spec import UNIT
-from clobkit.order_id import keccak256
+from ..core.spec import UNIT
+from ..order_id import keccak256
 
 __all__ = ["EventFixture", "Fixtures", "League", "MarketFixture", "Team", "build_fixtures"]
 

@@ -12,8 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from clobkit._spec import ERROR_METHOD_NOT_ALLOWED, ERROR_NOT_FOUND
-
+from ..core.spec import ERROR_METHOD_NOT_ALLOWED, ERROR_NOT_FOUND
 from .config import LimitsConfig
 from .errors import Rejected
 from .wire import crash_answer, failure, json_response

@@ -15,9 +15,8 @@ from __future__ import annotations
 import uuid
 from decimal import ROUND_DOWN, Decimal
 
-from clobkit import new_salt
-from clobkit._spec import CANCELLED, ERROR_ORDER_NOT_FOUND, LIVE, MATCHED
-
+from .. import new_salt
+from ..core.spec import CANCELLED, ERROR_ORDER_NOT_FOUND, LIVE, MATCHED
 from .book import Book
 from .errors import Rejected, bad_body
 from .parse import OrderSpec, cents, decimal, fok_price, scaled

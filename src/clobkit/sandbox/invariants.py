@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from clobkit._spec import LIVE, MATCHED
-
+from ..core.spec import LIVE, MATCHED
 from .state import ASK, BID, BUY, FOK, Account, EngineState, MarketState
 
 __all__ = ["violations"]

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import time
 
-from clobkit._spec import LOST, MATCHED, WON
-
+from ..core.spec import LOST, MATCHED, WON
 from .errors import bad_body, risk
 from .parse import decimal, scaled
 from .state import BUY, UNIT, Account, EngineState, MarketState, Order

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from decimal import ROUND_DOWN, Context, Decimal, InvalidOperation
 from typing import Any
 
-from clobkit import Amounts, limit_amounts, market_amounts, market_price, new_salt
-from clobkit._spec import (
+from .. import Amounts, limit_amounts, market_amounts, market_price, new_salt
+from ..amounts import implied
+from ..core.spec import (
     CLIENT_ORDER_ID_MAX,
     CODE_INVALID_EXPIRATION,
     CODE_INVALID_FEE_RATE,
@@ -31,9 +32,7 @@ from clobkit._spec import (
     UNIT_QUANTUM,
     expiration_refusal,
 )
-from clobkit.amounts import implied
-from clobkit.errors import InsufficientLiquidity, ValidationError
-
+from ..errors import InsufficientLiquidity, ValidationError
 from .errors import bad_body
 from .state import ASK, BID, BUY, FOK, GTD, SELL, EngineState, MarketState, dec, own_levels
 

@@ -15,8 +15,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from clobkit._spec import CANCELLED, SIDES, UNIT_QUANTUM, OrderStatus
-
+from ..core.spec import CANCELLED, SIDES, UNIT_QUANTUM, OrderStatus
 from .state import ASK, BID, BUY, MarketState, Order, dec, own_levels
 
 __all__ = [

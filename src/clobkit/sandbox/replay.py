@@ -37,11 +37,10 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, TypeVar
 
-from clobkit._checks import bounded, bounded_int
-from clobkit._spec import CANCELLED, LIVE
-from clobkit.errors import ClobkitError, ValidationError
-from clobkit.record import read_events, read_markets
-
+from ..core.checks import bounded, bounded_int
+from ..core.spec import CANCELLED, LIVE
+from ..errors import ClobkitError, ValidationError
+from ..record import read_events, read_markets
 from .engine import Engine
 from .replay_markets import canonical, check_events, serve_markets
 from .replay_read import ReplayUpdate, check, index, updates

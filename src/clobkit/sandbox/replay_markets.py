@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import uuid
 
-from clobkit._checks import bounded, bounded_int
-from clobkit._parse import parse_uint256
-from clobkit._spec import MAX_FEE_RATE_BPS, SINGLE_ORDER_MAX
-from clobkit.errors import ValidationError
-from clobkit.order_id import keccak256
-from clobkit.record import RecordedEvent, RecordedMarket
-
+from ..core.checks import bounded, bounded_int
+from ..core.parse import parse_uint256
+from ..core.spec import MAX_FEE_RATE_BPS, SINGLE_ORDER_MAX
+from ..errors import ValidationError
+from ..order_id import keccak256
+from ..record import RecordedEvent, RecordedMarket
 from .engine import Engine
 from .fixtures import EventFixture, League, MarketFixture, Team
 from .state import UNIT, MarketState

@@ -1,7 +1,7 @@
 """A recording read for a replay: its books in arrival order, in the engine's terms,
 checked as the API's, in memory that grows with the books held, not the recording.
 
-Every file is read three times, a row group at a time (``clobkit._record_read``
+Every file is read three times, a row group at a time (``clobkit.record.read``
 bounds each file): ``index`` reads the times, kinds and tokens alone (each file's
 earliest arrival per block of rows, which tokens have books); ``check`` decodes
 and checks every row and counts what a replay will apply; the replay itself then
@@ -17,7 +17,7 @@ rows and levels waiting is refused (a recording in no order at all).
 **A book** of the API: each price on the 0.01 grid in [0.01, 0.99], each size a
 positive amount of USDC with at most 6 decimals and at most ``MAX_LEVEL_USDC``;
 ``recv_ns`` and ``service_ms`` non-negative, ``kind`` one of the recorder's. A row
-that breaks one is refused naming its file, row and field (``clobkit._checks``'
+that breaks one is refused naming its file, row and field (``clobkit.core.checks``'
 bounded reader says the range).
 """
 
@@ -33,11 +33,10 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from clobkit._checks import MAX_NUMBER_TEXT, bounded, bounded_int
-from clobkit._record_read import file_batches, recording_files, refused
-from clobkit.errors import ValidationError
-from clobkit.record import BOOK, GAP, SNAPSHOT, RecordedMarket
-
+from ..core.checks import MAX_NUMBER_TEXT, bounded, bounded_int
+from ..errors import ValidationError
+from ..record import BOOK, GAP, SNAPSHOT, RecordedMarket
+from ..record.read import file_batches, recording_files, refused
 from .state import UNIT
 
 __all__ = [
@@ -265,7 +264,7 @@ def _values(texts: list[object], name: str) -> list[int | None]:
     for text in texts:
         try:
             out.append(_level_value(text, name))
-        except ValidationError:  # noqa: PERF203 - rare: a recording of the API has none
+        except ValidationError:
             out.append(None)
     return out
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from clobkit import OrderHasher, WalletInfo
-from clobkit._spec import (
+from .. import OrderHasher, WalletInfo
+from ..core.spec import (
     ERROR_MARKET_NOT_FOUND,
     OPEN_STATUSES,
     ORDER_TYPES,
@@ -22,9 +22,8 @@ from clobkit._spec import (
     UNIT,
     OrderStatus,
 )
-from clobkit._wallet import EXCHANGES_OF_VERSION
-from clobkit.order_id import checksum_address, keccak256
-
+from ..core.wallet import EXCHANGES_OF_VERSION
+from ..order_id import checksum_address, keccak256
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture, MarketFixture, build_fixtures

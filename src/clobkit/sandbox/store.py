@@ -44,10 +44,9 @@ from pathlib import Path
 
 import msgspec
 
-from clobkit._safe_files import new_regular
-from clobkit._spec import LIVE
-from clobkit.errors import ClobkitError
-
+from ..core.safe_files import new_regular
+from ..core.spec import LIVE
+from ..errors import ClobkitError
 from .invariants import violations as state_violations
 from .persisted import ACCOUNT, ENGINE, EVENT, MARKET, ORDER, POSITION, Damaged, Identity
 from .state import FOK, Order, Position

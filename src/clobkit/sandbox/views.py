@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from clobkit import WalletInfo
-from clobkit._spec import PENDING, SIGNING, SUBMITTED, UNIT_QUANTUM
-
+from .. import WalletInfo
+from ..core.spec import PENDING, SIGNING, SUBMITTED, UNIT_QUANTUM
 from .fixtures import EventFixture, Team
 from .queries import event_traders, event_volume
 from .records import (
@@ -56,7 +55,7 @@ def odds(p: Decimal) -> Decimal:
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    moment = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    moment = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
 
 

@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from clobkit._checks import seconds
-from clobkit.errors import ValidationError
+from ..core.checks import seconds
+from ..errors import ValidationError
 
 __all__ = ["Walk", "WalkConfig"]
 

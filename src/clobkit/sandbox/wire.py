@@ -16,9 +16,8 @@ import msgspec
 from starlette.responses import Response
 from starlette.types import Scope
 
-from clobkit._jsondepth import MAX_JSON_DEPTH, json_too_deep
-from clobkit._spec import API_PREFIX, ERROR_INTERNAL
-
+from ..core.jsondepth import MAX_JSON_DEPTH, json_too_deep
+from ..core.spec import API_PREFIX, ERROR_INTERNAL
 from .errors import Rejected, bad_body, bad_params
 
 __all__ = [

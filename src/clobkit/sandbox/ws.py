@@ -19,8 +19,7 @@ from collections.abc import Callable
 import msgspec
 from starlette.websockets import WebSocket
 
-from clobkit._spec import MARKET_TOPIC_KINDS, book_topic, forbidden_scope, user_orders_topic
-
+from ..core.spec import MARKET_TOPIC_KINDS, book_topic, forbidden_scope, user_orders_topic
 from . import views
 from .config import LimitsConfig, UserConfig
 from .engine import Engine, EngineEvent

@@ -166,8 +166,8 @@ class Beacon:
                 raise TransportError(f"{self.url}: {status} {content[:200]!r}")
             reply = _reply.decode(content)
         except (
+            TimeoutError,
             aiohttp.ClientError,
-            asyncio.TimeoutError,  # aiohttp's total timeout (TimeoutError from 3.11)
             msgspec.DecodeError,
             msgspec.ValidationError,
             ClobkitError,

@@ -179,7 +179,7 @@ class Watch:
         while (left := end - self.clock()) > 0:
             try:
                 await asyncio.wait_for(self._heard_again.wait(), min(wait, left))
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             else:
                 return  # a desk is back: its new orders are its own business

@@ -18,7 +18,7 @@ import os
 
 import msgspec
 
-from .._spec import ENV_SENTINEL_TOKEN
+from ..core.spec import ENV_SENTINEL_TOKEN
 from ..errors import ValidationError
 
 __all__ = [

@@ -1,0 +1,411 @@
+"""What the KMS signers share: the sign budget, retries after throttling, the timeout,
+and turning a KMS's DER answer into the signature an exchange takes.
+
+A subclass says how to reach its KMS, in both flavours: ``_open_async`` /
+``_sign_async`` (the async client's own, on the signer's own event loop in a
+thread by default, ``home.Home``, else on the caller's) and ``_open_sync`` /
+``_sign_sync`` (the sync twin, each call in one of ``max_in_flight`` threads); and
+which failures are worth another try (``_retryable``: throttling, a dropped
+connection, a corrupted answer) and how each other one reads (``_error``). The
+key's public key is read once, at start; every signature is checked to recover to
+it before it is returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack, ExitStack
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+
+from ..core.checks import positive_int, seconds
+from ..errors import (
+    SignatureMismatch,
+    SignerError,
+    SignerThrottled,
+    SignerTimeout,
+    ValidationError,
+)
+from .budget import SignBudget
+from .ecdsa import ShapeError, address_of, der_signature, recoverable
+from .home import Home
+
+if TYPE_CHECKING:  # the signers' **options (Unpack[RemoteOptions])
+    from typing import Unpack as Unpack
+
+__all__ = ["RemoteOptions", "RemoteSigner", "digest_list"]
+
+S = TypeVar("S", bound="RemoteSigner")
+
+
+def digest_list(digests: Sequence[bytes | str]) -> list[bytes]:
+    """The 32-byte digests of a batch (``0x`` + 64 hex or 32 bytes each), checked."""
+    from . import parse_order_id
+
+    if isinstance(digests, (str, bytes, bytearray)):
+        from ..errors import OrderFieldError
+
+        raise OrderFieldError("digests", digests, "must be a sequence of 32-byte digests")
+    return [parse_order_id(d, f"digests[{i}]") for i, d in enumerate(digests)]
+
+
+class _Retry(Exception):
+    """A failed call worth another try (``throttled``: the KMS said slow down)."""
+
+    def __init__(self, cause: str, throttled: bool) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.throttled = throttled
+
+
+class RemoteOptions(TypedDict, total=False):
+    """What every KMS signer takes beside its key (``RemoteSigner`` holds the defaults)."""
+
+    rate: int
+    burst: int
+    max_in_flight: int
+    timeout: float
+    retries: int
+    thread: bool
+
+
+class RemoteSigner:
+    """A signer whose key lives in a KMS. ``rate``: calls started a second at most,
+    after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout``
+    (s): one call's answer; ``retries``: further tries of a throttled or dropped call
+    (with back-off); ``thread``: the async client on an event loop of its own."""
+
+    #: The KMS's name, in errors.
+    kind = "KMS"
+
+    def __init__(
+        self,
+        key: str,
+        *,
+        rate: int = 250,  # under AWS's default quota of 300 ECC signs a second
+        burst: int = 32,
+        max_in_flight: int = 64,
+        timeout: float = 5.0,
+        retries: int = 6,
+        thread: bool = True,
+    ) -> None:
+        if not isinstance(key, str) or not key.strip():
+            raise ValidationError("key", key, "must be a KMS key's id or name")
+        self.key = key
+        self.budget = SignBudget(rate, max_in_flight, burst)
+        self.timeout = seconds(timeout, "timeout")
+        self.retries = 0 if retries == 0 else positive_int(retries, "retries")
+        self._public_key: bytes | None = None
+        self._address: str | None = None
+        self._async_stack: AsyncExitStack | None = None
+        self._sync_stack: ExitStack | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self.thread = bool(thread)
+        self._home: Home | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(key={self.key!r}, address={self._address})"
+
+    # -- what a subclass provides ---------------------------------------------------
+
+    async def _open_async(self, stack: AsyncExitStack) -> None:
+        """Open the async client (closed by ``stack``)."""
+        raise NotImplementedError
+
+    async def _key_async(self) -> bytes:
+        """The key's 65-byte public key, its spec checked (one KMS call)."""
+        raise NotImplementedError
+
+    async def _sign_async(self, digest: bytes) -> bytes:
+        """The KMS's DER signature of ``digest`` (raises the SDK's own errors)."""
+        raise NotImplementedError
+
+    def _open_sync(self, stack: ExitStack) -> None:
+        """Open the sync client (closed by ``stack``)."""
+        raise NotImplementedError
+
+    def _key_sync(self) -> bytes:
+        raise NotImplementedError
+
+    def _sign_sync(self, digest: bytes) -> bytes:
+        raise NotImplementedError
+
+    def _retryable(self, exc: BaseException) -> _Retry | None:
+        """``_Retry`` when ``exc`` is worth another try, else ``None``."""
+        raise NotImplementedError
+
+    def _error(self, exc: BaseException) -> SignerError:
+        """The ``SignerError`` that names ``exc``'s cause."""
+        raise NotImplementedError
+
+    # -- the key --------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        """The key's EIP-55 address (known once the signer is entered)."""
+        if self._address is None:
+            raise SignerError(self.key, "not started: enter the signer first (async with / with)")
+        return self._address
+
+    @property
+    def public_key(self) -> bytes:
+        """The key's 65-byte uncompressed public key (known once entered)."""
+        self.address  # noqa: B018 - raises when not started
+        assert self._public_key is not None
+        return self._public_key
+
+    def _take_key(self, public_key: bytes) -> None:
+        if self._public_key is not None and public_key != self._public_key:
+            raise SignatureMismatch(self.key, "its public key changed since it was first read")
+        self._public_key = public_key
+        self._address = address_of(public_key)
+
+    def counts(self) -> dict[str, int]:
+        """The sign budget's counts: ``calls``, ``throttled``, ``retries``, ``waited``."""
+        return self.budget.counts()
+
+    # -- async ----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the async client and read the key's public key (once); with ``thread``,
+        on an event loop of the signer's own (``home.Home``)."""
+        if self._async_stack is not None:
+            return
+        if not self.thread:
+            await self._start_here()
+            return
+        home = Home(f"clobkit-kms-{self.kind}")
+        try:
+            await home.call(self._start_here())
+        except BaseException:
+            home.stop()
+            raise
+        self._home = home
+
+    async def _start_here(self) -> None:
+        stack = AsyncExitStack()
+        try:
+            try:
+                await self._open_async(stack)  # no call yet, no timeout: the SDK's client
+                self._take_key(await self._call_async(self._key_async()))
+            except Exception as exc:
+                raise self._start_error(exc) from None
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._async_stack = stack
+        self._slots = asyncio.Semaphore(self.budget.max_in_flight)
+
+    async def aclose(self) -> None:
+        """Close the async client (a client given to the signer is left open)."""
+        home, self._home = self._home, None
+        if home is None:
+            await self._aclose_here()
+            return
+        try:
+            await home.call(self._aclose_here())
+        finally:
+            home.stop()
+
+    async def _aclose_here(self) -> None:
+        stack, self._async_stack = self._async_stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def __aenter__(self: S) -> S:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _call_async(self, call: Any) -> Any:
+        """One KMS call within ``timeout``; its failure as a ``SignerError``."""
+        try:
+            return await asyncio.wait_for(call, self.timeout)
+        except TimeoutError:
+            raise self._timeout() from None
+        except Exception as exc:
+            raise self._failure(exc) from None
+
+    async def _sign_one(self, digest: bytes) -> str:
+        slots = self._slots
+        if slots is None:
+            raise SignerError(self.key, "not started: enter it with 'async with' first")
+        attempt = 0
+        while True:
+            async with slots:
+                wait = self.budget.delay()
+                if wait:
+                    await asyncio.sleep(wait)
+                try:
+                    der = await self._call_async(self._sign_async(digest))
+                except _Retry as retry:
+                    attempt += 1
+                    pause = self._after(retry, attempt)
+                else:
+                    return self._finish(digest, der)
+            await asyncio.sleep(pause)  # the slot free meanwhile
+
+    async def sign_digests(self, digests: Sequence[bytes | str], /) -> list[str]:
+        """Signatures of ``digests`` (``"0x"`` + 130 hex each, low s, v 27/28), requested
+        concurrently within the budget. The first failure is raised once every other
+        request of the batch is stopped: a batch is signed whole or not at all."""
+        batch = digest_list(digests)
+        if self._home is not None:
+            return await self._home.call(self._sign_batch(batch))
+        return await self._sign_batch(batch)
+
+    async def _sign_batch(self, batch: list[bytes]) -> list[str]:
+        if len(batch) == 1:
+            return [await self._sign_one(batch[0])]
+        tasks = [asyncio.ensure_future(self._sign_one(d)) for d in batch]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        finally:
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+            await asyncio.wait(tasks)
+        for task in tasks:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        return [task.result() for task in tasks]
+
+    # -- sync -----------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open the sync client and read the key's public key (once)."""
+        if self._sync_stack is not None:
+            return
+        stack = ExitStack()
+        try:
+            try:
+                self._open_sync(stack)
+                self._take_key(self._call_sync(self._key_sync))
+            except Exception as exc:
+                raise self._start_error(exc) from None
+        except BaseException:
+            stack.close()
+            raise
+        self._sync_stack = stack
+        self._pool = ThreadPoolExecutor(self.budget.max_in_flight, thread_name_prefix="clobkit-kms")
+
+    def close(self) -> None:
+        """Close the sync client and its threads."""
+        stack, self._sync_stack = self._sync_stack, None
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if stack is not None:
+            stack.close()
+
+    def __enter__(self: S) -> S:
+        self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _call_sync(self, call: Any) -> Any:
+        try:
+            return call()
+        except Exception as exc:
+            raise self._failure(exc) from None
+
+    def _start_error(self, exc: Exception) -> SignerError:
+        """A failed start (the client not made: no credentials in the chain, as Google's
+        ADC raises; the key not read) as a ``SignerError``: nothing is tried again."""
+        failure = exc if isinstance(exc, _Retry) else self._failure(exc)
+        return SignerError(self.key, failure.cause) if isinstance(failure, _Retry) else failure
+
+    def _failure(self, exc: Exception) -> SignerError | _Retry:
+        """What a failed call raises: a ``SignerError`` as it is, a timeout, a ``_Retry``
+        for what is worth another try, else the SDK's error read as a ``SignerError``."""
+        if isinstance(exc, SignerError):
+            return exc
+        if self._timed_out(exc):
+            return self._timeout()
+        retry = self._retryable(exc)
+        return retry if retry is not None else self._error(exc)
+
+    def _sign_one_sync(self, digest: bytes) -> str:
+        attempt = 0
+        while True:
+            wait = self.budget.delay()
+            if wait:
+                time.sleep(wait)
+            try:
+                der = self._call_sync(lambda: self._sign_sync(digest))
+            except _Retry as retry:
+                attempt += 1
+                time.sleep(self._after(retry, attempt))
+                continue
+            return self._finish(digest, der)
+
+    def sign_many(self, digests: Sequence[bytes | str], /) -> list[str]:
+        """``sign_digests``'s sync twin: the batch over ``max_in_flight`` threads."""
+        batch = digest_list(digests)
+        pool = self._pool
+        if pool is None:
+            raise SignerError(self.key, "not started: enter it with 'with' first")
+        if len(batch) == 1:
+            return [self._sign_one_sync(batch[0])]
+        futures = [pool.submit(self._sign_one_sync, d) for d in batch]
+        try:
+            return [f.result() for f in futures]
+        finally:
+            for f in futures:
+                f.cancel()
+
+    # -- shared ---------------------------------------------------------------------
+
+    def _timed_out(self, exc: BaseException) -> bool:
+        """Whether the sync client's ``exc`` is its own timeout (async: ``wait_for``'s)."""
+        return isinstance(exc, TimeoutError)
+
+    def _timeout(self) -> SignerTimeout:
+        return SignerTimeout(self.key, f"{self.kind} gave no answer within {self.timeout:g} s")
+
+    def _after(self, retry: _Retry, attempt: int) -> float:
+        """The pause before try ``attempt + 1``; past the retries, the error."""
+        if attempt > self.retries:
+            if retry.throttled:
+                raise SignerThrottled(
+                    self.key,
+                    f"{self.kind} throttled {attempt} tries in a row ({retry.cause}); "
+                    f"{self.budget.throttled} throttled answers so far: lower the signer's "
+                    "rate or raise the quota",
+                )
+            raise SignerError(self.key, f"{retry.cause} ({attempt} tries)")
+        return self.budget.backoff(attempt, throttled=retry.throttled)
+
+    def _finish(self, digest: bytes, der: bytes) -> str:
+        """The exchange's signature of ``digest`` from the KMS's DER, checked."""
+        try:
+            r, s = der_signature(der)
+        except ShapeError as exc:
+            raise SignatureMismatch(self.key, f"{self.kind} answered {exc}") from None
+        assert self._public_key is not None
+        signature = recoverable(digest, r, s, self._public_key)
+        if signature is None:
+            raise SignatureMismatch(
+                self.key,
+                f"{self.kind} returned a signature that does not recover to the key's "
+                f"address {self._address}: refused, nothing signed",
+            )
+        return signature
