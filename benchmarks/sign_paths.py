@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from clobkit import OrderSigner, signing
+from clobkit import OrderSigner
+from clobkit.signing import batch
 from clobkit.signing import secp as _secp
 
 KEY = "0x" + "42" * 32
@@ -42,14 +43,14 @@ def rows(n: int) -> dict[str, Callable[[], Any]]:
 
     def on(backend: Any, native: bool, step: Callable[[OrderSigner], Any]) -> Callable[[], Any]:
         def run() -> Any:
-            signing._BACKEND = backend
-            saved = signing._native
+            batch.BACKEND = backend
+            saved = batch.native
             if not native:
-                signing._native = lambda: None  # type: ignore[assignment]
+                batch.native = lambda: None  # type: ignore[assignment]
             try:
                 return step(OrderSigner(KEY))
             finally:
-                signing._native = saved  # type: ignore[assignment]
+                batch.native = saved  # type: ignore[assignment]
 
         return run
 

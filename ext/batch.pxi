@@ -380,7 +380,7 @@ cdef inline object _signed(const char *order_id, const char *sig, Py_ssize_t sig
     """A ``SignedOrder`` (clobkit.signing) of two texts, allocated directly."""
     global SIGNED
     if SIGNED == NULL:
-        from clobkit.signing import SignedOrder
+        from clobkit.signing.hasher import SignedOrder
         SIGNED = <PyTypeObject *>SignedOrder
     cdef object t = <object>SIGNED.tp_alloc(SIGNED, 2)
     Py_DECREF(t)  # tp_alloc's reference now belongs to t

@@ -273,12 +273,12 @@ cdef class OrderHasher:
 
     def sign(self, signer, **order):
         """Hash and sign one order: ``SignedOrder(order_id, signature)`` (see clobkit.signing)."""
-        from clobkit.signing import sign_order
+        from clobkit.signing.hasher import sign_order
         return sign_order(self, signer, order)
 
     def sign_many(self, signer, *, threads=None, **columns):
         """Hash and sign a batch (``order_ids``' keywords): a list of ``SignedOrder``."""
-        from clobkit.signing import sign_orders
+        from clobkit.signing.hasher import sign_orders
         return sign_orders(self, signer, columns, threads)
 
     def order_ids(

@@ -57,12 +57,14 @@ def installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-# The --quick run below is a module fixture that its tests share: one xdist worker takes
-# them all (pyproject.toml's --dist loadgroup), or each worker would make it again (70 s).
+# The --quick run below is one fixture that its tests share: one xdist worker takes them
+# all (pyproject.toml's --dist loadgroup), or each worker would make it again (70 s). The
+# fixture is session-scoped: the worker may run another module's tests between two of
+# these, which ends a module-scoped fixture (CI's slow line made the run twice).
 pytestmark = pytest.mark.xdist_group("bench_tool_quick")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def quick(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One ``--quick`` run through main(): its exit code, stdout, JSON report and PNG path."""
     out = tmp_path_factory.mktemp("bench")

@@ -56,7 +56,7 @@ WITHIN = frozenset(t for t in TEXTS if " " in t) - {_spec.ERROR_NOT_FOUND.casefo
 #: switches, each read in one place (see docs/architecture.md, "Where each rule lives").
 ENV_NAMES = frozenset(value for name, value in vars(_spec).items() if name.startswith("ENV_"))
 CORE_SWITCHES = {
-    "CLOBKIT_NO_EXTENSIONS": ("src/clobkit/core/select.py",),
+    "CLOBKIT_NO_EXTENSIONS": ("src/clobkit/core/choice.py",),
     "CLOBKIT_KECCAK": ("ext/",),
 }
 ENV_SHAPE = re.compile(r"CLOBKIT_[A-Z][A-Z0-9_]*")
@@ -390,10 +390,10 @@ def test_no_rule_spelled_outside_its_home() -> None:
 
 
 def test_a_core_switch_is_allowed_only_at_home() -> None:
-    assert _switch_home_ok("src/clobkit/core/select.py", "CLOBKIT_NO_EXTENSIONS")
+    assert _switch_home_ok("src/clobkit/core/choice.py", "CLOBKIT_NO_EXTENSIONS")
     assert _switch_home_ok("ext/_core_c.pyx", "CLOBKIT_KECCAK")
     assert not _switch_home_ok("src/clobkit/cli/parser.py", "CLOBKIT_NO_EXTENSIONS")
-    assert not _switch_home_ok("src/clobkit/core/select.py", "CLOBKIT_KECCAK")
+    assert not _switch_home_ok("src/clobkit/core/choice.py", "CLOBKIT_KECCAK")
 
 
 def test_the_files_are_there() -> None:

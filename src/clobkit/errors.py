@@ -46,7 +46,7 @@ from .core.spec import expiration_minimum, forbidden_scope
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .models import RawOrderResult
+    from .core.resource import RawOrderResult
 
 __all__ = [
     "AmountError",

@@ -236,7 +236,7 @@ def test_bench_png_without_matplotlib(
 
 
 def test_ctrl_c_while_parsing(cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch) -> None:
-    from clobkit import cli as cli_module
+    from clobkit.cli import parser as cli_module
 
     def interrupted() -> None:
         raise KeyboardInterrupt
@@ -253,7 +253,7 @@ def test_ctrl_c_while_importing() -> None:
         "import builtins, runpy, sys\n"
         "real = builtins.__import__\n"
         "def hook(name, *a, **k):\n"
-        "    if name == 'cli' or name.endswith('.cli'):\n"
+        "    if name in ('cli', 'cli.parser') or name.endswith('.cli'):\n"
         "        raise KeyboardInterrupt\n"
         "    return real(name, *a, **k)\n"
         "builtins.__import__ = hook\n"

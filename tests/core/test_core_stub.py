@@ -21,7 +21,7 @@ from clobkit.core import pure as _core_py
 from clobkit.core.types import CORE_API
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "clobkit"
-STUB = SRC / "_core_c.pyi"
+STUB = SRC / "core" / "_core_c.pyi"
 PYX = SRC.parent.parent / "ext" / "_core_c.pyx"
 
 #: the parts of a signature the twins share: name, kind, default ("given": the twin's sentinel)

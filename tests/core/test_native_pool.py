@@ -25,9 +25,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clobkit import OrderSigner, signing
+from clobkit import OrderSigner
 from clobkit.core.enums import Side
 from clobkit.errors import OrderFieldError
+from clobkit.signing import batch
 from clobkit.signing import secp as _secp
 
 from ..conftest import examples
@@ -404,7 +405,7 @@ def test_native_signing_uses_coincurves_compiled_library() -> None:
     from coincurve import _libsecp256k1 as compiled
 
     OrderSigner(DEV_KEY)  # loads the library
-    backend = signing._backend()
+    backend = batch.backend()
     assert isinstance(backend, _secp.NativeBackend)
     assert backend.lib is compiled.lib
     ffi = compiled.ffi
@@ -415,7 +416,7 @@ def test_native_signing_uses_coincurves_compiled_library() -> None:
     assert backend.handle is not None
     assert backend.handle[:2] == want
     assert _secp.check_declarations(compiled.ffi, compiled.lib) is None
-    assert signing._native() is core_c  # the compiled twin signs batches
+    assert batch.native() is core_c  # the compiled twin signs batches
 
 
 class _Differing(_secp.NativeBackend):
@@ -506,10 +507,10 @@ def test_the_public_path_signs_as_the_native_one_and_eth_account(
     native = OrderSigner(DEV_KEY)
     want = (native.sign(ids[0]), native.sign_many(ids, threads=3), hasher.sign_many(native, **cols))
     address = native.address
-    monkeypatch.setattr(signing, "_BACKEND", _secp.PublicBackend())  # what a failed check picks
+    monkeypatch.setattr(batch, "BACKEND", _secp.PublicBackend())  # what a failed check picks
     public = OrderSigner(DEV_KEY)
     assert public.address == address
-    assert signing._native() is None  # no handle: the workers hash, Python signs
+    assert batch.native() is None  # no handle: the workers hash, Python signs
     got = (public.sign(ids[0]), public.sign_many(ids, threads=3), hasher.sign_many(public, **cols))
     assert got == want
     key = int(DEV_KEY, 16)
@@ -533,14 +534,14 @@ def test_native_signatures_equal_eth_account(key: int, digests: list[bytes], thr
     assert signer.sign_many(["0x" + d.hex() for d in digests], threads=threads) == want
     assert signer.sign_many(["0x" + d.hex().upper() for d in digests], threads=threads) == want
     if digests:
-        assert core_c._secp_check(signing._handle(), signer._key_at(), digests[0]) == want[0]
+        assert core_c._secp_check(batch.handle(), signer._key_at(), digests[0]) == want[0]
 
 
 def test_native_and_cffi_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
     signer = OrderSigner(DEV_KEY)
     ids = ["0x" + bytes([k]).hex() * 32 for k in range(64)]
     native = signer.sign_many(ids, threads=3)
-    monkeypatch.setattr(signing, "_native", lambda: None)  # the pure twin's path
+    monkeypatch.setattr(batch, "native", lambda: None)  # the pure twin's path
     assert signer.sign_many(ids, threads=3) == native
 
 

@@ -414,7 +414,7 @@ class ClientCore(WaitCore):
         V2/V3 the order stamped with this client's clock (``timestamp``, ms): the
         service stamps its own, so ``signed_order_id`` is not the stored id."""
         from ..signing import check_signer
-        from ..signing.orders import signable
+        from ..signing.hasher import signable
 
         check_signer(hasher, signer)
         order: dict[str, object] = {

@@ -16,8 +16,6 @@ import hashlib
 import hmac
 import os
 
-from Crypto.Hash import keccak as _keccak
-
 from ..errors import SignatureInputError
 from .amounts_pure import from_units as from_units
 from .amounts_pure import limit_amounts as limit_amounts
@@ -26,6 +24,7 @@ from .amounts_pure import market_price as market_price
 from .amounts_pure import to_units as to_units
 from .arrow_ids import id_array, offsets, parse_out, pyarrow
 from .columns import Column, is_columnar, nullable
+from .keccak_pure import keccak256 as keccak256
 from .parse import (
     _SALT_SPAN,
     COLUMN_KINDS,
@@ -89,11 +88,6 @@ def new_salt() -> int:
 
 # ---------------------------------------------------------------------------
 # Order ids
-
-
-def keccak256(data: bytes) -> bytes:
-    """Keccak-256 (Ethereum's, not SHA3-256) of ``data`` (any bytes-like object)."""
-    return _keccak.new(data=as_bytes(data, "data"), digest_bits=256).digest()
 
 
 class OrderHasher:
@@ -371,13 +365,13 @@ class OrderHasher:
 
     def sign(self, signer: Any, **order: Any) -> Any:
         """Hash and sign one order: ``SignedOrder(order_id, signature)`` (see clobkit.signing)."""
-        from ..signing import sign_order
+        from ..signing.hasher import sign_order
 
         return sign_order(self, signer, order)
 
     def sign_many(self, signer: Any, *, threads: int | None = None, **columns: Any) -> Any:
         """Hash and sign a batch (``order_ids``' keywords): a list of ``SignedOrder``."""
-        from ..signing import sign_orders
+        from ..signing.hasher import sign_orders
 
         return sign_orders(self, signer, columns, threads)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from ..core.select import keccak256
+from ..core.choice import keccak256
 from ..core.wallet import checksum
 
 __all__ = [

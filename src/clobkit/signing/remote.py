@@ -43,7 +43,7 @@ S = TypeVar("S", bound="RemoteSigner")
 
 def digest_list(digests: Sequence[bytes | str]) -> list[bytes]:
     """The 32-byte digests of a batch (``0x`` + 64 hex or 32 bytes each), checked."""
-    from . import parse_order_id
+    from .keys import parse_order_id
 
     if isinstance(digests, (str, bytes, bytearray)):
         from ..errors import OrderFieldError

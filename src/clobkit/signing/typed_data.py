@@ -16,9 +16,9 @@ from functools import lru_cache
 from typing import Any
 
 from ..core import wallet as _wallet
+from ..core.choice import keccak256
 from ..core.columns import Column, is_columnar
 from ..core.parse import BATCH_KEYWORDS, COLUMN_KINDS, batch_length, is_scalar
-from ..core.select import keccak256
 from ..core.wallet import parse_address
 from ..errors import OrderFieldError
 
