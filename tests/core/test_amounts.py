@@ -8,12 +8,17 @@ from decimal import Decimal
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from clobkit import Amounts
-from clobkit.errors import AmountError, InsufficientLiquidity, OrderFieldError
+from clobkit.errors import (
+    AmountError,
+    InsufficientLiquidity,
+    OrderFieldError,
+)
 
 from .oracle import ROUND, decimal_limit_amounts, decimal_market_amounts
 
@@ -354,3 +359,33 @@ def test_the_ratio_rule_has_one_home_against_decimal(side: int, maker: int, take
     if not keeps:
         with pytest.raises(AmountError):
             check_raw_amounts(side, maker, taker)
+
+
+LEVELS = [("0.5", "100")]
+
+
+@pytest.mark.parametrize(
+    ("levels", "amount", "field"),
+    [
+        (LEVELS, "1e-999999999", "amount"),
+        ([("0.5", "1e-999999999")], "1", "levels[0].size"),
+        ([("1e-999999999", "100")], "1", "levels[0].price"),
+        (LEVELS, "1e-81", "amount"),
+    ],
+)
+def test_market_price_refuses_vanishing_values(
+    core: ModuleType, levels: Any, amount: str, field: str
+) -> None:
+    with pytest.raises(AmountError, match="is too small") as info:
+        core.market_price(levels, "BUY", amount)
+    assert info.value.field == field
+
+
+def test_market_price_still_takes_small_values(core: ModuleType) -> None:
+    assert str(core.market_price(LEVELS, "BUY", "1e-80")) == "0.5"
+
+
+@pytest.mark.parametrize("value", [np.float64(0.5), np.float64(1) / 2])
+def test_a_numpy_float_is_read_as_a_float(core: ModuleType, value: Any) -> None:
+    assert core.limit_amounts("BUY", value, 10) == core.limit_amounts("BUY", 0.5, 10)
+    assert core.market_price(LEVELS, "BUY", value) == core.market_price(LEVELS, "BUY", 0.5)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import pickle
 import re
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -18,6 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from clobkit.errors import SignatureInputError
+
+from .test_twins import Text
 
 SECRET = "s3cr3t-Ω-key"  # non-ASCII on purpose: the key is the UTF-8 bytes
 
@@ -185,7 +189,6 @@ def test_nonces_unique_and_uniform(core: ModuleType) -> None:
 
 
 def test_nonces_are_fresh_after_fork(core: ModuleType) -> None:
-    import os
 
     signer = core.RequestSigner("k", SECRET)
     signer.headers("GET", "/warm")
@@ -301,3 +304,69 @@ def test_forced_sha256_paths_agree() -> None:
     finally:
         core_c.set_implementation(sha256="auto")
     assert "portable" in tried
+
+
+def test_threads_sharing_a_signer_sign_their_own_requests(core: ModuleType) -> None:
+    # lower-case methods and str-subclass paths take the slow (Python) path of
+    # validation, where another thread can run between the method's check and
+    # the path's: a cache of the last ones on the signer was overwritten there
+    signer = core.RequestSigner("key", "secret")
+    failures: list[str] = []
+    start = threading.Barrier(2)
+
+    def work(method: str, base: str) -> None:
+        start.wait()
+        for round_ in range(150):
+            batch = [(method, Text(f"{base}?n={round_}&i={i}")) for i in range(40)]
+            for (m, path), headers in zip(batch, signer.headers_many(batch), strict=True):
+                expected = core.signature(
+                    "secret", m, path, headers["X-API-TIMESTAMP"], headers["X-API-NONCE"], b""
+                )
+                if headers["X-API-SIGNATURE"] != expected:
+                    failures.append(f"{m} {path}")
+                    return
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [
+            threading.Thread(target=work, args=("get", "/api/ext/v1/a")),
+            threading.Thread(target=work, args=("delete", "/api/ext/v1/b")),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(old)
+    assert failures == []
+
+
+@pytest.mark.parametrize("body", ["\ud800", "ok\udc80", "\udfff tail"])
+def test_a_lone_surrogate_in_a_body_is_a_signature_input_error(core: ModuleType, body: str) -> None:
+    signer = core.RequestSigner("key", "secret")
+    calls: list[Callable[[], object]] = [
+        lambda: core.signature("secret", "POST", "/x", 1, "n", body),
+        lambda: signer.headers("POST", "/x", body),
+        lambda: signer.headers_many([("POST", "/x", body)]),
+    ]
+    for call in calls:
+        with pytest.raises(SignatureInputError, match="lone surrogate") as info:
+            call()
+        assert info.value.field == "body"
+    # it cannot have been signed: it does not verify, it does not raise
+    assert core.verify_signature("secret", "POST", "/x", 1, "n", body, "0" * 64) is False
+
+
+def test_a_lone_surrogate_in_a_secret_is_refused_without_quoting_it(core: ModuleType) -> None:
+    calls: list[Callable[[], object]] = [
+        lambda: core.RequestSigner("key", "hunter\udc80two"),
+        lambda: core.signature("hunter\udc80two", "GET", "/x", 1, "n"),
+        lambda: core.verify_signature("hunter\udc80two", "GET", "/x", 1, "n", b"", "0" * 64),
+    ]
+    for call in calls:
+        with pytest.raises(SignatureInputError) as info:
+            call()
+        assert info.value.field == "api_secret"
+        assert "\udc80" not in str(info.value)
+        assert "hunter" not in str(info.value)

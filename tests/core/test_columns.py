@@ -497,3 +497,24 @@ def test_dictionary_null_index_is_refused(both: tuple[ModuleType, ...]) -> None:
     cols = BASE | {"sides": col, "maker_amounts": [1] * n}
     errors = {_error(twin.OrderHasher(WALLET_V1), **cols) for twin in both}
     assert errors == {"sides[4321]: must not be null (got None)"}
+
+
+WALLET_V2 = WALLET | {
+    "ctf_exchange": "0xE111180000d2663C0091e4f400237545B87B996B",
+    "neg_risk_exchange": "0xe2222d279d744050d28e00520010520000310F59",
+}
+
+
+def test_an_s32_word_column_keeps_its_trailing_nul_bytes(core: ModuleType) -> None:
+    word = b"\xab" * 16 + b"\x00" * 16  # a builder code, padded right
+    hasher = core.OrderHasher(WALLET_V2)
+    common: dict[str, Any] = {
+        "token_ids": [1, 2],
+        "maker_amounts": 1,
+        "taker_amounts": 1,
+        "sides": 0,
+        "salts": 1,
+        "timestamps": 1,
+    }
+    want = hasher.order_ids(**common, builders=[word, word])
+    assert hasher.order_ids(**common, builders=np.array([word, word], dtype="S32")) == want

@@ -19,6 +19,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -36,6 +37,7 @@ from . import signing_oracle
 from .test_columns import WALLETS
 from .test_signing import DEPOSIT_WALLET, DEV_ADDRESS, DEV_KEY
 from .test_signing_hasher import wallet
+from .test_twins import WALLET
 
 pa = pytest.importorskip("pyarrow")
 np = pytest.importorskip("numpy")
@@ -715,3 +717,46 @@ def test_sign_many_in_rounds_of_its_own() -> None:
     cols["maker_amounts"][2 * SIGN_ROUND + 30] = -1
     with pytest.raises(OrderFieldError, match=re.escape(f"maker_amounts[{2 * SIGN_ROUND + 30}]")):
         hasher.sign_many(signer, **cols, threads=3)
+
+
+def _native_threads() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Threads:"):
+                return int(line.split()[1])
+    raise AssertionError("no Threads line")  # pragma: no cover
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
+def test_a_burst_of_threads_does_not_stay(core: ModuleType) -> None:
+    hasher = core.OrderHasher(WALLET)
+    before = _native_threads()
+    n = 20_000
+    ids = hasher.order_ids(
+        token_ids=1,
+        maker_amounts=range(1, n + 1),
+        taker_amounts=2,
+        sides=0,
+        salts=3,
+        threads=1000,
+    )
+    assert len(ids) == n
+    assert ids[7] == hasher.order_id(token_id=1, maker_amount=8, taker_amount=2, side=0, salt=3)
+    # the pool is bounded, and idle helpers leave within seconds
+    from clobkit.core.parse import MAX_THREADS as limit
+
+    assert _native_threads() <= before + limit
+    deadline = time.monotonic() + 30
+    while _native_threads() > before + 1 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _native_threads() <= before + 1
+
+
+def test_threads_are_capped_not_overflowed(core: ModuleType) -> None:
+    hasher = core.OrderHasher(WALLET)
+    one = hasher.order_ids(token_ids=1, maker_amounts=[1, 2], taker_amounts=3, sides=0, salts=4)
+    for threads in (2**31, 2**63, 10**40):
+        got: Any = hasher.order_ids(
+            token_ids=1, maker_amounts=[1, 2], taker_amounts=3, sides=0, salts=4, threads=threads
+        )
+        assert got == one

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from clobkit import OrderHasher, WalletInfo, sign_order_id
-from clobkit.errors import OrderFieldError
+from clobkit.errors import OrderFieldError, SignatureInputError
 
 from ..conftest import examples
 from .oracle import eth_account_order_id
@@ -420,3 +420,10 @@ def test_import_self_check_trusts_the_simd_paths_here() -> None:
     finally:
         core_c.set_implementation(keccak="auto")
     assert core_c.implementation() == before
+
+
+@pytest.mark.parametrize("batch", [5, None, 1.5, object()])
+def test_a_batch_that_is_not_iterable_is_named(core: ModuleType, batch: Any) -> None:
+    with pytest.raises(SignatureInputError, match="must be an iterable") as info:
+        core.RequestSigner("key", "secret").headers_many(batch)
+    assert info.value.field == "requests"

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 import eth_account.messages  # noqa: F401 - sets its recursion limit before hypothesis runs
+import numpy as np
 import pytest
 from eth_account import Account
 from hypothesis import given, settings
@@ -457,3 +458,19 @@ def test_sign_many_threads_after_fork() -> None:
         if proc.is_alive():
             proc.kill()
     assert proc.exitcode == 0
+
+
+KEY = "0x" + "11" * 32
+
+
+@pytest.mark.parametrize("batch", [5, None, 1.5, "0x" + "ab" * 32, np.array(b"x" * 32)])
+def test_sign_many_names_a_batch_that_is_not_a_sequence(batch: Any) -> None:
+    with pytest.raises(OrderFieldError) as info:
+        OrderSigner(KEY).sign_many(batch)
+    assert info.value.field == "order_ids"
+
+
+def test_sign_many_reads_an_s32_array_whole() -> None:
+    ids = [bytes.fromhex("cd" * 16 + "00" * 16), bytes.fromhex("00" * 31 + "01")]
+    signer = OrderSigner(KEY)
+    assert signer.sign_many(np.array(ids, dtype="S32")) == signer.sign_many(ids)

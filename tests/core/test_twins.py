@@ -6,11 +6,14 @@ import importlib
 import re
 from collections.abc import Callable
 from decimal import Decimal
+from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from clobkit.errors import ClobkitError, OrderFieldError
 
 from ..conftest import examples
 
@@ -621,3 +624,107 @@ def test_every_core_name_is_compared() -> None:
     source = Path(__file__).read_text(encoding="utf-8")
     missing = [name for name in CORE_API if not re.search(rf"\b{name}\b", source)]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda c: c.to_units(HUGE), "value"),
+        (lambda c: c.from_units(HUGE), "units"),
+        (lambda c: c.limit_amounts("BUY", "0.5", HUGE), "size"),
+        (lambda c: c.market_amounts("SELL", HUGE, "1"), "price"),
+        (lambda c: c.market_price([("0.5", "10")], "BUY", HUGE), "amount"),
+        (lambda c: c.market_price([("0.5", HUGE)], "BUY", "1"), "levels[0].size"),
+        (lambda c: c.OrderHasher(WALLET).order_id(**_order(salt=HUGE)), "salt"),
+        (lambda c: c.OrderHasher(WALLET).order_id(**_order(token_id="9" * 5000)), "token_id"),
+        (lambda c: c.OrderHasher(WALLET | {"chain_id": "9" * 5000}), "wallet.chain_id"),
+        (lambda c: c.signature("s", "GET", "/x", HUGE, "n", b""), "timestamp"),
+        (lambda c: c.new_salts(HUGE), "n"),
+        (lambda c: c.append_column(b"a\n", b"x", HUGE), "width"),
+        (lambda c: c.market_price(9, "BUY", "1"), "levels"),  # found by tests/fuzz
+        (lambda c: c.keccak256("abc"), "data"),
+        (lambda c: c.sha256_hex(5), "data"),
+    ],
+)
+def test_huge_numbers_are_refused_naming_the_field(core: ModuleType, call: Any, field: str) -> None:
+    from clobkit.errors import ClobkitError
+
+    with pytest.raises(ClobkitError) as info:
+        call(core)
+    assert str(info.value).startswith(f"{field}: ")
+
+
+def test_zero_padded_numbers_are_their_value(core: ModuleType) -> None:
+    hasher = core.OrderHasher(WALLET)
+    assert hasher.order_id(**_order(salt=PADDED, token_id="0" * 6000 + "7")) == hasher.order_id(
+        **_order(salt=1, token_id=7)
+    )
+    assert core.from_units(PADDED) == core.from_units(1)
+    assert core.from_units("-" + PADDED) == core.from_units(-1)
+    assert core.limit_amounts("BUY", "0.5", PADDED) == core.limit_amounts("BUY", "0.5", "1")
+
+
+def _order(**fields: Any) -> dict[str, Any]:
+    order: dict[str, Any] = {
+        "token_id": 1,
+        "maker_amount": 2,
+        "taker_amount": 3,
+        "side": "BUY",
+        "salt": 4,
+        "fee_rate_bps": 0,
+        "nonce": 0,
+        "expiration": 0,
+    }
+    return order | fields
+
+
+class Loose(str):
+    """A str whose own methods lie: the twins read the text, never these."""
+
+    def isdigit(self) -> bool:
+        return True
+
+    def isascii(self) -> bool:
+        return False
+
+    def lstrip(self, chars: str | None = None) -> str:
+        return "9"
+
+    def __len__(self) -> int:
+        return 3
+
+
+class Odd(int):
+    """An int whose own methods lie."""
+
+    def to_bytes(self, *args: Any, **kwargs: Any) -> bytes:
+        return b"\xff" * 32
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+    def bit_length(self) -> int:
+        return 10_000
+
+
+def test_str_and_int_subclasses_are_read_by_their_value(core: ModuleType) -> None:
+    hasher = core.OrderHasher(WALLET)
+    plain = hasher.order_id(token_id=12, maker_amount=1, taker_amount=1, side=0, salt=1)
+    for token in (Loose("12"), Odd(12)):
+        got = hasher.order_id(token_id=token, maker_amount=1, taker_amount=1, side=0, salt=1)
+        assert got == plain
+        ids = hasher.order_ids(
+            token_ids=[token], maker_amounts=1, taker_amounts=1, sides=0, salts=1
+        )
+        assert ids == [plain]
+    with pytest.raises(OrderFieldError, match="decimal integer string"):
+        hasher.order_id(token_id=Loose("12a"), maker_amount=1, taker_amount=1, side=0, salt=1)
+    word = "0x" + "ab" * 32
+    v2 = core.OrderHasher(WALLET_V2)
+    base = {"token_id": 1, "maker_amount": 1, "taker_amount": 1, "side": 0, "salt": 1}
+    want = v2.order_id(**base, timestamp=1, builder=word)
+    assert v2.order_id(**base, timestamp=1, builder=Loose(word)) == want
+    assert core.from_units(Loose("1500000")) == core.from_units("1500000")
+    assert core.from_units(Odd(1_500_000)) == core.from_units(1_500_000)
+    with pytest.raises(ClobkitError):
+        core.from_units(Loose("1.5"))
