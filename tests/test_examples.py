@@ -6,7 +6,7 @@ status are checked. ``--base-url`` runs go against a separately started
 
 Kept short for CI: durations of a few seconds where a flag sets one, one exchange
 version per journey where the run is long (every version of the embedded runs is in
-tests/mm/test_example.py and tests/replay/test_backtest.py), a quarter of a synthetic
+tests/mm/test_example.py and tests/record/test_backtest.py), a quarter of a synthetic
 hour for the backtest's own day (its default, 24 hours, is the same code for longer).
 """
 

@@ -230,7 +230,7 @@ def test_the_pure_twin_names_the_same_rows() -> None:
     code = (
         "import json\n"
         "from clobkit.core.select import IMPLEMENTATION\n"
-        "from tests.scale.test_dask_frames import BAD_ROWS, _bad_message\n"
+        "from tests.dask.test_frames import BAD_ROWS, _bad_message\n"
         "print(IMPLEMENTATION)\n"
         "print(json.dumps([_bad_message(*case[:3]) for case in BAD_ROWS]))\n"
     )

@@ -1,7 +1,7 @@
 """Random hostile recordings (issue #42): rows of every type, size, null and order,
 written with random Parquet encodings (types of the columns, dictionaries or not,
 codecs, row groups, page versions). A replay serves each faithfully (the updates
-``hostile.expected`` works out from the rules, in arrival order, and a sandbox that
+``random_recordings.expected`` works out from the rules, in arrival order, and a sandbox that
 keeps its invariants) or refuses it in one line. The readers' bounds are set small
 here, so that random recordings reach them; the memory test uses the real ones."""
 
@@ -22,9 +22,13 @@ from clobkit.sandbox.replay_read import index, updates
 
 from ..conftest import examples
 from .conftest import config, sandbox_module
-from .hostile import MARKET, Encoding, Refused, expected, recordings, write
+from .random_recordings import MARKET, Encoding, Refused, expected, recordings, write
 
-BOUNDS = {"MAX_BOOK_LEVELS": 4, "MAX_FILE_ROWS": 7, "MAX_FILE_LEVELS": 40}  # see hostile.py
+BOUNDS = {
+    "MAX_BOOK_LEVELS": 4,
+    "MAX_FILE_ROWS": 7,
+    "MAX_FILE_LEVELS": 40,
+}  # see random_recordings.py
 
 
 @given(recordings)

@@ -22,7 +22,7 @@ from clobkit import bench as _bench
 from clobkit.bench import _timing, amounts, files, machine, order_ids, orders_v2, report, verdicts
 from clobkit.core.extras import install_hint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OPERATIONS = [
     "order_id",
     "order_id_v2",

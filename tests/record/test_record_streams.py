@@ -24,7 +24,7 @@ from .conftest import (
     record_while,
     sandbox_module,
 )
-from .test_replay_fidelity import until
+from .test_round_trip import until
 
 
 async def test_the_topics_are_spread_over_streams_and_each_recorded(tmp_path: Path) -> None:
