@@ -33,10 +33,10 @@ from clobkit.signing import batch
 from clobkit.signing import secp as _secp
 
 from ..conftest import examples
+from ..signing.test_hasher import wallet
+from ..signing.test_keys import DEPOSIT_WALLET, DEV_ADDRESS, DEV_KEY
 from . import signing_oracle
 from .test_columns import WALLETS
-from .test_signing import DEPOSIT_WALLET, DEV_ADDRESS, DEV_KEY
-from .test_signing_hasher import wallet
 from .test_twins import WALLET
 
 pa = pytest.importorskip("pyarrow")

@@ -20,7 +20,7 @@ from clobkit.errors import ClobkitError, OrderFieldError
 from clobkit.signing import parse_order_id, typed_data_sign_digest, wrap_poly_1271
 
 from ..conftest import examples
-from . import signing_oracle as oracle
+from ..core import signing_oracle as oracle
 
 # The dev chains' publicly known key (hardhat/anvil account 0), used by the peers' tests.
 DEV_KEY = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80"

@@ -16,8 +16,8 @@ from clobkit import OrderSigner, SignedOrder
 from clobkit.errors import OrderFieldError
 
 from ..conftest import examples
-from . import signing_oracle as oracle
-from .test_signing import (
+from ..core import signing_oracle as oracle
+from .test_keys import (
     DEPOSIT_WALLET,
     DEV_ADDRESS,
     DEV_KEY,
@@ -301,7 +301,7 @@ def test_sign_many_names_the_bad_row(core: ModuleType, signature_type: int) -> N
 
 def test_v1_wallet_signs_its_order_id(core: ModuleType) -> None:
     """The API text's V1 flow: the signer's signature of the V1 EIP-712 digest."""
-    from .oracle import eth_account_order_id
+    from ..core.oracle import eth_account_order_id
 
     w = wallet(
         2,
