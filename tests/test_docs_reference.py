@@ -40,6 +40,7 @@ PAGES = {  # public module -> its reference page
     "clobkit.salt": "salt.md",
     "clobkit.signing": "signing.md",
     "clobkit.cli": "cli.md",
+    "clobkit.bench": "bench.md",
 }
 ENTRY = re.compile(r'^::: ([\w.]+)\s*$|\{ #([\w.]+) \}\s*$|^<a id="([\w.]+)"></a>$', re.MULTILINE)
 

@@ -24,16 +24,16 @@ _PYX_DEF = re.compile(r"^\s*(?:c?p?def)\b[^(=\n]*?\b(_\w+)\s*\(", re.MULTILINE)
 #: (file under src/clobkit, the private name used) -> why, and what guards it.
 ALLOWED = {
     # coincurve has no public handle on libsecp256k1's functions, which the compiled
-    # core's workers call by address: taken only once _secp.check_declarations and
-    # _secp.self_check pass at load, else coincurve's public API signs (with a warning;
+    # core's workers call by address: taken only once secp.check_declarations and
+    # secp.self_check pass at load, else coincurve's public API signs (with a warning;
     # tests/core/test_native_pool.py); no upper bound on coincurve is needed
-    ("_secp.py", "coincurve._libsecp256k1"): "libsecp256k1's functions, checked at load",
+    ("signing/secp.py", "coincurve._libsecp256k1"): "libsecp256k1's functions, checked at load",
     # outside the client, met by this test when it was written (issue #21) and left to
     # their owners; each dependency carries an upper bound in pyproject.toml
-    ("_arrow_compute.py", "pyarrow._compute"): "import time; falls back to pyarrow.compute",
-    ("_bench/order_ids.py", "_hash_eip191_message"): "oracle timing (eth-account)",
-    ("_bench/orders_v2.py", "_hash_eip191_message"): "oracle timing (eth-account)",
-    ("_bench/order_ids.py", "_create_struct_hash"): "oracle timing (py-order-utils)",
+    ("core/arrow_compute.py", "pyarrow._compute"): "import time; falls back to pyarrow.compute",
+    ("bench/order_ids.py", "_hash_eip191_message"): "oracle timing (eth-account)",
+    ("bench/orders_v2.py", "_hash_eip191_message"): "oracle timing (eth-account)",
+    ("bench/order_ids.py", "_create_struct_hash"): "oracle timing (py-order-utils)",
 }
 
 

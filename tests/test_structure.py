@@ -186,3 +186,11 @@ def test_the_cycle_check_can_fail(tmp_path: Path) -> None:
     (pkg / "c.py").write_text("def f():\n    from p import a\n")
     (pkg / "d.py").write_text("import p.a\n")
     assert import_cycles(tmp_path, "p") == [["p.a", "p.c", "p.sub.b"]]
+
+
+def test_test_folders_mirror_the_package() -> None:
+    """Each folder of tests/ is named after the package or public module it tests; fuzz/
+    holds the property tests that cross parts (any bytes into every reader)."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.parent.name for p in tests.glob("*/__init__.py")}
+    assert folders - {"fuzz"} <= PACKAGES | PUBLIC_MODULES

@@ -19,7 +19,7 @@ from clobkit.mm import Desk, Quote, Quoter
 from clobkit.signing import AwsKmsSigner, sign_order_async, sign_orders_async
 
 from ..core import signing_oracle as oracle
-from ..core.test_signing_hasher import V3_EXCHANGE, message, wallet
+from .test_hasher import V3_EXCHANGE, message, wallet
 from .oracle import low_s, recovered
 from .sandboxes import RAW, options, pick_market, sandbox_for
 

@@ -8,7 +8,10 @@ importing a part (``clobkit.cli.orderids``) does not build the parser.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for type checkers and the reference site; run time: __getattr__ below
+    from .parser import main
 
 __all__ = ["main"]
 

@@ -76,7 +76,7 @@ def install_hint(extra: str) -> str:
     wanted = requirements(extra)
     if wanted:
         return "pip install " + " ".join(shlex.quote(r) for r in wanted)
-    root = Path(__file__).resolve().parents[2]  # <root>/src/clobkit/core/extras.py
+    root = Path(__file__).resolve().parents[3]  # <root>/src/clobkit/core/extras.py
     if (root / "pyproject.toml").is_file() and (root / "setup.py").is_file():
         return f"pip install '.[{extra}]' in {root}"
     return f"pip install 'clobkit[{extra}]'"
