@@ -19,9 +19,9 @@ from clobkit.mm import Desk, Quote, Quoter
 from clobkit.signing import AwsKmsSigner, sign_order_async, sign_orders_async
 
 from ..core import signing_oracle as oracle
-from .test_hasher import V3_EXCHANGE, message, wallet
 from .oracle import low_s, recovered
 from .sandboxes import RAW, options, pick_market, sandbox_for
+from .test_hasher import V3_EXCHANGE, message, wallet
 
 KEY = "0x" + "5a" * 32
 LOCAL = OrderSigner(KEY)
