@@ -1,6 +1,10 @@
 """How long ``import clobkit`` takes in a fresh interpreter, next to Python's own start.
 
-Run: python benchmarks/import_time.py [-n 25] [--module clobkit]
+Run: python benchmarks/import_time.py [-n 25] [--module clobkit] [--src DIR ...]
+
+``--src DIR`` (repeatable) times the import from each source tree (``PYTHONPATH=DIR``)
+in the same interleaved rounds: old and new trees compared in one run (a compiled
+core built in each).
 
 Each round starts, interleaved, ``python -c pass`` and ``python -c "import
 clobkit"`` (timed from outside: the whole process) and reads the import's own
@@ -33,17 +37,23 @@ def _wall(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
     return time.perf_counter() - start, done.stdout
 
 
-def measure(module: str, n: int, env: dict[str, str]) -> dict[str, list[float]]:
-    """Seconds of ``n`` interleaved rounds: bare start, start + import, the import alone."""
+def measure(module: str, n: int, env: dict[str, str], srcs: list[str]) -> dict[str, list[float]]:
+    """Seconds of ``n`` interleaved rounds: bare start, start + import, the import alone,
+    once per source tree of ``srcs`` (none: the environment's own clobkit)."""
     bare = [sys.executable, "-c", "pass"]
     probe = [sys.executable, "-c", PROBE.format(module=module)]
-    _wall(bare, env), _wall(probe, env)  # fills a bytecode cache, warms the page cache
-    out: dict[str, list[float]] = {"python -c pass": [], f"import {module}": [], "(in-process)": []}
+    trees = {src: env | {"PYTHONPATH": src} for src in srcs} or {"": env}
+    _wall(bare, env)
+    for tree_env in trees.values():
+        _wall(probe, tree_env)  # fills a bytecode cache, warms the page cache
+    out: dict[str, list[float]] = {"python -c pass": []}
     for _ in range(n):
         out["python -c pass"].append(_wall(bare, env)[0])
-        seconds, printed = _wall(probe, env)
-        out[f"import {module}"].append(seconds)
-        out["(in-process)"].append(float(printed))
+        for src, tree_env in trees.items():
+            seconds, printed = _wall(probe, tree_env)
+            name = f" ({src})" if src else ""
+            out.setdefault(f"import {module}{name}", []).append(seconds)
+            out.setdefault(f"(in-process){name}", []).append(float(printed))
     return out
 
 
@@ -51,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=25, help="fresh processes per row (25)")
     parser.add_argument("--module", default="clobkit")
+    parser.add_argument("--src", action="append", default=[], help="a source tree to time")
     args = parser.parse_args(argv)
     here = dict(os.environ)
     with tempfile.TemporaryDirectory() as cache:
@@ -65,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for title, env in settings:
             print(f"\n{title}:")
-            for name, seconds in measure(args.module, args.n, env).items():
+            for name, seconds in measure(args.module, args.n, env, args.src).items():
                 ms = [s * 1e3 for s in seconds]
-                print(f"  {name:24s} min {min(ms):6.1f}  median {statistics.median(ms):6.1f}")
+                print(f"  {name:40s} min {min(ms):6.1f}  median {statistics.median(ms):6.1f}")
     return 0
 
 
