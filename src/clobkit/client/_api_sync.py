@@ -359,6 +359,11 @@ class ClientApi:
         """``GET /wallet``: maker/signer addresses; cached for the client's life."""
         return self._run(self._core.get_wallet(refresh))
 
+    def user_id(self) -> str | None:
+        """The caller's user id (for ``orders_topic``), read from one of its orders
+        (``GET /orders``) and cached once known; ``None`` while it has no order."""
+        return self._run(self._core.user_id())
+
     def list_positions(self, page: int = 1, per_page: int = 10) -> PositionPage:
         """``GET /portfolio/positions``: one page (``per_page`` at most 100)."""
         return self._run(self._core.list_positions(page, per_page))
