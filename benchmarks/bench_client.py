@@ -30,6 +30,7 @@ import pytest
 
 from clobkit import Client
 from clobkit.client._ops import Send
+from clobkit.client._validate import RawOrderSpec
 from clobkit.client._wire import Outgoing
 
 pytest.importorskip("pytest_benchmark")
@@ -94,7 +95,8 @@ def client_order(client: Client, market_id: str) -> str:
 
 def prepared_request(client: Client, market_id: str) -> Outgoing:
     """The exact request (bytes and signed headers) ``place_raw_order`` would send now."""
-    op = client._core.place_raw_order(market_id, "a", "BUY", PRICE, SIZE)
+    spec = RawOrderSpec(market_id=market_id, outcome="a", side="BUY", price=PRICE, size=SIZE)
+    op = client._core.place_raw_order(spec)
     effect = op.send(None)
     op.close()
     assert isinstance(effect, Send), "caches must be warm: the first effect is the POST"

@@ -51,6 +51,7 @@ import httpx
 import msgspec
 
 from clobkit import AsyncClient, Client
+from clobkit.client._validate import RawOrderSpec
 from clobkit.core.select import RequestSigner
 from clobkit.core.spec import API_PREFIX
 from clobkit.errors import OrderBookNotFound
@@ -115,6 +116,11 @@ class Bench:
         return out
 
 
+def _spec(market_id: str) -> RawOrderSpec:
+    """The benchmark's raw order: a BUY of SIZE shares at PRICE on outcome a."""
+    return RawOrderSpec(market_id=market_id, outcome="a", side="BUY", price=PRICE, size=SIZE)
+
+
 def _decode(body: bytes, status: int, expect: int) -> Any:
     assert status == expect, (status, body[:200])
     return msgspec.json.decode(body)
@@ -128,14 +134,14 @@ async def async_round(
     origin_host, port = host.split(":")[0], int(host.split(":")[1].split("/")[0])
 
     async def prepared() -> bytes:
-        order = await client._run(core.prepare_raw_order(market_id, "a", "BUY", PRICE, SIZE))
+        order = await client._run(core.prepare_raw_order(_spec(market_id)))
         return bytes(order.body)
 
     # -- AsyncClient
     for _ in range(n):
         await bench.time_async("async GET  AsyncClient", lambda: client.get_wallet(refresh=True))
     for _ in range(n):
-        order = await client._run(core.prepare_raw_order(market_id, "a", "BUY", PRICE, SIZE))
+        order = await client._run(core.prepare_raw_order(_spec(market_id)))
         placed = await bench.time_async(
             "async raw  AsyncClient", lambda o=order: client._run(core.post_raw_order(o))
         )
@@ -233,7 +239,7 @@ def sync_round(
     for _ in range(n):
         bench.time_sync("sync GET   Client", lambda: client.get_wallet(refresh=True))
     for _ in range(n):
-        order = client._run(core.prepare_raw_order(market_id, "a", "BUY", PRICE, SIZE))
+        order = client._run(core.prepare_raw_order(_spec(market_id)))
         placed = bench.time_sync(
             "sync raw   Client", lambda o=order: client._run(core.post_raw_order(o))
         )
@@ -249,7 +255,7 @@ def sync_round(
                 ),
             )
         for _ in range(n):
-            body = client._run(core.prepare_raw_order(market_id, "a", "BUY", PRICE, SIZE)).body
+            body = client._run(core.prepare_raw_order(_spec(market_id))).body
             headers = signer.headers("POST", RAW, body)
             headers["Content-Type"] = "application/json"
 

@@ -19,6 +19,7 @@ from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
 from clobkit.client._errors import api_error, retry_after_seconds
 from clobkit.client._ops import NEVER, SAFE, Call, Gather, Receive, Send, Sleep
+from clobkit.client._validate import RawOrderSpec
 from clobkit.client._wire import Outgoing
 from clobkit.models import CancelResult, StreamMessage, WalletInfo
 
@@ -506,10 +507,28 @@ def warm(core: ClientCore) -> None:
     core.fee_rates[TOKEN_B] = (0, core.clock() + 60)
 
 
+def raw_spec(*args: Any, **kwargs: Any) -> RawOrderSpec:
+    """The ``RawOrderSpec`` of ``place_raw_order(*args, **kwargs)`` (its public signature)."""
+    bound = inspect.signature(Client.place_raw_order).bind(None, *args, **kwargs)
+    asked = {k: v for k, v in bound.arguments.items() if k not in ("self", "signer")}
+    return RawOrderSpec(**asked)
+
+
+def test_the_raw_order_spec_is_the_signature_of_its_methods() -> None:
+    """A parameter of ``place_raw_order`` / ``prepare_raw_order`` (but ``signer``) is a
+    field of ``RawOrderSpec`` with the same default, in the same order."""
+    fields = [(name, p.default) for name, p in inspect.signature(RawOrderSpec).parameters.items()]
+    for cls in (Client, AsyncClient):
+        for method in (cls.place_raw_order, cls.prepare_raw_order):
+            params = inspect.signature(method).parameters.values()
+            asked = [(p.name, p.default) for p in params if p.name not in ("self", "signer")]
+            assert asked == fields, method
+
+
 def test_raw_order_retries_the_same_bytes_under_one_client_order_id() -> None:
     core = make_core()
     warm(core)
-    op = core.place_raw_order(MARKET_ID, "a", "BUY", "0.5", 10)
+    op = core.place_raw_order(raw_spec(MARKET_ID, "a", "BUY", "0.5", 10))
     answers = [
         errors.TransportError("lost"),
         fail(503, "down"),
@@ -530,7 +549,7 @@ def test_raw_order_retries_the_same_bytes_under_one_client_order_id() -> None:
 def test_raw_order_risk_control_is_not_retried() -> None:
     core = make_core()
     warm(core)
-    op = core.place_raw_order(MARKET_ID, "a", "BUY", "0.5", 10)
+    op = core.place_raw_order(raw_spec(MARKET_ID, "a", "BUY", "0.5", 10))
     with pytest.raises(errors.RiskControlError):
         drive(op, [fail(500, "risk", "ORDER_FAILED_PLACE_BET"), ok({"order_id": "x"}, 201)])
 
@@ -566,7 +585,7 @@ def test_raw_order_cold_then_warm() -> None:
         ok({"order_id": "srv-1", "notification_id": ""}, 201),
     ]
     result, effects = drive(
-        core.place_raw_order(MARKET_ID, "b", "SELL", "0.40", "12.5", salt=42), answers
+        core.place_raw_order(raw_spec(MARKET_ID, "b", "SELL", "0.40", "12.5", salt=42)), answers
     )
     paths = [seen(e.request).url.path for e in effects if isinstance(e, Send)]
     assert paths == [
@@ -610,7 +629,8 @@ def test_raw_order_cold_then_warm() -> None:
     }
     # warm: the next order sends the POST only
     _, effects = drive(
-        core.place_raw_order(MARKET_ID, "b", "SELL", "0.40", 1), [ok({"order_id": "srv-2"}, 201)]
+        core.place_raw_order(raw_spec(MARKET_ID, "b", "SELL", "0.40", 1)),
+        [ok({"order_id": "srv-2"}, 201)],
     )
     assert [type(e) for e in effects] == [Send]
 
@@ -619,7 +639,7 @@ def test_raw_order_market_amounts_and_explicit_amounts() -> None:
     core = make_core()
     warm(core)
     result, _ = drive(
-        core.place_raw_order(MARKET_ID, "a", "BUY", "0.3", amount=10, order_type="FOK"),
+        core.place_raw_order(raw_spec(MARKET_ID, "a", "BUY", "0.3", amount=10, order_type="FOK")),
         [ok({"order_id": "x"}, 201)],
     )
     assert (result.maker_amount, result.taker_amount) == (10_000_000, 33_333_300)
@@ -937,7 +957,7 @@ def test_raw_order_validation(
 ) -> None:
     core = make_core()  # cold caches: any lookup would show up as a Send
     with pytest.raises(cls) as info:
-        _no_send(core.place_raw_order(MARKET_ID, *args, **kwargs))
+        _no_send(core.place_raw_order(raw_spec(MARKET_ID, *args, **kwargs)))
     assert type(info.value) is cls
     assert info.value.field == field  # type: ignore[attr-defined]
 

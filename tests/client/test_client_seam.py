@@ -72,3 +72,21 @@ def test_prepare_then_post(versioned: Any, make_api: Any, flavour: str) -> None:
     assert sent.clob_order_id.startswith("0x")
     for order_id in (placed.order_id, sent.order_id):
         api.cancel_order(order_id)
+
+
+def test_the_user_id_comes_from_an_order_then_is_kept(
+    serve: Callable[..., Any], make_api: Any, flavour: str
+) -> None:
+    """``user_id()``: the one place the caller's user id is found (a ``Quoter`` or
+    ``Desk`` subscribes ``orders_topic`` of it), one request, then cached."""
+    with serve() as sb:
+        api = make_api(sb, full_scope_users(sb)[0], flavour)
+        market = market_with_book(api, "nba")
+        price = resting_buy_price(api.get_orderbook(market.token_id_a))
+        placed = api.place_raw_order(market.id, "a", "BUY", price, 10)
+        owner = api.get_order(placed.order_id).user_id
+        assert owner
+        assert api.user_id() == owner
+        before = sb.requests.count()
+        assert api.user_id() == owner
+        assert sb.requests.count() == before

@@ -28,6 +28,7 @@ from clobkit.cli import main
 from clobkit.client._config import ClientConfig
 from clobkit.client._core import ClientCore
 from clobkit.client._ops import Gather, Send, Sleep
+from clobkit.client._validate import RawOrderSpec
 from clobkit.client._wire import Outgoing
 from clobkit.errors import ClobkitError
 
@@ -163,7 +164,9 @@ OPERATIONS: dict[str, Callable[[ClientCore], Any]] = {
     "fee_rate": lambda c: c.fee_rate("1"),
     "market_info": lambda c: c.market_info("m1"),
     "place_order": lambda c: c.place_order("m1", side="BUY", outcome="a", amount=5),
-    "place_raw_order": lambda c: c.place_raw_order("m1", "a", "BUY", "0.5", 10),
+    "place_raw_order": lambda c: c.place_raw_order(
+        RawOrderSpec(market_id="m1", outcome="a", side="BUY", price="0.5", size=10)
+    ),
 }
 
 

@@ -1,5 +1,5 @@
-"""A timeout for awaits that must not lose a cancellation, and the pacing of the
-requests an ``AsyncClient`` sends again."""
+"""``within`` (``asyncio.timeout`` for an awaitable, which ``clobkit.mm`` imports) and
+the pacing of the requests an ``AsyncClient`` sends again."""
 
 from __future__ import annotations
 
@@ -39,27 +39,24 @@ async def pace() -> None:
         await take()
 
 
-async def within(awaitable: Awaitable[T], seconds: float) -> T:
-    """The result of ``awaitable`` within ``seconds``, else ``asyncio.TimeoutError``.
+async def within(awaitable: Awaitable[T], seconds: float | None) -> T:
+    """The result of ``awaitable`` within ``seconds`` (``None``: no bound), else
+    ``TimeoutError``, whatever the call did once cancelled at the deadline (ended
+    with an error of its own, or a result).
 
-    Not ``asyncio.wait_for``: up to Python 3.11 it returns the result and drops a
-    cancellation that arrives as the awaited call completes (the stream's task then
-    went on reading, and ``close()`` waited on it for ever).
+    ``asyncio.timeout`` (3.11): a cancellation of the caller always propagates,
+    even one that arrives as the deadline passes or as the call ends (where
+    ``asyncio.wait_for`` up to 3.11 returned the result and dropped it). The call
+    runs as a task of its own, as under ``wait_for``.
     """
-    task = asyncio.ensure_future(awaitable)
+    bound = asyncio.timeout(seconds)
     try:
-        done, _ = await asyncio.wait({task}, timeout=seconds)
-    except BaseException:  # cancelled: the inner call is too
-        task.cancel()
+        async with bound:
+            result = await asyncio.ensure_future(awaitable)
+    except Exception as exc:
+        if bound.expired() and not isinstance(exc, TimeoutError):
+            raise TimeoutError from exc  # it failed as it ended, past its deadline
         raise
-    if not done:
-        task.cancel()
-        try:
-            # its end, however it ends; a cancel of this caller meanwhile propagates
-            # (awaiting the task itself, its CancelledError and ours look alike)
-            await asyncio.wait({task})
-        finally:
-            if task.done() and not task.cancelled():
-                task.exception()  # retrieved: an error raised as it ended is not "lost"
+    if bound.expired():  # it returned once cancelled: still past its deadline
         raise TimeoutError
-    return task.result()
+    return result

@@ -20,6 +20,12 @@ from ._net import ProxyUrl, check_url
 
 WS_PATH = API_PREFIX + "/ws"
 
+#: s an idle pooled connection is kept, by both shells' pools (httpcore's, aiohttp's):
+#: under the 5 s after which common servers (uvicorn's default, the sandbox's
+#: ``keep_alive_seconds``) close an idle one, so a request rarely meets a close already
+#: on its way (tests/client/test_one_home.py)
+KEEPALIVE_EXPIRY = 4.0
+
 
 def _env(name: str) -> str | None:
     value = os.environ.get(name)

@@ -11,10 +11,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
-from ..core.select import OrderHasher, limit_amounts, market_amounts
+from ..core.select import OrderHasher
 from ..core.spec import API_PREFIX, MAX_FEE_RATE_BPS
 from ..errors import (
-    AmountError,
     ApiError,
     OrderFieldError,
     OutcomeUnknown,
@@ -30,10 +29,9 @@ from ._errors import UNKNOWN_OUTCOME as UNKNOWN_OUTCOME  # the shells import it 
 from ._ops import KEYED, NEVER, SAFE, Call, Copies, Gather, Operation, Sign, Sleep
 from ._validate import (
     RawOrderFields,
+    RawOrderSpec,
     _market_ids,
-    _outcome,
     _segment,
-    _side_name,
     order_body,
     raw_order_fields,
 )
@@ -194,41 +192,11 @@ class ClientCore(WaitCore):
         return None
 
     def place_raw_order(
-        self,
-        market_id: str,
-        outcome: str,
-        side: object,
-        price: object,
-        size: object = None,
-        order_type: object = "GTC",
-        expiration: object = None,
-        client_order_id: str | None = None,
-        *,
-        amount: object = None,
-        salt: object = None,
-        nonce: object = 0,
-        tick_size: object = "0.01",
-        round_price: bool = False,
-        signer: object = None,
+        self, spec: RawOrderSpec, signer: object = None
     ) -> Operation[RawOrderResult]:
-        """Amounts from price and size (shares) or amount (USDC BUY / shares SELL)."""
-        prepare = self.prepare_raw_order(
-            market_id,
-            outcome,
-            side,
-            price,
-            size,
-            order_type,
-            expiration,
-            client_order_id,
-            amount=amount,
-            salt=salt,
-            nonce=nonce,
-            tick_size=tick_size,
-            round_price=round_price,
-            signer=signer,
-        )
-        return self._prepared_and_sent(prepare)
+        """``POST /orders/raw`` of ``spec`` (``prepare_raw_order``); retried under
+        ``client_order_id``."""
+        return self._prepared_and_sent(self.prepare_raw_order(spec, signer))
 
     def place_raw_order_amounts(
         self,
@@ -268,47 +236,12 @@ class ClientCore(WaitCore):
         return (yield from self.send_raw_order(prepared))
 
     def prepare_raw_order(
-        self,
-        market_id: str,
-        outcome: str,
-        side: object,
-        price: object,
-        size: object = None,
-        order_type: object = "GTC",
-        expiration: object = None,
-        client_order_id: str | None = None,
-        *,
-        amount: object = None,
-        salt: object = None,
-        nonce: object = 0,
-        tick_size: object = "0.01",
-        round_price: bool = False,
-        signer: object = None,
+        self, spec: RawOrderSpec, signer: object = None
     ) -> Operation[PreparedRawOrder]:
         """Everything of ``place_raw_order`` but the POST: amounts, salt, ``clob_order_id``,
-        body. Validation errors raise at once; lookups run when the operation runs."""
-        _segment(market_id, "market_id", OrderFieldError)
-        outcome = _outcome(outcome)
-        side_name = _side_name(side)
-        if (size is None) == (amount is None):
-            raise AmountError("size", size, "give exactly one of size (shares) or amount")
-        if size is not None:
-            amounts = limit_amounts(side_name, price, size, tick_size, round_price=round_price)
-        else:
-            amounts = market_amounts(side_name, price, amount, tick_size, round_price=round_price)
-        return self.prepare_raw_order_amounts(
-            market_id,
-            outcome,
-            side_name,
-            amounts.maker_amount,
-            amounts.taker_amount,
-            order_type=order_type,
-            expiration=expiration,
-            client_order_id=client_order_id,
-            salt=salt,
-            nonce=nonce,
-            signer=signer,
-        )
+        body. Validation errors (``spec.fields``) raise at once; lookups run when the
+        operation runs."""
+        return self._prepare_raw(spec.fields(self.wall_clock()), signer)
 
     def prepare_raw_order_amounts(
         self,

@@ -71,6 +71,7 @@ class EndpointCore(CallRunner):
         self.hasher: OrderHasher | None = None
         self.markets: dict[str, MarketInfo] = {}
         self.fee_rates: dict[str, tuple[int, float]] = {}
+        self.user: str | None = None  # the caller's user id, once an order showed it
 
     # -- endpoints ------------------------------------------------------------
 
@@ -126,6 +127,16 @@ class EndpointCore(CallRunner):
         path = API_PREFIX + "/orders/" + _segment(order_id, "order_id", OrderFieldError)
         return self.run(Call("GET", path, None, b"", shapes.ORDER, SAFE), until)
 
+    def user_id(self) -> Operation[str | None]:
+        """The caller's user id, the one home of its discovery: the ``user_id`` of its
+        newest order (``GET /orders``, one item), cached once known; ``None`` while the
+        caller has no order (the API has no other place that tells it)."""
+        if self.user is None:
+            page = yield from self.list_orders(None, 1, 1)
+            if page.orders:
+                self.user = page.orders[0].user_id
+        return self.user
+
     def get_wallet(self, refresh: bool = False) -> Operation[WalletInfo]:
         if self.wallet is None or refresh:
             wallet = yield from self._get("/wallet", shapes.WALLET)
@@ -158,16 +169,23 @@ class EndpointCore(CallRunner):
     # -- pagers ---------------------------------------------------------------
 
     def events_pager(self, params: dict[str, Any]) -> EventsPager:
-        return EventsPager(params)
+        return EventsPager(params, self.list_events)
 
     def orders_pager(self, status: str | None, page_size: int) -> OrdersPager:
-        return OrdersPager({"status": status, "page": 1, "page_size": page_size})
+        params = {"status": status, "page": 1, "page_size": page_size}
+        return OrdersPager(
+            params, lambda p: self.list_orders(p["status"], p["page"], p["page_size"])
+        )
 
     def positions_pager(self, per_page: int) -> PositionsPager:
-        return PositionsPager({"page": 1, "per_page": per_page})
+        params = {"page": 1, "per_page": per_page}
+        return PositionsPager(params, lambda p: self.list_positions(p["page"], p["per_page"]))
 
     def portfolio_orders_pager(self, side: object, per_page: int) -> PortfolioOrdersPager:
-        return PortfolioOrdersPager({"side": side, "page": 1, "per_page": per_page})
+        params = {"side": side, "page": 1, "per_page": per_page}
+        return PortfolioOrdersPager(
+            params, lambda p: self.list_portfolio_orders(p["side"], p["page"], p["per_page"])
+        )
 
     def all_orders(
         self, status: str | None, page_size: int = PAGE_SIZE_DEFAULT
@@ -189,7 +207,7 @@ class EndpointCore(CallRunner):
         """The next page of ``pager`` (its ``params`` must not be ``None``)."""
         params = pager.params
         assert params is not None
-        return pager.fetch(self, params)
+        return pager.fetch(params)
 
     def _remember(self, market: Market, *, detail: bool = False) -> None:
         """Cache a market's tokens and ``neg_risk``. Only the detail and search shapes

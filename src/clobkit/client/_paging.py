@@ -3,6 +3,7 @@ portfolio orders), each knowing how its pages are numbered and when they end."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import ServerError
@@ -18,7 +19,6 @@ from ..models import (
 )
 
 if TYPE_CHECKING:
-    from ._endpoints import EndpointCore
     from ._ops import Operation
 
 __all__ = ["EventsPager", "OrdersPager", "Pager", "PortfolioOrdersPager", "PositionsPager"]
@@ -28,15 +28,15 @@ T = TypeVar("T")  # the item model
 
 
 class Pager(Generic[P, T]):
-    """Walks a paged list: ``params`` of the next page or ``None`` at the end."""
+    """Walks a paged list: ``params`` of the next page or ``None`` at the end; ``fetch``
+    (the endpoint's, given by ``EndpointCore``) is the operation reading a page."""
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(
+        self, params: dict[str, Any], fetch: Callable[[dict[str, Any]], Operation[P]]
+    ) -> None:
         self.params: dict[str, Any] | None = params
+        self.fetch = fetch
         self._previous: list[T] = []
-
-    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[P]:
-        """The operation reading the page of ``params``."""
-        raise NotImplementedError
 
     def items(self, page: P) -> list[T]:
         """The items of ``page``."""
@@ -64,9 +64,6 @@ class Pager(Generic[P, T]):
 
 class EventsPager(Pager[EventPage, Event]):
     """``GET /events``: ``limit`` / ``offset`` paging (limit 20 by default)."""
-
-    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[EventPage]:
-        return core.list_events(params)
 
     def items(self, page: EventPage) -> list[Event]:
         return list(page.events)
@@ -103,9 +100,6 @@ class OrdersPager(_NumberedPager[OrderPage, Order]):
     size_key = "page_size"
     default_size = 20
 
-    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[OrderPage]:
-        return core.list_orders(params["status"], params["page"], params["page_size"])
-
     def items(self, page: OrderPage) -> list[Order]:
         return list(page.orders)
 
@@ -115,9 +109,6 @@ class OrdersPager(_NumberedPager[OrderPage, Order]):
 
 class PositionsPager(_NumberedPager[PositionPage, Position]):
     """``GET /portfolio/positions``: ``page`` / ``per_page``, ended by ``total_pages``."""
-
-    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[PositionPage]:
-        return core.list_positions(params["page"], params["per_page"])
 
     def items(self, page: PositionPage) -> list[Position]:
         return list(page.positions)
@@ -129,9 +120,6 @@ class PositionsPager(_NumberedPager[PositionPage, Position]):
 
 class PortfolioOrdersPager(_NumberedPager[PortfolioOrderPage, PortfolioOrder]):
     """``GET /portfolio/orders``: ``page`` / ``per_page``, ended by ``total_pages``."""
-
-    def fetch(self, core: EndpointCore, params: dict[str, Any]) -> Operation[PortfolioOrderPage]:
-        return core.list_portfolio_orders(params["side"], params["page"], params["per_page"])
 
     def items(self, page: PortfolioOrderPage) -> list[PortfolioOrder]:
         return list(page.orders)

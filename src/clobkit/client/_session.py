@@ -34,15 +34,11 @@ from yarl import URL
 
 from ..errors import ClobkitError, TransportError
 from ._body import Body, BodyTooLarge, refusal, unreadable
-from ._config import ClientConfig
+from ._config import KEEPALIVE_EXPIRY, ClientConfig
 from ._net import Proxies
 from ._wire import Answer, Failure, Outgoing, failure_error, lookup_failure
 
 __all__ = ["FAILURES", "SessionTransport"]
-
-#: s an idle connection is kept: under the 5 s after which common servers (uvicorn's
-#: default) close an idle one, so a request rarely meets a close already on its way
-KEEPALIVE_EXPIRY = 4.0
 
 
 class NotResent(aiohttp.ClientError):

@@ -30,7 +30,7 @@ import httpcore
 from ..errors import ClobkitError
 from ..errors import TransportError as ClobkitTransportError
 from ._body import Body, BodyTooLarge, refusal, unreadable
-from ._config import ClientConfig
+from ._config import KEEPALIVE_EXPIRY, ClientConfig
 from ._net import Proxies, ProxyUrl
 from ._wire import (
     Answer,
@@ -283,7 +283,7 @@ class SyncConnections:
             "ssl_context": self._tls,
             "max_connections": self._limit,
             "max_keepalive_connections": min(20, self._limit),
-            "keepalive_expiry": 5.0,
+            "keepalive_expiry": KEEPALIVE_EXPIRY,
             "network_backend": self._backend,
         }
         if proxy is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple, TypedDict
@@ -14,7 +15,7 @@ import msgspec
 from ..amounts import MAX_ORDER_USDC
 from ..amounts import check_raw_amounts as _check_raw_amounts
 from ..core.parse import parse_side
-from ..core.select import from_units, limit_amounts, new_salt
+from ..core.select import from_units, limit_amounts, market_amounts, new_salt
 from ..core.select import to_units as _to_units
 from ..core.spec import (
     CLIENT_ORDER_ID_MAX,
@@ -287,6 +288,55 @@ def raw_order_fields(
         if fee_rate_bps is None
         else _uint(fee_rate_bps, "fee_rate_bps", MAX_FEE_RATE_BPS),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawOrderSpec:
+    """A raw order as asked for (``place_raw_order`` / ``prepare_raw_order``): price and
+    ``size`` shares, or ``amount`` (USDC BUY / shares SELL), and its own fields, not yet
+    checked. Its one check is ``fields``; a new parameter of those methods is a field here.
+    """
+
+    market_id: object
+    outcome: object
+    side: object
+    price: object
+    size: object = None
+    order_type: object = "GTC"
+    expiration: object = None
+    client_order_id: object = None
+    amount: object = None
+    salt: object = None
+    nonce: object = 0
+    tick_size: object = "0.01"
+    round_price: bool = False
+
+    def fields(self, now: float) -> RawOrderFields:
+        """The order's checked fields (``now`` in Unix s), amounts in 6-decimal units."""
+        _segment(self.market_id, "market_id", OrderFieldError)
+        outcome = _outcome(self.outcome)
+        side = _side_name(self.side)
+        price, tick, rounded = self.price, self.tick_size, self.round_price
+        if (self.size is None) == (self.amount is None):
+            raise AmountError("size", self.size, "give exactly one of size (shares) or amount")
+        if self.size is not None:
+            amounts = limit_amounts(side, price, self.size, tick, round_price=rounded)
+        else:
+            amounts = market_amounts(side, price, self.amount, tick, round_price=rounded)
+        return raw_order_fields(
+            self.market_id,
+            outcome,
+            side,
+            amounts.maker_amount,
+            amounts.taker_amount,
+            order_type=self.order_type,
+            expiration=self.expiration,
+            client_order_id=self.client_order_id,
+            salt=self.salt,
+            nonce=self.nonce,
+            fee_rate_bps=None,
+            now=now,
+        )
 
 
 class EventFilters(TypedDict, total=False):
