@@ -73,10 +73,8 @@ from .records import (
     PriceSnapshot,
     Settlement,
     Totals,
-    book_snapshot,
-    order_record,
-    price_snapshot,
 )
+from .snapshots import book_snapshot, order_record, price_snapshot
 from .state import (
     BUY,
     HOUSE,

@@ -11,7 +11,6 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from .. import OrderHasher, WalletInfo
 from ..core.spec import (
@@ -27,9 +26,7 @@ from ..order_id import checksum_address, keccak256
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture, MarketFixture, build_fixtures
-
-if TYPE_CHECKING:
-    from .records import OrderRecord
+from .records import OrderRecord
 
 __all__ = [
     "ASK",

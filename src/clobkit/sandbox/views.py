@@ -33,9 +33,9 @@ from .records import (
     Totals,
     plain,
     price,
-    price_of,
     ratio,
 )
+from .snapshots import price_of
 from .state import ASK, BID, dec
 
 if TYPE_CHECKING:
