@@ -35,7 +35,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
+
+from starlette.applications import Starlette
 
 from ..core.checks import bounded, bounded_int
 from ..core.spec import CANCELLED, LIVE
@@ -46,9 +48,6 @@ from .replay_markets import canonical, check_events, serve_markets
 from .replay_read import ReplayUpdate, check, index, updates
 from .state import ASK, BID, BUY, GTC, HOUSE, MarketState, Order
 
-if TYPE_CHECKING:
-    from .server import Sandbox
-
 __all__ = [
     "MAX_SECONDS",
     "MAX_SPEED",
@@ -57,6 +56,7 @@ __all__ = [
     "MIN_SPEED",
     "Replay",
     "ReplayUpdate",
+    "Started",
     "attach",
     "parse_speed",
     "parse_time",
@@ -373,7 +373,17 @@ class Replay:
             self._task.cancel()
 
 
-def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Future[None] | None:
+class Started(Protocol):
+    """A started sandbox as ``attach`` sees it (``server.Sandbox`` is one): its app,
+    whose ``state.sandbox`` holds the loop it serves on (``hub.loop``) and the replay
+    it serves (``replay``). A protocol rather than an import of ``server``, which
+    builds the app whose admin routes step a ``Replay``."""
+
+    @property
+    def app(self) -> Starlette: ...
+
+
+def attach(sandbox: Started, replay: Replay, speed: float | None = None) -> Future[None] | None:
     """Serve ``replay`` from a started ``sandbox`` (its admin routes step it), stopping
     the replay attached before (two would drive one sandbox); with ``speed`` its clock
     runs on the server's loop (the future of that run)."""
