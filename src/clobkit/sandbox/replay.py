@@ -40,7 +40,7 @@ from typing import Protocol, TypeVar
 from starlette.applications import Starlette
 
 from ..core.checks import bounded, bounded_int
-from ..core.spec import CANCELLED, LIVE
+from ..core.spec import CANCELLED, LIVE, OUTCOME_A, OUTCOME_B
 from ..errors import ClobkitError, ValidationError
 from ..record import read_events, read_markets
 from .engine import Engine
@@ -444,7 +444,7 @@ def _impose(
                 id=f"house-{engine._next_seq()}",
                 user_id=HOUSE,
                 market=market,
-                outcome="a" if side == BID else "b",  # the house only buys
+                outcome=OUTCOME_A if side == BID else OUTCOME_B,  # the house only buys
                 side=BUY,
                 order_type=GTC,
                 limit_cents=price if side == BID else 100 - price,

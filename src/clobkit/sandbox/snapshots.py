@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from ..core.spec import SIDES
+from ..core.spec import OUTCOME_A, OUTCOME_B, SIDES
 from .records import Level, OrderBook, OrderRecord, PriceSnapshot, price, ratio
 from .state import ASK, BID, BUY, MarketState, Order, dec, own_levels
 
@@ -73,14 +73,14 @@ def book_snapshot(market: MarketState, outcome: str, now: int) -> OrderBook:
 def price_of(market: MarketState, outcome: str) -> Decimal:
     """The displayed price of an outcome (USDC a share)."""
     a = market.price_a_cents()
-    return price(a if outcome == "a" else 100 - a)
+    return price(a if outcome == OUTCOME_A else 100 - a)
 
 
 def price_snapshot(market: MarketState, outcome: str, now: int) -> PriceSnapshot:
     """A snapshot of one outcome token's prices (call with the engine lock held)."""
     bid, ask = market.own_best(outcome)
     last = market.last_trade
-    if last is not None and outcome == "b":
+    if last is not None and outcome == OUTCOME_B:
         last = 100 - last
     return PriceSnapshot(
         asset_id=market.token(outcome),
