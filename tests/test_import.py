@@ -121,6 +121,7 @@ def test_lazy_names_still_arrive() -> None:
     assert typing.get_args(_spec.SideName) == _spec.SIDES
     assert typing.get_args(_spec.OrderTypeName) == _spec.ORDER_TYPES
     assert typing.get_args(_spec.OrderStatus) == _spec.ORDER_STATUSES
+    assert typing.get_args(_spec.OutcomeName) == _spec.OUTCOMES
     for module in (clobkit.amounts, _types, _spec):
         with pytest.raises(AttributeError, match="no attribute 'nope'"):
             module.nope  # noqa: B018

@@ -35,9 +35,26 @@ UNIT = "6-decimal unit"
 SALT = "salt bound"
 ENV = "environment name"
 STATUS = "order status"
+OUTCOME = "outcome name"
 SWITCH = "core switch outside its home"
 
 STATUSES = frozenset(_spec.ORDER_STATUSES)
+#: The outcome names "a" / "b", flagged where an outcome is meant: both in one table, a
+#: side of a comparison or a keyword, variable or parameter named for an outcome.
+OUTCOMES = frozenset(_spec.OUTCOMES)
+OUTCOME_WORD = re.compile(r"outcome|winner", re.IGNORECASE)
+#: Issue #44: outcome names left in parts the sandbox/mm change does not own (each goes
+#: when its owner names ``OUTCOME_A`` / ``OUTCOME_B`` / ``OUTCOMES``).
+ALLOWED |= {
+    (f"src/clobkit/{path}", OUTCOME, text)
+    for path, texts in {
+        "cli/demo.py": ["'a'"],
+        "client/_endpoints.py": ["'a'", "'b'"],
+        "client/_validate.py": ["'a'", "'b'"],
+        "record/recorder.py": ["'a'", "'b'"],
+    }.items()
+    for text in texts
+}
 #: The error codes: every ``CODE_*`` of ``_spec`` and the risk code; any other
 #: ``ORDER_*`` code must be added there first.
 CODES = frozenset(
@@ -254,6 +271,30 @@ class _Finder(ast.NodeVisitor):
                 self.flag(node, ENV)
         if value in STATUSES and self._status_place(node, parent):
             self.flag(node, STATUS)
+        if value in OUTCOMES and self._outcome_place(node, parent):
+            self.flag(node, OUTCOME)
+
+    def _outcome_place(self, node: ast.AST, parent: ast.AST | None) -> bool:
+        """Whether "a" / "b" stands where an outcome is meant (module doc: OUTCOMES)."""
+        while isinstance(parent, ast.IfExp):  # "a" if side == BID else "b"
+            node, parent = parent, self.parents.get(id(parent))
+        table = isinstance(parent, (ast.Tuple, ast.List, ast.Set)) and parent.elts
+        if table and {e.value for e in table if isinstance(e, ast.Constant)} == OUTCOMES:
+            return True
+        if isinstance(parent, ast.Compare):
+            return any(OUTCOME_WORD.search(w) for w in _words(parent))
+        if isinstance(parent, ast.keyword):
+            return bool(OUTCOME_WORD.search(parent.arg or ""))
+        if isinstance(parent, (ast.Assign, ast.AnnAssign)):
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            return any(OUTCOME_WORD.search(_name(t)) for t in targets)
+        if isinstance(parent, ast.Call):  # an argument of a function's outcome parameter
+            return node in [
+                parent.args[i]
+                for i in self.status_params.get("outcome " + _name(parent.func), ())
+                if i < len(parent.args)
+            ]
+        return False
 
     def _status_place(self, node: ast.AST, parent: ast.AST | None) -> bool:
         """Whether a status string stands where a status is meant."""
@@ -306,6 +347,8 @@ def status_params(tree: ast.AST, into: dict[str, set[int]]) -> dict[str, set[int
             for i, param in enumerate(params):
                 if param.endswith("status"):
                     into.setdefault(node.name, set()).add(i)
+                elif OUTCOME_WORD.search(param):  # and its outcome parameters
+                    into.setdefault("outcome " + node.name, set()).add(i)
     return into
 
 
@@ -367,10 +410,16 @@ def _switch_home_ok(rel: str, text: str) -> bool:
     return homes is not None and any(rel.startswith(h) for h in homes)
 
 
-def residue() -> list[str]:
+def _package_functions() -> dict[str, set[int]]:
+    """The status and outcome parameters of every function of the package."""
     functions: dict[str, set[int]] = {}
     for path in sorted(SRC.rglob("*.py")):
         status_params(ast.parse(path.read_text(encoding="utf-8")), functions)
+    return functions
+
+
+def residue() -> list[str]:
+    functions = _package_functions()
     out = []
     for path in _files():
         rel = path.relative_to(ROOT).as_posix()
@@ -405,12 +454,12 @@ def test_the_files_are_there() -> None:
 
 def test_allowed_residues_still_exist() -> None:
     """An allow-list entry that no longer matches must be dropped."""
+    functions = _package_functions()
     for rel, rule, text in ALLOWED:
         path = ROOT / rel
-        scan = scan_python if path.suffix == ".py" else scan_cython
-        found = path.exists() and any(
-            (r, t) == (rule, text) for _, r, t in scan(path.read_text(encoding="utf-8"))
-        )
+        source = path.read_text(encoding="utf-8") if path.exists() else ""
+        scan = scan_python(source, functions) if path.suffix == ".py" else scan_cython(source)
+        found = any((r, t) == (rule, text) for _, r, t in scan)
         assert found, (rel, rule, text)
 
 
@@ -450,6 +499,12 @@ BAD_PY = [
     ("class O:\n    status: str = 'pending'", STATUS),
     ('nxt = {"pending": "signing", "signing": "submitted"}[s]', STATUS),
     ('def _finish(self, order, status, now): pass\nx._finish(o, "cancelled", 1)', STATUS),
+    ('if order.outcome == "a": pass', OUTCOME),
+    ('outcome = "a" if side == BID else "b"', OUTCOME),
+    ('if winner not in ("a", "b"): pass', OUTCOME),
+    ("Outcome = Literal['a', 'b']", OUTCOME),
+    ('o = Order(outcome="b")', OUTCOME),
+    ('def token(self, outcome): pass\nm.token("b")', OUTCOME),
 ]
 
 GOOD_PY = [
@@ -468,6 +523,9 @@ GOOD_PY = [
     'msg = "user not found"',
     '__all__ = ["ORDER_STATUSES"]',
     "limit = usdc * 100 // shares",
+    'if k == "b": pass',
+    'f = open(path, "a")',
+    'fmt = {8: "b", 16: "h"}',
 ]
 
 

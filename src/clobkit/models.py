@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -26,8 +26,11 @@ from .core.spec import (
     FINAL_STATUSES,
     OPEN_STATUSES,
     ORDER_STATUSES,
+    OUTCOME_A,
+    OUTCOME_B,
     OrderStatus,
     OrderTypeName,
+    OutcomeName,
     SideName,
 )
 from .core.wallet import V1_CTF_EXCHANGE, V1_NEG_RISK_EXCHANGE
@@ -196,16 +199,16 @@ class Market(_Model, kw_only=True):
     def __post_init__(self) -> None:
         _aware(self, "end_date", "game_start_time", "created_at", "updated_at")
 
-    def token_id(self, outcome: Literal["a", "b"] | str) -> str | None:
+    def token_id(self, outcome: OutcomeName | str) -> str | None:
         """The token id of outcome ``"a"`` or ``"b"`` (from the simplified shape too)."""
-        if outcome == "a":
+        if outcome == OUTCOME_A:
             token = self.token_id_a
-        elif outcome == "b":
+        elif outcome == OUTCOME_B:
             token = self.token_id_b
         else:
-            raise OrderFieldError("outcome", outcome, "must be 'a' or 'b'")
+            raise OrderFieldError("outcome", outcome, f"must be {OUTCOME_A!r} or {OUTCOME_B!r}")
         if token is None and len(self.outcomes) == 2:
-            token = self.outcomes[0 if outcome == "a" else 1].token_id
+            token = self.outcomes[0 if outcome == OUTCOME_A else 1].token_id
         return token
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     SideName = Literal["BUY", "SELL"]
     OrderTypeName = Literal["FOK", "GTC", "GTD"]
+    OutcomeName = Literal["a", "b"]
     OrderStatus = Literal[
         "pending", "signing", "submitted", "live", "matched", "won", "lost", "cancelled"
     ]
@@ -74,6 +75,9 @@ __all__ = [
     "OPEN_STATUSES",
     "ORDER_STATUSES",
     "ORDER_TYPES",
+    "OUTCOMES",
+    "OUTCOME_A",
+    "OUTCOME_B",
     "PAGE_SIZE_DEFAULT",
     "PAGE_SIZE_MAX",
     "PENDING",
@@ -90,6 +94,7 @@ __all__ = [
     "WON",
     "OrderStatus",
     "OrderTypeName",
+    "OutcomeName",
     "SideName",
     "book_topic",
     "expiration_minimum",
@@ -128,6 +133,10 @@ UNIT: Final = 10**DECIMALS
 UNIT_QUANTUM: Final = Decimal((0, (1,), -DECIMALS))
 
 # -- names (sections 2 and 3) ---------------------------------------------------------
+#: A market's two outcomes (section 1), each with its token (``token_id_a``, ``_b``).
+OUTCOME_A: Final = "a"
+OUTCOME_B: Final = "b"
+OUTCOMES: Final[tuple[OutcomeName, OutcomeName]] = (OUTCOME_A, OUTCOME_B)
 #: Order sides; the index is the exchange's ``uint8 side``.
 SIDES: Final[tuple[SideName, SideName]] = ("BUY", "SELL")
 #: Time in force: FOK fills at once or is killed; GTC and GTD rest.
@@ -161,7 +170,12 @@ FINAL_STATUSES: Final[tuple[OrderStatus, ...]] = (MATCHED, WON, LOST, CANCELLED)
 LIST_STATUSES: Final[tuple[OrderStatus, ...]] = (*OPEN_STATUSES, MATCHED)
 
 # alias name -> the tuple of its values
-_LITERALS = {"SideName": SIDES, "OrderTypeName": ORDER_TYPES, "OrderStatus": ORDER_STATUSES}
+_LITERALS = {
+    "SideName": SIDES,
+    "OrderTypeName": ORDER_TYPES,
+    "OrderStatus": ORDER_STATUSES,
+    "OutcomeName": OUTCOMES,
+}
 
 
 def __getattr__(name: str) -> object:

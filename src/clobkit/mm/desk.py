@@ -30,18 +30,19 @@ from ..signing.protocol import AsyncSigner
 from .budget import Budget
 from .execution import Execution
 from .feed import Feed
-from .gate import Gate, Halted
+from .gate import Gate
 from .killswitch import Watchdog
 from .ladder import Quote
 from .lifeline import Lifeline, desk_name
 from .metrics import collector
 from .options import check_desk
+from .plan import check_plan
 from .quoter import Quoter, RequoteReport
 from .reads import SharedReads, by_outcome
 from .renewal import Expiry, expiry
 from .risk import DeskLimits, exposure, units
 from .router import Router
-from .tasks import all_of, each_of
+from .tasks import each_of
 
 __all__ = ["Desk"]
 
@@ -380,6 +381,9 @@ class Desk:
             if isinstance(result, BaseException):
                 raise result
 
+    async def _open_all(self, quoters: list[Quoter]) -> None:
+        await self.open(*quoters)
+
     def join(self, q: Quoter) -> None:
         """``q`` opens on this desk (again, when it was closed on its own): one quoter
         per market and outcome."""
@@ -433,17 +437,11 @@ class Desk:
         and the desk as a whole after the requote are checked first (``QuoteRefused``,
         nothing sent). A failure of one quoter is raised once all are done."""
         wanted = {q: list(quotes) for q, quotes in ladders.items()}
-        for q, w in wanted.items():
+        for q in wanted:
             self._mine(q)
-            if w:
-                q.check_hearing()  # closed, or deaf to fills: before anything is planned
-        if self.halted is not None and any(wanted.values()):
-            raise Halted(self.halted)
-        await self.open(*wanted)
-        await all_of(q.feed.learn_minimum() for q, w in wanted.items() if w and q.feed)
         # the desk after every requote, checked as a whole (each quoter's requote checks
         # its own ladder again: the same targets, so it passes at once)
-        self.gate.plan({q.owner: (q.read_quotes(w), q.position_units) for q, w in wanted.items()})
+        await check_plan(self.gate, wanted, self._open_all)
         results = await each_of(q.requote(w) for q, w in wanted.items())
         reports: dict[Quoter, RequoteReport] = {}
         failure: BaseException | None = None

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Protocol
 
-from ..client import AsyncClient, Stream, book_topic, orders_topic, within
+from ..client import AsyncClient, Stream, book_topic, orders_topic
 from ..errors import OrderBookNotFound
 from ..models import OPEN_STATUSES, Order, Orderbook, Reconnected, StreamMessage
 from .book import BookMirror
@@ -108,8 +108,9 @@ class Feed:
         elif self.stream is not None:
             self._acked = asyncio.Event()
             await self.stream.subscribe(self.orders_topic)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(self._acked.wait(), 1.0)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await self._acked.wait()
         else:
             return
         self.stale = True

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ..client import UNKNOWN_OUTCOME, paced, within
+from ..client import UNKNOWN_OUTCOME, paced
 from ..core.checks import positive_int, seconds
 from ..core.spec import PAGE_SIZE_MAX, RATE_LIMIT_PER_MINUTE
 from ..errors import QuoteRefused, RateLimited, RiskControlError
@@ -190,8 +190,9 @@ class Gate:
                 raise refused
             waiter = loop.create_future()
             self._waiting.append(waiter)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await within(waiter, left)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await waiter
 
     def settle(self, owner: Owner, resting: Sequence[Level], held: int) -> None:
         """``owner``'s requote (cancel, reconcile) ended: what may rest on the service is
@@ -266,7 +267,8 @@ class Gate:
             raise Paced(places.limit, places.window)  # no room in time: not worth a wait
         halted = lambda: self.halted is not None  # noqa: E731 - a stop condition
         try:
-            took = await within(places.take(0, 1, halted), self.room_timeout)
+            async with asyncio.timeout(self.room_timeout):
+                took = await places.take(0, 1, halted)
         except TimeoutError:
             raise Paced(places.limit, places.window) from None
         if not took:

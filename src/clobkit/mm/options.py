@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..core.checks import positive_int, seconds
+from ..core.spec import OUTCOME_A, OUTCOME_B, OUTCOMES
 from ..errors import ValidationError
 
 __all__ = ["check_desk", "check_quoter"]
@@ -21,8 +22,8 @@ def check_quoter(
     """A quoter's market, outcome and limit; ``alone``: the options a lone quoter has of
     its own (``orders_per_minute``, ``order_ttl``, ``signer``), which a desk's quoter (``on_desk``)
     takes from its desk."""
-    if outcome not in ("a", "b"):
-        raise ValidationError("outcome", outcome, "must be 'a' or 'b'")
+    if outcome not in OUTCOMES:
+        raise ValidationError("outcome", outcome, f"must be {OUTCOME_A!r} or {OUTCOME_B!r}")
     if not isinstance(market_id, str) or not market_id.strip():
         raise ValidationError("market_id", market_id, "must be a non-empty string")
     positive_int(max_open_orders, "max_open_orders")

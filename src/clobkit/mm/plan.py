@@ -1,21 +1,76 @@
-"""What a requote works from: the orders it may keep (with quotes that expire, only
-those whose expiration is known, and none already renewed), whether its cancels must
-go before its places, and the late landings its last ladder does not want."""
+"""What a requote works from: the plan check before anything is sent (``check_plan``, a
+desk's of all its quoters and a quoter's of its own, and ``check_ladders``, its last
+step), the orders it may keep (with quotes that expire, only those whose expiration is
+known, and none already renewed), whether its cancels must go before its places, and
+the late landings its last ladder does not want."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple, Protocol, TypeVar
 
-from .ladder import Level, Live, crosses, diff
+from .cache import Owner
+from .feed import Feed
+from .gate import Gate, Halted
+from .ladder import Level, Live, Quote, crosses, diff
 from .orders import State, TrackedOrder
+from .tasks import all_of
 
 __all__ = [
+    "Planner",
     "Standing",
     "cancels_first",
+    "check_ladders",
+    "check_plan",
     "live_of",
     "standing",
     "unwanted",
 ]
+
+
+class Planner(Protocol):
+    """A quoter as the plan check sees it (``quoter.Quoter`` is one)."""
+
+    @property
+    def owner(self) -> Owner: ...
+    @property
+    def position_units(self) -> int: ...
+    @property
+    def feed(self) -> Feed | None: ...
+    def check_hearing(self) -> None: ...
+    def read_quotes(self, quotes: Iterable[Quote]) -> list[Level]: ...
+
+
+P = TypeVar("P", bound=Planner)
+
+
+async def check_plan(
+    gate: Gate, wanted: Mapping[P, list[Quote]], open_: Callable[[list[P]], Awaitable[None]]
+) -> dict[P, list[Level]]:
+    """The plan check of a requote (its one home: a desk's of every quoter it requotes,
+    and each quoter's of its own): the quoters of non-empty ladders can quote (closed,
+    deaf to fills: ``QuoteRefused``), the gate is not halted (``Halted``), ``open_``
+    reads what they lack (market, positions, live orders), their markets' minimums are
+    known, and every ladder passes ``check_ladders``. Each quoter's ladder as levels;
+    nothing is sent before it returns."""
+    for q, quotes in wanted.items():
+        if quotes:
+            q.check_hearing()
+    if gate.halted is not None and any(wanted.values()):
+        raise Halted(gate.halted)  # before any read: a halted desk asks nothing
+    await open_(list(wanted))
+    # the book was absent or is not heard
+    await all_of(q.feed.learn_minimum() for q, w in wanted.items() if w and q.feed)
+    levels = {q: q.read_quotes(w) for q, w in wanted.items()}
+    check_ladders(gate, levels)
+    return levels
+
+
+def check_ladders(gate: Gate, ladders: Mapping[P, Sequence[Level]]) -> None:
+    """Each quoter's ladder against its own limits and, together, the desk's, at the
+    shares it holds now (``Gate.plan``: ``QuoteRefused`` naming the first one broken;
+    else each ladder is what its quoter heads to)."""
+    gate.plan({q.owner: (levels, q.position_units) for q, levels in ladders.items()})
 
 
 class Standing(NamedTuple):

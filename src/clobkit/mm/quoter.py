@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable
 from decimal import Decimal
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..core.select import from_units, to_units
@@ -35,24 +35,37 @@ from ..signing.protocol import AsyncSigner
 from .book import BookMirror
 from .cache import Holding
 from .execution import Execution
-from .feed import Feed
+from .feed import Feed, Streams
 from .gate import Paced
 from .ladder import Level, Live, Quote, diff, read_ladder
 from .options import check_quoter
 from .orders import LIVE, Fill, State, TrackedOrder
-from .plan import cancels_first, standing, unwanted
+from .plan import cancels_first, check_ladders, check_plan, standing, unwanted
 from .reads import SharedReads
 from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
 from .tasks import all_of
 
-if TYPE_CHECKING:
-    from .desk import Desk
-
-__all__ = ["Fill", "Quoter", "RequoteReport"]
+__all__ = ["Fill", "Quoter", "RequoteReport", "Seat"]
 
 log = logging.getLogger("clobkit.mm")
+
+
+class Seat(Streams, Protocol):
+    """What a quoter needs of the desk that runs it (``desk.Desk`` is one): its
+    execution layer and shared reads, its streams (``feed.Streams``), and its roll of
+    quoters. A protocol rather than an import of ``desk``, which makes quoters."""
+
+    @property
+    def execution(self) -> Execution: ...
+    @property
+    def reads(self) -> SharedReads: ...
+    async def open(self, *quoters: Quoter) -> None: ...
+    def join(self, q: Quoter) -> None: ...
+    def forget(self, q: Quoter) -> None: ...
+    async def held(self, q: Quoter) -> int: ...
+    async def listed(self, q: Quoter) -> list[Order]: ...
 
 
 class Quoter:
@@ -82,11 +95,11 @@ class Quoter:
     its refusals too: ``Gate``). ``order_ttl`` (s, or an ``Expiry``): every quote is a
     GTD order that expires that long after it is placed, renewed before it does while
     the quoter lives (``renewal.Renewer``; on a desk, the desk's). ``user_id``
-    (optional) names the account;
-    without it the quoter learns it from the first order it sees. ``desk``: the
-    ``Desk`` that runs it (``Desk.quoter`` passes itself), else it runs alone, with
-    an execution layer and a stream of its own. ``signer`` (alone; on a desk, the
-    desk's): signs each order before its POST (``Desk``); ``presign`` signs ahead.
+    (optional) names the account; without it the quoter learns it from the first
+    order it sees. ``desk``: the ``Desk`` (a ``Seat``) that runs it (``Desk.quoter``
+    passes itself), else it runs alone, with an execution layer and a stream of its
+    own. ``signer`` (alone; on a desk, the desk's): signs each order before its POST
+    (``Desk``); ``presign`` signs ahead.
     """
 
     def __init__(
@@ -102,7 +115,7 @@ class Quoter:
         user_id: str | None = None,
         orders_per_minute: int | None = None,
         order_ttl: float | Expiry | None = None,
-        desk: Desk | None = None,
+        desk: Seat | None = None,
         signer: AsyncSigner | None = None,
     ) -> None:
         alone = {"orders_per_minute": orders_per_minute, "order_ttl": order_ttl, "signer": signer}
@@ -377,14 +390,7 @@ class Quoter:
         reported (``unknown``) and tracked until it is seen or ruled out.
         """
         wanted = list(quotes)
-        if wanted:
-            self.check_hearing()
-        if self.desk is not None and self.market is None:
-            await self.desk.open(self)  # reads only: the market, positions, live orders
-        if wanted and self.feed is not None:
-            await self.feed.learn_minimum()  # the book was absent or is not heard
-        levels = self.read_quotes(wanted)
-        self.plan(levels)  # refused before anything is sent
+        levels = (await check_plan(self.execution.gate, {self: wanted}, self._open))[self]
         async with self._lock:
             try:
                 report = await self._requote(wanted, levels)
@@ -400,10 +406,11 @@ class Quoter:
         them without waiting for the signer (``mm.presign``: when it is safe)."""
         await self.execution.sender.presign(self.owner, self.read_quotes(quotes))
 
-    def plan(self, levels: Sequence[Level]) -> None:
-        """Check ``levels`` against this quoter's limits and its desk's (the gate's
-        ``plan``), ``QuoteRefused`` naming the first one broken."""
-        self.execution.gate.plan({self.owner: (levels, self._holding.position)})
+    async def _open(self, _: object) -> None:
+        """On a desk, open on it when not yet open (reads only: the market, positions,
+        live orders); alone, it was opened on enter."""
+        if self.desk is not None and self.market is None:
+            await self.desk.open(self)
 
     async def _requote(self, wanted: list[Quote], levels: list[Level]) -> RequoteReport:
         feed = self.feed
@@ -414,7 +421,7 @@ class Quoter:
         else:
             await self.execution.resolver.settle(self.execution.cache.orders(self.owner))
         if self._holding.position != position:  # fills meanwhile: the limits again
-            self.plan(levels)
+            check_ladders(self.execution.gate, {self: levels})
         self._wanted = levels
         cache, sender, renewer = self.execution.cache, self.execution.sender, self.execution.renewer
         now = standing(cache.orders(self.owner), self.expiring)

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 
-from ..client import UNKNOWN_OUTCOME, AsyncClient, within
+from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..core.spec import LIVE, PAGE_SIZE_MAX
 from ..errors import NotFound, OutcomeUnknown, QuoteRefused, TransportError
 from ..models import Order
@@ -177,8 +177,9 @@ class Resolver:
             learnt = self.cache.learnt
             while todo and (left := deadline - loop.time()) > 0:
                 learnt.clear()
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await within(learnt.wait(), left)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await learnt.wait()
                 todo = missing()
         for attempt in range(self.attempts):
             if not todo:

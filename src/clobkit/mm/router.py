@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from ..client import AsyncClient, Stream, orders_topic, within
+from ..client import AsyncClient, Stream, orders_topic
 from ..core.checks import positive_int
 from ..errors import ValidationError
 from ..models import Reconnected, StreamMessage
@@ -135,8 +135,9 @@ class Router:
             feed.orders_topic = topic
         self._acked.clear()
         await self._listen([topic])
-        with contextlib.suppress(asyncio.TimeoutError):
-            await within(self._acked.wait(), 1.0)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):
+                await self._acked.wait()
         self.resync(True)
 
     # -- streams ----------------------------------------------------------------

@@ -20,6 +20,7 @@ from ..core.spec import (
     ERROR_ORDER_NOT_FOUND,
     LIVE,
     MATCHED,
+    OUTCOME_A,
     PENDING,
     SIGNING,
     SINGLE_ORDER_MAX,
@@ -257,7 +258,7 @@ class Book(Ledger):
             level = book[p]
             if not level:
                 continue
-            own = p if order.outcome == "a" else 100 - p
+            own = p if order.outcome == OUTCOME_A else 100 - p
             for maker in level:
                 if order.amount_based:
                     # the most shares whose exact cost fits what is left; once the
@@ -324,15 +325,15 @@ class Book(Ledger):
         bid, ask = (taker, maker) if taker.a_side == BID else (maker, taker)
         a_val = n * price // 100
         b_val = n * (100 - price) // 100
-        if bid.outcome == "a":  # BUY a
+        if bid.outcome == OUTCOME_A:  # BUY a
             self._buy_fill(bid, n, a_val, now)
-            if ask.outcome == "a":  # SELL a: transfer
+            if ask.outcome == OUTCOME_A:  # SELL a: transfer
                 self._sell_fill(ask, n, a_val, now)
             else:  # BUY b: mint n sets
                 self._buy_fill(ask, n, b_val, now)
                 market.collateral += n
                 self.house_usdc -= n - a_val - b_val
-        elif ask.outcome == "a":  # SELL b vs SELL a: merge n sets
+        elif ask.outcome == OUTCOME_A:  # SELL b vs SELL a: merge n sets
             self._sell_fill(bid, n, b_val, now)
             self._sell_fill(ask, n, a_val, now)
             market.collateral -= n
@@ -341,7 +342,7 @@ class Book(Ledger):
             self._buy_fill(ask, n, b_val, now)
             self._sell_fill(bid, n, b_val, now)
         market.last_trade = price
-        market.traded_units += a_val if taker.outcome == "a" else b_val
+        market.traded_units += a_val if taker.outcome == OUTCOME_A else b_val
         market.updated_ms = now
         for o in (taker, maker):
             if not o.house:

@@ -32,7 +32,8 @@ from typing import Any, TypeVar, cast
 
 from ..core.checks import positive_int, seconds
 from ..core.spec import RATE_LIMIT_PER_MINUTE, SINGLE_ORDER_MAX, UNIT_QUANTUM
-from ..errors import ClobkitError, ValidationError
+from ..errors import ValidationError
+from .errors import ConfigError
 from .faults import FaultConfig
 from .walk import WalkConfig
 
@@ -57,11 +58,6 @@ _T = TypeVar("_T")
 #: Most ``extra_games`` a config may ask for: each league's fixtures are built at start
 #: (2,000 took 6 s on the project's machine, and the cost grows faster than the count).
 MAX_EXTRA_GAMES = 500
-
-
-class ConfigError(ClobkitError, ValueError):
-    """A sandbox configuration value that cannot be used (a ``ClobkitError``, as every
-    refusal of bad input is, and a ``ValueError`` as before)."""
 
 
 def _money(value: object, what: str) -> Decimal:

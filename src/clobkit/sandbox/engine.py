@@ -54,6 +54,9 @@ from ..core.spec import (
     ERROR_ORDER_NOT_FOUND,
     LIST_STATUSES,
     OPEN_STATUSES,
+    OUTCOME_A,
+    OUTCOME_B,
+    OUTCOMES,
     SALT_MAX,
 )
 from .config import SandboxConfig, UserConfig, load_config
@@ -73,10 +76,8 @@ from .records import (
     PriceSnapshot,
     Settlement,
     Totals,
-    book_snapshot,
-    order_record,
-    price_snapshot,
 )
+from .snapshots import book_snapshot, order_record, price_snapshot
 from .state import (
     BUY,
     HOUSE,
@@ -283,8 +284,8 @@ class Engine(House):
         """Resolve a market: cancel its open orders, pay 1 USDC per winning share, mark won/lost."""
         with self._op() as now:
             market = self._market(market_id)
-            if winner not in ("a", "b"):
-                raise bad_body('winner must be "a" or "b"')
+            if winner not in OUTCOMES:
+                raise bad_body(f'winner must be "{OUTCOME_A}" or "{OUTCOME_B}"')
             if not market.active:
                 raise Rejected(400, "market already settled", code=CODE_MARKET_NOT_ACTIVE)
             for order in sorted(self.open_orders.values(), key=lambda o: o.seq):

@@ -1,23 +1,33 @@
-"""The one exception the sandbox's engine and auth raise to refuse a request.
+"""The sandbox's two refusals: ``Rejected``, what its engine and auth raise to refuse a
+request, and ``ConfigError``, what every check of a configuration raises.
 
-It carries exactly what the failure envelope needs: the HTTP status, the
+``Rejected`` carries exactly what the failure envelope needs: the HTTP status, the
 ``error`` string of the API text's error table, the optional ``code`` and an
 optional human ``detail`` (an extra envelope field saying what was wrong).
+``ConfigError`` lives here rather than in ``config`` so that the parts ``config``
+assembles (``faults``, ``walk``) raise it without importing ``config`` back.
 """
 
 from __future__ import annotations
 
 from ..core.spec import ERROR_BODY, ERROR_PARAMS, RISK_CODE
+from ..errors import ClobkitError
 
 __all__ = [
     "INVALID_BODY",
     "INVALID_PARAMS",
     "RISK_CODE",
+    "ConfigError",
     "Rejected",
 ]
 
 INVALID_BODY = ERROR_BODY  # the names the sandbox used before _spec held the table
 INVALID_PARAMS = ERROR_PARAMS
+
+
+class ConfigError(ClobkitError, ValueError):
+    """A sandbox configuration value that cannot be used (a ``ClobkitError``, as every
+    refusal of bad input is, and a ``ValueError`` as before)."""
 
 
 class Rejected(Exception):

@@ -41,6 +41,8 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from .errors import ConfigError
+
 __all__ = ["DroppedConnection", "FaultConfig", "Faults", "drop_streams"]
 
 #: WebSocket close code of a dropped stream (1012: service restart).
@@ -76,8 +78,6 @@ class FaultConfig:
     routes: Mapping[str, FaultConfig | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from .config import ConfigError  # config imports this module
-
         object.__setattr__(self, "latency_ms", _latency(self.latency_ms))
         object.__setattr__(self, "routes", _routes(self.routes))
         if self.latency_at not in LATENCY_AT:
@@ -95,8 +95,6 @@ class FaultConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FaultConfig:
-        from .config import ConfigError
-
         if not isinstance(data, Mapping):
             raise ConfigError(f"faults must be an object or null, got {data!r}")
         extra = set(data) - {f.name for f in fields(cls)}
@@ -140,8 +138,6 @@ ROUTE_METHODS = ("GET", "POST", "DELETE")
 
 def _routes(value: object) -> dict[str, FaultConfig | None]:
     """``routes`` checked: endpoint names to their faults (a mapping, or ``None``)."""
-    from .config import ConfigError
-
     if not isinstance(value, Mapping):
         raise ConfigError(f"faults.routes must be an object, got {value!r}")
     routes: dict[str, FaultConfig | None] = {}
@@ -163,7 +159,6 @@ def _routes(value: object) -> dict[str, FaultConfig | None]:
 
 def _latency(value: object) -> int | tuple[int, int]:
     """``latency_ms`` checked: milliseconds, or a ``(low, high)`` range of them."""
-    from .config import ConfigError
 
     def ms(item: object) -> int:
         if type(item) is not int or not 0 <= item <= MAX_LATENCY_MS:
@@ -205,8 +200,6 @@ class Faults:
             config = FaultConfig.from_dict(config)
         unknown = sorted(set(config.routes) - self._routes) if config and self._routes else []
         if unknown:
-            from .config import ConfigError
-
             raise ConfigError(f"faults.routes names no endpoint: {unknown}")
         with self._lock:
             self.config = config or FaultConfig()

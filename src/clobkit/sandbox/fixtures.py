@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..core.spec import UNIT
+from ..core.spec import OUTCOME_A, OUTCOME_B, UNIT
 from ..order_id import keccak256
 
 __all__ = ["EventFixture", "Fixtures", "League", "MarketFixture", "Team", "build_fixtures"]
@@ -109,8 +109,8 @@ class EventFixture:
     updated_ms: int
     market_ids: list[str] = field(default_factory=list)
     # enriched_markets: (market id, outcome) of the home and away win
-    home_win: tuple[str, str] = ("", "a")
-    away_win: tuple[str, str] = ("", "a")
+    home_win: tuple[str, str] = ("", OUTCOME_A)
+    away_win: tuple[str, str] = ("", OUTCOME_A)
 
 
 @dataclass
@@ -430,13 +430,13 @@ class _Builder:
         resolved = event.ended
         winner = None
         if resolved:
-            winner = "a" if rng.random() < spec.price / 100 else "b"
+            winner = OUTCOME_A if rng.random() < spec.price / 100 else OUTCOME_B
         m = MarketFixture(
             id=market_id,
             external_id=f"{event.external_id}-{spec.kind}",
             condition_id=_condition(market_id),
-            token_id_a=_token(market_id, "a"),
-            token_id_b=_token(market_id, "b"),
+            token_id_a=_token(market_id, OUTCOME_A),
+            token_id_b=_token(market_id, OUTCOME_B),
             event_id=event.id,
             question=spec.question,
             description=spec.description,
@@ -492,11 +492,11 @@ class _Builder:
                 self.add_market(ev, spec)
                 for spec in _three_way(home, away, (h, d, 100 - h - d), house, fee)
             )
-            ev.home_win, ev.away_win = (hm.id, "a"), (am.id, "a")
+            ev.home_win, ev.away_win = (hm.id, OUTCOME_A), (am.id, OUTCOME_A)
         else:
             price = self.rng.randrange(25, 76)
             m = self.add_market(ev, _moneyline(home, away, game_id, price, house, fee))
-            ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
+            ev.home_win, ev.away_win = (m.id, OUTCOME_A), (m.id, OUTCOME_B)
         self.add_event(ev)
 
     def future(self, league: League) -> None:
@@ -510,7 +510,7 @@ class _Builder:
             self.add_market(ev, _future(league, team, weights[k], k < 3)).id
             for k, team in enumerate(league.teams)
         ]
-        ev.home_win, ev.away_win = (ids[0], "a"), (ids[1], "a")
+        ev.home_win, ev.away_win = (ids[0], OUTCOME_A), (ids[1], OUTCOME_A)
         self.add_event(ev)
 
     def extra_game(self, league: League, i: int, extra: random.Random) -> None:
@@ -527,7 +527,7 @@ class _Builder:
         fee = 200 if league.category == "esports" else 0
         spec = _moneyline(home, away, game_id, extra.randrange(25, 76), True, fee)
         m = self.add_market(ev, spec)
-        ev.home_win, ev.away_win = (m.id, "a"), (m.id, "b")
+        ev.home_win, ev.away_win = (m.id, OUTCOME_A), (m.id, OUTCOME_B)
         self.add_event(ev)
 
 

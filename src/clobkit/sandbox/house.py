@@ -16,7 +16,7 @@ import uuid
 from decimal import ROUND_DOWN, Decimal
 
 from .. import new_salt
-from ..core.spec import CANCELLED, ERROR_ORDER_NOT_FOUND, LIVE, MATCHED
+from ..core.spec import CANCELLED, ERROR_ORDER_NOT_FOUND, LIVE, MATCHED, OUTCOME_A, OUTCOME_B
 from .book import Book
 from .errors import Rejected, bad_body
 from .parse import OrderSpec, cents, decimal, fok_price, scaled
@@ -84,7 +84,7 @@ class House(Book):
             # what users rest through this level (the price moved past them) is taken at
             # their prices first; the level then rests in full
             through = _crossed(market, side, price)
-            outcome = "a" if side == BID else "b"
+            outcome = OUTCOME_A if side == BID else OUTCOME_B
             own = price if side == BID else 100 - price
             quote = Order(
                 id=f"house-{self._next_seq()}",
@@ -123,7 +123,11 @@ class House(Book):
         if units <= 0:
             raise bad_body("shares must be positive")
         n = min(units, order.open_shares)
-        outcome = ("b" if order.outcome == "a" else "a") if order.side == BUY else order.outcome
+        outcome = (
+            (OUTCOME_B if order.outcome == OUTCOME_A else OUTCOME_A)
+            if order.side == BUY
+            else order.outcome
+        )
         own = 100 - order.limit_cents if order.side == BUY else order.limit_cents
         counter = Order(
             id=f"house-{self._next_seq()}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ..core.spec import LOST, MATCHED, WON
+from ..core.spec import LOST, MATCHED, OUTCOME_A, OUTCOME_B, WON
 from .errors import bad_body, risk
 from .parse import decimal, scaled
 from .state import BUY, UNIT, Account, EngineState, MarketState, Order
@@ -97,7 +97,7 @@ class Ledger(EngineState):
         """
         self._changed_users.update(self.accounts)
         win_token = market.token(winner)
-        lose_token = market.token("b" if winner == "a" else "a")
+        lose_token = market.token(OUTCOME_B if winner == OUTCOME_A else OUTCOME_A)
         paid = 0
         for account in self.accounts.values():
             for token in (win_token, lose_token):

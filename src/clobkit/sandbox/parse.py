@@ -27,6 +27,9 @@ from ..core.spec import (
     CODE_INVALID_TOKEN,
     CODE_MARKET_NOT_ACTIVE,
     ORDER_TYPES,
+    OUTCOME_A,
+    OUTCOME_B,
+    OUTCOMES,
     SALT_MAX,
     SIDES,
     UNIT_QUANTUM,
@@ -214,9 +217,9 @@ def parse_order(state: EngineState, body: Mapping[str, Any], now: int) -> OrderS
 
 def _order_outcome(body: Mapping[str, Any], order_type: str, side: int) -> str:
     """The outcome of a POST /orders body: ``outcome``, or ``token_option`` (yes: a, no: b)."""
-    outcome = _choice(body, "outcome", ("a", "b"), None)
+    outcome = _choice(body, "outcome", OUTCOMES, None)
     option = _choice(body, "token_option", ("yes", "no"), None)
-    option_outcome = None if option is None else ("a" if option == "yes" else "b")
+    option_outcome = None if option is None else (OUTCOME_A if option == "yes" else OUTCOME_B)
     if order_type == FOK:
         if outcome is None and side == SELL:
             outcome = option_outcome
@@ -353,7 +356,7 @@ def parse_raw(state: EngineState, body: Mapping[str, Any], now: int) -> OrderSpe
 
 def _raw_outcome(body: Mapping[str, Any], market: MarketState) -> str:
     """A raw order's outcome, its ``token_id`` that outcome's token of ``market``."""
-    outcome = _choice(body, "outcome", ("a", "b"), None)
+    outcome = _choice(body, "outcome", OUTCOMES, None)
     if outcome is None:
         raise bad_body("outcome (a or b) is required")
     token = body.get("token_id")

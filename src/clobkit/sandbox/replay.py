@@ -35,19 +35,18 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
+
+from starlette.applications import Starlette
 
 from ..core.checks import bounded, bounded_int
-from ..core.spec import CANCELLED, LIVE
+from ..core.spec import CANCELLED, LIVE, OUTCOME_A, OUTCOME_B
 from ..errors import ClobkitError, ValidationError
 from ..record import read_events, read_markets
 from .engine import Engine
 from .replay_markets import canonical, check_events, serve_markets
 from .replay_read import ReplayUpdate, check, index, updates
 from .state import ASK, BID, BUY, GTC, HOUSE, MarketState, Order
-
-if TYPE_CHECKING:
-    from .server import Sandbox
 
 __all__ = [
     "MAX_SECONDS",
@@ -57,6 +56,7 @@ __all__ = [
     "MIN_SPEED",
     "Replay",
     "ReplayUpdate",
+    "Started",
     "attach",
     "parse_speed",
     "parse_time",
@@ -373,7 +373,17 @@ class Replay:
             self._task.cancel()
 
 
-def attach(sandbox: Sandbox, replay: Replay, speed: float | None = None) -> Future[None] | None:
+class Started(Protocol):
+    """A started sandbox as ``attach`` sees it (``server.Sandbox`` is one): its app,
+    whose ``state.sandbox`` holds the loop it serves on (``hub.loop``) and the replay
+    it serves (``replay``). A protocol rather than an import of ``server``, which
+    builds the app whose admin routes step a ``Replay``."""
+
+    @property
+    def app(self) -> Starlette: ...
+
+
+def attach(sandbox: Started, replay: Replay, speed: float | None = None) -> Future[None] | None:
     """Serve ``replay`` from a started ``sandbox`` (its admin routes step it), stopping
     the replay attached before (two would drive one sandbox); with ``speed`` its clock
     runs on the server's loop (the future of that run)."""
@@ -434,7 +444,7 @@ def _impose(
                 id=f"house-{engine._next_seq()}",
                 user_id=HOUSE,
                 market=market,
-                outcome="a" if side == BID else "b",  # the house only buys
+                outcome=OUTCOME_A if side == BID else OUTCOME_B,  # the house only buys
                 side=BUY,
                 order_type=GTC,
                 limit_cents=price if side == BID else 100 - price,

@@ -15,7 +15,7 @@ import uuid
 
 from ..core.checks import bounded, bounded_int
 from ..core.parse import parse_uint256
-from ..core.spec import MAX_FEE_RATE_BPS, SINGLE_ORDER_MAX
+from ..core.spec import MAX_FEE_RATE_BPS, OUTCOME_A, OUTCOME_B, SINGLE_ORDER_MAX
 from ..errors import ValidationError
 from ..order_id import keccak256
 from ..record import RecordedEvent, RecordedMarket
@@ -86,8 +86,8 @@ def serve_markets(
         fx = _market_fixture(m, event, now, min_size, fee)
         state = MarketState(fx, event)
         engine.markets[fx.id] = state
-        engine.tokens[fx.token_id_a] = (state, "a")
-        engine.tokens[fx.token_id_b] = (state, "b")
+        engine.tokens[fx.token_id_a] = (state, OUTCOME_A)
+        engine.tokens[fx.token_id_b] = (state, OUTCOME_B)
         event.market_ids.append(fx.id)
         added.append(fx.id)
     return added
@@ -126,8 +126,8 @@ def _event(
         game_id=0,
         created_ms=now,
         updated_ms=now,
-        home_win=(m.market_id, "a"),  # the enriched markets: this market's outcomes
-        away_win=(m.market_id, "b"),
+        home_win=(m.market_id, OUTCOME_A),  # the enriched markets: this market's outcomes
+        away_win=(m.market_id, OUTCOME_B),
     )
     engine.events[event.id] = event
     engine.events_by_slug.setdefault(event.slug, event)

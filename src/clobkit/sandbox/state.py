@@ -11,13 +11,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from .. import OrderHasher, WalletInfo
 from ..core.spec import (
     ERROR_MARKET_NOT_FOUND,
     OPEN_STATUSES,
     ORDER_TYPES,
+    OUTCOME_A,
+    OUTCOME_B,
     PENDING,
     UNIT,
     OrderStatus,
@@ -27,9 +28,7 @@ from ..order_id import checksum_address, keccak256
 from .config import SandboxConfig, UserConfig
 from .errors import Rejected, bad_body
 from .fixtures import EventFixture, MarketFixture, build_fixtures
-
-if TYPE_CHECKING:
-    from .records import OrderRecord
+from .records import OrderRecord
 
 __all__ = [
     "ASK",
@@ -161,11 +160,11 @@ class Order:
     @property
     def a_side(self) -> int:
         buy = self.side == BUY
-        return BID if buy == (self.outcome == "a") else ASK
+        return BID if buy == (self.outcome == OUTCOME_A) else ASK
 
     @property
     def a_price(self) -> int:
-        return self.limit_cents if self.outcome == "a" else 100 - self.limit_cents
+        return self.limit_cents if self.outcome == OUTCOME_A else 100 - self.limit_cents
 
     @property
     def open_shares(self) -> int:
@@ -203,7 +202,7 @@ class MarketState:
         return self.fx.status == "active"
 
     def token(self, outcome: str) -> str:
-        return self.fx.token_id_a if outcome == "a" else self.fx.token_id_b
+        return self.fx.token_id_a if outcome == OUTCOME_A else self.fx.token_id_b
 
     def best_bid(self) -> int | None:
         for p in range(99, 0, -1):
@@ -223,7 +222,7 @@ class MarketState:
     def price_a_cents(self) -> int:
         """The market's displayed price of outcome a (cents)."""
         if not self.active:
-            return 99 if self.fx.winner == "a" else 1
+            return 99 if self.fx.winner == OUTCOME_A else 1
         if self.mid is not None:
             return self.mid
         if self.last_trade is not None:
@@ -233,7 +232,7 @@ class MarketState:
     def own_best(self, outcome: str) -> tuple[int | None, int | None]:
         """Best bid and ask of one outcome's token (cents)."""
         bid, ask = self.best_bid(), self.best_ask()
-        if outcome == "a":
+        if outcome == OUTCOME_A:
             return bid, ask
         return (None if ask is None else 100 - ask), (None if bid is None else 100 - bid)
 
@@ -301,7 +300,7 @@ def dec(units: int) -> Decimal:
 
 def own_levels(market: MarketState, outcome: str, own_side: int) -> list[tuple[int, int]]:
     """(own price in cents, open shares) of one side of a token's book, best first."""
-    if outcome == "a":
+    if outcome == OUTCOME_A:
         side = own_side
         levels = market.level_sizes(side)
         return levels[::-1] if side == BID else levels
@@ -333,8 +332,8 @@ class EngineState:
         for m in fx.markets:
             state = MarketState(m, self.events[m.event_id])
             self.markets[m.id] = state
-            self.tokens[m.token_id_a] = (state, "a")
-            self.tokens[m.token_id_b] = (state, "b")
+            self.tokens[m.token_id_a] = (state, OUTCOME_A)
+            self.tokens[m.token_id_b] = (state, OUTCOME_B)
         self.accounts: dict[str, Account] = {}
         for user in self.config.users:
             wallet = derive_wallet(user, self.config.exchange_version)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .. import WalletInfo
-from ..core.spec import PENDING, SIGNING, SUBMITTED, UNIT_QUANTUM
+from ..core.spec import OUTCOME_A, PENDING, SIGNING, SUBMITTED, UNIT_QUANTUM
 from .fixtures import EventFixture, Team
 from .queries import event_traders, event_volume
 from .records import (
@@ -33,9 +33,9 @@ from .records import (
     Totals,
     plain,
     price,
-    price_of,
     ratio,
 )
+from .snapshots import price_of
 from .state import ASK, BID, dec
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def liquidity(market: MarketState) -> Decimal:
 
 def _market_common(market: MarketState) -> dict[str, Any]:
     fx = market.fx
-    pa = price_of(market, "a")
+    pa = price_of(market, OUTCOME_A)
     return {
         "id": fx.id,
         "external_id": fx.external_id,
@@ -347,7 +347,7 @@ def order_page(page: Page[OrderRecord]) -> dict[str, Any]:
 
 
 def _display_outcome(market: MarketState, outcome: str) -> str:
-    return market.fx.outcome_a if outcome == "a" else market.fx.outcome_b
+    return market.fx.outcome_a if outcome == OUTCOME_A else market.fx.outcome_b
 
 
 def portfolio_order(engine: Engine, o: OrderRecord) -> dict[str, Any]:

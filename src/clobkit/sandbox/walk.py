@@ -29,6 +29,7 @@ from typing import Any
 
 from ..core.checks import seconds
 from ..errors import ValidationError
+from .errors import ConfigError
 
 __all__ = ["Walk", "WalkConfig"]
 
@@ -51,8 +52,6 @@ class WalkConfig:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        from .config import ConfigError  # config imports this module
-
         try:
             every = seconds(self.every_seconds, "walk.every_seconds")
         except ValidationError as exc:
@@ -76,8 +75,6 @@ class WalkConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WalkConfig:
-        from .config import ConfigError
-
         if not isinstance(data, Mapping):
             raise ConfigError(f"walk must be an object or null, got {data!r}")
         extra = set(data) - {f.name for f in fields(cls)}
