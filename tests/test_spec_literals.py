@@ -43,18 +43,6 @@ STATUSES = frozenset(_spec.ORDER_STATUSES)
 #: side of a comparison or a keyword, variable or parameter named for an outcome.
 OUTCOMES = frozenset(_spec.OUTCOMES)
 OUTCOME_WORD = re.compile(r"outcome|winner", re.IGNORECASE)
-#: Issue #44: outcome names left in parts the sandbox/mm change does not own (each goes
-#: when its owner names ``OUTCOME_A`` / ``OUTCOME_B`` / ``OUTCOMES``).
-ALLOWED |= {
-    (f"src/clobkit/{path}", OUTCOME, text)
-    for path, texts in {
-        "cli/demo.py": ["'a'"],
-        "client/_endpoints.py": ["'a'", "'b'"],
-        "client/_validate.py": ["'a'", "'b'"],
-        "record/recorder.py": ["'a'", "'b'"],
-    }.items()
-    for text in texts
-}
 #: The error codes: every ``CODE_*`` of ``_spec`` and the risk code; any other
 #: ``ORDER_*`` code must be added there first.
 CODES = frozenset(

@@ -15,10 +15,6 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 CLIENT = SRC / "clobkit" / "client"
 KEEPALIVE_NAMES = ("keepalive_expiry", "keepalive_timeout")
 
-#: user-id discoveries still outside the client, per file: clobkit.mm's, to be replaced by
-#: ``client.user_id()`` (handed to the lead: mm is another helper's); emptied then
-PENDING_USER_ID = {"mm/desk.py": 4, "mm/quoter.py": 1}
-
 
 def _keepalive_values(tree: ast.AST) -> list[ast.expr]:
     """Each value given to a pool's keep-alive, as a keyword or a key of an options dict."""
@@ -71,7 +67,7 @@ def test_the_user_id_is_discovered_in_one_place() -> None:
         count = _user_id_reads(ast.parse(path.read_text()))
         if count:
             found[path.relative_to(SRC / "clobkit").as_posix()] = count
-    assert found == {"client/_endpoints.py": 1, **PENDING_USER_ID}
+    assert found == {"client/_endpoints.py": 1}
 
 
 def test_the_user_id_check_sees_a_copy() -> None:

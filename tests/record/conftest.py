@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -118,9 +119,13 @@ def books(directory: Path, token: str | None = None) -> list[tuple[Any, Any]]:
 
 
 def example(name: str) -> ModuleType:
+    """examples/NAME.py loaded as the module NAME, registered in sys.modules as an import
+    would (a dataclass of it looks its module up there: unregistered, backtest_report
+    loaded only if backtest.py had imported it first in the same process)."""
     spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module

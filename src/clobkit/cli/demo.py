@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple, TextIO
 from ..amounts import from_units, limit_amounts
 from ..client import Client, SyncStream, orders_topic
 from ..core.select import IMPLEMENTATION, PURE_BY_CHOICE
-from ..core.spec import CANCELLED, LIVE
+from ..core.spec import CANCELLED, LIVE, OUTCOME_A
 from ..core.types import Amounts
 from ..errors import OrderBookNotFound
 from ..models import Event, Market, Order, Orderbook, StreamMessage
@@ -294,7 +294,7 @@ def _place(client: Client, steps: Steps, stream: SyncStream, plan: _Plan) -> str
     steps.title("Place it: POST /orders/raw (GTC), followed on the WebSocket stream")
     placed = client.place_raw_order_amounts(
         plan.market.id,
-        "a",
+        OUTCOME_A,
         "BUY",
         plan.amounts.maker_amount,
         plan.amounts.taker_amount,

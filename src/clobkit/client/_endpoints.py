@@ -10,7 +10,15 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..core.checks import positive_int
 from ..core.select import OrderHasher, RequestSigner
-from ..core.spec import API_PREFIX, CANCELLED, LIST_STATUSES, PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX
+from ..core.spec import (
+    API_PREFIX,
+    CANCELLED,
+    LIST_STATUSES,
+    OUTCOME_A,
+    OUTCOME_B,
+    PAGE_SIZE_DEFAULT,
+    PAGE_SIZE_MAX,
+)
 from ..errors import (
     OrderFieldError,
     ValidationError,
@@ -51,11 +59,11 @@ class MarketInfo(NamedTuple):
     neg_risk: bool
 
     def token(self, outcome: str) -> str:
-        return self.token_id_a if outcome == "a" else self.token_id_b
+        return self.token_id_a if outcome == OUTCOME_A else self.token_id_b
 
 
 def market_info(market: Market) -> MarketInfo | None:
-    a, b = market.token_id("a"), market.token_id("b")
+    a, b = market.token_id(OUTCOME_A), market.token_id(OUTCOME_B)
     if not a or not b:
         return None
     return MarketInfo(a, b, bool(market.neg_risk))

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict
 from urllib.parse import quote
 
 import msgspec
@@ -21,9 +21,12 @@ from ..core.spec import (
     CLIENT_ORDER_ID_MAX,
     MAX_FEE_RATE_BPS,
     ORDER_TYPES,
+    OUTCOME_A,
+    OUTCOME_B,
     SALT_MAX,
     SIDES,
     OrderTypeName,
+    OutcomeName,
     SideName,
 )
 from ..core.types import OrderType, Side
@@ -62,15 +65,12 @@ def _usdc(value: object, field: str) -> Decimal:
     return from_units(units)
 
 
-Outcome = Literal["a", "b"]
-
-
-def _outcome(value: object) -> Outcome:
-    if value == "a":
-        return "a"
-    if value == "b":
-        return "b"
-    raise OrderFieldError("outcome", value, "must be 'a' or 'b'")
+def _outcome(value: object) -> OutcomeName:
+    if value == OUTCOME_A:
+        return OUTCOME_A
+    if value == OUTCOME_B:
+        return OUTCOME_B
+    raise OrderFieldError("outcome", value, f"must be {OUTCOME_A!r} or {OUTCOME_B!r}")
 
 
 def _side_name(value: object) -> SideName:
@@ -238,7 +238,7 @@ class RawOrderFields(NamedTuple):
     """
 
     market_id: str
-    outcome: Outcome
+    outcome: OutcomeName
     side: int
     maker_amount: int
     taker_amount: int

@@ -263,10 +263,7 @@ class Desk:
         if signer is not None:  # the wallet's signer, or nothing is quoted
             await self.client.check_signer(signer)
         if self.user_id is None:
-            call = self.client.list_orders(page_size=1)
-            page = await self.gate.request("GET /orders", call)
-            if page.orders:
-                self.user_id = page.orders[0].user_id
+            self.user_id = await self.gate.request("GET /orders", self.client.user_id())
         await self.router.start(self.user_id)
         if self.lifeline is not None:
             try:
@@ -362,11 +359,10 @@ class Desk:
         for q in chosen:
             self._mine(q)
         if self.user_id is None and any(q.market is None for q in chosen):
-            call = self.client.list_orders(page_size=1)
-            page = await self.gate.request("GET /orders", call)
-            if page.orders and page.orders[0].user_id is not None:  # else its first order
-                await self.router.subscribe_orders(page.orders[0].user_id)
-                self.user_id = page.orders[0].user_id
+            user_id = await self.gate.request("GET /orders", self.client.user_id())
+            if user_id is not None:  # else its first order
+                await self.router.subscribe_orders(user_id)
+                self.user_id = user_id
         todo = [q for q in chosen if q.market is None and q not in self._opening]
         for q in todo:
             if q.user_id is None:

@@ -320,10 +320,7 @@ class Quoter:
 
     async def _listen(self, feed: Feed) -> None:
         if self.user_id is None and self.desk is None:  # a desk learns it once for all
-            call = self.client.list_orders(page_size=1)
-            page = await self.execution.gate.request("GET /orders", call)
-            if page.orders:
-                self.user_id = page.orders[0].user_id
+            self.user_id = await self.execution.gate.request("GET /orders", self.client.user_id())
         await feed.listen(self.user_id, self.desk)
 
     async def _adopt_live(self) -> None:

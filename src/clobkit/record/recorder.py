@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.checks import positive_int, seconds
 from ..core.safe_files import atomic_output, unsafe_directory
-from ..core.spec import book_topic
+from ..core.spec import OUTCOME_A, OUTCOME_B, OUTCOMES, book_topic
 from ..errors import ClobkitError, OrderBookNotFound, ValidationError
 from .frames import (
     Book,
@@ -157,8 +157,9 @@ class RecordingWriter:
     ) -> None:
         if not markets:
             raise ValidationError("markets", list(markets), "name at least one market")
-        if not outcomes or set(outcomes) - {"a", "b"}:
-            raise ValidationError("outcomes", outcomes, "must be 'a', 'b' or 'ab'")
+        if not outcomes or set(outcomes) - set(OUTCOMES):
+            a, b = OUTCOMES
+            raise ValidationError("outcomes", outcomes, f"must be '{a}', '{b}' or '{a}{b}'")
         seconds(rotate_seconds, "rotate_seconds")
         positive_int(rotate_bytes, "rotate_bytes")
         self._pa = arrow()
@@ -167,9 +168,9 @@ class RecordingWriter:
         self.markets = list(markets)
         self._token_market: dict[str, str] = {}
         for m in self.markets:
-            if "a" in outcomes:
+            if OUTCOME_A in outcomes:
                 self._token_market[m.token_id_a] = m.market_id
-            if "b" in outcomes:
+            if OUTCOME_B in outcomes:
                 self._token_market[m.token_id_b] = m.market_id
         self.rotate_seconds = rotate_seconds
         self.rotate_bytes = rotate_bytes
