@@ -26,7 +26,7 @@ from clobkit.client._core import ClientCore
 from clobkit.client._ops import SAFE, Call
 
 from .conftest import KEY, SECRET, RawServer, client_options, full_scope_users
-from .test_client_hardening import _options, huge_chunked_body
+from .test_client_bodies import _options, huge_chunked_body
 
 TOKEN = "71321045679252212594626385532706912750332728571942532289631379312455583992563"
 

@@ -14,20 +14,27 @@ import asyncio
 import base64
 import gzip
 import json
+import math
 import socket
 import ssl
 import threading
+import time
 import tracemalloc
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from clobkit import AsyncClient, Client, errors
+from clobkit.client import _decode as shapes
+from clobkit.client._config import ClientConfig
+from clobkit.client._core import ClientCore
+from clobkit.client._ops import Call
 
-from .conftest import KEY, SECRET, RawServer
+from .conftest import KEY, SECRET, RawServer, client_options, full_scope_users
 
 TOKEN = "7"
 FLAVOURS = ["sync", "async"]
@@ -684,3 +691,207 @@ def test_an_answer_nobody_asked_for_closes_the_connection(script: Any) -> None:
     server = script([answer(fee_body(1)) + answer(fee_body(99)), answer(fee_body(2))])
     assert outcomes("async", server.url, 2) == [("ok", 1), ("ok", 2)]
     assert server.accepted == 2
+
+
+def trickle_body(conn: socket.socket, stop: threading.Event) -> None:
+    """Headers at once, then one body byte every 0.25 s (at most 30 s in all)."""
+    conn.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 120\r\n\r\n"
+    )
+    for _ in range(120):
+        if stop.wait(0.25):
+            return
+        conn.sendall(b" ")
+
+
+def trickle_headers(conn: socket.socket, stop: threading.Event) -> None:
+    """The status line and headers one byte every 0.25 s (at most 30 s in all)."""
+    for byte in b"HTTP/1.1 200 OK\r\nX-Padding: " + b"a" * 200:
+        if stop.wait(0.25):
+            return
+        conn.sendall(bytes([byte]))
+
+
+def nested_body(conn: socket.socket, stop: threading.Event) -> None:
+    body = b'{"success": true, "data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+    conn.sendall(head.encode() + b"\r\n\r\n" + body)
+
+
+def huge_chunked_body(conn: socket.socket, stop: threading.Event) -> None:
+    """An endless chunked body (no Content-Length to refuse up front)."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+    conn.sendall(b"Transfer-Encoding: chunked\r\n\r\n")
+    chunk = b"[" * 65536
+    for _ in range(2000):  # 128 MiB at most
+        if stop.is_set():
+            return
+        conn.sendall(b"10000\r\n" + chunk + b"\r\n")
+
+
+def _options(url: str, **overrides: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "base_url": url,
+        "api_key": KEY,
+        "api_secret": SECRET,
+        "backoff": 0.01,
+        "backoff_cap": 0.05,
+        "timeout": 1.0,
+        "max_retries": 0,
+    }
+    options.update(overrides)
+    return options
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reply", [trickle_body, trickle_headers], ids=["body", "headers"])
+def test_sync_timeout_bounds_a_trickling_answer(
+    raw_server: Callable[..., RawServer], reply: Any
+) -> None:
+    server = raw_server(reply)
+    with Client(**_options(server.url)) as client:
+        started = time.monotonic()
+        with pytest.raises(errors.TimeoutError):
+            client.get_wallet()
+        took = time.monotonic() - started
+    assert took < 10 * client.config.timeout  # per-read timeouts alone: 30 s
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("reply", [trickle_body, trickle_headers], ids=["body", "headers"])
+async def test_async_timeout_bounds_a_trickling_answer(
+    raw_server: Callable[..., RawServer], reply: Any
+) -> None:
+    server = raw_server(reply)
+    async with AsyncClient(**_options(server.url)) as client:
+        started = time.monotonic()
+        with pytest.raises(errors.TimeoutError):
+            await client.get_wallet()
+        took = time.monotonic() - started
+    assert took < 10 * client.config.timeout
+
+
+@pytest.mark.slow
+def test_retries_stay_within_the_total_budget(raw_server: Callable[..., RawServer]) -> None:
+    server = raw_server(trickle_body)
+    options = _options(server.url, max_retries=50, total_timeout=2.5)
+    with Client(**options) as client:
+        started = time.monotonic()
+        with pytest.raises(errors.TimeoutError):
+            client.get_wallet()
+        took = time.monotonic() - started
+    assert took < 10 * 2.5  # 51 attempts of 1 s each without the budget
+    assert 2 <= server.accepted <= 4  # retried, but only while the budget lasted
+
+
+def test_total_timeout_default_and_validation() -> None:
+    config, _ = ClientConfig.resolve("http://x.test", KEY, SECRET, timeout=2.0, max_retries=3)
+    assert config.call_budget == 4 * 2.0 + config.max_retry_after
+    for bad in (0, -1.0, "5", True):
+        with pytest.raises(errors.ValidationError, match="total_timeout"):
+            ClientConfig.resolve("http://x.test", KEY, SECRET, total_timeout=bad)
+    for bad_limit in (0, -5, 1.5, None):
+        with pytest.raises(errors.ValidationError, match="max_response_bytes"):
+            ClientConfig.resolve("http://x.test", KEY, SECRET, max_response_bytes=bad_limit)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["timeout", "backoff", "backoff_cap", "max_retry_after", "fee_rate_ttl", "total_timeout"],
+)
+def test_an_infinite_delay_is_refused(name: str) -> None:
+    # backoff and backoff_cap of inf slept for ever before a retry: a hang, not a setting
+    for bad in (math.inf, 10**400, math.nan):
+        options: dict[str, Any] = {name: bad}
+        with pytest.raises(errors.ValidationError, match=f"{name}: must be a .*finite"):
+            ClientConfig.resolve("http://x.test", KEY, SECRET, **options)
+
+
+def test_deeply_nested_response_is_a_server_error(raw_server: Callable[..., RawServer]) -> None:
+    server = raw_server(nested_body)
+    with Client(**_options(server.url)) as client:
+        with pytest.raises(errors.ServerError, match="nested too deeply"):
+            client.get_wallet()
+        with pytest.raises(errors.ServerError, match="nested too deeply"):
+            client.list_events()
+
+
+def test_nested_error_envelope_is_an_api_error() -> None:
+    core = ClientCore(*ClientConfig.resolve("http://x.test", KEY, SECRET))
+    call = Call("GET", "/api/ext/v1/wallet", None, b"", shapes.WALLET, 1)
+    body = b'{"success": false, "error": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+    request = httpx.Request("GET", "http://x.test/api/ext/v1/wallet")
+    with pytest.raises(errors.ClobkitError):
+        core.parse(call, httpx.Response(400, content=body, request=request))
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+async def test_oversized_response_is_refused(
+    raw_server: Callable[..., RawServer], flavour: str
+) -> None:
+    server = raw_server(huge_chunked_body)
+    options = _options(server.url, timeout=30.0, max_response_bytes=1_000_000)
+    error = await _wallet_error(flavour, options)
+    assert isinstance(error, errors.ServerError)
+    assert "larger than 1000000 bytes (max_response_bytes)" in str(error)
+
+
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+async def test_declared_oversized_response_is_refused_unread(
+    raw_server: Callable[..., RawServer], flavour: str
+) -> None:
+    def declared(conn: socket.socket, stop: threading.Event) -> None:
+        """A head declaring 5000 bytes, then silence: only a refusal unread ends it."""
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n[")
+        stop.wait(10)
+
+    options = _options(raw_server(declared).url, max_response_bytes=4096, timeout=10.0)
+    error = await _wallet_error(flavour, options)
+    assert isinstance(error, errors.ServerError)
+    assert "larger than 4096 bytes (max_response_bytes)" in str(error)
+
+
+async def _wallet_error(flavour: str, options: dict[str, Any]) -> errors.ClobkitError:
+    """What ``get_wallet`` raised on a client of ``flavour``."""
+    if flavour == "sync":
+        with Client(**options) as client, pytest.raises(errors.ClobkitError) as info:
+            client.get_wallet()
+        return info.value
+    async with AsyncClient(**options) as aclient:
+        with pytest.raises(errors.ClobkitError) as ainfo:
+            await aclient.get_wallet()
+    return ainfo.value
+
+
+def test_api_error_keeps_the_detail(sandbox: Any) -> None:
+    user = full_scope_users(sandbox)[0]
+    options = client_options(sandbox, user, api_secret=user.api_secret + "x", max_retries=0)
+    with Client(**options) as client, pytest.raises(errors.AuthenticationError) as info:
+        client.get_wallet()
+    assert info.value.detail == "signature mismatch"
+    assert "signature mismatch" in str(info.value)
+
+
+def test_a_message_that_ends_with_its_detail_says_it_once() -> None:
+    """A risk refusal's envelope is ``failed to place bet: <detail>`` with the detail
+    beside it: the text repeated it (``...: more than 300 orders in one minute: more
+    than 300 orders in one minute``)."""
+    detail = "more than 300 orders in one minute"
+    error = errors.RiskControlError(
+        "failed to place bet: " + detail, status=500, code="ORDER_FAILED_PLACE_BET", detail=detail
+    )
+    assert str(error) == f"500 ORDER_FAILED_PLACE_BET: failed to place bet: {detail}"
+    other = errors.InvalidRequest("invalid request body", status=400, detail="limit too big")
+    assert str(other) == "400: invalid request body: limit too big"
+
+
+def test_detail_survives_pickling() -> None:
+    import pickle
+
+    for error in (
+        errors.InvalidRequest("invalid request body", status=400, detail="limit too big"),
+        errors.RateLimited("slow down", retry_after=2.0, detail="60 per minute"),
+    ):
+        copy = pickle.loads(pickle.dumps(error))
+        assert copy.detail == error.detail
+        assert str(copy) == str(error)

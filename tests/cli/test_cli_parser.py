@@ -1,4 +1,5 @@
-"""No traceback for any input: hostile files, flags out of range, Ctrl-C, refused rows."""
+"""The command line (``cli/parser.py``: a failure mapped to its exit code and one line): no
+traceback for any input: hostile files, flags out of range, Ctrl-C, refused rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Answers of an odd or hostile server that escaped as other exceptions (an audit's findings).
+"""The clients' decoding of answers (``client/_decode.py``): an odd or hostile server's
+answers that escaped as other exceptions (an audit's findings).
 
 Each failed before its fix, on both clients: a non-JSON answer whose charset
 names a codec that is not a text encoding ("hex", "zlib") raised httpx's

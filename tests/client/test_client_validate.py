@@ -1,4 +1,5 @@
-"""Arguments the clients took unchecked, or refused only one of them (an audit's findings).
+"""The clients' checks of their arguments (``client/_validate.py``): arguments taken
+unchecked, or refused by only one client (an audit's findings).
 
 Each failed before its fix: ``Client.stream(max_queue=0)`` was refused on the
 stream's own thread, which died and left ``start()`` waiting for ever;

@@ -1,4 +1,5 @@
-"""The sandbox as a real server under hostile input (issue 11): no way in, no crash, no exhaustion.
+"""The sandbox as a real server (``server.py``, ``_http.py``, ``guard.py``, its routes) under
+hostile input (issue 11): no way in, no crash, no exhaustion.
 
 Each test here failed before its fix: forwarding headers let a local client
 pick its whitelisted address, bodies and heads were unbounded, a 429 burned

@@ -1,4 +1,5 @@
-"""Odd but well-formed values the sandbox answered with a 500, or took off the grid.
+"""The sandbox's reading of values (``sandbox/parse.py`` and its routes): odd but
+well-formed values it answered with a 500, or took off the grid.
 
 Each test here failed before its fix: amounts between 10**26 and 10**40 and a
 GTD expiration past uint256 raised inside the engine ("internal error"), a query integer
