@@ -64,15 +64,22 @@ def test_reference_page_names_every_public_name(package: str) -> None:
     assert len(documented) == len(set(documented)), "a name documented twice"
 
 
+#: Packages private as a whole (the issue's folder layout names them without ``_``): the
+#: twins' machinery, whose public names clobkit, amounts, order_id, auth and salt export.
+PRIVATE_PACKAGES = {"core"}
+
+
 def public_modules() -> list[str]:
     """clobkit and its modules and packages whose names do not start with ``_`` (the
     submodules of ``clobkit.mm`` and ``clobkit.sandbox`` are documented through their
-    package's ``__all__``)."""
+    package's ``__all__``), but the private packages."""
     package = ROOT / "src" / "clobkit"
     found = ["clobkit"]
     for path in sorted(package.iterdir()):
         name = path.name.removesuffix(".py")
         if name.startswith("_") or not (path.suffix == ".py" or (path / "__init__.py").exists()):
+            continue
+        if name in PRIVATE_PACKAGES:
             continue
         found.append(f"clobkit.{name}")
     return found
