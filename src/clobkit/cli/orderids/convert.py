@@ -152,6 +152,14 @@ class Tables:
             self._arrow = pa, ac, schema
         return self._arrow
 
+    def parquet(self, dictionaries: Sequence[str] | None) -> tuple[Any, Any, dict[str, Any]]:
+        """(pyarrow, the output's schema, ``ParquetWriter``'s settings): ``dictionaries``
+        the columns to write with a dictionary (a Parquet input's), None for a text
+        input's (``parquet_options``' default; its strings get no min/max statistics)."""
+        pa, _, schema = self.arrow()
+        text = dictionaries is None
+        return pa, schema, parquet_options(schema.names, self.added, dictionaries, not text)
+
     def joined(self, done: list[tuple[Orders, Hashed]]) -> tuple[Any, int, list[tuple[int, str]]]:
         """(the table of an item's batches, its rows, its refusals, the readers' and the
         hashing's and this step's): one batch's table as it is, several concatenated."""

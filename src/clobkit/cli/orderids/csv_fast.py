@@ -29,7 +29,7 @@ from typing import IO, Any
 from ...core.select import csv_columns
 from .csv_exact import CsvOrders
 from .process import import_pyarrow
-from .rows import DEFAULTS, FLAGS, SIDE_KEYS, Layout, Orders, text_default
+from .rows import DEFAULTS, FLAGS, SIDE_KEYS, TEXT_DEFAULTS, Layout, Orders
 
 __all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "blocks", "engine", "read_header"]
 
@@ -89,8 +89,9 @@ class FastCsv:
         self.width = fmt.width
         self.names: list[str] = []
         self.specs: list[tuple[Any, ...]] = []
+        fields = layout.fields
         for name, i in fmt.index.items():
-            if name in layout.fields:
+            if name in fields:
                 self.names.append(name)
                 self.specs.append(_spec(name, i))
         # a field the hashing reads as text already (a token id) is read once
@@ -127,7 +128,7 @@ def _spec(name: str, field: int) -> tuple[Any, ...]:
     if name in _NUMBERS:  # an int the core reads as the digits say
         return field, "uint64", None if name not in DEFAULTS else int(default)  # type: ignore[call-overload]
     # token ids (digits, maybe past 64 bits) and bytes32 words: text for the core
-    return field, "text", text_default(name) if name in DEFAULTS else None
+    return field, "text", TEXT_DEFAULTS.get(name)
 
 
 def _array(pa: Any, spec: tuple[Any, ...], rows: int, col: Any) -> Any:

@@ -228,6 +228,10 @@ def text_default(name: str) -> str:
     return _ZERO_WORD if default is None else str(default).lower()
 
 
+#: Each optional column's default as text (``text_default``): a CSV reader's empty cell.
+TEXT_DEFAULTS = {name: text_default(name) for name in DEFAULTS}
+
+
 def _one_array(pa: Any, col: Any) -> Any:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
@@ -240,7 +244,7 @@ def fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
     if t.is_dictionary(col.type):
         col = ac.decode(_one_array(pa, col))
     if t.is_string(col.type) or t.is_large_string(col.type):
-        fill: object = text_default(name)
+        fill: object = TEXT_DEFAULTS[name]
     elif t.is_fixed_size_binary(col.type):
         fill = bytes(col.type.byte_width)
     elif default is None:

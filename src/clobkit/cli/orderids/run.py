@@ -213,10 +213,10 @@ def run(
     ``batch_size`` (rows) defaults to ``DEFAULT_BATCH``, ``PARQUET_BATCH`` for
     Parquet. Raises ``InputError`` when the input as a whole cannot be used.
     """
-    kind = format_of(input_path)
+    kind, out_kind = format_of(input_path), output_kind(output_path)
     job = _job(
         wallet,
-        kind,
+        (kind, out_kind),
         input_path,
         output_path,
         threads=threads,
@@ -226,12 +226,12 @@ def run(
         version=version,
         signer=signer,
     )
-    return _outputs(job, kind, input_path, output_kind(output_path), output_path)
+    return _outputs(job, kind, input_path, out_kind, output_path)
 
 
 def _job(
     wallet: str,
-    kind: str,
+    kinds: tuple[str, str],
     input_path: str,
     output_path: str,
     *,
@@ -242,10 +242,11 @@ def _job(
     version: int | None,
     signer: Signer | None,
 ) -> _Job:
-    """The paths and the batch size checked, the wallet loaded, the signer matched to it."""
+    """The paths and the batch size checked (``kinds``: INPUT's format, OUTPUT's kind), the
+    wallet loaded, the signer matched to it."""
+    kind, out_kind = kinds
     if batch_size is None:
         batch_size = PARQUET_BATCH if kind == "parquet" else DEFAULT_BATCH
-    out_kind = output_kind(output_path)
     if not 1 <= batch_size <= MAX_BATCH:
         raise InputError(f"--batch-size must lie in [1, {MAX_BATCH:,}] (got {batch_size})")
     _check_output(output_path, out_kind, input_path, wallet)
@@ -411,7 +412,7 @@ def _writer(
         return CsvWriter(output_path, workers_for(job.threads), source.names, added, header, tables)
     if out_kind == "jsonl":
         return JsonlWriter(output_path, workers_for(job.threads), added, kind == "jsonl", tables)
-    return ParquetWriter(output_path, out_kind == "dataset", added, tables, source.dictionaries)
+    return ParquetWriter(output_path, out_kind == "dataset", tables, source.dictionaries)
 
 
 def _line(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .convert import Tables, parquet_options
+from .convert import Tables
 from .outputs import ParquetDataset, ParquetOut
 from .rows import Hashed, Orders, Piece
 
@@ -33,19 +33,12 @@ class ParquetWriter:
     """
 
     def __init__(
-        self,
-        path: str,
-        dataset: bool,
-        added: Sequence[str],
-        tables: Tables,
-        dictionaries: Sequence[str] | None,
+        self, path: str, dataset: bool, tables: Tables, dictionaries: Sequence[str] | None
     ) -> None:
-        pa, _, schema = tables.arrow()  # pyarrow first: without numpy in the command
+        pa, schema, options = tables.parquet(dictionaries)  # pyarrow first: without numpy
         import pyarrow.parquet as pq
 
         self.tables = tables
-        text = dictionaries is None  # a text input's strings: no use for min/max statistics
-        options = parquet_options(schema.names, added, dictionaries, statistics=not text)
         self.sink: ParquetOut | ParquetDataset
         if dataset:
             self.sink = ParquetDataset(pq, path, schema, options)
