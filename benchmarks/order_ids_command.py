@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=src python benchmarks/order_ids_command.py [--rows 1000000] [--runs 3]
      [--formats csv,parquet,jsonl] [--in-process] [--idle 0]
-     [--against OTHER/src [--threads 1,2]]
+     [--against OTHER/src [--threads 1,2]] [--reentries]
 
 Writes ``--rows`` V1 orders (as a market maker's table holds them: 77-digit
 token ids, int64 amounts and salts, BUY/SELL) to a temporary directory as a
@@ -42,6 +42,7 @@ in turn on each format, ``--runs`` times each: the ratio README quotes.
 
 ``--against OTHER/src`` compares this tree's command with another tree's
 (a checkout of an earlier commit, its compiled core built): for each format
+(or ``IN:OUT`` pair of ``--formats``, e.g. ``csv:parquet``)
 and each ``--threads`` count, the two run in turn, ``--runs`` times each,
 and each side's wall clock (best and median) and CPU time (user + system
 of the command's process: the figure that still compares on a machine busy
@@ -158,8 +159,9 @@ def _command(
     root: Path, fmt: str, name: str, threads: int, src: str | None, pure: bool = False
 ) -> tuple[float, float]:
     """(wall clock, CPU time of the child) of one run, in seconds (``pure``: the pure
-    twin, ``CLOBKIT_NO_EXTENSIONS=1``)."""
-    out = root / f"out.{fmt}"
+    twin, ``CLOBKIT_NO_EXTENSIONS=1``; ``fmt``: a format, or ``IN:OUT``)."""
+    fmt, _, into = fmt.partition(":")  # IN:OUT, or one format both ways
+    out = root / f"out.{into or fmt}"
     out.unlink(missing_ok=True)
     args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
     args += [str(root / f"{name}.{fmt}"), str(out), "--threads", str(threads)]
@@ -386,10 +388,11 @@ def main() -> None:
     )
     opts = parser.parse_args()
     formats = opts.formats.split(",")
+    inputs = sorted({fmt.partition(":")[0] for fmt in formats})
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_inputs(root, opts.rows, formats)
-        write_inputs(root, 1, formats, "one")
+        write_inputs(root, opts.rows, inputs)
+        write_inputs(root, 1, inputs, "one")
         if opts.reentries:
             reentries(root)
             return

@@ -15,7 +15,7 @@ from ..test_structure import SRC, import_cycles, imports_of, module_name
 
 PACKAGE = "clobkit.cli.orderids"
 READERS = {"csv_exact", "csv_fast", "jsonl", "parquet"}
-WRITERS = {"write_csv", "write_jsonl", "write_parquet", "convert", "outputs"}
+WRITERS = {"write_csv", "write_jsonl", "write_parquet", "write_text", "convert", "outputs"}
 
 
 def reached(src: Path, package: str) -> dict[str, set[str]]:

@@ -7,8 +7,7 @@ without the GIL); when the header already has one of those columns, the
 rows are rewritten with the new values in place. From any other input, a
 batch's table of the output's columns (``convert.Tables``) is written by
 pyarrow's CSV writer (strings quoted, a null an empty cell, binary values as
-``0x`` hex) under a header of its names. The file itself is a ``TextOut``
-(``outputs``), written in the input's order.
+``0x`` hex) under a header of its names (``write_text.TextWriter``).
 """
 
 from __future__ import annotations
@@ -21,15 +20,14 @@ from typing import Any
 from ...core.arrow_ids import ID_CHARS
 from ...core.select import append_column
 from .convert import Tables, output_names, printable
-from .outputs import TextOut
-from .rows import Hashed, Orders, Piece
+from .rows import Hashed, Orders
+from .write_text import TextWriter
 
 __all__ = ["CsvWriter", "csv_header", "csv_rows"]
 
 
-class CsvWriter:
-    """A CSV output: ``header`` first, then each item's piece (``piece``, a work thread)
-    through ``put``, in the input's order.
+class CsvWriter(TextWriter):
+    """A CSV output: ``header`` first, then each item's rows.
 
     ``header``: a CSV input's header line as written (its rows are kept as they
     are), or None: the rows are ``tables``' tables.
@@ -44,35 +42,27 @@ class CsvWriter:
         header: str | None,
         tables: Tables,
     ) -> None:
-        self.added, self.tables, self.same = list(added), tables, header is not None
+        super().__init__(path, writers, header is not None, tables)
         if header is None:
             self.header = csv_header(output_names(names, added))
         else:
             new = [name for name in added if name not in names]
             self.header = (",".join([header, *new]) + "\n").encode("utf-8")
         # where each added value goes: an existing column (replaced) or a new one
-        self.targets = [list(names).index(n) if n in names else None for n in self.added]
+        self.targets = [list(names).index(n) if n in names else None for n in added]
         self.appended = all(i is None for i in self.targets)
-        self.sink = TextOut(path, writers)
         self.sink.put(self.header)
 
-    def piece(self, index: int, done: list[tuple[Orders, Hashed]]) -> Piece:
-        """An item's rows, from its hashed batches (a work thread)."""
-        if not self.same:
-            table, rows, refused = self.tables.joined(done)
-            pa, ac, _ = self.tables.arrow()
-            return Piece(csv_rows(pa, ac, table), rows, refused)
-        parts = []
-        written = 0
-        rejects: list[tuple[int, str]] = []
-        for orders, (ids, sigs, late) in done:
-            if orders.block is not None:  # a fast block: every row has its id
-                parts.append(append_column(orders.block, ids.buffers()[2], ID_CHARS))
-            else:
-                parts.append(self._lines(orders, ids, sigs).encode("utf-8"))
-            written += len(ids) - len(late)
-            rejects += orders.rejects + late
-        return Piece(parts[0] if len(parts) == 1 else b"".join(parts), written, rejects)
+    def lines(self, orders: Orders, hashed: Hashed) -> Any:
+        """The kept lines of a CSV input with their ids (and signatures): a fast block's
+        through the core's ``append_column`` (every row has its id)."""
+        ids, sigs, _ = hashed
+        if orders.block is not None:
+            return append_column(orders.block, ids.buffers()[2], ID_CHARS)
+        return self._lines(orders, ids, sigs).encode("utf-8")
+
+    def table_rows(self, pa: Any, ac: Any, table: Any) -> Any:
+        return csv_rows(pa, ac, table)
 
     def _lines(self, orders: Orders, ids: list[str | None], sigs: list[str] | None) -> str:
         """The kept lines of a CSV input with their ids (and signatures)."""
@@ -101,14 +91,6 @@ class CsvWriter:
                     row[target] = value
             writer.writerow(row)
         return buffer.getvalue()
-
-    def put(self, payload: Any) -> None:
-        """An item's piece, next in the file."""
-        self.sink.put(payload)
-
-    def close(self, ok: bool) -> None:
-        """The file complete and renamed to OUTPUT (``ok``), or removed."""
-        self.sink.close(ok)
 
 
 def csv_header(names: Sequence[str]) -> bytes:
