@@ -41,7 +41,7 @@ def check_signer(hasher: OrderHasher, signer: Signer, layout: Layout) -> None:
 
 def hash_batch(
     hasher: OrderHasher,
-    parsed: Orders,
+    orders: Orders,
     threads: int | None,
     layout: Layout = V1,
     signer: Signer | None = None,
@@ -52,33 +52,33 @@ def hash_batch(
     ``threads``: the core's threads for this batch. ``whole``: None instead when
     any row would be refused (a CSV block, which the exact reader then reads).
     """
-    if parsed.arrow:
-        return _hash_arrow(hasher, parsed, threads, layout, signer, whole)
-    done = _hash_values(hasher, parsed, threads, layout, signer)
+    if orders.arrow:
+        return _hash_arrow(hasher, orders, threads, layout, signer, whole)
+    done = _hash_values(hasher, orders, threads, layout, signer)
     return None if whole and done[2] else done
 
 
 def _hash_values(
     hasher: OrderHasher,
-    parsed: Orders,
+    orders: Orders,
     threads: int | None,
     layout: Layout,
     signer: Signer | None,
 ) -> Hashed:
     """``hash_batch`` of columns of Python values: column-wise, row by row when the core
     refuses a value (so each bad row is named)."""
-    n = len(parsed.lines)
+    n = len(orders.lines)
     if n == 0:
         return [], None if signer is None else [], []
-    cols = [parsed.columns[name] for name in layout.fields]
+    cols = [orders.columns[name] for name in layout.fields]
     batch = dict(zip(layout.keywords, cols, strict=True))
     try:
         if signer is None:
             done: list[str] = hasher.order_ids(**batch, threads=threads)
-            return _refuse_unservable(parsed, list[str | None](done), None, [], layout)
+            return _refuse_unservable(orders, list[str | None](done), None, [], layout)
         signed = hasher.sign_many(signer, **batch, threads=threads)
         ids = list[str | None]([s.order_id for s in signed])
-        return _refuse_unservable(parsed, ids, [s.signature for s in signed], [], layout)
+        return _refuse_unservable(orders, ids, [s.signature for s in signed], [], layout)
     except ValidationError:
         pass
     # one row at a time: the core names the field and value of each bad row
@@ -86,7 +86,7 @@ def _hash_values(
     sigs: list[str] | None = None if signer is None else []
     rejects: list[tuple[int, str]] = []
     seqs = [not isinstance(c, (str, int)) and isinstance(c, Sequence) for c in cols]
-    for i, line in enumerate(parsed.lines):
+    for i, line in enumerate(orders.lines):
         row = [c[i] if seq else c for c, seq in zip(cols, seqs, strict=True)]  # type: ignore[index]
         order = dict(zip(layout.fields, row, strict=True))
         try:
@@ -101,7 +101,7 @@ def _hash_values(
             if sigs is not None:
                 sigs.append("")
             rejects.append((line, str(exc)))
-    return _refuse_unservable(parsed, ids, sigs, rejects, layout)
+    return _refuse_unservable(orders, ids, sigs, rejects, layout)
 
 
 _SALT_MAX_DIGITS = str(SALT_MAX)
@@ -124,13 +124,13 @@ def _ints(values: list[Any]) -> list[int]:
         return [int(v.lstrip("0") or "0") if type(v) is str else int(v) for v in values]
 
 
-def _column(parsed: Orders, name: str) -> list[Any]:
-    values = parsed.columns[name]
-    return values if isinstance(values, list) else [values] * len(parsed.lines)
+def _column(orders: Orders, name: str) -> list[Any]:
+    values = orders.columns[name]
+    return values if isinstance(values, list) else [values] * len(orders.lines)
 
 
 def _refuse_unservable(
-    parsed: Orders,
+    orders: Orders,
     ids: list[str | None],
     sigs: list[str] | None,
     rejects: list[tuple[int, str]],
@@ -143,21 +143,21 @@ def _refuse_unservable(
     The exchange struct hashes any uint256, so the core does not refuse these;
     an id for an order the service will not take is a lost order.
     """
-    salts = _column(parsed, "salt")
+    salts = _column(orders, "salt")
     raw_flow = layout is V1  # the salt range is POST /orders/raw's rule
     bad = [i for i, salt in enumerate(salts) if raw_flow and _too_big(salt) and ids[i] is not None]
     for i in bad:
         ids[i] = None
         rejects.append(
             (
-                parsed.lines[i],
+                orders.lines[i],
                 f"salt: must lie in {SALT_RANGE} for POST /orders/raw"
                 f" (got {_short_repr(salts[i])})",
             )
         )
     # the hashed rows passed the core's checks: their amounts read as ints
-    makers, takers = _column(parsed, "maker_amount"), _column(parsed, "taker_amount")
-    sides = _column(parsed, "side")
+    makers, takers = _column(orders, "maker_amount"), _column(orders, "taker_amount")
+    sides = _column(orders, "side")
     rows = [i for i, oid in enumerate(ids) if oid is not None]
     # hashed rows have sides the core took (str or int): a handful of values
     side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
@@ -177,7 +177,7 @@ def _refuse_unservable(
             check_raw_amounts(side, maker, taker)
         except AmountError as exc:
             ids[i] = None
-            rejects.append((parsed.lines[i], f"{exc} (POST /orders/raw refuses it)"))
+            rejects.append((orders.lines[i], f"{exc} (POST /orders/raw refuses it)"))
     rejects.sort()
     return ids, sigs, rejects
 
