@@ -430,6 +430,8 @@ def _line(
             # a CSV block: all hashed, or read again exactly
             hashed = hash_batch(job.hasher, orders, per_item, job.layout, job.signer, item.block)
             if hashed is not None:
+                # no writer reads the hash columns: their memory is free for the output
+                orders.columns = {}
                 return writer.piece(item.number, [(orders, hashed)]), len(orders.lines)
         assert source.exact is not None  # a CSV block in doubt: numbered from 0
         batches, count = source.exact.read_block(item.data, job.batch_size)
