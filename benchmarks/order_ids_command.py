@@ -2,7 +2,7 @@
 
 Run: PYTHONPATH=src python benchmarks/order_ids_command.py [--rows 1000000] [--runs 3]
      [--formats csv,parquet,jsonl] [--in-process] [--idle 0]
-     [--against OTHER/src [--threads 1,2]]
+     [--against OTHER/src [--threads 1,2]] [--reentries]
 
 Writes ``--rows`` V1 orders (as a market maker's table holds them: 77-digit
 token ids, int64 amounts and salts, BUY/SELL) to a temporary directory as a
@@ -31,11 +31,18 @@ directory) at the same ``--threads``: each command's rate over the
 in-memory rate of its round, and its process's CPU time per order (#45's
 target on 2 cores: at least 0.7x at 2 threads).
 
+``--reentries`` runs one small CSV -> Parquet job (``--rows`` orders, one
+thread) in this process under ``threading.setprofile`` and counts, in each
+thread, the calls that enter a file of ``clobkit/cli/orderids/`` already left
+before (a file entered again after another was: the pipeline going back and
+forth), and the same counting each return into such a file too (#44).
+
 ``--twins`` times the pure twin (``CLOBKIT_NO_EXTENSIONS=1``) and the compiled core
 in turn on each format, ``--runs`` times each: the ratio README quotes.
 
 ``--against OTHER/src`` compares this tree's command with another tree's
 (a checkout of an earlier commit, its compiled core built): for each format
+(or ``IN:OUT`` pair of ``--formats``, e.g. ``csv:parquet``)
 and each ``--threads`` count, the two run in turn, ``--runs`` times each,
 and each side's wall clock (best and median) and CPU time (user + system
 of the command's process: the figure that still compares on a machine busy
@@ -56,6 +63,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -151,8 +159,9 @@ def _command(
     root: Path, fmt: str, name: str, threads: int, src: str | None, pure: bool = False
 ) -> tuple[float, float]:
     """(wall clock, CPU time of the child) of one run, in seconds (``pure``: the pure
-    twin, ``CLOBKIT_NO_EXTENSIONS=1``)."""
-    out = root / f"out.{fmt}"
+    twin, ``CLOBKIT_NO_EXTENSIONS=1``; ``fmt``: a format, or ``IN:OUT``)."""
+    fmt, _, into = fmt.partition(":")  # IN:OUT, or one format both ways
+    out = root / f"out.{into or fmt}"
     out.unlink(missing_ok=True)
     args = [sys.executable, "-m", "clobkit", "order-ids", "--wallet", str(root / "wallet.json")]
     args += [str(root / f"{name}.{fmt}"), str(out), "--threads", str(threads)]
@@ -309,6 +318,56 @@ def versus_arrow(root: Path, rows: int, pairs: list[str], threads: int, runs: in
         )
 
 
+def reentries(root: Path) -> None:
+    """Print the calls (and the calls and returns) that enter a file of the order-ids
+    pipeline already left, over one CSV -> Parquet run in this process, by thread."""
+    import threading
+
+    import clobkit.cli.orderids as pipeline
+    from clobkit.cli.orderids.run import run
+
+    home = str(Path(pipeline.__file__).parent) + os.sep
+    seen: dict[str, list[tuple[str, str]]] = {}  # thread -> (event, file) in order
+    lock = threading.Lock()
+
+    def profile(frame: FrameType, event: str, _: object) -> None:
+        if event not in ("call", "return"):
+            return
+        name = frame.f_code.co_filename
+        if name.startswith(home):
+            with lock:
+                seen.setdefault(threading.current_thread().name, []).append((event, name))
+        if event == "return" and frame.f_back is not None:
+            back = frame.f_back.f_code.co_filename
+            if back.startswith(home):
+                with lock:
+                    seen.setdefault(threading.current_thread().name, []).append(("back", back))
+
+    wallet, src, dst = (str(root / n) for n in ("wallet.json", "in.csv", "out.parquet"))
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        run(wallet, src, dst, threads=1, progress=False)
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    totals = [0, 0]
+    for thread, events in seen.items():
+        counts = []
+        for kinds in (("call",), ("call", "back")):
+            files = [f for e, f in events if e in kinds]
+            runs = [f for i, f in enumerate(files) if i == 0 or files[i - 1] != f]
+            counts.append(sum(1 for i, f in enumerate(runs) if f in runs[:i]))
+        totals = [totals[0] + counts[0], totals[1] + counts[1]]
+        order = [Path(f).stem for e, f in events if e == "call"]
+        trail = [f for i, f in enumerate(order) if i == 0 or order[i - 1] != f]
+        print(
+            f"{thread.split('_')[0]}: {counts[0]} calls, {counts[1]} calls or returns into a "
+            f"file already left: {' > '.join(trail)}"
+        )
+    print(f"total: {totals[0]} calls, {totals[1]} calls or returns into a file already left")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -324,12 +383,19 @@ def main() -> None:
         "--vs-arrow", metavar="IN:OUT,...", help="each command's rate over the in-memory rate"
     )
     parser.add_argument("--twins", action="store_true", help="the pure twin against the compiled")
+    parser.add_argument(
+        "--reentries", action="store_true", help="count the pipeline's returns to a file (#44)"
+    )
     opts = parser.parse_args()
     formats = opts.formats.split(",")
+    inputs = sorted({fmt.partition(":")[0] for fmt in formats})
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        write_inputs(root, opts.rows, formats)
-        write_inputs(root, 1, formats, "one")
+        write_inputs(root, opts.rows, inputs)
+        write_inputs(root, 1, inputs, "one")
+        if opts.reentries:
+            reentries(root)
+            return
         if opts.vs_arrow:
             print(
                 f"{opts.rows:,} V1 orders, --threads {opts.threads}, load {os.getloadavg()[0]:.2f}"

@@ -285,13 +285,13 @@ def test_default_batch_is_smaller_than_a_big_file(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import clobkit.cli.orderids.csv_fast as csvfast
-    import clobkit.cli.orderids.text as text_input
+    import clobkit.cli.orderids.run as text_input
 
     # the exact reader's batches; the pyarrow path's blocks are bounded in bytes
     # (test_cli_order_ids_csvfast.py::test_blocks_are_bounded)
     monkeypatch.setattr(csvfast, "ENABLED", False)
     calls: list[int] = []
-    from clobkit.cli.orderids.rows import hash_batch as real
+    from clobkit.cli.orderids.hashing import hash_batch as real
 
     def spy(hasher: Any, parsed: Any, *rest: Any) -> Any:
         calls.append(len(parsed.lines))

@@ -1,34 +1,30 @@
-"""CSV for ``clobkit order-ids``, read exactly: a header row, then one order per line.
+"""Reader: CSV for ``clobkit order-ids``, read exactly: a header row, then one order per line.
 
 Lines are split by Python's csv rules (a field may be quoted but may not span
-lines); each output row is its input line unchanged plus ``order_id`` (and
-``signature``), or the row rewritten when it already has those columns.
+lines). Each batch of lines becomes an ``Orders``: the hash columns as Python
+values, each kept line's text and every field's text by column (what the CSV
+writer keeps or rewrites, and the cells of another format's table); a
+malformed line or one of another width is refused here, by line number. The
+fast reader (``csv_fast``) hands a block in doubt to ``read_block``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
-from .rows import (
-    DEFAULTS,
-    V1,
-    InputError,
-    Layout,
-    Parsed,
-    _kept,
-    _lines,
-    check_columns,
-    read_values,
-)
+from .rows import DEFAULTS, V1, InputError, Layout, Orders, _lines, check_columns, read_values
+
+__all__ = ["CsvOrders"]
 
 
 class CsvOrders:
-    """CSV with a header row; ``order_id`` (and ``signature``) added, or replaced when present."""
+    """The exact reader of one CSV file, from its header row: ``names`` its columns,
+    ``index`` each one's field, ``text`` the header line as written."""
 
-    def __init__(self, header: str, layout: Layout = V1, signed: bool = False) -> None:
+    def __init__(self, header: str, layout: Layout = V1) -> None:
         text = header.rstrip("\r\n")
         if not text.strip():
             raise InputError("line 1: no header row")
@@ -40,16 +36,24 @@ class CsvOrders:
             names, layout, "line 1", "the header lacks the column(s)", "line 1: the header"
         )
         self.layout = layout
+        self.text = text
+        self.names = names
         self.width = len(names)
         self.index = {name: i for i, name in enumerate(names)}
-        added = ("order_id", "signature") if signed else ("order_id",)
-        # where each added value goes: an existing column (replaced) or a new one
-        self.targets = [self.index.get(name) for name in added]
-        self.appended = all(i is None for i in self.targets)
-        new = [name for name in added if name not in self.index]
-        self.header = ",".join([text, *new])
 
-    def parse(self, first: int, lines: list[str]) -> Parsed:
+    def read_block(self, data: bytes, batch_size: int) -> tuple[list[Orders], int]:
+        """A block of lines (UTF-8) in batches of ``batch_size`` lines, numbered from 0,
+        and its count of lines (the fast reader's block in doubt)."""
+        lines = io.StringIO(data.decode("utf-8"), newline="")
+        done: list[Orders] = []
+        count = 0
+        while batch := list(islice(lines, batch_size)):
+            done.append(self.parse(count, batch))
+            count += len(batch)
+        return done, count
+
+    def parse(self, first: int, lines: list[str]) -> Orders:
+        """A batch of lines, the first numbered ``first``."""
         texts = _lines(lines, _strip_eol)
         numbers = list(range(first, first + len(texts)))
         rejects: list[tuple[int, str]] = []
@@ -87,26 +91,7 @@ class CsvOrders:
             if "" in values:  # an empty cell is a null (an optional column's default)
                 values = [None if v == "" else v for v in values]
             columns[name] = read_values(name, values)
-        return Parsed(numbers, texts, columns, None, rejects)
-
-    def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:
-        texts, added = _kept(parsed.texts, ids, sigs)
-        if not texts:
-            return ""
-        if self.appended:
-            return "\n".join(map(",".join, zip(texts, *added, strict=True))) + "\n"
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        for text, *values in zip(texts, *added, strict=True):
-            row = _split(text)
-            assert isinstance(row, list)
-            for target, value in zip(self.targets, values, strict=True):
-                if target is None:
-                    row.append(value)
-                else:
-                    row[target] = value
-            writer.writerow(row)
-        return buffer.getvalue()
+        return Orders(numbers, columns, rejects, texts=texts, cells=transposed)
 
 
 def _strip_eol(line: str) -> str:

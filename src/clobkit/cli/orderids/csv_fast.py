@@ -1,46 +1,37 @@
-"""CSV for ``clobkit order-ids`` at speed: blocks of lines read natively, exact when in doubt.
+"""Reader: CSV for ``clobkit order-ids`` at speed, blocks of lines read natively.
 
-Used when pyarrow is installed and no signing is asked for. The file after
-the header is read in blocks of about ``BLOCK`` bytes cut after a line end.
-A block takes the fast path only if every line in it is plain: ``width``
-fields, each either unquoted (printable ASCII or tab, no quote, no comma) or
-quoted RFC 4180 style (printable ASCII, tab and commas, doubled quotes), and
-each line ends in LF or CRLF (no lone CR, no blank line). The core's
+Used when pyarrow is installed, no signing is asked for and the header has no
+``order_id`` column. The file after the header is read in blocks of about
+``BLOCK`` bytes cut after a line end (``blocks``, the reader thread). A block
+is read on this path only if every line in it is plain: ``width`` fields,
+each either unquoted (printable ASCII or tab, no quote, no comma) or quoted
+RFC 4180 style (printable ASCII, tab and commas, doubled quotes), and each
+line ends in LF or CRLF (no lone CR, no blank line). The core's
 ``csv_columns`` checks that and reads the order columns in one pass each
 without the GIL (digits as uint64, sides and flags through their tables,
 token ids and words as text; ``_csv_columns`` has the rule): on such lines
-Python's csv reads the same fields, so the columns go straight into
-``OrderHasher.order_ids(out="arrow")`` and each output row is the input
-line plus ``,`` and its id (the core's ``append_column``, one pass of
-copies). A block that is not plain, has a value the fast reading does not
-take (not digits, past 2**64 - 1, an empty required cell), a value the core
-refuses or a row ``POST /orders/raw`` would refuse is handed back whole to
-the exact reader (``_orderids.csv_exact``), which words the errors with
-their line numbers: the output bytes and messages are the exact reader's
-for every input. Memory is bounded by the block, not the file.
+Python's csv reads the same fields, so ``FastCsv.block`` makes the block an
+``Orders`` of Arrow columns, with the block's bytes (the CSV writer adds
+``,`` and each id to each line) and the text of the columns another format's
+writer asks for. A block that is not plain, or has a value the fast reading
+does not take (not digits, past 2**64 - 1, an empty required cell), is in
+doubt (None): the driver has the exact reader (``csv_exact``) read it, as
+it does a block the hashing stage finds a row to refuse in, so the output
+bytes and messages are the exact reader's for every input. Memory is bounded
+by the block, not the file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import IO, Any, TypeVar
+from collections.abc import Iterator
+from typing import IO, Any
 
-from ...amounts import raw_amounts_flagged
-from ...core.arrow_ids import ID_CHARS
-from ...core.arrow_values import scalar
-from ...core.parse import BATCH_KEYWORDS
-from ...core.select import append_column, csv_columns
-from ...core.spec import SALT_MAX
-from ...errors import ValidationError
-from ...order_id import OrderHasher
+from ...core.select import csv_columns
 from .csv_exact import CsvOrders
 from .process import import_pyarrow
-from .rows import DEFAULTS, FLAGS, SIDE_KEYS, V1, Layout, text_default
-from .stages import staged
+from .rows import DEFAULTS, FLAGS, SIDE_KEYS, TEXT_DEFAULTS, Layout, Orders
 
-__all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "engine", "read_header", "run_blocks"]
-
-T = TypeVar("T")  # what the exact reader makes of a block in doubt
+__all__ = ["BLOCK", "ENABLED", "FastCsv", "available", "blocks", "engine", "read_header"]
 
 BLOCK = 8 << 20  # bytes read at a time; a block grows only to hold one longer line
 ENABLED = True  # tests turn the fast path off to compare with the exact reader
@@ -82,77 +73,48 @@ def available() -> bool:
     return True
 
 
-def engine(
-    hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
-) -> FastCsv | None:
-    """The fast path for this file, or None: ``order_id`` is already a column (rewritten rows)."""
-    return FastCsv(hasher, layout, fmt, threads) if fmt.appended else None
+def engine(layout: Layout, fmt: CsvOrders, texts: list[int]) -> FastCsv | None:
+    """The fast reader of this file, or None: ``order_id`` is already a column (its rows
+    are rewritten, not appended to). ``texts``: the fields whose text a writer wants."""
+    return None if "order_id" in fmt.index else FastCsv(layout, fmt, texts)
 
 
 class FastCsv:
-    """The fast path of one file: which fields to read, and how (``csv_columns``' specs)."""
+    """The fast reader of one file: which fields to read, and how (``csv_columns``' specs)."""
 
-    def __init__(
-        self, hasher: OrderHasher, layout: Layout, fmt: CsvOrders, threads: int | None
-    ) -> None:
+    def __init__(self, layout: Layout, fmt: CsvOrders, texts: list[int]) -> None:
         import pyarrow as pa
 
-        from ...core import arrow_compute as ac
-
-        self.pa, self.ac = pa, ac
-        self.hasher, self.layout, self.threads = hasher, layout, threads
+        self.pa = pa
         self.width = fmt.width
         self.names: list[str] = []
         self.specs: list[tuple[Any, ...]] = []
+        fields = layout.fields
         for name, i in fmt.index.items():
-            if name in layout.fields:
+            if name in fields:
                 self.names.append(name)
                 self.specs.append(_spec(name, i))
-        self.salt_max = scalar(pa, SALT_MAX, pa.uint64())
+        # a field the hashing reads as text already (a token id) is read once
+        self.wanted = [(i, "text", None) for i in texts]
+        self.all = self.specs + [spec for spec in self.wanted if spec not in self.specs]
 
-    def block(self, block: bytes) -> tuple[Any, int] | None:
-        """The output rows of a block of whole lines (a buffer) and their count; None: in doubt."""
-        got = self.columns(block, [])
-        if got is None:
-            return None
-        ids, rows, _ = got
-        # each line (its CR dropped: the shape allows one only before LF) + "," + its id
-        return append_column(block, ids.buffers()[2], ID_CHARS), rows
-
-    def columns(self, block: bytes, texts: list[int]) -> tuple[Any, int, list[Any]] | None:
-        """(the ids of a block as an Arrow array, its rows, the text of each field of
-        ``texts`` as an Arrow string column, an empty cell a null); None: in doubt.
+    def block(self, data: bytes) -> Orders | None:
+        """A block of whole lines as Arrow columns (the text of each field of ``texts`` as
+        a string column, an empty cell a null), or None: in doubt.
 
         ``csv_columns`` reads the block without the GIL: a line of another shape, a
         value not of its field's kind (not digits, past 2**64 - 1, a side not in
-        the table, an empty required cell) sends the block to the exact reader.
+        the table, an empty required cell) puts the block in doubt.
         """
-        pa = self.pa
-        # a field the hashing reads as text already (a token id) is read once
-        wanted = [(i, "text", None) for i in texts]
-        specs = self.specs + [spec for spec in wanted if spec not in self.specs]
-        got = csv_columns(block, self.width, specs)
+        pa, specs = self.pa, self.all
+        got = csv_columns(data, self.width, specs)
         if got is None:
             return None
         rows, cols = got
         arrays = [_array(pa, spec, rows, col) for spec, col in zip(specs, cols, strict=True)]
-        ids = self._ids(dict(zip(self.names, arrays, strict=False)))
-        return None if ids is None else (ids, rows, [arrays[specs.index(s)] for s in wanted])
-
-    def _ids(self, columns: dict[str, Any]) -> Any:
-        """The ids of a block's columns (an Arrow array), or None if any row needs the
-        exact path (a value the core refuses, a row POST /orders/raw refuses)."""
-        ac = self.ac
-        args = {BATCH_KEYWORDS[name]: col for name, col in columns.items()}
-        bad = raw_amounts_flagged(args["sides"], args["maker_amounts"], args["taker_amounts"])
-        if self.layout is V1:  # POST /orders/raw's salt range
-            bad = ac.or_(bad, ac.greater(args["salts"], self.salt_max))
-        if ac.any_(bad):
-            return None
-        try:
-            return self.hasher.order_ids(**args, threads=self.threads, out="arrow")
-        except ValidationError:
-            return None  # the exact reader names the row and the value
+        columns = dict(zip(self.names, arrays, strict=False))
+        cells = [arrays[specs.index(s)] for s in self.wanted]
+        return Orders(range(rows), columns, cells=cells, block=data, arrow=True)
 
 
 def _spec(name: str, field: int) -> tuple[Any, ...]:
@@ -166,7 +128,7 @@ def _spec(name: str, field: int) -> tuple[Any, ...]:
     if name in _NUMBERS:  # an int the core reads as the digits say
         return field, "uint64", None if name not in DEFAULTS else int(default)  # type: ignore[call-overload]
     # token ids (digits, maybe past 64 bits) and bytes32 words: text for the core
-    return field, "text", text_default(name) if name in DEFAULTS else None
+    return field, "text", TEXT_DEFAULTS.get(name)
 
 
 def _array(pa: Any, spec: tuple[Any, ...], rows: int, col: Any) -> Any:
@@ -180,51 +142,7 @@ def _array(pa: Any, spec: tuple[Any, ...], rows: int, col: Any) -> Any:
     return pa.Array.from_buffers(typ, rows, [None, pa.py_buffer(col)])
 
 
-def run_blocks(
-    raw: IO[bytes],
-    rest: bytes,
-    start: int,
-    first: int,
-    *,
-    block: Callable[[int, bytes], tuple[T, int] | None],
-    exact: Callable[[int, bytes], tuple[T, int]],
-    report: Callable[[T, int, int], None],
-    workers: int = 1,
-) -> None:
-    """Every line after the header: blocks read, hashed and written in overlapping stages.
-
-    ``workers`` blocks are worked on at once (``_orderids.stages.staged``): a
-    reader thread cuts them, pool threads make each block's piece, and this
-    thread reports them in order. ``block(index, data)`` makes (the piece, its
-    line count) of a block on the fast path (``FastCsv``: ``csv_columns``, the
-    core's hashing, the output's rows, all without the GIL) or returns None:
-    in doubt.
-    ``exact(index, data)`` then makes it through the exact reader, in the pool
-    like a fast block, and returns (the piece, its line count). ``report(piece,
-    bytes_read, first_line)`` writes a piece here, in order: ``first_line`` is
-    the number of the block's first line (an exact piece's line numbers count
-    from 0 in its block). ``start`` is the offset of ``rest`` in the file (no
-    ``tell``: a pipe has none).
-    """
-    line = first
-
-    def work(entry: tuple[int, bytes, int]) -> tuple[T, int]:
-        """(the block's piece, its line count)."""
-        index, data, _ = entry
-        made = block(index, data)
-        return exact(index, data) if made is None else made
-
-    def finish(entry: tuple[int, bytes, int], result: tuple[T, int]) -> None:
-        nonlocal line
-        piece, lines = result
-        report(piece, entry[2], line)
-        line += lines
-
-    numbered = ((i, data, at) for i, (data, at) in enumerate(_blocks(raw, rest, start)))
-    staged(numbered, work, finish, workers)
-
-
-def _blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:
+def blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:
     """Blocks of whole lines, up to ``BLOCK`` bytes (a longer line makes a block of its own),
     each with the count of bytes read so far (``start`` is the offset of ``rest``)."""
     read = start

@@ -1,27 +1,28 @@
-"""JSONL for ``clobkit order-ids``: one JSON object per line, ``order_id`` added to each."""
+"""Reader: JSONL for ``clobkit order-ids``, one JSON object per line.
+
+Each batch of lines becomes an ``Orders``: the hash columns as Python values,
+each kept line's text and its decoded object (what the JSONL writer adds keys
+to, and the cells of another format's table). A line that is not JSON, not an
+object, repeats a key, lacks a required field or has a field of the other
+order version is refused here, by line number; a blank line is no row.
+``first_object`` reads ahead to the first object, whose keys are another
+format's columns.
+"""
 
 from __future__ import annotations
 
 import json
 import re
-from itertools import repeat
-from operator import itemgetter
-from typing import Any
+from collections.abc import Iterator
+from itertools import chain, repeat
+from typing import Any, TextIO
 
 import msgspec
 
 from ...core.jsondepth import json_too_deep
-from .rows import (
-    V1,
-    Layout,
-    Parsed,
-    _kept,
-    _lines,
-    _other_version,
-    _union_keys,
-    read_values,
-    version_note,
-)
+from .rows import V1, Layout, Orders, _lines, _other_version, _union_keys, read_values, version_note
+
+__all__ = ["JsonlOrders", "first_object"]
 
 _decode = msgspec.json.decode
 
@@ -96,19 +97,29 @@ def _duplicate(text: str) -> str:
     return f"duplicate key {json.dumps(calls[-1][0])} (which value is meant is unclear)"
 
 
+def first_object(source: TextIO) -> tuple[dict[str, Any] | None, Iterator[str]]:
+    """The first JSON object of a JSONL input (its keys are another format's columns),
+    and every line read, the ones read here first."""
+    read: list[str] = []
+    for line in source:
+        read.append(line)
+        try:
+            obj = _decode(line)
+        except msgspec.DecodeError:
+            continue  # a bad line: refused in its turn
+        if isinstance(obj, dict):
+            return obj, chain(read, source)
+    return None, chain(read, source)
+
+
 class JsonlOrders:
-    """One JSON object per line; ``order_id`` (and ``signature``) is added to each object."""
+    """The JSONL reader: one JSON object per line."""
 
-    header = None
-
-    def __init__(self, layout: Layout = V1, signed: bool = False) -> None:
+    def __init__(self, layout: Layout = V1) -> None:
         self.layout = layout
-        self.signed = signed
-        self.added = ("order_id", "signature") if signed else ("order_id",)
-        self.append = "".join(f', "{name}": "{{}}"' for name in self.added)
-        self.append = "{}" + self.append + "}}\n"
 
-    def parse(self, first: int, lines: list[str]) -> Parsed:
+    def parse(self, first: int, lines: list[str]) -> Orders:
+        """A batch of lines, the first numbered ``first``."""
         texts = _lines(lines, str.rstrip)
         objs = _decode_batch(texts)
         numbers = list(range(first, first + len(texts)))
@@ -130,26 +141,7 @@ class JsonlOrders:
             texts = [texts[k] for k in keep]
             numbers = [numbers[k] for k in keep]
             columns = {name: list(map(dict.get, objs, repeat(name))) for name in layout.fields}
-        return Parsed(numbers, texts, _final_columns(columns), objs, rejects)
-
-    def render(self, parsed: Parsed, ids: list[str | None], sigs: list[str] | None) -> str:
-        assert parsed.objects is not None
-        objs = parsed.objects
-        texts, added = _kept(parsed.texts, ids, sigs)
-        if len(texts) != len(objs):
-            objs = [o for o, oid in zip(objs, ids, strict=True) if oid is not None]
-        if not texts:
-            return ""
-        blob = "".join(texts)
-        if not any(f'"{name}"' in blob for name in self.added):
-            if set(map(_LAST, texts)) != {"}"}:  # trailing spaces
-                texts = list(map(str.rstrip, texts))
-            return "".join(map(self.append.format, map(_CUT_LAST, texts), *added))
-        parts = []
-        for obj, *values in zip(objs, *added, strict=True):
-            obj.update(zip(self.added, values, strict=True))
-            parts.append(json.dumps(obj, ensure_ascii=False) + "\n")
-        return "".join(parts)
+        return Orders(numbers, _final_columns(columns), rejects, texts=texts, objects=objs)
 
 
 def _decode_batch(texts: list[str]) -> list[Any]:
@@ -195,7 +187,3 @@ def _final_columns(columns: dict[str, list[Any]]) -> dict[str, object]:
     """The columns as the hasher takes them (``read_values``: an absent key or a null is
     an optional field's default)."""
     return {name: read_values(name, values) for name, values in columns.items()}
-
-
-_CUT_LAST = itemgetter(slice(None, -1))
-_LAST = itemgetter(slice(-1, None))

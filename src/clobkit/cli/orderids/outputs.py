@@ -1,7 +1,9 @@
-"""Where ``clobkit order-ids`` writes: one file (CSV, JSONL, Parquet) or a Parquet dataset.
+"""The files ``clobkit order-ids``' writers write into: one file or a Parquet dataset.
 
-Every output is created where no planted link can redirect it and published
-whole (``_safe_files``' principle; a reader never sees half of one):
+The writers (``write_csv``, ``write_jsonl``, ``write_parquet``) make each
+item's bytes or table; these put them on disk. Every output is created where
+no planted link can redirect it and published whole (``_safe_files``'
+principle; a reader never sees half of one):
 
 - ``TextOut``: a CSV or JSONL file under a random name beside OUTPUT
   (``atomic_output``: created exclusively), its pieces written in the
@@ -32,7 +34,6 @@ import os
 import shutil
 import tempfile
 from collections import deque
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -273,16 +274,3 @@ def _replace_directory(new: Path, final: Path) -> None:
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-
-
-def open_output(
-    kind: str, path: str, writers: int, parquet: Callable[[], tuple[Any, Any, Any, dict[str, Any]]]
-) -> TextOut | ParquetOut | ParquetDataset:
-    """The output of ``kind`` (``csv``, ``jsonl``, ``parquet``, ``dataset``) at ``path``;
-    ``parquet()`` gives (pa, pq, schema, writer options) for the Parquet kinds."""
-    if kind in ("csv", "jsonl"):
-        return TextOut(path, writers)
-    pa, pq, schema, options = parquet()
-    if kind == "dataset":
-        return ParquetDataset(pq, path, schema, options)
-    return ParquetOut(pq, pa, path, schema, options)

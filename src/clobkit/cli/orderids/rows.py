@@ -1,27 +1,26 @@
-"""Shared by every format of ``clobkit order-ids``: column layouts, a parsed batch, its hashing.
+"""What every stage of ``clobkit order-ids`` speaks: column layouts, value reading, the batch.
 
-``hash_batch`` hashes a batch column-wise (row by row when the core refuses a
-value, so each bad row is named) and ``_refuse_unservable`` takes out the rows
-``POST /orders/raw`` would refuse; the CSV, JSONL and Parquet readers share
-them. The reading of a column's values is here too, the one home of it for the
-command and ``clobkit.dask``: ``read_values`` (Python values) and ``read_arrow``
-(Arrow columns) with their tables (sides, flags, defaults of nulls).
+The stages hand on two types, defined here: ``Orders``, one batch of orders
+as a reader made it (the hash columns, each row's number and whatever the
+writers need of the input's rows), and ``Piece``, an item's output as a
+writer made it. ``Hashed`` is what the hashing stage (``hashing``) adds.
+The reading of a column's values is here too, the one home of it for the
+readers and ``clobkit.dask``: ``read_values`` (Python values) and
+``read_arrow`` (Arrow columns) with their tables (sides, flags, defaults of
+nulls), and ``check_columns``, the rule of a usable set of columns. This
+module imports no other stage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from ...amounts import check_raw_amounts
 from ...core.arrow_values import values as arrow_values
 from ...core.columns import FLAG, NULL, WORD, Column
-from ...core.parse import BATCH_KEYWORDS, COLUMN_KINDS, V1_FIELDS, V2_FIELDS, parse_side
-from ...core.spec import SALT_MAX, SALT_RANGE
+from ...core.parse import BATCH_KEYWORDS, COLUMN_KINDS, V1_FIELDS, V2_FIELDS
 from ...core.spec import SIDES as SIDE_NAMES
-from ...errors import AmountError, ValidationError, _short_repr
-from ...order_id import OrderHasher
-from ...signing import Signer
+from ...errors import ValidationError
 
 #: The value of an optional column where it is null (absent, an empty CSV cell, a JSON
 #: null, an Arrow null, pandas' None / NA / NaN).
@@ -73,24 +72,68 @@ class InputError(Exception):
     """The input as a whole is unusable (no header, missing columns): a usage error."""
 
 
-class Parsed:
-    """One batch: the rows that parsed (line number, text) and the hash columns."""
+class Orders:
+    """One batch of orders, as every reader hands it to the hashing stage and a writer.
 
-    __slots__ = ("columns", "lines", "objects", "rejects", "texts")
+    ``lines`` numbers the rows (a CSV or JSONL line, a Parquet row; a range for
+    Parquet and a CSV block), ``columns`` holds the fields the hashing stage reads
+    (each a list of Python values or a scalar for every row, or, ``arrow``, an
+    Arrow array of only the fields the input has), ``rejects`` the rows the reader
+    refused. The rest is what a writer needs of the input's rows: ``texts`` (each
+    row's line, CSV and JSONL), ``cells`` (CSV: every field's text, by column; a
+    CSV block: the Arrow text of the columns asked for), ``objects`` (JSONL: the
+    decoded objects), ``table`` (Parquet: the record batch) or ``block`` (a CSV
+    block: its bytes).
+    """
+
+    __slots__ = (
+        "arrow",
+        "block",
+        "cells",
+        "columns",
+        "lines",
+        "objects",
+        "rejects",
+        "table",
+        "texts",
+    )
 
     def __init__(
         self,
-        lines: Sequence[int],  # a range for Parquet's row numbers
-        texts: list[str],  # each row's line, without its line end
-        columns: dict[str, object],  # field -> one value per row, or a scalar for all
-        objects: list[Any] | None = None,  # JSONL: the decoded objects
+        lines: Sequence[int],
+        columns: dict[str, object],
         rejects: list[tuple[int, str]] | None = None,
+        *,
+        texts: list[str] | None = None,
+        cells: list[Any] | None = None,
+        objects: list[Any] | None = None,
+        table: Any = None,
+        block: bytes | None = None,
+        arrow: bool = False,
     ) -> None:
         self.lines = lines
-        self.texts = texts
         self.columns = columns
-        self.objects = objects
         self.rejects: list[tuple[int, str]] = [] if rejects is None else rejects
+        self.texts = texts
+        self.cells = cells
+        self.objects = objects
+        self.table = table
+        self.block = block
+        self.arrow = arrow
+
+
+#: The hashing stage's answer for a batch: the ids (``None`` for a refused row; an Arrow
+#: string array when none is), the signatures (None without signing), the refusals.
+Hashed = tuple[Any, list[str] | None, list[tuple[int, str]]]
+
+
+class Piece(NamedTuple):
+    """An item's output, as a writer made it: what its output takes, the rows in it, the
+    refusals (line or row numbers; a CSV block's count from its first line, 0)."""
+
+    payload: Any
+    written: int
+    rejects: list[tuple[int, str]]
 
 
 def _lines(lines: list[str], strip: Callable[[str], str]) -> list[str]:
@@ -185,6 +228,10 @@ def text_default(name: str) -> str:
     return _ZERO_WORD if default is None else str(default).lower()
 
 
+#: Each optional column's default as text (``text_default``): a CSV reader's empty cell.
+TEXT_DEFAULTS = {name: text_default(name) for name in DEFAULTS}
+
+
 def _one_array(pa: Any, col: Any) -> Any:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
@@ -197,7 +244,7 @@ def fill_default(pa: Any, ac: Any, col: Any, name: str) -> Any:
     if t.is_dictionary(col.type):
         col = ac.decode(_one_array(pa, col))
     if t.is_string(col.type) or t.is_large_string(col.type):
-        fill: object = text_default(name)
+        fill: object = TEXT_DEFAULTS[name]
     elif t.is_fixed_size_binary(col.type):
         fill = bytes(col.type.byte_width)
     elif default is None:
@@ -229,19 +276,6 @@ def _mapped(pa: Any, ac: Any, col: Any, name: str) -> Any:
     if None in found:  # refused: the list path names its row with order_id's words
         return read_values(name, column_values(col, name) or col.to_pylist())
     return pa.DictionaryArray.from_arrays(enc.indices, arrow_values(pa, found, typ))
-
-
-def _kept(
-    texts: list[str], ids: list[str | None], sigs: list[str] | None
-) -> tuple[list[str], list[list[str]]]:
-    """The rows that got an id, and the values to add to them (ids, then signatures)."""
-    done = cast("list[str]", ids)  # no None left once filtered below
-    if None in ids:
-        keep = [k for k, oid in enumerate(ids) if oid is not None]
-        texts = [texts[k] for k in keep]
-        done = [done[k] for k in keep]
-        sigs = None if sigs is None else [sigs[k] for k in keep]
-    return texts, [done] if sigs is None else [done, sigs]
 
 
 def _other_columns(layout: Layout) -> set[str]:
@@ -309,139 +343,3 @@ def _refuse_other_version(names: list[str], layout: Layout, where: str) -> None:
     why = _other_version(names, layout)
     if why:
         raise InputError(f"{where} has {why} (see --exchange-version)")
-
-
-Batch = tuple[list[str | None], list[str] | None, list[tuple[int, str]]]
-
-
-def check_signer(hasher: OrderHasher, signer: Signer, layout: Layout) -> None:
-    """``--sign`` with a key that cannot sign this wallet's orders: ``InputError``, once,
-    before any row (``sign_many``'s own check, on a batch of no orders)."""
-    empty: dict[str, Any] = {key: [] for key in layout.keywords}
-    try:
-        hasher.sign_many(signer, **empty)
-    except ValidationError as exc:
-        raise InputError(f"--sign: {exc}") from None
-
-
-def hash_batch(
-    hasher: OrderHasher,
-    parsed: Parsed,
-    threads: int | None,
-    layout: Layout = V1,
-    signer: Signer | None = None,
-) -> Batch:
-    """Order ids of a batch (``None`` for a row refused), their signatures, the refusals."""
-    n = len(parsed.lines)
-    if n == 0:
-        return [], None if signer is None else [], []
-    cols = [parsed.columns[name] for name in layout.fields]
-    batch = dict(zip(layout.keywords, cols, strict=True))
-    try:
-        if signer is None:
-            done: list[str] = hasher.order_ids(**batch, threads=threads)
-            return _refuse_unservable(parsed, list[str | None](done), None, [], layout)
-        signed = hasher.sign_many(signer, **batch, threads=threads)
-        ids = list[str | None]([s.order_id for s in signed])
-        return _refuse_unservable(parsed, ids, [s.signature for s in signed], [], layout)
-    except ValidationError:
-        pass
-    # one row at a time: the core names the field and value of each bad row
-    ids = []
-    sigs: list[str] | None = None if signer is None else []
-    rejects: list[tuple[int, str]] = []
-    seqs = [not isinstance(c, (str, int)) and isinstance(c, Sequence) for c in cols]
-    for i, line in enumerate(parsed.lines):
-        row = [c[i] if seq else c for c, seq in zip(cols, seqs, strict=True)]  # type: ignore[index]
-        order = dict(zip(layout.fields, row, strict=True))
-        try:
-            if sigs is None:
-                ids.append(hasher.order_id(**order))
-            else:
-                one = hasher.sign(signer, **order)
-                ids.append(one.order_id)
-                sigs.append(one.signature)
-        except ValidationError as exc:
-            ids.append(None)
-            if sigs is not None:
-                sigs.append("")
-            rejects.append((line, str(exc)))
-    return _refuse_unservable(parsed, ids, sigs, rejects, layout)
-
-
-_SALT_MAX_DIGITS = str(SALT_MAX)
-
-
-def _too_big(salt: object) -> bool:
-    if type(salt) is str:
-        digits, most = salt.lstrip("0"), _SALT_MAX_DIGITS
-        return len(digits) > len(most) or (len(digits) == len(most) and digits > most)
-    return type(salt) is int and salt > SALT_MAX
-
-
-def _ints(values: list[Any]) -> list[int]:
-    """The ints of values the core took (ints and decimal strings of at most 78
-    digits after their leading zeros, which ``int()`` may refuse to read past
-    Python's digit limit)."""
-    try:
-        return list(map(int, values))
-    except ValueError:
-        return [int(v.lstrip("0") or "0") if type(v) is str else int(v) for v in values]
-
-
-def _column(parsed: Parsed, name: str) -> list[Any]:
-    values = parsed.columns[name]
-    return values if isinstance(values, list) else [values] * len(parsed.lines)
-
-
-def _refuse_unservable(
-    parsed: Parsed,
-    ids: list[str | None],
-    sigs: list[str] | None,
-    rejects: list[tuple[int, str]],
-    layout: Layout = V1,
-) -> Batch:
-    """Rows the service would refuse get no id: a salt outside [0, 10**12] (POST
-    /orders/raw, V1 orders), or amounts that break the raw-order ratio rule
-    (zero, an implied price outside (0, 1), over the single-order maximum).
-
-    The exchange struct hashes any uint256, so the core does not refuse these;
-    an id for an order the service will not take is a lost order.
-    """
-    salts = _column(parsed, "salt")
-    raw_flow = layout is V1  # the salt range is POST /orders/raw's rule
-    bad = [i for i, salt in enumerate(salts) if raw_flow and _too_big(salt) and ids[i] is not None]
-    for i in bad:
-        ids[i] = None
-        rejects.append(
-            (
-                parsed.lines[i],
-                f"salt: must lie in {SALT_RANGE} for POST /orders/raw"
-                f" (got {_short_repr(salts[i])})",
-            )
-        )
-    # the hashed rows passed the core's checks: their amounts read as ints
-    makers, takers = _column(parsed, "maker_amount"), _column(parsed, "taker_amount")
-    sides = _column(parsed, "side")
-    rows = [i for i, oid in enumerate(ids) if oid is not None]
-    # hashed rows have sides the core took (str or int): a handful of values
-    side_of = {key: parse_side(key[1]) for key in {(type(sides[i]), sides[i]) for i in rows}}
-    if len(rows) == len(ids):
-        triples = zip(
-            [side_of[(type(v), v)] for v in sides], _ints(makers), _ints(takers), strict=True
-        )
-    else:
-        triples = zip(
-            [side_of[(type(sides[i]), sides[i])] for i in rows],
-            _ints([makers[i] for i in rows]),
-            _ints([takers[i] for i in rows]),
-            strict=True,
-        )
-    for i, (side, maker, taker) in zip(rows, triples, strict=True):
-        try:
-            check_raw_amounts(side, maker, taker)
-        except AmountError as exc:
-            ids[i] = None
-            rejects.append((parsed.lines[i], f"{exc} (POST /orders/raw refuses it)"))
-    rejects.sort()
-    return ids, sigs, rejects
