@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -159,3 +161,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             red=True,
         )
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_kept() -> Iterator[None]:
+    """Every test leaves Ctrl-C's handler as it found it: a test that leaves another
+    (a command's own, asyncio's, a server's) fails here, and the handler is put back, so
+    that a later test in the same process which sends SIGINT still gets KeyboardInterrupt."""
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    after = signal.getsignal(signal.SIGINT)
+    if after is not before:
+        signal.signal(signal.SIGINT, before)
+        pytest.fail(f"the test left SIGINT's handler changed: {after!r}")
+
+
+@pytest.fixture
+def default_ctrl_c() -> Iterator[None]:
+    """Python's own Ctrl-C handler for a test that sends itself SIGINT: a process started
+    with SIGINT ignored (a background job of a non-interactive shell, nohup) has none."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

@@ -22,6 +22,9 @@ from clobkit.sandbox import serve_in_thread
 
 from .conftest import client_options, full_scope_users
 
+# these tests send themselves SIGINT
+pytestmark = pytest.mark.usefixtures("default_ctrl_c")
+
 GUARD = 30.0  # s: a hang guard, never a speed bound
 HOLD = 60_000  # ms: held until the test releases it
 

@@ -42,6 +42,9 @@ from .conftest import (
 )
 from .helpers import market_with_book, resting_buy_price
 
+# these tests send themselves SIGINT
+pytestmark = pytest.mark.usefixtures("default_ctrl_c")
+
 GUARD = 30.0  # s: a hang guard, never a speed bound
 FOREVER = 600.0  # s: a client timeout no test waits out
 
