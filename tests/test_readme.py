@@ -129,11 +129,12 @@ def test_first_block_is_the_two_fresh_machine_commands() -> None:
     assert len(lines) == 2
     assert lines[0].startswith("pip install ")
     assert lines[0].endswith(" && clobkit demo")
-    # the fast suite (docs/development.md, "Test time"); .ci/run runs this line,
-    # then the slow tests, so that CI still runs every test
-    assert lines[1] == """pip install '.[dev]' && python -m pytest -m "not slow" -n 2"""
+    # every test (docs/development.md, "Test time"): .ci/run runs this line and no
+    # other pytest, so that what CI proves is what README says
+    assert lines[1] == "pip install '.[dev]' && python -m pytest -n 4"
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
-    assert "\npython -m pytest -m slow -n 3 --deselect tests/test_packaging.py\n" in ci
+    assert 'bash -euo pipefail -c "$test_cmd"' in ci
+    assert "pytest" not in ci.replace("python -m pytest --cov", "").split("$test_cmd")[-1]
 
 
 def test_every_block_kind_is_known_and_enough_run() -> None:
