@@ -20,6 +20,7 @@ import pytest
 
 from clobkit import errors
 
+from ..conftest import loopback_http
 from .conftest import full_scope_users
 from .helpers import market_with_book, resting_buy_price
 
@@ -60,7 +61,7 @@ class LossyProxy:
 
     def __init__(self, upstream: str, plan: _Plan) -> None:
         self.plan = plan
-        self.upstream = httpx.Client(base_url=upstream, timeout=30)
+        self.upstream = loopback_http(base_url=upstream, timeout=30)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Lossy)
         self.server.daemon_threads = True
         self.server.proxy = self  # type: ignore[attr-defined]

@@ -12,6 +12,8 @@ import httpx
 from clobkit import RequestSigner
 from clobkit.sandbox import UserConfig
 
+from ..conftest import loopback_http
+
 PREFIX = "/api/ext/v1"
 
 
@@ -30,7 +32,7 @@ class SignedClient:
     def __init__(self, base_url: str, user: UserConfig, *, sign_query: bool = True) -> None:
         self.user = user
         self.signer = RequestSigner(user.api_key, user.api_secret, sign_query=sign_query)
-        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.http = loopback_http(base_url=base_url, timeout=30)
 
     def close(self) -> None:
         self.http.close()

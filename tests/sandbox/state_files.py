@@ -13,12 +13,11 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import httpx
-
 from clobkit import RequestSigner
 from clobkit.sandbox import serve_in_thread
 from clobkit.sandbox.store import StateFileError
 
+from ..conftest import loopback_http
 from .conftest import TRADER
 
 TABLES = ("meta", "engine", "accounts", "positions", "markets", "events", "orders", "nonces")
@@ -55,7 +54,7 @@ def load(path: Path) -> str | None:
             assert sb.engine.check_invariants() == []
             user = sb.user(TRADER)
             signer = RequestSigner(user.api_key, user.api_secret)
-            with httpx.Client(base_url=sb.base_url, timeout=10) as c:
+            with loopback_http(base_url=sb.base_url, timeout=10) as c:
                 for route in ("/wallet", "/orders", "/positions", "/events?limit=5"):
                     path_ = "/api/ext/v1" + route
                     answer = c.get(path_, headers=signer.headers("GET", path_))

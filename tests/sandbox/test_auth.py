@@ -11,6 +11,7 @@ import pytest
 from clobkit import RequestSigner, signature
 from clobkit.sandbox import Sandbox, UserConfig
 
+from ..conftest import loopback_http
 from .conftest import TRADER
 from .signed import PREFIX, SignedClient, loads
 
@@ -50,7 +51,7 @@ def test_signing_string_is_exactly_the_api_text(sb: Sandbox) -> None:
         "X-API-SIGNATURE": sig,
         "Content-Type": "application/json",
     }
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         r = http.post(PREFIX + "/orders", content=body, headers=headers)
         assert r.status_code == 404
         assert loads(r.content)["error"] == "Market not found"
@@ -81,7 +82,7 @@ def test_skew_window_is_configurable(fresh: Any) -> None:
 
 def test_repeated_nonce_is_refused(client: SignedClient, sb: Sandbox) -> None:
     headers = client.signer.headers("GET", PREFIX + "/wallet")
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         assert http.get(PREFIX + "/wallet", headers=headers).status_code == 200
         replay = http.get(PREFIX + "/wallet", headers=headers)
         assert replay.status_code == 401
@@ -97,7 +98,7 @@ def test_repeated_nonce_is_refused(client: SignedClient, sb: Sandbox) -> None:
 
 def test_failed_signature_does_not_burn_the_nonce(client: SignedClient, sb: Sandbox) -> None:
     headers = client.signer.headers("GET", PREFIX + "/wallet")
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         bad = dict(headers, **{"X-API-SIGNATURE": "0" * 64})
         assert http.get(PREFIX + "/wallet", headers=bad).status_code == 401
         assert http.get(PREFIX + "/wallet", headers=headers).status_code == 200
@@ -107,7 +108,7 @@ def test_failed_signature_does_not_burn_the_nonce(client: SignedClient, sb: Sand
 def test_each_header_is_required(client: SignedClient, sb: Sandbox, drop: str) -> None:
     headers = client.signer.headers("GET", PREFIX + "/wallet")
     del headers[drop]
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         r = http.get(PREFIX + "/wallet", headers=headers)
     assert r.status_code == 401
     assert loads(r.content)["error"] == "unauthorized"
@@ -129,7 +130,7 @@ def test_malformed_or_second_resolution_timestamp(sb: Sandbox, ts: str) -> None:
         "X-API-NONCE": nonce,
         "X-API-SIGNATURE": sig,
     }
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         assert http.get(PREFIX + "/wallet", headers=headers).status_code == 401
 
 

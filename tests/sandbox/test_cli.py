@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from clobkit.sandbox import SandboxConfig, serve_in_thread
 from clobkit.sandbox.config import ConfigError, load_config
 
+from ..conftest import loopback_http
 from .conftest import TRADER, book_market
 from .signed import SignedClient
 
@@ -51,7 +51,7 @@ def stop(proc: subprocess.Popen[str]) -> str:
 def test_cli_serves_and_prints_the_default_keys() -> None:
     proc, url, _ = run_cli()
     try:
-        with httpx.Client(base_url=url) as http:
+        with loopback_http(base_url=url) as http:
             assert http.get("/fee-rate", params={"token_id": "1"}).status_code == 404
             assert http.get("/api/ext/v1/events").status_code == 401
     finally:

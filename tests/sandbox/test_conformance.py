@@ -14,6 +14,7 @@ import pytest
 from clobkit import RequestSigner, new_salt
 from clobkit.sandbox import Sandbox
 
+from ..conftest import loopback_http
 from .conftest import TRADER, book_market
 from .signed import PREFIX, SignedClient, dumps, loads
 
@@ -25,7 +26,7 @@ def _post(sb: Sandbox, path: str, body: Any, content_type: str | None) -> httpx.
     headers = RequestSigner(user.api_key, user.api_secret).headers("POST", PREFIX + path, content)
     if content_type is not None:
         headers["Content-Type"] = content_type
-    with httpx.Client(base_url=sb.base_url, timeout=30) as http:
+    with loopback_http(base_url=sb.base_url, timeout=30) as http:
         return http.post(PREFIX + path, content=content, headers=headers)
 
 

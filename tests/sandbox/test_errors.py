@@ -12,6 +12,7 @@ import pytest
 
 from clobkit.sandbox import Sandbox
 
+from ..conftest import loopback_http
 from .conftest import MAKER, READER, TRADER, book_market, bookless_market
 from .signed import PREFIX, SignedClient, loads
 
@@ -103,7 +104,7 @@ def test_default_reader_cannot_place_orders(sb: Sandbox) -> None:
 
 
 def test_credentials_missing_or_invalid(sb: Sandbox) -> None:
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         envelope(http.get(PREFIX + "/orders"), 401, "unauthorized")
         envelope(http.get(PREFIX + "/events"), 401, "unauthorized")
         envelope(http.post(PREFIX + "/orders", json={}), 401, "unauthorized")

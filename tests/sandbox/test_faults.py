@@ -16,6 +16,8 @@ from clobkit.sandbox import SandboxConfig, serve_in_thread
 from clobkit.sandbox.config import ConfigError
 from clobkit.sandbox.faults import FaultConfig
 
+from ..conftest import loopback_http_async
+
 
 def _client(sb: Any, **overrides: Any) -> Client:
     user = sb.users[1]
@@ -149,7 +151,7 @@ def test_drop_streams_and_its_admin_route() -> None:
             assert await asyncio.to_thread(sb.drop_streams) == 1
             item = await asyncio.wait_for(_next_marker(stream), 5)
             assert item.attempt == 1
-            async with httpx.AsyncClient() as admin:
+            async with loopback_http_async() as admin:
                 answer = await admin.post(sb.base_url + "/admin/streams/drop", json={})
             assert answer.json() == {"success": True, "data": {"dropped": 1}}
             item = await asyncio.wait_for(_next_marker(stream), 5)

@@ -7,12 +7,12 @@ from collections.abc import Set as AbstractSet
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from clobkit import OrderHasher
 from clobkit.sandbox import Sandbox
 
+from ..conftest import loopback_http
 from .conftest import MAKER, TRADER, book_market
 from .signed import SignedClient, loads
 
@@ -295,7 +295,7 @@ def test_orderbook_shape(client: SignedClient, sb: Sandbox) -> None:
 def test_fee_rate_is_the_clob_query(sb: Sandbox) -> None:
     m = book_market(sb.engine)
     esports = next(x for x in sb.engine.markets.values() if x.fx.category == "esports")
-    with httpx.Client(base_url=sb.clob_url) as http:
+    with loopback_http(base_url=sb.clob_url) as http:
         assert http.get("/fee-rate", params={"token_id": m.fx.token_id_a}).json() == {"base_fee": 0}
         assert http.get("/fee-rate", params={"token_id": esports.fx.token_id_b}).json() == {
             "base_fee": 200
@@ -498,7 +498,10 @@ def test_post_orders_precision_and_limit_orders_over_http(fresh: Any) -> None:
 def test_raw_order_over_http_precomputed_id_and_idempotency(fresh: Any) -> None:
     sb: Sandbox = fresh()
     m = book_market(sb.engine, neg_risk=True)
-    with SignedClient(sb.base_url, sb.user(MAKER)) as c, httpx.Client(base_url=sb.clob_url) as clob:
+    with (
+        SignedClient(sb.base_url, sb.user(MAKER)) as c,
+        loopback_http(base_url=sb.clob_url) as clob,
+    ):
         wallet = c.data("GET", "/wallet")
         fee = clob.get("/fee-rate", params={"token_id": m.fx.token_id_b}).json()["base_fee"]
         body = {
@@ -635,7 +638,7 @@ def test_admin_routes(fresh: Any) -> None:
     m = book_market(sb.engine)
     with (
         SignedClient(sb.base_url, sb.user(TRADER)) as c,
-        httpx.Client(base_url=sb.base_url) as admin,
+        loopback_http(base_url=sb.base_url) as admin,
     ):
         order_id = c.place(
             {

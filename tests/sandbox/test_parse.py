@@ -30,6 +30,7 @@ from clobkit import RequestSigner
 from clobkit.core.spec import RISK_CODE
 from clobkit.sandbox import Sandbox, load_config
 
+from ..conftest import loopback_http
 from .conftest import TRADER, book_market
 from .signed import PREFIX, SignedClient, loads
 
@@ -43,7 +44,7 @@ def envelope(r: httpx.Response, status: int) -> dict[str, Any]:
 
 @pytest.fixture
 def admin_http(sb: Sandbox) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         yield http
 
 
@@ -183,7 +184,7 @@ def test_a_state_file_that_cannot_be_written_answers_in_the_envelope(tmp_path: P
         user = next(u for u in load_config(None).users if u.user_id == TRADER)
         signer = RequestSigner(user.api_key, user.api_secret)
         statuses = []
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as http:
+        with loopback_http(base_url=f"http://127.0.0.1:{port}") as http:
             for _ in range(200):
                 headers = signer.headers("GET", PREFIX + "/wallet")
                 r = http.get(PREFIX + "/wallet", headers=headers)

@@ -32,6 +32,7 @@ from clobkit.sandbox import Engine, Rejected, Sandbox, serve_in_thread
 from clobkit.sandbox.config import DEFAULT_USERS
 from clobkit.sandbox.store import SCHEMA_VERSION, StateFileError, StateStore
 
+from ..conftest import loopback_http
 from .conftest import MAKER, TRADER, Clock, book_market
 from .signed import PREFIX, SignedClient, dumps, loads
 from .state_files import base_state, change
@@ -1046,7 +1047,7 @@ def _burst_trader(base: str, index: int, markets: list[Any], answered: _Answered
     rng = random.Random(index)
     signer = RequestSigner(_USERS[index]["api_key"], _USERS[index]["api_secret"])
     live: list[str] = []
-    with httpx.Client(base_url=base, timeout=30) as c:
+    with loopback_http(base_url=base, timeout=30) as c:
         while True:
             m = rng.choice(markets)
             fok = {"market_id": m.id, "outcome": "a", "amount": 3}
@@ -1100,7 +1101,7 @@ def test_a_kill_in_a_burst_of_orders_keeps_every_answer(tmp_path: Path) -> None:
             th.join(30)
     # one client for the replays: httpx.request makes a client (and its TLS context) each
     # call, 0.5 s apiece on a busy machine
-    with serve_in_thread(_BURST_CONFIG, state=path) as sb, httpx.Client() as replay:
+    with serve_in_thread(_BURST_CONFIG, state=path) as sb, loopback_http() as replay:
         assert sb.engine.check_invariants() == []
         for method, route, headers, content, status, oid in answered.rows:
             if oid is not None:

@@ -29,6 +29,7 @@ from clobkit.sandbox.auth import Authenticator
 from clobkit.sandbox.errors import Rejected
 from clobkit.sandbox.ws import Connection as _Connection
 
+from ..conftest import loopback_http
 from .conftest import MAKER, TRADER, Clock, book_market
 from .signed import PREFIX, SignedClient, loads
 
@@ -83,7 +84,7 @@ def _whitelisted_config(**extra: Any) -> dict[str, Any]:
 def test_forwarding_headers_do_not_pass_the_whitelist(fresh: Any, header: dict[str, str]) -> None:
     sb: Sandbox = fresh(_whitelisted_config())
     user = sb.user(TRADER)
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         h = signed_headers(user, "GET", PREFIX + "/wallet") | header
         r = http.get(PREFIX + "/wallet", headers=h)
     body = envelope(r, 403)
@@ -94,7 +95,7 @@ def test_forwarding_headers_do_not_pass_the_whitelist(fresh: Any, header: dict[s
 def test_named_proxy_is_trusted_for_x_forwarded_for(fresh: Any) -> None:
     sb: Sandbox = fresh(_whitelisted_config(forwarded_allow_ips=["127.0.0.1"]))
     user = sb.user(TRADER)
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         h = signed_headers(user, "GET", PREFIX + "/wallet")
         assert http.get(PREFIX + "/wallet", headers=h | {"X-Forwarded-For": WHITELISTED}).is_success
         h = signed_headers(user, "GET", PREFIX + "/wallet")
@@ -118,14 +119,14 @@ def test_body_over_the_limit_by_content_length(fresh: Any) -> None:
     with SignedClient(sb.base_url, sb.user(TRADER)) as c:
         body = envelope(c.request("POST", "/orders", raw=big), 413)
         assert body["error"] == "request body too large"
-        with httpx.Client(base_url=sb.base_url) as http:  # unsigned and admin alike
+        with loopback_http(base_url=sb.base_url) as http:  # unsigned and admin alike
             envelope(http.post(PREFIX + "/orders", content=big), 413)
             envelope(http.post(f"/admin/users/{TRADER}/deposit", content=big), 413)
         assert c.request("GET", "/wallet").status_code == 200  # the server carries on
 
 
 def test_default_body_limit_refuses_megabytes(sb: Sandbox) -> None:
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         envelope(http.post(PREFIX + "/orders", content=b"x" * 2_000_000), 413)
 
 
@@ -164,7 +165,7 @@ def test_chunked_body_is_cut_off_while_streaming(fresh: Any) -> None:
 
 
 def test_oversized_head_answers_431_in_the_envelope(sb: Sandbox) -> None:
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         r = http.get(PREFIX + "/events", headers={"X-Padding": "a" * 40_000})
     assert envelope(r, 431)["error"] == "request header fields too large"
 
@@ -213,7 +214,7 @@ def _sign_with_nonce(user: UserConfig, nonce: str, ts: str | None = None) -> dic
 )
 def test_nonce_is_bounded(sb: Sandbox, nonce: str, ok: bool) -> None:
     user = sb.user(MAKER)
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         r = http.get(PREFIX + "/wallet", headers=_sign_with_nonce(user, nonce))
     if ok:
         assert r.status_code == 200, r.content
@@ -317,7 +318,7 @@ def test_connection_cap_answers_503(fresh: Any) -> None:
     finally:
         for s in held:
             s.close()
-    with httpx.Client(base_url=sb.base_url) as http:  # room again once they are gone
+    with loopback_http(base_url=sb.base_url) as http:  # room again once they are gone
         deadline = time.monotonic() + 10
         while http.get("/fee-rate").status_code == 503 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -488,7 +489,7 @@ def test_subscriber_over_its_byte_cap_is_dropped(fresh: Any) -> None:
 
 @pytest.fixture
 def admin_http(sb: Sandbox) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         yield http
 
 
@@ -542,7 +543,7 @@ def test_admin_refuses_a_host_that_is_not_loopback(sb: Sandbox, admin_http: http
 
 def test_admin_token_when_configured(fresh: Any) -> None:
     sb: Sandbox = fresh({"admin_token": "s3cret-admin"})
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         envelope(http.get("/admin/invariants"), 401)
         envelope(http.get("/admin/invariants", headers={"X-Admin-Token": "wrong"}), 401)
         r = http.post(
@@ -564,7 +565,7 @@ def test_deeply_nested_bodies_are_400(sb: Sandbox, client: SignedClient) -> None
     for path in ("/orders", "/orders/raw"):
         body = envelope(client.request("POST", path, raw=DEEP), 400)
         assert "nested" in body["detail"]
-    with httpx.Client(base_url=sb.base_url) as http:
+    with loopback_http(base_url=sb.base_url) as http:
         r = http.post(
             f"/admin/users/{TRADER}/deposit",
             content=DEEP,

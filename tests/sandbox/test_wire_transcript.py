@@ -28,6 +28,7 @@ from clobkit import RequestSigner
 from clobkit.sandbox import Sandbox
 from clobkit.sandbox.engine import MarketState
 
+from ..conftest import loopback_http
 from .conftest import MAKER, TRADER, Clock, book_market, bookless_market
 from .signed import PREFIX, dumps
 
@@ -40,7 +41,7 @@ class Session:
     def __init__(self, sb: Sandbox, clock: Clock) -> None:
         self.sb = sb
         self.clock = clock
-        self.http = httpx.Client(base_url=sb.base_url, timeout=10)
+        self.http = loopback_http(base_url=sb.base_url, timeout=10)
         self.lines: list[str] = []
         self.nonces = itertools.count()
 

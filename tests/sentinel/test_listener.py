@@ -21,6 +21,7 @@ from clobkit.sentinel import Heartbeat, read_token
 from clobkit.sentinel.listener import CONNECTIONS_MAX, split_listen
 from clobkit.sentinel.wire import BODY_MAX, HEALTH_PATH, SKEW_SECONDS, TOKEN_MIN
 
+from ..conftest import loopback_http
 from .conftest import TOKEN, beat, new_session, post, wait_until
 
 
@@ -160,7 +161,7 @@ def test_a_flood_of_connections_is_bounded_and_heartbeats_come_back(listener: An
     held = flood(url, idle=CONNECTIONS_MAX + 8, garbage=8)
     answers = []
     try:
-        with httpx.Client(timeout=10) as http:
+        with loopback_http(timeout=10) as http:
 
             def one() -> None:
                 try:

@@ -99,15 +99,18 @@ async def test_a_silent_desk_makes_it_cancel_every_order(
         await until(lambda: watch.last is not None)
         assert watch.fires == 1
         assert watch.last is not None
-        assert watch.last.flat
-        assert len(watch.last.cancelled) == 130
-        assert watch.cancelled == 130
+        last = watch.last
+        assert last.flat
+        # each one's DELETE sent; on a loaded machine some answers miss the client's
+        # 2 s timeout, and a listing then finds those orders gone (cancelled all the same)
+        assert len(last.cancelled) + len(last.gone) == 130
+        assert watch.cancelled == len(last.cancelled) > 0
         assert resting(sb, user) == 0
     text = caplog.text
     assert "watching desk desk-1" in text
     assert "no heartbeat from desk desk-1" in text
     assert "while quoting, 130 orders it knew of" in text
-    assert "cancelled 130 orders" in text
+    assert f"cancelled {len(last.cancelled)} orders ({len(last.gone)} already gone)" in text
 
 
 async def test_heartbeats_in_time_keep_it_quiet(sb: Any, user: Any, client: AsyncClient) -> None:

@@ -230,7 +230,11 @@ def file_batches(
     with _opened(path, stamp) as parquet:
         for g in range(parquet.metadata.num_row_groups):
             try:
-                table = parquet.read_row_group(g, columns=names)
+                # one thread: Arrow's pool reading through a Python file object can
+                # abort the process at its exit ("terminate called without an active
+                # exception", seen here under load; apache/arrow #34314, #50482), and
+                # a recording's row group is small
+                table = parquet.read_row_group(g, columns=names, use_threads=False)
                 conformed = [_conform(pa, table.column(n), want.field(n).type) for n in names]
                 table = pa.table(conformed, names=names)
             except (OSError, KeyError, ValueError, TypeError, pa.ArrowException) as exc:

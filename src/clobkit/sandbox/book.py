@@ -31,7 +31,7 @@ from ..order_id import keccak256
 from .errors import Rejected, bad_body, risk
 from .ledger import Ledger
 from .parse import OrderSpec, units_text
-from .state import BID, BUY, FOK, UNIT, Account, Order, uuid_key
+from .state import BID, BUY, FOK, UNIT, Account, Order, leave, rest_at, uuid_key
 
 __all__ = ["Book"]
 
@@ -305,16 +305,20 @@ class Book(Ledger):
             self._rest(order, now)
 
     def _rest(self, order: Order, now: int) -> None:
-        book = order.market.bids if order.a_side == BID else order.market.asks
-        book[order.a_price].append(order)
+        rest_at(
+            order.market.bids if order.a_side == BID else order.market.asks, order.a_price, order
+        )
         order.resting = True
         self._changed_orders[order.id] = order
         self._touch(order.market, now)
 
     def _unrest(self, order: Order) -> None:
         if order.resting:
-            book = order.market.bids if order.a_side == BID else order.market.asks
-            book[order.a_price].remove(order)
+            leave(
+                order.market.bids if order.a_side == BID else order.market.asks,
+                order.a_price,
+                order,
+            )
             order.resting = False
             self._changed_orders[order.id] = order
             self._changed_markets.add(order.market.id)

@@ -30,7 +30,7 @@ import msgspec
 
 from .fixtures import EventFixture
 from .ledger import RISK_MINUTE_MS
-from .state import Account, EngineState, MarketState, Order, Position
+from .state import Account, EngineState, MarketState, Order, Position, empty_side, rest_at
 
 __all__ = [
     "ACCOUNT",
@@ -264,15 +264,14 @@ def _levels(
     rows: list[tuple[int, int, list[str]]], market: MarketState, engine: EngineState
 ) -> dict[str, Any]:
     """The bids and asks of a book row, each order an open one resting on ``market``."""
-    bids: list[deque[Order]] = [deque() for _ in range(101)]
-    asks: list[deque[Order]] = [deque() for _ in range(101)]
+    bids, asks = empty_side(), empty_side()
     for side, price, ids in rows:
         book = bids if side == 0 else asks
         for oid in ids:
             order = engine.open_orders[oid]
             if not order.resting or order.market is not market:
                 raise ValueError(f"order {oid} on the book of {market.id} is not resting")
-            book[price].append(order)
+            rest_at(book, price, order)
     return {"bids": bids, "asks": asks}
 
 

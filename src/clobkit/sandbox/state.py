@@ -175,14 +175,42 @@ class Order:
         return self.status in OPEN_STATUSES
 
 
+#: A book's level: the orders resting at one A-space price, in time priority. A price
+#: no order has rested at holds the shared empty tuple, made a deque of its own by the
+#: first order to rest there (``rest_at``): a sandbox builds 202 levels for each of its
+#: markets at start (72 by default), and most of them stay empty.
+Level = deque["Order"] | tuple[()]
+
+
+def empty_side() -> list[Level]:
+    """A side of a book with nothing resting: a level for each price, 0 to 100 cents."""
+    return [()] * 101
+
+
+def rest_at(side: list[Level], price: int, order: Order) -> None:
+    """``order`` rests last at ``price`` on ``side``."""
+    level = side[price]
+    if isinstance(level, tuple):
+        level = side[price] = deque()
+    level.append(order)
+
+
+def leave(side: list[Level], price: int, order: Order) -> None:
+    """``order``, resting at ``price`` on ``side``, leaves it (ValueError: it rests not there)."""
+    level = side[price]
+    if isinstance(level, tuple):
+        raise ValueError(f"order {order.id} does not rest at {price}")
+    level.remove(order)
+
+
 class MarketState:
     """A market's fixture plus its live book, collateral and trade statistics."""
 
     def __init__(self, fx: MarketFixture, event: EventFixture) -> None:
         self.fx = fx
         self.event = event
-        self.bids: list[deque[Order]] = [deque() for _ in range(101)]
-        self.asks: list[deque[Order]] = [deque() for _ in range(101)]
+        self.bids = empty_side()
+        self.asks = empty_side()
         self.mid: int | None = fx.price_a_cents if fx.house_liquidity else None
         self.collateral = 0
         self.last_trade: int | None = None
