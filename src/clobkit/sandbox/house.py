@@ -229,7 +229,12 @@ def _crossed(market: MarketState, side: int, price: int) -> int:
     """Shares of users' orders resting through a house level at ``price`` (cents) on
     ``side``: asks at or under a bid, bids at or over an ask."""
     if side == BID:
-        levels = (market.asks[p] for p in range(1, price + 1))
+        book, prices = market.asks, range(1, price + 1)
     else:
-        levels = (market.bids[p] for p in range(price, 100))
-    return sum(o.open_shares for level in levels for o in level if not o.house)
+        book, prices = market.bids, range(price, 100)
+    shares = 0
+    for p in prices:  # (called for every level of every requote: most levels are empty)
+        level = book[p]
+        if level:
+            shares += sum(o.open_shares for o in level if not o.house)
+    return shares
