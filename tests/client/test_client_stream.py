@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -574,3 +575,49 @@ async def test_a_decode_hook_reads_the_frames_it_knows_and_leaves_the_rest() -> 
             await server.push(ORDER)
             assert (await next_data(stream)).order is not None  # left to parse_message
             assert all(isinstance(raw, bytes) for raw in seen)
+
+
+async def test_a_burst_of_buffered_frames_gives_the_loop_turns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Frames already buffered come back from ``recv`` without a wait: the stream gives
+    the event loop a turn every ``STREAM_TURN`` s of handling them (0 here: a turn
+    after each frame), so that a burst never holds the loop for its whole length."""
+    import clobkit.client._stream as stream_module
+
+    monkeypatch.setattr(stream_module, "STREAM_TURN", 0.0)
+    turns = 0
+    seen: list[int] = []  # the loop turns counted when each frame was decoded
+
+    def decode(raw: bytes) -> None:
+        if b'"burst"' in raw:
+            seen.append(turns)
+            if len(seen) == 1:
+                time.sleep(0.2)  # the loop held: the burst's other frames arrive buffered
+
+    async def spin() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async with ws_server() as server, aclient_for(server) as client:
+        stream = client.stream([orders_topic("u1")], backoff=0.01)
+        stream.decode = decode
+        async with stream:
+            await server.wait_subscribed(1)
+            spinner = asyncio.ensure_future(spin())
+            try:
+                frames = [
+                    json.dumps({"type": "data", "topic": "burst", "data": k}) for k in range(50)
+                ]
+                await send_all(server, frames)
+                deadline = time.monotonic() + 10
+                while len(seen) < 50:
+                    assert time.monotonic() < deadline, f"{len(seen)} of 50 frames decoded"
+                    await asyncio.sleep(0.01)
+            finally:
+                spinner.cancel()
+    # every frame after the first (which held the loop while the rest were buffered)
+    # was decoded in a later turn than the one before it
+    assert all(b > a for a, b in itertools.pairwise(seen[1:])), seen

@@ -483,10 +483,20 @@ class Stream:
         """Every frame until the server closes normally; as bytes, text frames too (no
         UTF-8 decoding here: the JSON decoder checks the text, and a frame that is not
         UTF-8 is a bad frame like any other)."""
-        recv = ws.recv
+        recv, receive, clock = ws.recv, self._receive, time.perf_counter
+        busy = 0.0  # s spent on frames since the loop last ran anything else
         try:
             while True:
-                await self._receive(await recv(decode=False))
+                raw = await recv(decode=False)
+                began = clock()
+                await receive(raw)
+                busy += clock() - began
+                # frames already buffered come back from recv() without a wait, so a
+                # burst (a desk's requote: thousands of order updates) would hold the
+                # loop for as long as it takes: give the loop a turn every STREAM_TURN s
+                if busy > STREAM_TURN:
+                    await asyncio.sleep(0)
+                    busy = 0.0
         except ConnectionClosedOK:
             return
 
@@ -537,6 +547,9 @@ class Stream:
             else:
                 log.warning("the stream's server answered an error (%s): %s", topic, words)
 
+
+#: The longest (s) the stream handles buffered frames before the event loop gets a turn.
+STREAM_TURN = 0.001
 
 #: Topics in one subscribe message at most: a service may cap a message's topics (the
 #: sandbox refuses a message of more than 1,000 whole), and subscriptions add up.
