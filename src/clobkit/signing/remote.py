@@ -276,9 +276,14 @@ class RemoteSigner:
                 if not task.done():
                     task.cancel()
             await asyncio.wait(tasks)
-        for task in tasks:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        # every failure read, not only the first: asyncio logs a task whose exception
+        # nobody read ("never retrieved") when the garbage collector takes it, wherever
+        # that happens to run (under CPython 3.11 an ast.parse that it interrupts then
+        # fails: gh-106905)
+        failures = [task.exception() for task in tasks if not task.cancelled()]
+        for failure in failures:
+            if failure is not None:
+                raise failure
         return [task.result() for task in tasks]
 
     # -- sync -----------------------------------------------------------------------
