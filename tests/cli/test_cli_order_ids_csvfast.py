@@ -12,6 +12,7 @@ files are checked against eth-account.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -305,3 +306,34 @@ def test_a_named_pipe_is_read_in_blocks(tmp_path: Path) -> None:
     writer.join()
     assert summary.written == 300
     assert (tmp_path / "out.csv").read_bytes().count(b"\n") == 301
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=40),
+    last=st.booleans(),
+    block=st.integers(1, 64),
+    rest=st.binary(max_size=8).map(lambda b: b.replace(b"\n", b"")),
+)
+def test_blocks_cut_whole_lines_and_keep_every_byte(
+    lines: list[bytes], last: bool, block: int, rest: bytes
+) -> None:
+    """``blocks``: every byte once, in order; each block whole lines (the last one may
+    end without a newline), within ``BLOCK`` bytes unless it is one longer line; each
+    offset the bytes read up to the block's end."""
+    data = b"\n".join(lines) + (b"\n" if last and lines else b"")
+    saved = csvfast.BLOCK
+    csvfast.BLOCK = block
+    try:
+        got = list(csvfast.blocks(io.BytesIO(data), rest, 7))
+    finally:
+        csvfast.BLOCK = saved
+    assert b"".join(b for b, _ in got) == rest + data
+    offset = 7 - len(rest)
+    for k, (piece, at) in enumerate(got):
+        assert piece
+        offset += len(piece)
+        assert at == offset
+        if k < len(got) - 1:
+            assert piece.endswith(b"\n")
+        assert len(piece) <= block or piece.count(b"\n") <= 1
