@@ -144,27 +144,15 @@ def _array(pa: Any, spec: tuple[Any, ...], rows: int, col: Any) -> Any:
 
 def blocks(raw: IO[bytes], rest: bytes, start: int) -> Iterator[tuple[bytes, int]]:
     """Blocks of whole lines, up to ``BLOCK`` bytes (a longer line makes a block of its own),
-    each with the count of bytes read so far (``start`` is the offset of ``rest``).
-
-    A block is made with one copy at most (none when a read ends on a line's end with
-    nothing left over): each copy of a block is ``BLOCK`` bytes of fresh memory, and
-    the page faults of touching it cost this command more than the copy itself."""
+    each with the count of bytes read so far (``start`` is the offset of ``rest``)."""
     read = start
     eof = False
     while True:
-        chunk = b""
         if len(rest) < BLOCK and not eof:
             chunk = raw.read(BLOCK - len(rest))
             read += len(chunk)
             eof = not chunk
-        end = chunk.rfind(b"\n") + 1
-        if end and b"\n" not in rest:  # rest + chunk fits BLOCK: the cut is chunk's last line
-            whole = not rest and end == len(chunk)  # the read is the block: no copy
-            block = chunk if whole else b"".join((rest, memoryview(chunk)[:end]))
-            rest = chunk[end:]
-            yield block, read - len(rest)
-            continue
-        rest += chunk
+            rest += chunk
         if not rest:
             return
         cut = rest.rfind(b"\n", 0, BLOCK) + 1 or rest.find(b"\n") + 1
