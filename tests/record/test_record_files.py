@@ -207,3 +207,36 @@ def test_a_recording_file_that_is_a_fifo_is_refused_at_once(tmp_path: Path) -> N
     refusal = _refusal_of(fifo, lambda: list(iter_rows(tmp_path)))
     assert isinstance(refusal, ValidationError)
     assert "not a regular file" in str(refusal)
+
+
+_THREADS_AFTER_READING = """
+import os, sys
+import pyarrow
+from clobkit.record import iter_rows
+before = len(os.listdir("/proc/self/task"))
+rows = list(iter_rows(sys.argv[1]))
+print(len(rows), before, len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_reading_a_recording_starts_no_thread_that_reads_its_file(tmp_path: Path) -> None:
+    # ParquetFile pre-buffers by default: Arrow's I/O pool read the Python file object,
+    # a thread that needs the GIL, and one still holding it at the interpreter's exit
+    # ended `clobkit sandbox --replay ... --end=NaN` in "terminate called without an
+    # active exception" (SIGABRT) instead of its exit status 2, once in a CI run
+    import subprocess
+    import sys
+
+    writer = _writer(tmp_path)
+    asyncio.run(writer.flush())
+    got = subprocess.run(
+        [sys.executable, "-c", _THREADS_AFTER_READING, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    rows, before, after = map(int, got.stdout.split())
+    assert rows == 1
+    assert after == before

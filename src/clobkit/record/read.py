@@ -179,7 +179,13 @@ def _opened(path: Path, stamp: tuple[int, ...] | None) -> Iterator[Any]:
             and c.path.split(".")[0] in (*_TEXT_COLUMNS, *_LEVEL_SIDES)
         ]
         try:
-            parquet = pa.parquet.ParquetFile(file, metadata=meta, read_dictionary=texts)
+            # no pre-buffering (on by default): it reads the Python file object from
+            # Arrow's I/O pool, a thread that needs the GIL and, still alive at the
+            # interpreter's exit, aborted it ("terminate called without an active
+            # exception"); every read here is on the caller's thread (see below)
+            parquet = pa.parquet.ParquetFile(
+                file, metadata=meta, read_dictionary=texts, pre_buffer=False
+            )
         except (OSError, KeyError, ValueError, TypeError, pa.ArrowException) as exc:
             problem = f"is no recording file of clobkit record ({type(exc).__name__}: {exc})"
             raise refused(path, problem) from None
