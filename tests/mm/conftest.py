@@ -131,13 +131,15 @@ def held(sb: Any, user: Any, q: Any) -> Decimal:
     return Decimal(sb.engine.shares(user.user_id, q.token_id)[0])
 
 
-async def eventually(check: Any, timeout: float = 5.0) -> None:
-    """Wait until ``check()`` is true (stream messages are processed meanwhile)."""
+async def eventually(check: Any, timeout: float = 5.0, show: Any = None) -> None:
+    """Wait until ``check()`` is true (stream messages are processed meanwhile); past
+    ``timeout`` (s), fail with what ``show()`` says of the state, when given."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not check():
         if loop.time() > deadline:
-            assert check(), "the condition did not become true in time"
+            said = "" if show is None else f": {show()}"
+            assert check(), f"the condition did not become true in {timeout:g} s{said}"
         await asyncio.sleep(0.01)
 
 

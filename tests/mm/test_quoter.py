@@ -163,6 +163,29 @@ async def test_reconnect_marker_rereads_orders(
         assert_same(sb, user, q)
 
 
+async def test_a_reconnect_during_the_last_ones_reread_reads_again(
+    sb: Any, user: Any, client: AsyncClient, market_id: str
+) -> None:
+    # a lone quoter re-read its orders once per reconnect, but a reconnect that came
+    # while that re-read was running started none: the re-read's listing, taken before
+    # the second gap, missed a fill made in it, and the quoter's position stayed wrong
+    # (stale, until its next requote); seen as a state-machine failure under load
+    async with Quoter(client, market_id, "a", user_id=user.user_id) as q:
+        await q.requote(ladder(10, levels=4))
+        # every listing read at once and answered 1.5 s later: the re-read in flight
+        sb.faults.configure({"routes": {"GET /orders": {"latency_ms": 1500}}})
+        sb.drop_streams()
+        await every_turn(lambda: q.reconnects == 1)  # its re-read's listing is read
+        await asyncio.sleep(0.2)
+        sb.drop_streams()
+        sb.house_fill(q.open_orders[0].id, "20")  # while the stream is down again
+        await eventually(lambda: q.reconnects == 2)
+        await eventually(lambda: q.position == Decimal(20), timeout=10.0)
+        sb.faults.configure({})
+        await eventually(lambda: quoter_view(q) == service_view(sb, user, market_id))
+        assert_same(sb, user, q)
+
+
 @pytest.mark.parametrize("heard", ["stream", "rest"])
 async def test_unknown_outcome_places_and_cancels(
     sb: Any, user: Any, market_id: str, heard: str

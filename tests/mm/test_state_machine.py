@@ -116,7 +116,14 @@ class LadderMachine(RuleBasedStateMachine):
                 sb, user, q
             )
 
-        self.run(eventually(same, timeout=10.0))
+        def views() -> str:
+            return (
+                f"quoter {quoter_view(q)} position {q.position}, service "
+                f"{service_view(sb, user, q.market_id)} held {held(sb, user, q)}; "
+                f"feed stale {q.feed.stale if q.feed else None}"
+            )
+
+        self.run(eventually(same, timeout=10.0, show=views))
         live = [(row[2], row[3]) for row in service_view(sb, user, q.market_id)]
         assert len(live) == len(set(live)), "two live orders at one price"
         if self.wanted is not None:

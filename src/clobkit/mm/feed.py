@@ -77,6 +77,7 @@ class Feed:
         #: The REST read of the book after a gap, while one is scheduled or running.
         self.rebooking: asyncio.Task[None] | None = None
         self._resync: asyncio.Task[None] | None = None
+        self._resync_again = False  # a reconnect came while a re-read ran
 
     # -- listening ------------------------------------------------------------
 
@@ -152,17 +153,24 @@ class Feed:
             if type(item) is Reconnected:
                 self.reconnects += 1
                 self.lost(orders=True, book=True)
+                # a re-read already running may have listed the orders before this
+                # gap: it reads again once done (the desk's resync does the same)
+                self._resync_again = True
                 if self._resync is None or self._resync.done():
                     self._resync = self._start(self._resync_now(), "clobkit-resync")
             elif type(item) is StreamMessage:
                 self.handle(item)
 
     async def _resync_now(self) -> None:
-        try:
-            await self.resync()
-        except Exception as exc:  # the next requote or reconcile tries again
-            self.stale = True
-            log.warning("re-reading orders after a reconnect failed: %s", exc)
+        """Re-read the orders until no reconnect came during the last re-read."""
+        while self._resync_again:
+            self._resync_again = False
+            try:
+                await self.resync()
+            except Exception as exc:  # the next requote or reconcile tries again
+                self.stale = True
+                log.warning("re-reading orders after a reconnect failed: %s", exc)
+                return
 
     # -- what it hears --------------------------------------------------------
 
