@@ -3,7 +3,8 @@ answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its ow
 
 * transport: the same batch of signatures, at the default rate (250 a second),
   through ``AwsKmsSigner``'s async path (aiobotocore on the signer's own loop in
-  a thread, the default; and on the caller's loop, ``thread=False``) and its sync
+  a thread, the default; on the caller's loop, ``thread=False``; in a process of
+  its own, ``process=True``) and its sync
   twin run off the loop (``asyncio.to_thread(signer.sign_many, ...)``: botocore's
   client, a call per thread): wall time, the process's CPU per signature, and the
   event loop's lag (p50 / p99 of a 1 ms ticker's lateness) meanwhile;
@@ -11,11 +12,13 @@ answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its ow
   ladder, against one raw-order round trip to the same sandbox (target: at most
   1.3 x (20 ms + one raw round trip)); the same requote with the ladder pre-signed
   (``Quoter.presign``); on loopback and through a proxy that delays every packet
-  ``bench_mm.LATENCY`` ms each way (a network);
+  ``bench_mm.LATENCY`` ms each way (a network); with the client on the signer's own
+  loop (the default) and in a process of its own (``process=True``);
 * the event loop's lag (p99 of a 1 ms ticker's lateness; target under 5 ms) during
   a 2,000-order ``Desk`` requote signed by the KMS signer (200 markets x 2 outcomes
   x 5 levels), and the requote's wall time (bounded by the signer's default rate,
-  250 signatures a second, and the desk's request budget).
+  250 signatures a second, and the desk's request budget); unsigned, and signed
+  with the client on its own loop and in its own process.
 
 Run: python benchmarks/bench_kms.py [--desk]   (or python -m pytest benchmarks/bench_kms.py -s)
 """
@@ -23,6 +26,7 @@ Run: python benchmarks/bench_kms.py [--desk]   (or python -m pytest benchmarks/b
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import statistics
 import subprocess
@@ -111,8 +115,13 @@ async def transport(url: str) -> dict[str, dict[str, float]]:
     digests = [os.urandom(32) for _ in range(TRANSPORT_SIGNS)]
     out: dict[str, dict[str, float]] = {}
     options: dict[str, Any] = {"endpoint_url": url, "rate": 250, "max_in_flight": 64}
-    for name, thread in (("aiobotocore, own loop", True), ("aiobotocore, caller's loop", False)):
-        async with AwsKmsSigner("k", thread=thread, **options) as signer:
+    homes: list[tuple[str, dict[str, bool]]] = [
+        ("aiobotocore, own loop", {"thread": True}),
+        ("aiobotocore, caller's loop", {"thread": False}),
+        ("aiobotocore, own process", {"process": True}),
+    ]
+    for name, home in homes:
+        async with AwsKmsSigner("k", **home, **options) as signer:
             await signer.sign_digests(digests[:32])  # warm: connections, models
             await asyncio.sleep(1.0)  # the budget's burst back
             t, cpu = time.perf_counter(), time.process_time()
@@ -136,14 +145,18 @@ def _row(t: float, cpu: float, lags: list[float]) -> dict[str, float]:
     }
 
 
-async def requotes(base_url: str, kms_url: str) -> dict[str, float]:
+#: Where a measured signer's client runs: the default and a process of its own.
+HOMES: dict[str, dict[str, bool]] = {"own loop": {}, "own process": {"process": True}}
+
+
+async def requotes(base_url: str, kms_url: str, home: dict[str, bool]) -> dict[str, float]:
     """Medians of: a raw round trip, a 10-level requote signed by KMS, the same pre-signed."""
     clock = time.perf_counter
     trips: list[float] = []
     signed: list[float] = []
     presigned: list[float] = []
     async with (
-        AwsKmsSigner("k", endpoint_url=kms_url) as signer,
+        AwsKmsSigner("k", endpoint_url=kms_url, **home) as signer,
         AsyncClient(base_url, USER["api_key"], USER["api_secret"], timeout=30.0) as client,
     ):
         market_id = await pick_market(client)
@@ -177,11 +190,13 @@ async def requotes(base_url: str, kms_url: str) -> dict[str, float]:
     }
 
 
-async def desk_lag(base_url: str, kms_url: str, signed: bool = True) -> dict[str, float]:
+async def desk_lag(
+    base_url: str, kms_url: str, signed: bool = True, home: dict[str, bool] | None = None
+) -> dict[str, float]:
     """The loop's lag during a 2,000-order desk requote signed by KMS (``signed``), or
     the same requote unsigned: what the desk's own work costs the loop."""
     async with (
-        AwsKmsSigner("k", endpoint_url=kms_url) as signer,
+        AwsKmsSigner("k", endpoint_url=kms_url, **(home or {})) as signer,
         AsyncClient(base_url, USER["api_key"], USER["api_secret"]) as client,
     ):
         markets = await _quoted_markets(client, DESK_MARKETS)
@@ -270,10 +285,11 @@ def loop_figures(kms_url: str, lines: Lines) -> None:
     try:
         proxy, delayed = start_proxy(base_url, LATENCY)
         try:
-            for where, url in (("loopback", base_url), (f"{LATENCY:g} ms proxy", delayed)):
-                f = run(requotes, url, kms_url)
+            places = (("loopback", base_url), (f"{LATENCY:g} ms proxy", delayed))
+            for (where, url), (name, home) in itertools.product(places, HOMES.items()):
+                f = run(requotes, url, kms_url, home)
                 lines.append(
-                    f"  10-level V2 requote, {where}: raw round trip {f['raw_ms']:.1f} ms, "
+                    f"  10-level V2 requote, {where}, {name}: raw round trip {f['raw_ms']:.1f} ms, "
                     f"signed {f['signed_ms']:.1f} ms = {f['ratio']:.2f} x (20 ms + raw) "
                     f"(target <= {TARGET_REQUOTE}), pre-signed {f['presigned_ms']:.1f} ms"
                 )
@@ -288,15 +304,15 @@ def loop_figures(kms_url: str, lines: Lines) -> None:
 
 def desk_figures(kms_url: str, lines: Lines) -> None:
     """A 2,000-order desk requote, unsigned and signed by KMS."""
-    for signed in (False, True):
+    runs = [("unsigned", False, {}), *((f"signed, {n}", True, h) for n, h in HOMES.items())]
+    for how, signed, home in runs:
         proc, base_url, path = sandbox(kms_url, desk=True)
         try:
-            d = run(desk_lag, base_url, kms_url, signed)
+            d = run(desk_lag, base_url, kms_url, signed, home)
         finally:
             proc.terminate()
             proc.wait(10)
             os.unlink(path)
-        how = "signed by KMS" if signed else "unsigned"
         lines.append(
             f"  desk requote of {d['orders']:.0f} orders, {how}: "
             f"{d['requote_s']:.1f} s, loop lag p50 {d['lag_p50_ms']:.2f} ms p99 "

@@ -28,12 +28,20 @@ from .oracle import address_of_spki, low_s, recovered
 DIGESTS = [os.urandom(32) for _ in range(8)]
 
 
-@pytest.mark.parametrize("thread", [True, False], ids=["own-loop", "caller-loop"])
+#: Where the async client runs: its own loop in a thread, the caller's loop, a process.
+HOMES = pytest.mark.parametrize(
+    "home",
+    [{"thread": True}, {"thread": False}, {"process": True}],
+    ids=["own-loop", "caller-loop", "own-process"],
+)
+
+
+@HOMES
 async def test_signatures_recover_to_the_keys_address(
-    aws_url: str, aws_key: str, thread: bool
+    aws_url: str, aws_key: str, home: dict[str, bool]
 ) -> None:
     public = kms_client(aws_url).get_public_key(KeyId=aws_key)["PublicKey"]
-    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, thread=thread) as signer:
+    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, **home) as signer:
         assert signer.address == address_of_spki(public)
         signatures = await signer.sign_digests(DIGESTS)
     assert all(recovered(d, s) == signer.address for d, s in zip(DIGESTS, signatures, strict=False))
@@ -51,22 +59,26 @@ def test_the_sync_twin_signs_alike(aws_url: str, aws_key: str) -> None:
         assert signer.sign_many([DIGESTS[0].hex().join(("0x", ""))])  # hex digests too
 
 
-async def test_a_key_of_another_spec_is_refused_at_start(aws_url: str) -> None:
+@HOMES
+async def test_a_key_of_another_spec_is_refused_at_start(
+    aws_url: str, home: dict[str, bool]
+) -> None:
     key = kms_client(aws_url).create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")
     key_id = key["KeyMetadata"]["KeyId"]
     with pytest.raises(SignerKeyError, match=f"{key_id}.*ECC_NIST_P256.*ECC_SECG_P256K1"):
-        async with AwsKmsSigner(key_id, endpoint_url=aws_url):
+        async with AwsKmsSigner(key_id, endpoint_url=aws_url, **home):
             pass
 
 
+@HOMES
 async def test_a_disabled_key_names_the_key_and_the_cause(
-    aws_url: str, caplog: pytest.LogCaptureFixture
+    aws_url: str, caplog: pytest.LogCaptureFixture, home: dict[str, bool]
 ) -> None:
     kms = kms_client(aws_url)
     key_id = kms.create_key(KeySpec="ECC_SECG_P256K1", KeyUsage="SIGN_VERIFY")["KeyMetadata"][
         "KeyId"
     ]
-    async with AwsKmsSigner(key_id, endpoint_url=aws_url) as signer:
+    async with AwsKmsSigner(key_id, endpoint_url=aws_url, **home) as signer:
         kms.disable_key(KeyId=key_id)
         with pytest.raises(SignerKeyError, match=f"signer key {key_id}: DisabledException"):
             await signer.sign_digests(DIGESTS[:3])
@@ -76,17 +88,19 @@ async def test_a_disabled_key_names_the_key_and_the_cause(
     assert "never retrieved" not in caplog.text
 
 
-async def test_a_missing_key(aws_url: str) -> None:
+@HOMES
+async def test_a_missing_key(aws_url: str, home: dict[str, bool]) -> None:
     with pytest.raises(SignerKeyError, match=r"nope.*NotFoundException"):
-        async with AwsKmsSigner("nope", endpoint_url=aws_url):
+        async with AwsKmsSigner("nope", endpoint_url=aws_url, **home):
             pass
 
 
+@HOMES
 async def test_a_signature_by_another_key_is_refused(
-    aws_url: str, aws_key: str, misbehaving: Any
+    aws_url: str, aws_key: str, misbehaving: Any, home: dict[str, bool]
 ) -> None:
     other = kms_client(aws_url).create_key(KeySpec="ECC_SECG_P256K1", KeyUsage="SIGN_VERIFY")
-    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, **home) as signer:
         misbehaving.tamper = other["KeyMetadata"]["KeyId"]
         with pytest.raises(SignatureMismatch, match=f"{aws_key}.*does not recover"):
             await signer.sign_digests(DIGESTS[:4])
@@ -113,8 +127,11 @@ async def test_a_denied_call_and_no_credentials(
         pass
 
 
-async def test_throttling_backs_off_and_is_counted(aws_key: str, misbehaving: Any) -> None:
-    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+@HOMES
+async def test_throttling_backs_off_and_is_counted(
+    aws_key: str, misbehaving: Any, home: dict[str, bool]
+) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, **home) as signer:
         misbehaving.throttle = 5
         signatures = await signer.sign_digests(DIGESTS[:2])
         assert [recovered(d, s) for d, s in zip(DIGESTS, signatures, strict=False)] == [
@@ -124,8 +141,11 @@ async def test_throttling_backs_off_and_is_counted(aws_key: str, misbehaving: An
         assert signer.counts()["retries"] == 5
 
 
-async def test_a_throttling_storm_ends_in_an_error(aws_key: str, misbehaving: Any) -> None:
-    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, retries=2) as signer:
+@HOMES
+async def test_a_throttling_storm_ends_in_an_error(
+    aws_key: str, misbehaving: Any, home: dict[str, bool]
+) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, retries=2, **home) as signer:
         misbehaving.throttle = 10**6
         with pytest.raises(SignerThrottled, match=f"{aws_key}.*ThrottlingException"):
             await signer.sign_digests(DIGESTS[:8])
@@ -139,8 +159,11 @@ def test_a_throttling_storm_ends_in_an_error_sync(aws_key: str, misbehaving: Any
             signer.sign_many(DIGESTS[:2])
 
 
-async def test_a_kms_that_hangs_times_out(aws_key: str, misbehaving: Any) -> None:
-    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=1.0) as signer:
+@HOMES
+async def test_a_kms_that_hangs_times_out(
+    aws_key: str, misbehaving: Any, home: dict[str, bool]
+) -> None:
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=1.0, **home) as signer:
         misbehaving.hang = True
         with pytest.raises(SignerTimeout, match=f"{aws_key}: AWS KMS gave no answer within 1 s"):
             await signer.sign_digests(DIGESTS[:3])
@@ -154,12 +177,13 @@ def test_a_kms_that_hangs_times_out_sync(aws_key: str, misbehaving: Any) -> None
             signer.sign_many(DIGESTS[:1])
 
 
-async def test_an_unreachable_kms(aws_key: str) -> None:
+@HOMES
+async def test_an_unreachable_kms(aws_key: str, home: dict[str, bool]) -> None:
     from .aws_kms import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(SignerError, match=f"{aws_key}: could not reach AWS KMS"):
-        async with AwsKmsSigner(aws_key, endpoint_url=url, retries=1):
+        async with AwsKmsSigner(aws_key, endpoint_url=url, retries=1, **home):
             pass
 
 
@@ -188,3 +212,44 @@ async def test_the_rate_bounds_calls_started_per_second(aws_url: str, aws_key: s
     async with AwsKmsSigner(aws_key, endpoint_url=aws_url, rate=4, burst=2) as signer:
         await asyncio.gather(signer.sign_digests(DIGESTS[:3]), signer.sign_digests(DIGESTS[3:6]))
     assert signer.counts()["waited"] >= 2
+
+
+async def test_a_signer_process_that_dies_fails_its_calls_and_signs_nothing(
+    aws_key: str, misbehaving: Any
+) -> None:
+    import signal
+
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, process=True) as signer:
+        assert await signer.sign_digests(DIGESTS[:1])
+        worker = signer._worker
+        assert worker is not None
+        assert worker._process is not None
+        misbehaving.hang = True  # the calls in flight when it dies
+        batch = asyncio.ensure_future(signer.sign_digests(DIGESTS[:4]))
+        await asyncio.sleep(0.5)
+        os.kill(worker._process.pid, signal.SIGKILL)
+        with pytest.raises(SignerError, match=f"{aws_key}: the signer's process is gone"):
+            await asyncio.wait_for(batch, 10)
+        with pytest.raises(SignerError, match="the signer's process is gone"):
+            await signer.sign_digests(DIGESTS[:1])  # and every later call, at once
+    assert worker._process.returncode == -signal.SIGKILL
+
+
+async def test_a_signer_process_ends_with_the_signer(aws_url: str, aws_key: str) -> None:
+    signer = AwsKmsSigner(aws_key, endpoint_url=aws_url, process=True)
+    async with signer:
+        worker = signer._worker
+        assert worker is not None
+        assert worker._process is not None
+        assert worker._process.returncode is None  # running
+        # a cancelled call's answer, when it comes, is dropped; the next calls are whole
+        call = asyncio.ensure_future(signer.sign_digests(DIGESTS[:2]))
+        await asyncio.sleep(0)
+        call.cancel()
+        signatures = await signer.sign_digests(DIGESTS[2:5])
+        assert [recovered(d, s) for d, s in zip(DIGESTS[2:5], signatures, strict=True)] == [
+            signer.address
+        ] * 3
+    assert worker._process.returncode == 0  # ended by the signer's close, not killed
+    with pytest.raises(SignerError, match="not started"):
+        await signer.sign_digests(DIGESTS[:1])

@@ -163,3 +163,11 @@ async def test_no_credentials_in_the_chain(
     assert f"{name}: no Google credentials" in err
     assert "Traceback" not in err
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_a_given_client_cannot_go_to_a_signer_process(gcp: Any) -> None:
+    from clobkit.errors import ValidationError
+
+    stand_in, address = gcp
+    with pytest.raises(ValidationError, match=r"process.*cannot go to another process"):
+        signer(stand_in.name, lambda: async_client(address), process=True)

@@ -17,7 +17,8 @@ from contextlib import AsyncExitStack, ExitStack
 from typing import TYPE_CHECKING, Any
 
 from ..errors import MissingExtra, SignerDenied, SignerError, SignerKeyError
-from .remote import RemoteSigner, _Retry
+from .budget import _Retry
+from .remote import RemoteSigner
 
 if TYPE_CHECKING:
     from .remote import RemoteOptions, Unpack
@@ -77,6 +78,8 @@ class AwsKmsSigner(RemoteSigner):
     to ``retries`` times, backing off. ``thread`` (default): the async client runs
     on an event loop of the signer's own, in a thread, so that botocore's CPU a
     call (milliseconds) stays off the caller's loop; ``False``: on the caller's.
+    ``process=True``: in a process of its own (``worker``), off the caller's CPU and
+    interpreter lock: a desk's choice (docs/keys-off-host.md measures both).
     """
 
     kind = "AWS KMS"
@@ -96,6 +99,14 @@ class AwsKmsSigner(RemoteSigner):
         self.endpoint_url = endpoint_url
         self._client: Any = None
         self._sync_client: Any = None
+
+    def _settings(self) -> dict[str, Any]:
+        return {
+            **super()._settings(),
+            "region": self.region,
+            "profile": self.profile,
+            "endpoint_url": self.endpoint_url,
+        }
 
     def _options(self) -> dict[str, Any]:
         # one attempt each (the signer retries), a pool as wide as the calls in flight,

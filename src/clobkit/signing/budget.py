@@ -1,6 +1,6 @@
 """A remote signer's sign budget: calls started at ``rate`` a second at most after a
 burst of ``burst``, at most ``max_in_flight`` at once, and the back-off after a
-throttled call.
+throttled call; ``_Retry``, a failed call worth another try.
 
 A KMS quota is a rate of calls per second (AWS KMS: 300 ECC ``Sign`` calls a second
 per account and region by default; Cloud KMS: per project and region per minute),
@@ -76,3 +76,12 @@ class SignBudget:
             "retries": self.retries,
             "waited": self.waited,
         }
+
+
+class _Retry(Exception):
+    """A failed call worth another try (``throttled``: the KMS said slow down)."""
+
+    def __init__(self, cause: str, throttled: bool) -> None:
+        super().__init__(cause)
+        self.cause = cause
+        self.throttled = throttled

@@ -17,8 +17,9 @@ from __future__ import annotations
 from contextlib import AsyncExitStack, ExitStack
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MissingExtra, SignerDenied, SignerError, SignerKeyError
-from .remote import RemoteSigner, _Retry
+from ..errors import MissingExtra, SignerDenied, SignerError, SignerKeyError, ValidationError
+from .budget import _Retry
+from .remote import RemoteSigner
 
 if TYPE_CHECKING:
     from .remote import RemoteOptions, Unpack
@@ -62,8 +63,8 @@ class GcpKmsSigner(RemoteSigner):
     the client, called on the loop (or in the thread) that uses it: a gRPC aio
     channel belongs to the loop it was made on, and with ``thread`` (the default)
     the async client runs on the signer's own. ``rate``, ``burst``,
-    ``max_in_flight``, ``timeout``, ``retries`` and ``thread`` as for
-    ``AwsKmsSigner``.
+    ``max_in_flight``, ``timeout``, ``retries``, ``thread`` and ``process`` as for
+    ``AwsKmsSigner`` (a ``client`` given cannot go to another process).
     """
 
     kind = "Cloud KMS"
@@ -77,10 +78,17 @@ class GcpKmsSigner(RemoteSigner):
         **options: Unpack[RemoteOptions],
     ) -> None:
         super().__init__(key_name, **options)
+        if client is not None and self.process:
+            raise ValidationError(
+                "process", True, "a client given to the signer cannot go to another process"
+            )
         self.client = client
         self.api_endpoint = api_endpoint
         self._async_client: Any = None
         self._sync_client: Any = None
+
+    def _settings(self) -> dict[str, Any]:
+        return {**super()._settings(), "api_endpoint": self.api_endpoint}
 
     def _options(self) -> dict[str, Any] | None:
         return None if self.api_endpoint is None else {"api_endpoint": self.api_endpoint}

@@ -4,7 +4,8 @@ and turning a KMS's DER answer into the signature an exchange takes.
 A subclass says how to reach its KMS, in both flavours: ``_open_async`` /
 ``_sign_async`` (the async client's own, on the signer's own event loop in a
 thread by default, ``home.Home``, else on the caller's) and ``_open_sync`` /
-``_sign_sync`` (the sync twin, each call in one of ``max_in_flight`` threads); and
+``_sign_sync`` (the sync twin, each call in one of ``max_in_flight`` threads), and
+``_settings`` (what remakes it in a process of its own: ``worker.Worker``); and
 which failures are worth another try (``_retryable``: throttling, a dropped
 connection, a corrupted answer) and how each other one reads (``_error``). The
 key's public key is read once, at start; every signature is checked to recover to
@@ -29,12 +30,14 @@ from ..errors import (
     SignerTimeout,
     ValidationError,
 )
-from .budget import SignBudget
+from .budget import SignBudget, _Retry
 from .ecdsa import ShapeError, address_of, der_signature, recoverable
 from .home import Home
 
 if TYPE_CHECKING:  # the signers' **options (Unpack[RemoteOptions])
     from typing import Unpack as Unpack
+
+    from .worker import Worker
 
 __all__ = ["RemoteOptions", "RemoteSigner", "digest_list"]
 
@@ -52,15 +55,6 @@ def digest_list(digests: Sequence[bytes | str]) -> list[bytes]:
     return [parse_order_id(d, f"digests[{i}]") for i, d in enumerate(digests)]
 
 
-class _Retry(Exception):
-    """A failed call worth another try (``throttled``: the KMS said slow down)."""
-
-    def __init__(self, cause: str, throttled: bool) -> None:
-        super().__init__(cause)
-        self.cause = cause
-        self.throttled = throttled
-
-
 class RemoteOptions(TypedDict, total=False):
     """What every KMS signer takes beside its key (``RemoteSigner`` holds the defaults)."""
 
@@ -70,13 +64,15 @@ class RemoteOptions(TypedDict, total=False):
     timeout: float
     retries: int
     thread: bool
+    process: bool
 
 
 class RemoteSigner:
     """A signer whose key lives in a KMS. ``rate``: calls started a second at most,
     after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout``
     (s): one call's answer; ``retries``: further tries of a throttled or dropped call
-    (with back-off); ``thread``: the async client on an event loop of its own."""
+    (with back-off); ``thread``: the async client on an event loop of its own;
+    ``process``: in a process of its own (``worker``)."""
 
     #: The KMS's name, in errors.
     kind = "KMS"
@@ -91,6 +87,7 @@ class RemoteSigner:
         timeout: float = 5.0,
         retries: int = 6,
         thread: bool = True,
+        process: bool = False,
     ) -> None:
         if not isinstance(key, str) or not key.strip():
             raise ValidationError("key", key, "must be a KMS key's id or name")
@@ -104,7 +101,9 @@ class RemoteSigner:
         self._sync_stack: ExitStack | None = None
         self._slots: asyncio.Semaphore | None = None
         self.thread = bool(thread)
+        self.process = bool(process)
         self._home: Home | None = None
+        self._worker: Worker | None = None
         self._pool: ThreadPoolExecutor | None = None
 
     def __repr__(self) -> str:
@@ -142,6 +141,18 @@ class RemoteSigner:
         """The ``SignerError`` that names ``exc``'s cause."""
         raise NotImplementedError
 
+    def _settings(self) -> dict[str, Any]:
+        """The keyword arguments, beyond the key, that make this signer again (in a
+        process of its own); a subclass adds its own to these."""
+        budget = self.budget
+        return {
+            "rate": budget.rate,
+            "burst": budget.burst,
+            "max_in_flight": budget.max_in_flight,
+            "timeout": self.timeout,
+            "retries": self.retries,
+        }
+
     # -- the key --------------------------------------------------------------------
 
     @property
@@ -175,6 +186,9 @@ class RemoteSigner:
         on an event loop of the signer's own (``home.Home``)."""
         if self._async_stack is not None:
             return
+        if self.process:
+            await self._start_worker()
+            return
         if not self.thread:
             await self._start_here()
             return
@@ -185,6 +199,16 @@ class RemoteSigner:
             home.stop()
             raise
         self._home = home
+
+    async def _start_worker(self) -> None:
+        from .worker import Worker
+
+        worker = Worker((type(self), self.key, self._settings()))
+        self._take_key(await worker.start())
+        stack = AsyncExitStack()
+        stack.push_async_callback(worker.stop)
+        self._worker, self._async_stack = worker, stack
+        self._slots = asyncio.Semaphore(self.budget.max_in_flight)
 
     async def _start_here(self) -> None:
         stack = AsyncExitStack()
@@ -213,6 +237,7 @@ class RemoteSigner:
 
     async def _aclose_here(self) -> None:
         stack, self._async_stack = self._async_stack, None
+        self._worker, self._slots = None, None  # closed: a later call is "not started"
         if stack is not None:
             await stack.aclose()
 
@@ -247,8 +272,9 @@ class RemoteSigner:
                 wait = self.budget.delay()
                 if wait:
                     await asyncio.sleep(wait)
+                call = self._sign_async if self._worker is None else self._worker.sign
                 try:
-                    der = await self._call_async(self._sign_async(digest))
+                    der = await self._call_async(call(digest))
                 except _Retry as retry:
                     attempt += 1
                     pause = self._after(retry, attempt)
@@ -341,7 +367,7 @@ class RemoteSigner:
     def _failure(self, exc: Exception) -> SignerError | _Retry:
         """What a failed call raises: a ``SignerError`` as it is, a timeout, a ``_Retry``
         for what is worth another try, else the SDK's error read as a ``SignerError``."""
-        if isinstance(exc, SignerError):
+        if isinstance(exc, (SignerError, _Retry)):  # already read (a worker's answer)
             return exc
         if self._timed_out(exc):
             return self._timeout()
