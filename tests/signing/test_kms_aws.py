@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -29,16 +29,24 @@ DIGESTS = [os.urandom(32) for _ in range(8)]
 
 
 #: Where the async client runs: its own loop in a thread, the caller's loop, a process.
+class Home(TypedDict, total=False):
+    """Where the async client runs (``RemoteOptions``' two keys of it)."""
+
+    thread: bool
+    process: bool
+
+
+_HOMES: list[Home] = [{"thread": True}, {"thread": False}, {"process": True}]
 HOMES = pytest.mark.parametrize(
     "home",
-    [{"thread": True}, {"thread": False}, {"process": True}],
+    _HOMES,
     ids=["own-loop", "caller-loop", "own-process"],
 )
 
 
 @HOMES
 async def test_signatures_recover_to_the_keys_address(
-    aws_url: str, aws_key: str, home: dict[str, bool]
+    aws_url: str, aws_key: str, home: Home
 ) -> None:
     public = kms_client(aws_url).get_public_key(KeyId=aws_key)["PublicKey"]
     async with AwsKmsSigner(aws_key, endpoint_url=aws_url, **home) as signer:
@@ -60,9 +68,7 @@ def test_the_sync_twin_signs_alike(aws_url: str, aws_key: str) -> None:
 
 
 @HOMES
-async def test_a_key_of_another_spec_is_refused_at_start(
-    aws_url: str, home: dict[str, bool]
-) -> None:
+async def test_a_key_of_another_spec_is_refused_at_start(aws_url: str, home: Home) -> None:
     key = kms_client(aws_url).create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")
     key_id = key["KeyMetadata"]["KeyId"]
     with pytest.raises(SignerKeyError, match=f"{key_id}.*ECC_NIST_P256.*ECC_SECG_P256K1"):
@@ -72,7 +78,7 @@ async def test_a_key_of_another_spec_is_refused_at_start(
 
 @HOMES
 async def test_a_disabled_key_names_the_key_and_the_cause(
-    aws_url: str, caplog: pytest.LogCaptureFixture, home: dict[str, bool]
+    aws_url: str, caplog: pytest.LogCaptureFixture, home: Home
 ) -> None:
     kms = kms_client(aws_url)
     key_id = kms.create_key(KeySpec="ECC_SECG_P256K1", KeyUsage="SIGN_VERIFY")["KeyMetadata"][
@@ -89,7 +95,7 @@ async def test_a_disabled_key_names_the_key_and_the_cause(
 
 
 @HOMES
-async def test_a_missing_key(aws_url: str, home: dict[str, bool]) -> None:
+async def test_a_missing_key(aws_url: str, home: Home) -> None:
     with pytest.raises(SignerKeyError, match=r"nope.*NotFoundException"):
         async with AwsKmsSigner("nope", endpoint_url=aws_url, **home):
             pass
@@ -97,7 +103,7 @@ async def test_a_missing_key(aws_url: str, home: dict[str, bool]) -> None:
 
 @HOMES
 async def test_a_signature_by_another_key_is_refused(
-    aws_url: str, aws_key: str, misbehaving: Any, home: dict[str, bool]
+    aws_url: str, aws_key: str, misbehaving: Any, home: Home
 ) -> None:
     other = kms_client(aws_url).create_key(KeySpec="ECC_SECG_P256K1", KeyUsage="SIGN_VERIFY")
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, **home) as signer:
@@ -129,7 +135,7 @@ async def test_a_denied_call_and_no_credentials(
 
 @HOMES
 async def test_throttling_backs_off_and_is_counted(
-    aws_key: str, misbehaving: Any, home: dict[str, bool]
+    aws_key: str, misbehaving: Any, home: Home
 ) -> None:
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, **home) as signer:
         misbehaving.throttle = 5
@@ -143,7 +149,7 @@ async def test_throttling_backs_off_and_is_counted(
 
 @HOMES
 async def test_a_throttling_storm_ends_in_an_error(
-    aws_key: str, misbehaving: Any, home: dict[str, bool]
+    aws_key: str, misbehaving: Any, home: Home
 ) -> None:
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, retries=2, **home) as signer:
         misbehaving.throttle = 10**6
@@ -160,9 +166,7 @@ def test_a_throttling_storm_ends_in_an_error_sync(aws_key: str, misbehaving: Any
 
 
 @HOMES
-async def test_a_kms_that_hangs_times_out(
-    aws_key: str, misbehaving: Any, home: dict[str, bool]
-) -> None:
+async def test_a_kms_that_hangs_times_out(aws_key: str, misbehaving: Any, home: Home) -> None:
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=1.0, **home) as signer:
         misbehaving.hang = True
         with pytest.raises(SignerTimeout, match=f"{aws_key}: AWS KMS gave no answer within 1 s"):
@@ -178,7 +182,7 @@ def test_a_kms_that_hangs_times_out_sync(aws_key: str, misbehaving: Any) -> None
 
 
 @HOMES
-async def test_an_unreachable_kms(aws_key: str, home: dict[str, bool]) -> None:
+async def test_an_unreachable_kms(aws_key: str, home: Home) -> None:
     from .aws_kms import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
