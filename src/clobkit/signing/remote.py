@@ -272,15 +272,20 @@ class RemoteSigner:
                 wait = self.budget.delay()
                 if wait:
                     await asyncio.sleep(wait)
-                call = self._sign_async if self._worker is None else self._worker.sign
+                call = self._sign_checked if self._worker is None else self._worker.sign
                 try:
-                    der = await self._call_async(call(digest))
+                    signature: str = await self._call_async(call(digest))
                 except _Retry as retry:
                     attempt += 1
                     pause = self._after(retry, attempt)
                 else:
-                    return self._finish(digest, der)
+                    return signature
             await asyncio.sleep(pause)  # the slot free meanwhile
+
+    async def _sign_checked(self, digest: bytes) -> str:
+        """One KMS call's signature, made the exchange's and checked against the key
+        (in a worker, there: the recovery's CPU stays off the trading process)."""
+        return self._finish(digest, await self._sign_async(digest))
 
     async def sign_digests(self, digests: Sequence[bytes | str], /) -> list[str]:
         """Signatures of ``digests`` (``"0x"`` + 130 hex each, low s, v 27/28), requested

@@ -14,9 +14,11 @@ key and settings) as its first message on stdin; it opens the async client, read
 the key's public key and answers each ``Sign`` as soon as the KMS does, many in
 flight. Messages are pickles behind a 4-byte length, both ways. What the parent
 keeps: the sign budget (the rate, the calls in flight, retries and back-off, the
-counts), the timeout, and the check that every signature recovers to the key. A
-failed call comes back classified by the signer's own rules (worth another try,
-or a ``SignerError``), never as the SDK's exception object. The child ends when
+counts) and the timeout; the child turns each DER answer into the exchange's
+signature and checks that it recovers to the key (the same code as in the
+parent, its CPU off the trading process). A failed call comes back classified
+by the signer's own rules (worth another try, or a ``SignerError``, a
+``SignatureMismatch`` among them), never as the SDK's exception object. The child ends when
 its stdin closes: the signer's ``aclose``, or the parent's death.
 """
 
@@ -103,8 +105,9 @@ class Worker:
         public_key: bytes = answer[2]
         return public_key
 
-    async def sign(self, digest: bytes) -> bytes:
-        """The KMS's DER signature of ``digest``; a ``_Retry`` or ``SignerError`` raised."""
+    async def sign(self, digest: bytes) -> str:
+        """The signature of ``digest``, made the exchange's and checked against the key
+        in the child; a ``_Retry`` or ``SignerError`` raised."""
         if self._ended is not None:
             raise self._ended
         assert self._process is not None
@@ -118,8 +121,8 @@ class Worker:
         finally:
             self._waiting.pop(ask, None)  # cancelled: the answer, when it comes, is dropped
         if got[0] == "ok":
-            der: bytes = got[2]
-            return der
+            signature: str = got[2]
+            return signature
         if got[0] == "retry":
             raise _Retry(got[2], throttled=got[3])
         raise got[2]
@@ -189,13 +192,13 @@ async def _serve(out: BinaryIO) -> None:
 
     async def call(ask: int, digest: bytes) -> None:
         try:
-            der = await signer._call_async(signer._sign_async(digest))
+            signature = await signer._call_async(signer._sign_checked(digest))
         except _Retry as retry:
             answer: tuple[Any, ...] = ("retry", ask, retry.cause, retry.throttled)
         except SignerError as exc:
             answer = ("error", ask, exc)
         else:
-            answer = ("ok", ask, der)
+            answer = ("ok", ask, signature)
         out.write(_frame(answer))  # a few dozen bytes: the parent reads them as they come
 
     try:
