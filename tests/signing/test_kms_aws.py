@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 from typing import Any, TypedDict
 
 import pytest
@@ -221,8 +222,6 @@ async def test_the_rate_bounds_calls_started_per_second(aws_url: str, aws_key: s
 async def test_a_signer_process_that_dies_fails_its_calls_and_signs_nothing(
     aws_key: str, misbehaving: Any
 ) -> None:
-    import signal
-
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, process=True) as signer:
         assert await signer.sign_digests(DIGESTS[:1])
         worker = signer._worker
@@ -254,6 +253,10 @@ async def test_a_signer_process_ends_with_the_signer(aws_url: str, aws_key: str)
         assert [recovered(d, s) for d, s in zip(DIGESTS[2:5], signatures, strict=True)] == [
             signer.address
         ] * 3
+        # Ctrl-C in a terminal reaches the child too: the signer decides when it ends
+        os.kill(worker._process.pid, signal.SIGINT)
+        await asyncio.sleep(0.3)
+        assert await signer.sign_digests(DIGESTS[5:6])
     assert worker._process.returncode == 0  # ended by the signer's close, not killed
     with pytest.raises(SignerError, match="not started"):
         await signer.sign_digests(DIGESTS[:1])

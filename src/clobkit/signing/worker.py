@@ -25,8 +25,10 @@ its stdin closes: the signer's ``aclose``, or the parent's death.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import pickle
+import signal
 import struct
 import sys
 from pathlib import Path
@@ -75,14 +77,17 @@ class Worker:
         # whatever put it on the caller's path
         home = str(Path(__file__).resolve().parents[2])
         path = os.pathsep.join(p for p in (home, os.environ.get("PYTHONPATH")) if p)
-        self._process = process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "clobkit.signing.worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": path},
-        )
+        try:
+            self._process = process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "clobkit.signing.worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": path},
+            )
+        except OSError as exc:
+            raise SignerError(self.key, f"the signer's process could not start: {exc}") from None
         assert process.stdin is not None
         assert process.stdout is not None
         ready = asyncio.get_running_loop().create_future()
@@ -134,8 +139,10 @@ class Worker:
                 waiting = self._waiting.pop(got[1], None)
                 if waiting is not None and not waiting.done():
                     waiting.set_result(got)
-        except (asyncio.IncompleteReadError, OSError, pickle.UnpicklingError):
+        except (asyncio.IncompleteReadError, OSError):
             self._end("it ended")
+        except Exception as exc:  # an answer that is no pickle of ours: nothing more is read
+            self._end(f"its answer could not be read ({type(exc).__name__}: {exc})")
 
     def _end(self, why: str) -> SignerError:
         """Every call waiting, and every later one, fails: the child is gone."""
@@ -170,6 +177,9 @@ class Worker:
 
 def main() -> None:
     """The child's body: the signer's client on this process's loop until stdin closes."""
+    # Ctrl-C in a terminal reaches the whole process group: the caller decides when
+    # this process ends (by closing its stdin), not the keyboard
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # anything else printed goes to stderr, never into the answers
     asyncio.run(_serve(out))
@@ -199,7 +209,8 @@ async def _serve(out: BinaryIO) -> None:
             answer = ("error", ask, exc)
         else:
             answer = ("ok", ask, signature)
-        out.write(_frame(answer))  # a few dozen bytes: the parent reads them as they come
+        with contextlib.suppress(OSError):  # the parent is gone: stdin's end ends this
+            out.write(_frame(answer))  # a few dozen bytes: the parent reads them as they come
 
     try:
         while True:
