@@ -59,8 +59,8 @@ async def _read(reader: asyncio.StreamReader) -> Any:
 
 
 class Worker:
-    """The parent's side: ``start`` (the key's public key), ``sign`` (a DER signature,
-    or the classified failure raised), ``stop``."""
+    """The parent's side: ``start`` (the key's public key), ``sign`` (a checked
+    signature, or the classified failure raised), ``stop``."""
 
     def __init__(self, recipe: Recipe) -> None:
         self.key = recipe[1]
@@ -114,7 +114,7 @@ class Worker:
         """The signature of ``digest``, made the exchange's and checked against the key
         in the child; a ``_Retry`` or ``SignerError`` raised."""
         if self._ended is not None:
-            raise self._ended
+            raise self._gone()
         assert self._process is not None
         assert self._process.stdin is not None
         self._next += 1
@@ -144,15 +144,20 @@ class Worker:
         except Exception as exc:  # an answer that is no pickle of ours: nothing more is read
             self._end(f"its answer could not be read ({type(exc).__name__}: {exc})")
 
-    def _end(self, why: str) -> SignerError:
+    def _end(self, why: str) -> None:
         """Every call waiting, and every later one, fails: the child is gone."""
         if self._ended is None:
             self._ended = SignerError(self.key, f"the signer's process is gone: {why}")
         for waiting in self._waiting.values():
             if not waiting.done():
-                waiting.set_exception(self._ended)
+                waiting.set_exception(self._gone())
         self._waiting.clear()
-        return self._ended
+
+    def _gone(self) -> SignerError:
+        """The child's end, a new exception for each call (one raised in many tasks
+        would gather every one's traceback)."""
+        assert self._ended is not None
+        return SignerError(self.key, self._ended.cause)
 
     async def stop(self) -> None:
         """Close the child's stdin (it closes its client and ends) and wait for it."""
