@@ -208,7 +208,7 @@ class DeskMachine(RuleBasedStateMachine):
         self.sb.faults.configure(None)  # the check's own reads must not fail
         try:
             self.run(self.desk.reconcile())
-            self.run(eventually(self.after_reconcile_same, timeout=10.0))
+            self.run(eventually(self.after_reconcile_same, timeout=30.0))
         finally:
             self.sb.faults.configure(FAULTS)
 

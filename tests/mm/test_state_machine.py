@@ -123,7 +123,7 @@ class LadderMachine(RuleBasedStateMachine):
                 f"feed stale {q.feed.stale if q.feed else None}"
             )
 
-        self.run(eventually(same, timeout=10.0, show=views))
+        self.run(eventually(same, timeout=30.0, show=views))  # a real divergence never ends
         live = [(row[2], row[3]) for row in service_view(sb, user, q.market_id)]
         assert len(live) == len(set(live)), "two live orders at one price"
         if self.wanted is not None:
