@@ -78,8 +78,9 @@ class AwsKmsSigner(RemoteSigner):
     to ``retries`` times, backing off. ``thread`` (default): the async client runs
     on an event loop of the signer's own, in a thread, so that botocore's CPU a
     call (milliseconds) stays off the caller's loop; ``False``: on the caller's.
-    ``process=True``: in a process of its own (``worker``), off the caller's CPU and
-    interpreter lock: a desk's choice (docs/keys-off-host.md measures both).
+    ``process=True``: the async client in a process of its own (``worker``), off the
+    caller's CPU and interpreter lock: a desk's choice (docs/keys-off-host.md
+    measures both); the sync twin keeps its threads.
     """
 
     kind = "AWS KMS"

@@ -5,7 +5,7 @@ parsing: 2.3 ms a call on the project's 2-core machine, four times aiohttp's own
 POST), and at AWS's default quota of 300 signs a second that is most of a core.
 In a thread of the trading process it shares the interpreter lock with the
 trading loop (``home.Home``); in a child process it runs on another core, and the
-trading process only writes digests to a pipe and reads the DER answers back.
+trading process only writes digests to a pipe and reads the signatures back.
 
 The child is ``python -m clobkit.signing.worker`` (a fresh interpreter: no fork of a
 process that holds sockets and threads, and, unlike ``multiprocessing``'s spawn,
@@ -18,8 +18,10 @@ counts) and the timeout; the child turns each DER answer into the exchange's
 signature and checks that it recovers to the key (the same code as in the
 parent, its CPU off the trading process). A failed call comes back classified
 by the signer's own rules (worth another try, or a ``SignerError``, a
-``SignatureMismatch`` among them), never as the SDK's exception object. The child ends when
-its stdin closes: the signer's ``aclose``, or the parent's death.
+``SignatureMismatch`` among them), never as the SDK's exception object. Both sides
+bound a call by ``timeout``: the child to stop the SDK's call, the parent in case
+the child itself hangs. The child ends when its stdin closes: the signer's
+``aclose``, or the parent's death.
 """
 
 from __future__ import annotations
