@@ -2,6 +2,7 @@
 answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its own).
 
 * transport: the same batch of signatures, at the default rate (250 a second),
+  beside aiohttp's own POSTs of the same requests without any SDK (the floor),
   through ``AwsKmsSigner``'s async path (aiobotocore on the signer's own loop in
   a thread, the default; on the caller's loop, ``thread=False``; in a process of
   its own, ``process=True``) and its sync
@@ -133,7 +134,39 @@ async def transport(url: str) -> dict[str, dict[str, float]]:
         t, cpu = time.perf_counter(), time.process_time()
         _, lags = await lag_during(asyncio.to_thread(sync.sign_many, digests))
         out["botocore in threads"] = _row(t, cpu, lags)
+    out["aiohttp POST, no SDK (floor)"] = await bare_posts(url, digests)
     return out
+
+
+async def bare_posts(url: str, digests: list[bytes]) -> dict[str, float]:
+    """The same ``Sign`` requests as aiohttp's own POSTs, without SigV4 or any SDK (the
+    stand-in reads no credentials), at the same rate: the transport's own cost, the
+    floor a KMS client's CPU a call is set against."""
+    import base64
+    import json
+
+    import aiohttp
+
+    headers = {"X-Amz-Target": "TrentService.Sign", "Content-Type": "application/x-amz-json-1.1"}
+
+    async def sign(http: aiohttp.ClientSession, digest: bytes) -> None:
+        call = {"KeyId": "k", "Message": base64.b64encode(digest).decode()}
+        call |= {"MessageType": "DIGEST", "SigningAlgorithm": "ECDSA_SHA_256"}
+        async with http.post(url, data=json.dumps(call), headers=headers) as answer:
+            json.loads(await answer.read())
+
+    async def paced(http: aiohttp.ClientSession) -> None:
+        calls = []
+        for digest in digests:  # started at 250 a second, as the signer's budget does
+            calls.append(asyncio.ensure_future(sign(http, digest)))
+            await asyncio.sleep(1 / 250)
+        await asyncio.gather(*calls)
+
+    async with aiohttp.ClientSession() as http:
+        await asyncio.gather(*(sign(http, d) for d in digests[:32]))  # warm: connections
+        t, cpu = time.perf_counter(), time.process_time()
+        _, lags = await lag_during(paced(http))
+        return _row(t, cpu, lags)
 
 
 def _row(t: float, cpu: float, lags: list[float]) -> dict[str, float]:

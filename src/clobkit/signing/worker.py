@@ -1,8 +1,9 @@
 """A KMS signer's calls in a process of its own (``process=True``).
 
 A KMS SDK's client costs CPU on every call (botocore's request building, SigV4 and
-parsing: 2.3 ms a call on the project's 2-core machine, four times aiohttp's own
-POST), and at AWS's default quota of 300 signs a second that is most of a core.
+parsing: 1.6 to 3.4 ms a call on the project's 2-core machines, more than twice
+aiohttp's own POST: ``benchmarks/bench_kms.py``), and at AWS's default quota of
+300 signs a second that is most of a core.
 In a thread of the trading process it shares the interpreter lock with the
 trading loop (``home.Home``); in a child process it runs on another core, and the
 trading process only writes digests to a pipe and reads the signatures back.
