@@ -88,3 +88,50 @@ async def test_a_place_of_unknown_outcome_is_tracked_until_it_lands(
         assert_same(sb, user, q)
         assert q.execution.cache.refused == 0
     assert service_view(sb, user, market_id) == []
+
+
+PLACES, CANCELS = "POST /orders/raw", "DELETE /orders/{id}"
+HELD_CANCELS = {"routes": {CANCELS: {"latency_ms": 60_000, "latency_at": "before"}}}
+OTHER = Quote("BUY", Decimal("0.03"), SIZE)  # a second level, resting as the first
+
+
+async def test_a_copy_landing_while_the_tidy_cancels_another_is_tidied_too(
+    sb: Any, user: Any, market_id: str
+) -> None:
+    """Two copies of unknown outcome, neither wanted any more, land one after the other:
+    the first starts a tidy, and the second lands while that tidy's cancel is in flight
+    (held by the service). The tidy had listed what was unwanted before the second
+    landed, so it runs once more and cancels that one too. Before, a landing during a
+    tidy started none: the second copy rested, unwanted, until the next requote."""
+    # many retries, each cut short at 0.3 s: the held cancel stays in flight until
+    # released (a place still becomes unknown: its retry is refused for balance)
+    retries = {"timeout": 0.3, "max_retries": 60, "backoff_cap": 0.3}
+    async with (
+        AsyncClient(**options(sb, user, **retries)) as client,
+        Quoter(client, market_id, "a", user_id=user.user_id) as q,
+    ):
+        big = await hog(sb, user, client, market_id)
+        sb.faults.configure(HELD)  # both levels' first copies are held
+        requote = asyncio.ensure_future(q.requote([*WANTED, OTHER]))
+        await eventually(lambda: sb.faults.held_on(PLACES) == 2 or requote.done(), GUARD)
+        sb.faults.configure(None)  # their retries are refused for balance
+        report = await asyncio.wait_for(requote, GUARD)
+        assert (report.placed, report.unknown, q.pending) == ([], [*WANTED, OTHER], 2)
+        await q.requote([])  # neither is wanted now; nothing to cancel yet
+        await client.cancel_order(big)  # the balance is free: held copies may land
+        sb.faults.configure(HELD_CANCELS)
+
+        def resting() -> list[Decimal]:
+            return sorted(row[3] for row in service_view(sb, user, market_id))
+
+        sb.faults.release(PLACES, 1)  # the first level's copy lands: a tidy cancels it
+        await eventually(lambda: sb.faults.held_on(CANCELS) >= 1, GUARD, show=resting)
+        sb.faults.release(PLACES)  # the second lands while that cancel is in flight
+        await eventually(lambda: not q.execution.cache.unknown(q.owner), GUARD, show=resting)
+        assert resting() == [PRICE, OTHER.price]  # the first tidy's cancel is still held
+        sb.faults.configure(None)
+        sb.faults.release(CANCELS)
+        await eventually(lambda: resting() == [], 15.0, show=resting)
+        await eventually(lambda: not q.execution.cache.cancellable(q.owner), GUARD)
+        assert_same(sb, user, q)
+    assert service_view(sb, user, market_id) == []

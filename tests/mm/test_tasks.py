@@ -1,14 +1,16 @@
-"""``mm.tasks``: calls run together end together, and every failure among them is read."""
+"""``mm.tasks``: calls run together end together, and every failure among them is read;
+``Rerun`` runs once more when asked while it runs."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import logging
+from collections.abc import Callable
 
 import pytest
 
-from clobkit.mm.tasks import all_of, each_of
+from clobkit.mm.tasks import Rerun, all_of, each_of
 
 
 async def _fail(message: str, delay: float = 0.0) -> int:
@@ -57,3 +59,89 @@ async def test_a_cancelled_all_of_waits_for_every_call_to_end() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert sorted(ended) == ["a", "b"]
+
+
+class _Job:
+    """A job whose runs each wait for the test to let them end (``go``)."""
+
+    def __init__(self, fail: frozenset[int] = frozenset()) -> None:
+        self.started = 0
+        self.ended = 0
+        self.fail = fail
+        self.go = asyncio.Event()
+        self.failures: list[Exception] = []
+
+    async def __call__(self) -> None:
+        self.started += 1
+        run = self.started
+        await self.go.wait()
+        self.go.clear()
+        self.ended += 1
+        if run in self.fail:
+            raise ValueError(f"run {run}")
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if check():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("never")
+
+
+async def test_rerun_asked_while_running_runs_once_more_and_only_once() -> None:
+    """The run in progress may have read before the ask: one more run follows it, however
+    many asks came meanwhile; asked when idle, it runs at once."""
+    job = _Job()
+    rerun = Rerun(job, "test", job.failures.append)
+    rerun.ask()
+    await _until(lambda: job.started == 1)
+    rerun.ask()
+    rerun.ask()
+    assert rerun.running
+    job.go.set()
+    await _until(lambda: job.started == 2)
+    assert job.ended == 1
+    job.go.set()
+    await _until(lambda: not rerun.running)
+    assert (job.started, job.ended, job.failures) == (2, 2, [])
+    rerun.ask()  # idle: a run of its own
+    await _until(lambda: job.started == 3)
+    job.go.set()
+    await _until(lambda: not rerun.running)
+    assert job.ended == 3
+
+
+async def test_rerun_hands_a_failure_over_and_still_reruns_when_asked() -> None:
+    job = _Job(fail=frozenset({1}))
+    rerun = Rerun(job, "test", job.failures.append)
+    rerun.ask()
+    await _until(lambda: job.started == 1)
+    rerun.ask()  # asked during the run that fails
+    job.go.set()
+    await _until(lambda: job.started == 2)
+    assert [str(f) for f in job.failures] == ["run 1"]
+    job.go.set()
+    await _until(lambda: not rerun.running)
+    assert (job.started, len(job.failures)) == (2, 1)
+
+
+async def test_rerun_closed_cancels_its_run_and_the_rerun_asked() -> None:
+    """Closed, the run in progress is cancelled and awaited, the rerun asked is dropped
+    (nothing runs after close), and it can be asked again later (a quoter entered again)."""
+    job = _Job()
+    rerun = Rerun(job, "test", job.failures.append)
+    rerun.ask()
+    await _until(lambda: job.started == 1)
+    rerun.ask()
+    await rerun.close()
+    assert not rerun.running
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert (job.started, job.ended, job.failures) == (1, 0, [])
+    rerun.ask()
+    await _until(lambda: job.started == 2)
+    job.go.set()
+    await _until(lambda: not rerun.running)
+    await rerun.close()  # idle: nothing to wait for
+    assert job.ended == 1

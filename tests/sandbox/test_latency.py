@@ -165,3 +165,42 @@ def test_stopping_the_sandbox_answers_a_held_request() -> None:
         reader.join(GUARD)
     assert len(answers) == 1
     assert not isinstance(answers[0], Exception), answers[0]
+
+
+def test_held_requests_are_released_by_endpoint_and_oldest_first() -> None:
+    """``release(route, count)`` lands held requests one by one: the oldest of one
+    endpoint's, leaving the others held (a test can order what lands when);
+    ``held_on`` counts one endpoint's; an endpoint that does not exist is refused."""
+    held = {"latency_ms": HOLD, "latency_at": "before"}
+    config = {"routes": {"POST /orders/raw": held, "GET /wallet": held}}
+    with serve_in_thread() as sb, _client(sb, timeout=0.3) as client:
+        market = _market(sb)
+        client.prepare([market])
+        sb.faults.configure(config)
+        for price in ("0.05", "0.06", "0.07"):
+            with pytest.raises(ClobkitTimeoutError):
+                client.place_raw_order(market, "a", "BUY", price, 40)
+        with pytest.raises(ClobkitTimeoutError):
+            client.get_wallet(refresh=True)
+        assert (sb.faults.held, sb.faults.held_on("POST /orders/raw")) == (4, 3)
+        assert sb.faults.held_on("GET /wallet") == 1
+        user = sb.users[1].user_id
+
+        def prices() -> list[str]:
+            return sorted(str(r.clob_price) for r in sb.engine.list_orders(user).items)
+
+        assert sb.faults.release("POST /orders/raw", 1) == 1
+        eventually(lambda: prices() == ["0.05"])
+        assert sb.faults.release("POST /orders/raw", 1) == 1  # not the one released
+        eventually(lambda: prices() == ["0.05", "0.06"])
+        assert sb.faults.held_on("POST /orders/raw") == 1
+        assert sb.faults.held_on("GET /wallet") == 1
+        assert sb.faults.release("POST /orders/raw") == 1
+        eventually(lambda: prices() == ["0.05", "0.06", "0.07"])
+        eventually(lambda: sb.faults.held_on("POST /orders/raw") == 0)
+        assert sb.faults.held == 1  # the other endpoint's stays held
+        for wrong in (lambda: sb.faults.release("POST /nowhere"), lambda: sb.faults.held_on("x")):
+            with pytest.raises(ConfigError, match="no endpoint is named"):
+                wrong()
+        assert sb.faults.release() == 1
+        eventually(lambda: sb.faults.held == 0)

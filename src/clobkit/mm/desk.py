@@ -42,7 +42,7 @@ from .reads import SharedReads, by_outcome
 from .renewal import Expiry, expiry
 from .risk import DeskLimits, exposure, units
 from .router import Router
-from .tasks import each_of
+from .tasks import Rerun, each_of
 
 __all__ = ["Desk"]
 
@@ -168,8 +168,8 @@ class Desk:
         self._opening: set[Quoter] = set()  # the quoters opening together
         self.reads = SharedReads(client, gate, lambda: bool(self._opening))
         self._watch: asyncio.Task[None] | None = None
-        self._resyncing: asyncio.Task[None] | None = None
-        self._resync_again = False
+        # one listing at a time brings the quoters up to date after lost messages
+        self._resyncing = Rerun(self._resync_once, "clobkit-desk-resync", _resync_failed)
         self._resync_everyone = False
 
     def __repr__(self) -> str:
@@ -294,11 +294,12 @@ class Desk:
                 if isinstance(result, BaseException):
                     log.warning("closing a quoter of the desk failed: %s", result)
         finally:
-            for task in (self._watch, self._resyncing):
-                if task is not None and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+            watch = self._watch
+            if watch is not None and not watch.done():
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watch
+            await self._resyncing.close()
             await self.watchdog.close()
             await self.execution.close()
             if self.lifeline is not None:
@@ -481,22 +482,15 @@ class Desk:
             raise failures[0]
 
     def _resync(self, everyone: bool) -> None:
-        """The order topic lost messages: one listing brings every quoter up to date."""
-        self._resync_again = True
+        """The order topic lost messages: one listing brings every quoter up to date
+        (once more after the one running: it may have listed before the gap)."""
         self._resync_everyone = self._resync_everyone or everyone
-        if self._resyncing is None or self._resyncing.done():
-            self._resyncing = asyncio.ensure_future(self._resync_all())
+        self._resyncing.ask()
 
-    async def _resync_all(self) -> None:
-        while self._resync_again:
-            self._resync_again = False
-            everyone, self._resync_everyone = self._resync_everyone, False
-            try:
-                failures = await self._reread(everyone)
-            except Exception as exc:  # each quoter's next requote re-reads what is stale
-                failures = [exc]
-            for failure in failures:
-                log.warning("re-reading orders after a reconnect failed: %s", failure)
+    async def _resync_once(self) -> None:
+        everyone, self._resync_everyone = self._resync_everyone, False
+        for failure in await self._reread(everyone):
+            _resync_failed(failure)
 
     async def _reread(self, everyone: bool) -> list[BaseException]:
         """One listing of the live orders brings the stale quoters (``everyone``: all
@@ -591,3 +585,8 @@ def _limits(
         units(per_market, "max_position_per_market"),
         units(per_event, "max_position_per_event"),
     )
+
+
+def _resync_failed(exc: BaseException) -> None:
+    # each quoter's next requote (or the next reconnect) re-reads what is stale
+    log.warning("re-reading orders after a reconnect failed: %s", exc)

@@ -21,6 +21,7 @@ from ..errors import OrderBookNotFound
 from ..models import OPEN_STATUSES, Order, Orderbook, Reconnected, StreamMessage
 from .book import BookMirror
 from .cache import ExecutionCache, Owner
+from .tasks import Rerun
 
 __all__ = ["Feed", "Streams"]
 
@@ -76,8 +77,8 @@ class Feed:
         self._tasks: set[asyncio.Task[None]] = set()
         #: The REST read of the book after a gap, while one is scheduled or running.
         self.rebooking: asyncio.Task[None] | None = None
-        self._resync: asyncio.Task[None] | None = None
-        self._resync_again = False  # a reconnect came while a re-read ran
+        # re-reads the orders after a reconnect (once more for one during a re-read)
+        self._resyncing = Rerun(self.resync, "clobkit-resync", self._resync_failed)
 
     # -- listening ------------------------------------------------------------
 
@@ -138,6 +139,7 @@ class Feed:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._resyncing.close()
         if self.stream is not None:
             await self.stream.close()
 
@@ -153,24 +155,13 @@ class Feed:
             if type(item) is Reconnected:
                 self.reconnects += 1
                 self.lost(orders=True, book=True)
-                # a re-read already running may have listed the orders before this
-                # gap: it reads again once done (the desk's resync does the same)
-                self._resync_again = True
-                if self._resync is None or self._resync.done():
-                    self._resync = self._start(self._resync_now(), "clobkit-resync")
+                self._resyncing.ask()
             elif type(item) is StreamMessage:
                 self.handle(item)
 
-    async def _resync_now(self) -> None:
-        """Re-read the orders until no reconnect came during the last re-read."""
-        while self._resync_again:
-            self._resync_again = False
-            try:
-                await self.resync()
-            except Exception as exc:  # the next requote or reconcile tries again
-                self.stale = True
-                log.warning("re-reading orders after a reconnect failed: %s", exc)
-                return
+    def _resync_failed(self, exc: Exception) -> None:
+        self.stale = True  # the next requote or reconcile tries again
+        log.warning("re-reading orders after a reconnect failed: %s", exc)
 
     # -- what it hears --------------------------------------------------------
 

@@ -45,7 +45,7 @@ from .reads import SharedReads
 from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
-from .tasks import all_of
+from .tasks import Rerun, all_of
 
 __all__ = ["Fill", "Quoter", "RequoteReport", "Seat"]
 
@@ -155,7 +155,9 @@ class Quoter:
         self.feed: Feed | None = None
         self._lock = asyncio.Lock()
         self._wanted: list[Level] | None = None  # the last ladder requoted (late landings)
-        self._tidying: asyncio.Task[None] | None = None
+        # cancels the late landings the last ladder does not want (once more for one
+        # landing while its cancels are in flight: it listed the unwanted before)
+        self._tidying = Rerun(self._tidy, "clobkit-tidy", _tidy_failed)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -356,9 +358,7 @@ class Quoter:
             await self._close(forget=True)
 
     async def _close(self, forget: bool = False) -> None:
-        tidying, self._tidying = self._tidying, None
-        if tidying is not None and not tidying.done():
-            tidying.cancel()
+        await self._tidying.close()
         self.execution.cache.on_live.pop(self.owner, None)
         self.execution.renew(self.owner, None)
         self.execution.sender.presigned.forget(self.owner)
@@ -540,10 +540,8 @@ class Quoter:
     def _landed(self, t: TrackedOrder, before: State) -> None:
         """An order of unknown outcome (or called refused) is live after all: kept when
         the last ladder still wants its level, else cancelled (``_tidy``)."""
-        if before in (State.UNKNOWN, State.REFUSED) and (
-            self._tidying is None or self._tidying.done()
-        ):
-            self._tidying = asyncio.ensure_future(self._tidy())
+        if before in (State.UNKNOWN, State.REFUSED):
+            self._tidying.ask()
 
     async def _tidy(self) -> None:
         async with self._lock:
@@ -590,3 +588,8 @@ class Quoter:
     def _min_order(self) -> int | None:
         size = self.min_order_size
         return None if size is None else to_units(size, "min_order_size")
+
+
+def _tidy_failed(exc: Exception) -> None:
+    # what stays resting is the next requote's to cancel
+    log.warning("cancelling an order that landed late failed: %s", exc)

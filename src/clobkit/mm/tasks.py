@@ -1,13 +1,14 @@
 """Requests run together in a structured way: when the caller returns, raises or is
-cancelled, none of them is still running untracked."""
+cancelled, none of them is still running untracked; and ``Rerun``, a job started on
+demand that runs once more when asked while it runs."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["all_of", "each_of"]
+__all__ = ["Rerun", "all_of", "each_of"]
 
 T = TypeVar("T")
 
@@ -51,3 +52,49 @@ async def _ended(calls: Iterable[Awaitable[T]]) -> list[asyncio.Task[T]]:
                 continue
         raise
     return tasks
+
+
+class Rerun:
+    """``job`` run on demand (``ask``), one run at a time. Asked while it runs, it runs
+    once more when that run ends: what the running one read (a listing, the cache)
+    may predate the ask, so ending without a rerun would leave the ask unanswered (a
+    fill missed after a second reconnect, a late copy left resting). An exception of
+    a run goes to ``failed``; a rerun still follows when asked meanwhile."""
+
+    def __init__(
+        self, job: Callable[[], Awaitable[None]], name: str, failed: Callable[[Exception], None]
+    ) -> None:
+        self._job = job
+        self._name = name
+        self._failed = failed
+        self._asked = False
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is in progress (or about to start)."""
+        return self._task is not None and not self._task.done()
+
+    def ask(self) -> None:
+        """Run the job now, or once more after the run in progress."""
+        self._asked = True
+        if not self.running:
+            self._task = asyncio.ensure_future(self._run())
+            self._task.set_name(self._name)
+
+    async def _run(self) -> None:
+        while self._asked:
+            self._asked = False
+            try:
+                await self._job()
+            except Exception as exc:
+                self._failed(exc)
+
+    async def close(self) -> None:
+        """Cancel the run in progress, and the rerun asked, and wait until it ends."""
+        self._asked = False
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            # wait(), not await: a cancellation of the caller itself still propagates
+            await asyncio.wait([task])

@@ -15,8 +15,9 @@ held that long ``latency_at`` ``"after"`` the request took effect (the
 default: a client that gives up meanwhile does not know the order rests),
 ``"before"`` it (the request still takes effect when the delay ends, as one
 queued at a slow service does), or ``"both"``. ``Faults.held`` counts the
-requests held now (a point a test can wait for); ``Faults.release()`` ends
-their delays at once.
+requests held now (a point a test can wait for; ``held_on(route)``: those of one
+endpoint); ``Faults.release()`` ends their delays at once (``release(route,
+count)``: the oldest ``count`` of one endpoint's, to land held requests one by one).
 
 ``"routes": {"GET /orders": {"latency_ms": 5000}, "DELETE /orders/{id}": null}``
 gives one endpoint (its method and path as the API text writes them) faults of
@@ -185,8 +186,11 @@ class Faults:
     def __init__(self, config: FaultConfig | None, routes: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._routes = frozenset(routes)
-        # the delays in progress: their loop and the future that ends them
-        self._held: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
+        # the delays in progress, oldest first: their loop and the future that ends
+        # them, to their route (a dict: an ordered set)
+        self._held: dict[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]], str] = {}
+        # those of them released but not yet woken (a later count skips them)
+        self._released: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
         self.configure(config)
         #: Injected failures by kind (before / after commit, 500 / drop).
         self.injected = {"before_500": 0, "before_drop": 0, "after_500": 0, "after_drop": 0}
@@ -211,14 +215,34 @@ class Faults:
         with self._lock:
             return len(self._held)
 
-    def release(self) -> int:
-        """End every delay in progress now (from any thread); the number released."""
+    def held_on(self, route: str) -> int:
+        """Requests of ``route`` ("DELETE /orders/{id}") being delayed now."""
+        self._check(route)
         with self._lock:
-            held = list(self._held)
+            return sum(1 for held in self._held.values() if held == route)
+
+    def release(self, route: str | None = None, count: int | None = None) -> int:
+        """End delays in progress now (from any thread): every one, or those of
+        ``route``; the oldest ``count`` of them when given. The number released."""
+        if route is not None:
+            self._check(route)
+        with self._lock:
+            held = [
+                entry
+                for entry, of in self._held.items()
+                if (route is None or of == route) and entry not in self._released
+            ]
+            if count is not None:
+                held = held[:count]
+            self._released.update(held)
         for loop, waiter in held:
             with contextlib.suppress(RuntimeError):  # its loop has closed
                 loop.call_soon_threadsafe(_wake, waiter)
         return len(held)
+
+    def _check(self, route: str) -> None:
+        if self._routes and route not in self._routes:
+            raise ConfigError(f"faults: no endpoint is named {route!r}")
 
     @property
     def active(self) -> bool:
@@ -258,7 +282,7 @@ class Faults:
             self.delayed += 1
         return before / 1000, after / 1000
 
-    async def _hold(self, seconds: float) -> None:
+    async def _hold(self, seconds: float, route: str) -> None:
         """Sleep ``seconds``, or until ``release()``."""
         if seconds <= 0:
             return
@@ -267,13 +291,14 @@ class Faults:
         timer = loop.call_later(seconds, _wake, waiter)
         entry = (loop, waiter)
         with self._lock:
-            self._held.add(entry)
+            self._held[entry] = route
         try:
             await waiter
         finally:
             timer.cancel()
             with self._lock:
-                self._held.discard(entry)
+                del self._held[entry]
+                self._released.discard(entry)
 
     async def run(
         self,
@@ -289,7 +314,7 @@ class Faults:
             return await handle()
         fault = self.draw(config)
         before, after_commit = self.delays(config)
-        await self._hold(before)
+        await self._hold(before, route)
         if fault is None:
             response = await handle()
         else:
@@ -298,7 +323,7 @@ class Faults:
                 await handle()  # the request takes effect; its answer is lost
             response = _Dropped() if drop else failure()
         # held after it took effect: a client giving up now does not know it did
-        await self._hold(after_commit)
+        await self._hold(after_commit, route)
         return response
 
 
