@@ -5,7 +5,7 @@ answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its ow
   beside aiohttp's own POSTs of the same requests without any SDK (the floor),
   through ``AwsKmsSigner``'s async path (aiobotocore on the signer's own loop in
   a thread, the default; on the caller's loop, ``thread=False``; in a process of
-  its own, ``process=True``) and its sync
+  its own, ``process=True``, or two, ``process=2``) and its sync
   twin run off the loop (``asyncio.to_thread(signer.sign_many, ...)``: botocore's
   client, a call per thread): wall time, the process's CPU per signature, and the
   event loop's lag (p50 / p99 of a 1 ms ticker's lateness) meanwhile;
@@ -14,7 +14,7 @@ answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its ow
   1.3 x (20 ms + one raw round trip)); the same requote with the ladder pre-signed
   (``Quoter.presign``); on loopback and through a proxy that delays every packet
   ``bench_mm.LATENCY`` ms each way (a network); with the client on the signer's own
-  loop (the default) and in a process of its own (``process=True``);
+  loop (the default), in a process of its own (``process=True``) and in two;
 * the event loop's lag (p99 of a 1 ms ticker's lateness; target under 5 ms) during
   a 2,000-order ``Desk`` requote signed by the KMS signer (200 markets x 2 outcomes
   x 5 levels), and the requote's wall time (bounded by the signer's default rate,
@@ -116,10 +116,11 @@ async def transport(url: str) -> dict[str, dict[str, float]]:
     digests = [os.urandom(32) for _ in range(TRANSPORT_SIGNS)]
     out: dict[str, dict[str, float]] = {}
     options: dict[str, Any] = {"endpoint_url": url, "rate": 250, "max_in_flight": 64}
-    homes: list[tuple[str, dict[str, bool]]] = [
+    homes: list[tuple[str, dict[str, Any]]] = [
         ("aiobotocore, own loop", {"thread": True}),
         ("aiobotocore, caller's loop", {"thread": False}),
         ("aiobotocore, own process", {"process": True}),
+        ("aiobotocore, two processes", {"process": 2}),
     ]
     for name, home in homes:
         async with AwsKmsSigner("k", **home, **options) as signer:
@@ -179,10 +180,14 @@ def _row(t: float, cpu: float, lags: list[float]) -> dict[str, float]:
 
 
 #: Where a measured signer's client runs: the default and a process of its own.
-HOMES: dict[str, dict[str, bool]] = {"own loop": {}, "own process": {"process": True}}
+HOMES: dict[str, dict[str, Any]] = {
+    "own loop": {},
+    "own process": {"process": True},
+    "two processes": {"process": 2},
+}
 
 
-async def requotes(base_url: str, kms_url: str, home: dict[str, bool]) -> dict[str, float]:
+async def requotes(base_url: str, kms_url: str, home: dict[str, Any]) -> dict[str, float]:
     """Medians of: a raw round trip, a 10-level requote signed by KMS, the same pre-signed."""
     clock = time.perf_counter
     trips: list[float] = []
@@ -224,7 +229,7 @@ async def requotes(base_url: str, kms_url: str, home: dict[str, bool]) -> dict[s
 
 
 async def desk_lag(
-    base_url: str, kms_url: str, signed: bool = True, home: dict[str, bool] | None = None
+    base_url: str, kms_url: str, signed: bool = True, home: dict[str, Any] | None = None
 ) -> dict[str, float]:
     """The loop's lag during a 2,000-order desk requote signed by KMS (``signed``), or
     the same requote unsigned: what the desk's own work costs the loop."""

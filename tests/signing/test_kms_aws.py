@@ -34,14 +34,14 @@ class Home(TypedDict, total=False):
     """Where the async client runs (``RemoteOptions``' two keys of it)."""
 
     thread: bool
-    process: bool
+    process: bool | int
 
 
-_HOMES: list[Home] = [{"thread": True}, {"thread": False}, {"process": True}]
+_HOMES: list[Home] = [{"thread": True}, {"thread": False}, {"process": True}, {"process": 2}]
 HOMES = pytest.mark.parametrize(
     "home",
     _HOMES,
-    ids=["own-loop", "caller-loop", "own-process"],
+    ids=["own-loop", "caller-loop", "own-process", "two-processes"],
 )
 
 
@@ -204,6 +204,12 @@ async def test_before_start_and_bad_arguments(aws_url: str, aws_key: str) -> Non
         AwsKmsSigner(aws_key, rate=0)
     with pytest.raises(ValidationError, match="timeout"):
         AwsKmsSigner(aws_key, timeout=float("nan"))
+    for processes in (-1, 65, "2", 1.5, None):
+        with pytest.raises(
+            ValidationError, match=rf"process: .*from 0 to 64 \(got {processes!r}\)"
+        ):
+            AwsKmsSigner(aws_key, process=processes)  # type: ignore[arg-type]
+    assert [AwsKmsSigner(aws_key, process=p).process for p in (False, True, 0, 3)] == [0, 1, 0, 3]
     async with signer:
         with pytest.raises(ValidationError, match=r"digests\[1\]"):
             await signer.sign_digests([DIGESTS[0], b"short"])
@@ -224,8 +230,7 @@ async def test_a_signer_process_that_dies_fails_its_calls_and_signs_nothing(
 ) -> None:
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, process=True) as signer:
         assert await signer.sign_digests(DIGESTS[:1])
-        worker = signer._worker
-        assert worker is not None
+        (worker,) = signer._workers
         assert worker._process is not None
         misbehaving.hang = True  # the calls in flight when it dies
         batch = asyncio.ensure_future(signer.sign_digests(DIGESTS[:4]))
@@ -238,11 +243,51 @@ async def test_a_signer_process_that_dies_fails_its_calls_and_signs_nothing(
     assert worker._process.returncode == -signal.SIGKILL
 
 
+async def test_calls_are_spread_over_the_signers_processes(aws_url: str, aws_key: str) -> None:
+    """``process=2``: each call goes to the less busy process (the SDK's CPU a call on
+    two cores), under one budget; every signature recovers to the key."""
+    async with AwsKmsSigner(aws_key, endpoint_url=aws_url, process=2) as signer:
+        first, second = signer._workers
+        digests = [os.urandom(32) for _ in range(16)]
+        signatures = await signer.sign_digests(digests)
+        assert {recovered(d, s) for d, s in zip(digests, signatures, strict=True)} == {
+            signer.address
+        }
+        assert first.sent > 0
+        assert second.sent > 0
+        assert first.sent + second.sent == signer.counts()["calls"] == 16
+    assert [w._process.returncode for w in (first, second) if w._process] == [0, 0]
+
+
+async def test_one_of_the_signers_processes_dying_fails_every_later_call(
+    aws_key: str, misbehaving: Any
+) -> None:
+    """One process of two killed: the calls it held fail, and so does every later
+    call, though the other still runs (a signer half gone is restarted whole)."""
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, process=2) as signer:
+        dying, other = signer._workers
+        assert await signer.sign_digests(DIGESTS[:2])
+        misbehaving.hang = True
+        batch = asyncio.ensure_future(signer.sign_digests(DIGESTS[:4]))
+        await asyncio.sleep(0.5)
+        assert dying._process is not None
+        os.kill(dying._process.pid, signal.SIGKILL)
+        with pytest.raises(SignerError, match=f"{aws_key}: the signer's process is gone"):
+            await asyncio.wait_for(batch, 10)
+        misbehaving.hang = False
+        sent = other.sent
+        for _ in range(3):
+            with pytest.raises(SignerError, match="the signer's process is gone"):
+                await signer.sign_digests(DIGESTS[:1])
+        assert other.sent == sent  # nothing more sent, even to the one alive
+    assert other._process is not None
+    assert other._process.returncode == 0
+
+
 async def test_a_signer_process_ends_with_the_signer(aws_url: str, aws_key: str) -> None:
     signer = AwsKmsSigner(aws_key, endpoint_url=aws_url, process=True)
     async with signer:
-        worker = signer._worker
-        assert worker is not None
+        (worker,) = signer._workers
         assert worker._process is not None
         assert worker._process.returncode is None  # running
         # a cancelled call's answer, when it comes, is dropped; the next calls are whole

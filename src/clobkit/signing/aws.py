@@ -80,7 +80,9 @@ class AwsKmsSigner(RemoteSigner):
     call (milliseconds) stays off the caller's loop; ``False``: on the caller's.
     ``process=True``: the async client in a process of its own (``worker``), off the
     caller's CPU and interpreter lock: a desk's choice (docs/keys-off-host.md
-    measures both); the sync twin keeps its threads.
+    measures both); ``process=N``: in ``N`` processes, each call to the least busy
+    (the SDK's CPU a call spread over ``N`` cores: a requote's signatures sooner),
+    the budget still one; the sync twin keeps its threads.
     """
 
     kind = "AWS KMS"

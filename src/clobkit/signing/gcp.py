@@ -80,7 +80,9 @@ class GcpKmsSigner(RemoteSigner):
         super().__init__(key_name, **options)
         if client is not None and self.process:
             raise ValidationError(
-                "process", True, "a client given to the signer cannot go to another process"
+                "process",
+                options.get("process"),
+                "a client given to the signer cannot go to another process",
             )
         self.client = client
         self.api_endpoint = api_endpoint

@@ -64,7 +64,22 @@ class RemoteOptions(TypedDict, total=False):
     timeout: float
     retries: int
     thread: bool
-    process: bool
+    process: bool | int
+
+
+#: Most processes of one signer (``process=N``): more than any host's cores a signer
+#: could use, few enough that a typo does not start thousands.
+MAX_PROCESSES = 64
+
+
+def _processes(value: object) -> int:
+    """``process``: ``True`` (one), ``False`` (none) or a number of processes."""
+    if isinstance(value, bool):
+        return int(value)
+    if not isinstance(value, int) or not 0 <= value <= MAX_PROCESSES:
+        reason = f"must be True, False or a number of processes from 0 to {MAX_PROCESSES}"
+        raise ValidationError("process", value, reason)
+    return value
 
 
 class RemoteSigner:
@@ -72,7 +87,8 @@ class RemoteSigner:
     after a first ``burst`` at once; ``max_in_flight``: calls at once; ``timeout``
     (s): one call's answer; ``retries``: further tries of a throttled or dropped call
     (with back-off); ``thread``: the async client on an event loop of its own;
-    ``process``: in a process of its own (``worker``)."""
+    ``process``: in a process of its own (``worker``), or ``N`` of them (``process=4``:
+    the SDK's CPU a call spread over four cores; one budget, kept here)."""
 
     #: The KMS's name, in errors.
     kind = "KMS"
@@ -87,7 +103,7 @@ class RemoteSigner:
         timeout: float = 5.0,
         retries: int = 6,
         thread: bool = True,
-        process: bool = False,
+        process: bool | int = False,
     ) -> None:
         if not isinstance(key, str) or not key.strip():
             raise ValidationError("key", key, "must be a KMS key's id or name")
@@ -101,9 +117,10 @@ class RemoteSigner:
         self._sync_stack: ExitStack | None = None
         self._slots: asyncio.Semaphore | None = None
         self.thread = bool(thread)
-        self.process = bool(process)
+        #: The processes the async client runs in (0: none, in this one).
+        self.process = _processes(process)
         self._home: Home | None = None
-        self._worker: Worker | None = None
+        self._workers: list[Worker] = []
         self._pool: ThreadPoolExecutor | None = None
 
     def __repr__(self) -> str:
@@ -203,12 +220,30 @@ class RemoteSigner:
     async def _start_worker(self) -> None:
         from .worker import Worker
 
-        worker = Worker((type(self), self.key, self._settings()))
-        self._take_key(await worker.start())
+        recipe = (type(self), self.key, self._settings())
+        workers = [Worker(recipe) for _ in range(self.process)]
         stack = AsyncExitStack()
-        stack.push_async_callback(worker.stop)
-        self._worker, self._async_stack = worker, stack
+        for worker in workers:
+            stack.push_async_callback(worker.stop)
+        # all at once (each a second or so: an interpreter, the SDK, a key read), every
+        # start ended before any is stopped (none left starting behind a failure)
+        try:
+            keys = await asyncio.gather(*(w.start() for w in workers), return_exceptions=True)
+            for key in keys:
+                if isinstance(key, BaseException):
+                    raise key
+                self._take_key(key)  # each read the key itself: the same one
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._workers, self._async_stack = workers, stack
         self._slots = asyncio.Semaphore(self.budget.max_in_flight)
+
+    def _least_busy(self) -> Worker:
+        """The process for the next call: the least busy (the SDK's CPU spread over
+        them), or one that is gone (then every call fails, as with one process)."""
+        workers = self._workers
+        return next((w for w in workers if w.gone), None) or min(workers, key=len)
 
     async def _start_here(self) -> None:
         stack = AsyncExitStack()
@@ -237,7 +272,7 @@ class RemoteSigner:
 
     async def _aclose_here(self) -> None:
         stack, self._async_stack = self._async_stack, None
-        self._worker, self._slots = None, None  # closed: a later call is "not started"
+        self._workers, self._slots = [], None  # closed: a later call is "not started"
         if stack is not None:
             await stack.aclose()
 
@@ -272,7 +307,7 @@ class RemoteSigner:
                 wait = self.budget.delay()
                 if wait:
                     await asyncio.sleep(wait)
-                call = self._sign_checked if self._worker is None else self._worker.sign
+                call = self._sign_checked if not self._workers else self._least_busy().sign
                 try:
                     signature: str = await self._call_async(call(digest))
                 except _Retry as retry:

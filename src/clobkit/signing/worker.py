@@ -34,6 +34,7 @@ import pickle
 import signal
 import struct
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -74,6 +75,21 @@ class Worker:
         self._ended: SignerError | None = None
         self._reading: asyncio.Task[None] | None = None
 
+    @property
+    def gone(self) -> bool:
+        """Whether the child has ended (every call fails)."""
+        return self._ended is not None
+
+    @property
+    def sent(self) -> int:
+        """Calls sent to the child so far."""
+        return self._next
+
+    def __len__(self) -> int:
+        """Calls waiting for their answer (the least busy of a signer's processes
+        gets the next call)."""
+        return len(self._waiting)
+
     async def start(self) -> bytes:
         """Start the child; the key's public key, once it has read it (or its error)."""
         # the child finds this clobkit (clobkit/signing/worker.py: three folders up)
@@ -113,9 +129,10 @@ class Worker:
         public_key: bytes = answer[2]
         return public_key
 
-    async def sign(self, digest: bytes) -> str:
+    def sign(self, digest: bytes) -> Awaitable[str]:
         """The signature of ``digest``, made the exchange's and checked against the key
-        in the child; a ``_Retry`` or ``SignerError`` raised."""
+        in the child; a ``_Retry`` or ``SignerError`` raised. The call is sent now (it
+        counts in ``len`` at once: the next call's choice of process sees it)."""
         if self._ended is not None:
             raise self._gone()
         assert self._process is not None
@@ -123,8 +140,11 @@ class Worker:
         self._next += 1
         ask = self._next
         answer = self._waiting[ask] = asyncio.get_running_loop().create_future()
+        self._process.stdin.write(_frame((ask, digest)))
+        return self._answer(ask, answer)
+
+    async def _answer(self, ask: int, answer: asyncio.Future[tuple[Any, ...]]) -> str:
         try:
-            self._process.stdin.write(_frame((ask, digest)))
             got = await answer
         finally:
             self._waiting.pop(ask, None)  # cancelled: the answer, when it comes, is dropped
