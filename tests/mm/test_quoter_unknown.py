@@ -13,6 +13,7 @@ the copy rested untracked when it landed.
 from __future__ import annotations
 
 import asyncio
+import logging
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
@@ -135,3 +136,54 @@ async def test_a_copy_landing_while_the_tidy_cancels_another_is_tidied_too(
         await eventually(lambda: not q.execution.cache.cancellable(q.owner), GUARD)
         assert_same(sb, user, q)
     assert service_view(sb, user, market_id) == []
+
+
+class Strategy(Exception):
+    """The strategy's own error, raised in the quoter's block."""
+
+
+@pytest.mark.parametrize("how", ["raised", "cancelled"])
+async def test_leaving_that_cannot_confirm_keeps_the_blocks_own_exception(
+    sb: Any, user: Any, market_id: str, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The block ends with an exception of its own, or is cancelled (``asyncio.timeout``,
+    a task group), while a copy of unknown outcome is still held by the service: leaving
+    cannot confirm that nothing rests. That exception goes on, a cancellation stays one,
+    and what leaving could not do is said on it (a note) and logged. Before, the exit's
+    stored failure was raised in its place, and hid it: raised ``from`` its own cause, its
+    context (the block's exception) was not even shown."""
+
+    quoting = asyncio.Event()
+
+    async def body() -> None:
+        async with (
+            AsyncClient(**options(sb, user, timeout=0.3, max_retries=1)) as client,
+            Quoter(client, market_id, "a", user_id=user.user_id) as q,
+        ):
+            q.exit_timeout = 0.5
+            await hog(sb, user, client, market_id)
+            await a_quote_of_unknown_outcome(sb, user, q, market_id)  # held: may land
+            if how == "raised":
+                raise Strategy("the model diverged")
+            quoting.set()
+            await asyncio.sleep(GUARD)  # cancelled here
+
+    with caplog.at_level(logging.ERROR, logger="clobkit.mm"):
+        task = asyncio.ensure_future(body())
+        if how == "raised":
+            with pytest.raises(Strategy, match="the model diverged") as info:
+                await asyncio.wait_for(task, GUARD)
+            notes = info.value.__notes__
+        else:
+            await asyncio.wait_for(quoting.wait(), GUARD)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(task, GUARD)
+            assert task.cancelled()
+            notes = None
+    said = [r.getMessage() for r in caplog.records if "orders may still rest" in r.getMessage()]
+    assert len(said) == 1
+    assert "leaving Quoter(" in said[0]
+    assert "outcome unknown" in said[0]
+    if notes is not None:
+        assert notes == said

@@ -344,7 +344,18 @@ class Quoter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self.close()
+        if exc is None:
+            await self.close()
+            return
+        try:
+            await self.close()
+        except Exception as failure:
+            # the body's exception goes on (a cancellation stays one: asyncio.timeout,
+            # a TaskGroup read it); what leaving could not do is said on it and logged,
+            # not raised in its place (a failure re-raised there hid the body's)
+            said = f"leaving {self!r}: {failure} (orders may still rest)"
+            exc.add_note(said)
+            log.error("%s", said)
 
     async def close(self, *, cancel: bool | None = None) -> None:
         """Leave: cancel every order of the quoter (``cancel``, default
