@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from clobkit.mm.tasks import Rerun, all_of, each_of
+from clobkit.mm.tasks import Rerun, all_of, each_of, leaving
 
 
 async def _fail(message: str, delay: float = 0.0) -> int:
@@ -145,3 +145,27 @@ async def test_rerun_closed_cancels_its_run_and_the_rerun_asked() -> None:
     await _until(lambda: not rerun.running)
     await rerun.close()  # idle: nothing to wait for
     assert job.ended == 1
+
+
+async def _closing(fails: bool) -> None:
+    await asyncio.sleep(0)
+    if fails:
+        raise ValueError("2 orders may rest")
+
+
+async def test_leaving_raises_a_close_failure_only_after_a_normal_end(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ended normally, the close's failure is raised; ended with an exception (or a
+    cancellation), that exception goes on with the failure as a note, logged at ERROR."""
+    await leaving(_closing(False), None, "leaving q")
+    with pytest.raises(ValueError, match="2 orders may rest"):
+        await leaving(_closing(True), None, "leaving q")
+    for own in (KeyError("model"), asyncio.CancelledError()):
+        with caplog.at_level(logging.ERROR, logger="clobkit.mm"):
+            await leaving(_closing(True), own, "leaving q")  # returns: the caller re-raises
+        said = "leaving q: 2 orders may rest (orders may still rest)"
+        assert own.__notes__ == [said]
+        assert caplog.records[-1].getMessage() == said
+        await leaving(_closing(False), own, "leaving q")  # a close that worked: no note
+        assert own.__notes__ == [said]

@@ -45,7 +45,7 @@ from .reads import SharedReads
 from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
-from .tasks import Rerun, all_of
+from .tasks import Rerun, all_of, leaving
 
 __all__ = ["Fill", "Quoter", "RequoteReport", "Seat"]
 
@@ -344,18 +344,7 @@ class Quoter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if exc is None:
-            await self.close()
-            return
-        try:
-            await self.close()
-        except Exception as failure:
-            # the body's exception goes on (a cancellation stays one: asyncio.timeout,
-            # a TaskGroup read it); what leaving could not do is said on it and logged,
-            # not raised in its place (a failure re-raised there hid the body's)
-            said = f"leaving {self!r}: {failure} (orders may still rest)"
-            exc.add_note(said)
-            log.error("%s", said)
+        await leaving(self.close(), exc, f"leaving {self!r}")
 
     async def close(self, *, cancel: bool | None = None) -> None:
         """Leave: cancel every order of the quoter (``cancel``, default

@@ -1,16 +1,19 @@
 """Requests run together in a structured way: when the caller returns, raises or is
-cancelled, none of them is still running untracked; and ``Rerun``, a job started on
-demand that runs once more when asked while it runs."""
+cancelled, none of them is still running untracked; ``Rerun``, a job started on
+demand that runs once more when asked while it runs; and ``leaving``, what a block's
+exit raises."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["Rerun", "all_of", "each_of"]
+__all__ = ["Rerun", "all_of", "each_of", "leaving"]
 
 T = TypeVar("T")
+log = logging.getLogger("clobkit.mm")
 
 
 async def each_of(calls: Iterable[Awaitable[T]]) -> list[T | BaseException]:
@@ -52,6 +55,23 @@ async def _ended(calls: Iterable[Awaitable[T]]) -> list[asyncio.Task[T]]:
                 continue
         raise
     return tasks
+
+
+async def leaving(close: Awaitable[None], exc: BaseException | None, what: str) -> None:
+    """Await ``close`` as a block ends with ``exc`` (``None``: it ended normally). A
+    failure of ``close`` is raised after a normal end; after ``exc``, ``exc`` goes on
+    (a cancellation stays one: ``asyncio.timeout`` and task groups read it) and the
+    failure is said on it (a note, ``what: failure (orders may still rest)``) and
+    logged at ERROR, not raised in its place, where it would hide ``exc``."""
+    if exc is None:
+        await close
+        return
+    try:
+        await close
+    except Exception as failure:
+        said = f"{what}: {failure} (orders may still rest)"
+        exc.add_note(said)
+        log.error("%s", said)
 
 
 class Rerun:
