@@ -169,3 +169,20 @@ async def test_leaving_raises_a_close_failure_only_after_a_normal_end(
         assert caplog.records[-1].getMessage() == said
         await leaving(_closing(False), own, "leaving q")  # a close that worked: no note
         assert own.__notes__ == [said]
+
+
+async def test_rerun_closed_by_its_own_job_ends_without_waiting_for_itself() -> None:
+    """A job that closes its own ``Rerun`` (a quoter closed from its tidy) is cancelled
+    at its next await; the close does not wait for the job that called it (forever)."""
+    reached: list[str] = []
+
+    async def job() -> None:
+        await rerun.close()
+        reached.append("after close")
+        await asyncio.sleep(0)
+        reached.append("never")
+
+    rerun = Rerun(job, "test", lambda exc: None)
+    rerun.ask()
+    await _until(lambda: not rerun.running)
+    assert reached == ["after close"]

@@ -116,5 +116,6 @@ class Rerun:
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
-            # wait(), not await: a cancellation of the caller itself still propagates
-            await asyncio.wait([task])
+            if task is not asyncio.current_task():  # closed by its own job: it ends next
+                # wait(), not await: a cancellation of the caller itself still propagates
+                await asyncio.wait([task])
