@@ -13,7 +13,9 @@ answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its ow
   ladder, against one raw-order round trip to the same sandbox (target: at most
   1.3 x (20 ms + one raw round trip)); the same requote with the ladder pre-signed
   (``Quoter.presign``); on loopback and through a proxy that delays every packet
-  ``bench_mm.LATENCY`` ms each way (a network); with the client on the signer's own
+  ``bench_mm.LATENCY`` ms each way (a network); a ladder moved whole (every level's
+  size changed: ten cancels and ten signed places), and how long after the requote
+  began its old orders were cancelled (the service's clock); with the client on the signer's own
   loop (the default), in a process of its own (``process=True``) and in two;
 * the event loop's lag (p99 of a 1 ms ticker's lateness; target under 5 ms) during
   a 2,000-order ``Desk`` requote signed by the KMS signer (200 markets x 2 outcomes
@@ -193,6 +195,8 @@ async def requotes(base_url: str, kms_url: str, home: dict[str, Any]) -> dict[st
     trips: list[float] = []
     signed: list[float] = []
     presigned: list[float] = []
+    moved: list[float] = []  # a ladder moved whole: 10 cancels and 10 places
+    stale: list[float] = []  # how long its old orders rested after the requote began
     async with (
         AwsKmsSigner("k", endpoint_url=kms_url, **home) as signer,
         AsyncClient(base_url, USER["api_key"], USER["api_secret"], timeout=30.0) as client,
@@ -214,16 +218,27 @@ async def requotes(base_url: str, kms_url: str, home: dict[str, Any]) -> dict[st
                 t = clock()
                 await q.requote(ladder(5))
                 ahead = clock() - t
+                await q.requote(ladder(5))
+                old = [o.id for o in q.open_orders]
+                began, t = time.time(), clock()
+                await q.requote(ladder(5, size=21))  # every level's size changed
+                move = clock() - t
+                cancelled = [await client.get_order(order_id) for order_id in old]
+                last = max(o.updated_at.timestamp() for o in cancelled if o.updated_at)
                 await q.requote([])
                 if i >= 2:  # warm-up rounds left out
                     trips.append(trip)
                     signed.append(one)
                     presigned.append(ahead)
+                    moved.append(move)
+                    stale.append(last - began)
     trip = statistics.median(trips)
     return {
         "raw_ms": trip * 1e3,
         "signed_ms": statistics.median(signed) * 1e3,
         "presigned_ms": statistics.median(presigned) * 1e3,
+        "moved_ms": statistics.median(moved) * 1e3,
+        "stale_ms": statistics.median(stale) * 1e3,
         "ratio": statistics.median(signed) / (DELAY_MS / 1e3 + trip),
     }
 
@@ -329,7 +344,9 @@ def loop_figures(kms_url: str, lines: Lines) -> None:
                 lines.append(
                     f"  10-level V2 requote, {where}, {name}: raw round trip {f['raw_ms']:.1f} ms, "
                     f"signed {f['signed_ms']:.1f} ms = {f['ratio']:.2f} x (20 ms + raw) "
-                    f"(target <= {TARGET_REQUOTE}), pre-signed {f['presigned_ms']:.1f} ms"
+                    f"(target <= {TARGET_REQUOTE}), pre-signed {f['presigned_ms']:.1f} ms; "
+                    f"moved whole {f['moved_ms']:.1f} ms, its old orders cancelled "
+                    f"{f['stale_ms']:.1f} ms after it began (service's ms clock)"
                 )
         finally:
             proxy.terminate()

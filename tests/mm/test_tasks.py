@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from clobkit.mm.tasks import Rerun, all_of, each_of, leaving
+from clobkit.mm.tasks import Rerun, all_of, beside, each_of, leaving
 
 
 async def _fail(message: str, delay: float = 0.0) -> int:
@@ -186,3 +186,43 @@ async def test_rerun_closed_by_its_own_job_ends_without_waiting_for_itself() -> 
     rerun.ask()
     await _until(lambda: not rerun.running)
     assert reached == ["after close"]
+
+
+async def test_beside_has_ended_when_its_block_is_left() -> None:
+    """``beside``: a call run beside a block (a requote's cancels beside its signing).
+    Left normally, the block waits for it and raises its failure; left with the
+    block's own failure, it still runs to its end (not cut) and the block's goes on;
+    cancelled, it is cancelled too, and has ended when the cancellation goes on."""
+    ended: list[str] = []
+
+    async def slow(value: int = 0) -> int:
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            ended.append("slow")
+        return value
+
+    async with beside(slow(7)) as task:
+        assert not task.done()
+    assert (task.result(), ended) == (7, ["slow"])
+    with pytest.raises(ValueError, match="beside"):
+        async with beside(_fail("beside")):
+            pass
+    with pytest.raises(KeyError, match="signer"):
+        async with beside(slow()) as task:
+            raise KeyError("signer")
+    assert task.result() == 0  # ran to its end
+    assert ended == ["slow", "slow"]
+
+    async def block() -> None:
+        async with beside(asyncio.sleep(10)) as inner:
+            tasks.append(inner)
+            await asyncio.sleep(10)
+
+    tasks: list[asyncio.Task[None]] = []
+    call = asyncio.ensure_future(block())
+    await _until(lambda: bool(tasks))
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert tasks[0].cancelled()

@@ -7,6 +7,7 @@ sign latency histogram, pre-signed orders, the check on enter)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from types import ModuleType
 from typing import Any
@@ -14,7 +15,13 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient, Client, OrderHasher, OrderSigner
-from clobkit.errors import OrderFieldError, SignatureMismatch, SignerThrottled, SignerTimeout
+from clobkit.errors import (
+    OrderFieldError,
+    SignatureMismatch,
+    SignerError,
+    SignerThrottled,
+    SignerTimeout,
+)
 from clobkit.mm import Desk, Quote, Quoter
 from clobkit.signing import AwsKmsSigner, sign_order_async, sign_orders_async
 
@@ -209,6 +216,48 @@ async def test_a_quoter_whose_signer_fails_sends_nothing(aws_key: str, misbehavi
                     assert q.open_orders == []
                     assert q.execution.cache.orders(q.owner) == []
             assert sb.requests.count(*RAW) == 0
+
+
+async def test_a_requotes_cancels_leave_while_its_new_orders_are_signed(
+    aws_key: str, misbehaving: Any
+) -> None:
+    """The KMS hangs while a requote's new ladder is signed: the orders no longer wanted
+    are cancelled meanwhile (stale quotes rest no longer than a cancel takes) and
+    nothing new is sent; the signer failing then leaves them cancelled and nothing
+    placed (a ladder is signed whole or not sent). Before, the cancels waited for
+    the signatures: a remote signer's tens of ms, here for as long as it hung."""
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=60.0) as signer:
+        with sandbox_for(signer.address, 2) as sb:
+            async with AsyncClient(**options(sb)) as client:
+                market = pick_market(sb)
+                user = sb.users[1].user_id
+                old = [Quote("BUY", f"0.0{i}", 200) for i in range(1, 4)]
+                new = [Quote("BUY", f"0.0{i}", 200) for i in range(5, 8)]
+
+                def resting() -> list[str]:
+                    orders = sb.engine.list_orders(user).items
+                    return sorted(str(r.clob_price) for r in orders if r.status == "live")
+
+                async with Quoter(client, market, "a", signer=signer) as q:
+                    await q.requote(old)
+                    assert resting() == ["0.01", "0.02", "0.03"]
+                    misbehaving.hang = True
+                    requote = asyncio.ensure_future(q.requote(new))
+                    for _ in range(3000):  # a hang guard only: the signer hangs until reset
+                        if not resting() and misbehaving.signs >= 6:
+                            break
+                        await asyncio.sleep(0.01)
+                    assert resting() == []  # cancelled while the KMS still hangs
+                    assert not requote.done()
+                    assert sb.requests.count(*RAW) == 3  # nothing new sent
+                    misbehaving.reset()  # the hung calls answer 503: the signer fails
+                    with pytest.raises(SignerError, match=aws_key):
+                        await asyncio.wait_for(requote, 30)
+                    assert resting() == []
+                    assert sb.requests.count(*RAW) == 3
+                    assert q.open_orders == []
+                    await q.requote(new)  # signed now: placed whole
+                    assert resting() == ["0.05", "0.06", "0.07"]
 
 
 async def test_a_desk_checks_its_signer_on_enter() -> None:

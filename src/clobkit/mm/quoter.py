@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from decimal import Decimal
 from types import TracebackType
 from typing import Protocol
@@ -45,7 +45,7 @@ from .reads import SharedReads
 from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
-from .tasks import Rerun, all_of, leaving
+from .tasks import Rerun, all_of, beside, leaving
 
 __all__ = ["Fill", "Quoter", "RequoteReport", "Seat"]
 
@@ -430,14 +430,18 @@ class Quoter:
         union = [*levels, *(Level(o.side, o.price, o.remaining, 0, 0) for o in resting)]
         first = self.execution.gate.admit(self.owner, union, self._holding.position)
         kind = {} if renewer is None else renewer.order_kind()
-        new = await sender.prepare_many(self.owner, place, **kind)  # signed together
         gone: list[TrackedOrder] = [o.handle for o in cancel]
-        try:
-            refused = await self._send(
-                place, gone, [*now.keep, *now.replace, *now.retiring], new, first
-            )
-        finally:
-            sender.withhold(new)
+        live = [*now.keep, *now.replace, *now.retiring]
+        # the cancels leave first, while the new orders are signed (a remote signer
+        # takes tens of ms): the quotes no longer wanted rest no longer than a cancel
+        # takes. A signer that fails leaves them cancelled, nothing placed (signed whole)
+        async with beside(self._cancel(gone)) as cancels:
+            await asyncio.sleep(0)  # a turn: the cancels' requests leave before any build
+            new = await sender.prepare_many(self.owner, place, **kind)
+            try:
+                refused = await self._send(place, gone, cancels, live, new, first)
+            finally:
+                sender.withhold(new)
         await self.execution.resolver.settle(cache.orders(self.owner))
         await self.execution.resolver.learn_ids(new, lambda: feed.heard)
         if feed.stale:
@@ -445,33 +449,33 @@ class Quoter:
         await self._learn_user(new)
         return report(wanted, levels, new, gone, kept, refused)
 
+    async def _cancel(self, gone: list[TrackedOrder]) -> None:
+        await all_of(self.execution.sender.cancel(t) for t in gone)
+
     async def _send(
         self,
         place: list[Level],
         gone: list[TrackedOrder],
+        cancels: asyncio.Future[None],
         live: list[Live],
         new: list[TrackedOrder],
         first: bool,
     ) -> list[tuple[Level, ClobkitError]]:
-        """Send the cancels and the places: concurrently, or cancels first (``plan``'s
-        ``cancels_first``, or ``first``: the limits hold only once the cancels are
-        done). The places the service or the gate refused, with the error."""
+        """Send the places beside the ``cancels`` of ``gone`` under way, or once those
+        are done and read, when the limits hold only without them (``plan``'s
+        ``cancels_first``, or ``first``: the gate said so). The places the service or
+        the gate refused, with the error."""
         sender = self.execution.sender
         position = self._holding.position
-        if first or cancels_first(place, gone, live, position):
-            await all_of(sender.cancel(t) for t in gone)
+        if new and (first or cancels_first(place, gone, live, position)):
+            await cancels
             await self.execution.resolver.settle(gone)
-            if new:
-                try:
-                    await self.execution.gate.admit_places(self.owner, self.resting(), position)
-                except BaseException:
-                    sender.withhold(new)
-                    raise
-            results: list[object] = list(await all_of(sender.place(t) for t in new))
-        else:
-            calls: list[Awaitable[object]] = [sender.place(t) for t in new]
-            calls += [sender.cancel(t) for t in gone]
-            results = (await all_of(calls))[: len(new)]
+            try:
+                await self.execution.gate.admit_places(self.owner, self.resting(), position)
+            except BaseException:
+                sender.withhold(new)
+                raise
+        results = await all_of(sender.place(t) for t in new)
         return [
             (lv, r) for lv, r in zip(place, results, strict=True) if isinstance(r, ClobkitError)
         ]

@@ -6,11 +6,12 @@ exit raises."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
-__all__ = ["Rerun", "all_of", "each_of", "leaving"]
+__all__ = ["Rerun", "all_of", "beside", "each_of", "leaving"]
 
 T = TypeVar("T")
 log = logging.getLogger("clobkit.mm")
@@ -38,10 +39,37 @@ async def all_of(calls: Iterable[Awaitable[T]]) -> list[T]:
     return [task.result() for task in tasks]
 
 
+@contextlib.asynccontextmanager
+async def beside(call: Awaitable[T]) -> AsyncIterator[asyncio.Task[T]]:
+    """``call`` run beside the block (its task): it has ended when the block is left.
+    Cancelled, the block cancels it too; a failure of the block waits for it to end
+    (a cancel sent beside a signing that failed still completes) and goes on; after
+    a normal end, its failure is raised."""
+    task = asyncio.ensure_future(call)
+    try:
+        yield task
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError):
+            task.cancel()
+        await _end([task])
+        if not task.cancelled():
+            task.exception()  # read (see all_of): the block's exception goes on
+        raise
+    await _end([task])
+    task.result()
+
+
 async def _ended(calls: Iterable[Awaitable[T]]) -> list[asyncio.Task[T]]:
     tasks = [asyncio.ensure_future(call) for call in calls]
+    await _end(tasks)
+    return tasks
+
+
+async def _end(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Wait until every one of ``tasks`` has ended; cancelled, cancel them, wait until
+    each has ended, and re-raise."""
     if not tasks:
-        return []
+        return
     try:
         await asyncio.wait(tasks)
     except asyncio.CancelledError:
@@ -54,7 +82,6 @@ async def _ended(calls: Iterable[Awaitable[T]]) -> list[asyncio.Task[T]]:
             except asyncio.CancelledError:
                 continue
         raise
-    return tasks
 
 
 async def leaving(close: Awaitable[None], exc: BaseException | None, what: str) -> None:
