@@ -14,7 +14,13 @@ import pytest
 
 from clobkit import AsyncClient
 from clobkit.client import orders_topic
-from clobkit.errors import QuoteRefused, ServerError, TransportError, ValidationError
+from clobkit.errors import (
+    ClobkitError,
+    QuoteRefused,
+    ServerError,
+    TransportError,
+    ValidationError,
+)
 from clobkit.mm import Budget, Desk, Quote, Quoter, Slots
 from clobkit.mm.ladder import Level
 from clobkit.mm.risk import exposure
@@ -229,11 +235,20 @@ async def test_a_stream_down_too_long_fires_the_kill_switch(
 
 
 async def test_an_error_rate_past_the_threshold_fires_the_kill_switch(sb: Any, user: Any) -> None:
+    """(Leaving cannot confirm that nothing rests: places of unknown outcome may land
+    for the client's ``landing_time``, 60 s; it says so.)"""
+    with pytest.raises(ClobkitError, match="showed nothing of the desk resting"):
+        await _an_error_rate_past_the_threshold(sb, user)
+    assert service_view(sb, user, two_sided(sb, 1)[0]) == []
+
+
+async def _an_error_rate_past_the_threshold(sb: Any, user: Any) -> None:
     (m1,) = two_sided(sb, 1)
     async with (
         AsyncClient(**options(sb, user, max_retries=0)) as client,
         Desk(client, error_window=10, max_error_rate=0.3) as desk,
     ):
+        desk.exit_timeout = 0.5
         q = desk.quoter(m1, "a")
         await desk.open()
         q.execution.resolver.attempts = 3

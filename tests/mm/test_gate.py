@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient
-from clobkit.errors import QuoteRefused, RiskControlError
+from clobkit.errors import ClobkitError, QuoteRefused, RiskControlError
 from clobkit.mm import Desk, Paced, Quote, Quoter
 
 from .conftest import config, eventually, options, sandbox_module, service_view
@@ -71,27 +71,37 @@ async def test_a_per_minute_risk_refusal_is_reported_and_learnt(version: int) ->
 
 
 async def test_a_429_pauses_the_budget_and_teaches_it_the_rate(version: int) -> None:
+    """(Leaving cannot list while the service's Retry-After lasts: no listing confirms
+    that nothing of the account rests, and leaving says so.)"""
     limited = config(version, rate_limit_per_minute=30)
-    with sandbox_module.serve_in_thread(limited) as sb:
-        user = sb.users[1]
-        (market,) = two_sided(sb, 1)
-        async with (
-            AsyncClient(**options(sb, user, max_retries=0)) as client,
-            Desk(client, user_id=user.user_id, max_error_rate=1.0) as desk,
-        ):
-            q = desk.quoter(market, "a")
-            await desk.open()
-            gate = desk.gate
-            for _ in range(40):  # the client's own reads spend the service's budget
-                if gate.counters.rate_limited:
-                    break
-                try:
-                    await gate.request("GET /wallet", client.get_wallet(refresh=True))
-                except Exception:
-                    break
-            await eventually(lambda: gate.counters.rate_limited >= 1, GUARD)
-            assert gate.budget.learnt >= 1
-            assert gate.budget.limit is not None
-            assert gate.budget.limit < 6_000  # the configured rate, before it learnt
-            assert gate.budget.delay() > 0  # paused: the service's Retry-After
-            assert q.pending == 0
+    with (
+        sandbox_module.serve_in_thread(limited) as sb,
+        pytest.raises(ClobkitError, match="showed nothing of the desk resting"),
+    ):
+        await _a_429(sb)
+
+
+async def _a_429(sb: Any) -> None:
+    user = sb.users[1]
+    (market,) = two_sided(sb, 1)
+    async with (
+        AsyncClient(**options(sb, user, max_retries=0)) as client,
+        Desk(client, user_id=user.user_id, max_error_rate=1.0) as desk,
+    ):
+        desk.exit_timeout = 0.5
+        q = desk.quoter(market, "a")
+        await desk.open()
+        gate = desk.gate
+        for _ in range(40):  # the client's own reads spend the service's budget
+            if gate.counters.rate_limited:
+                break
+            try:
+                await gate.request("GET /wallet", client.get_wallet(refresh=True))
+            except Exception:
+                break
+        await eventually(lambda: gate.counters.rate_limited >= 1, GUARD)
+        assert gate.budget.learnt >= 1
+        assert gate.budget.limit is not None
+        assert gate.budget.limit < 6_000  # the configured rate, before it learnt
+        assert gate.budget.delay() > 0  # paused: the service's Retry-After
+        assert q.pending == 0

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from clobkit import AsyncClient
+from clobkit.errors import ClobkitError
 from clobkit.mm import Desk
 
 from .conftest import assert_same, eventually, options, service_view
@@ -67,18 +68,39 @@ async def test_halt_cancels_while_the_listing_hangs_or_fails(
             assert_same(sb, user, q)
 
 
+class Strategy(Exception):
+    """The strategy's own error, raised in the desk's block."""
+
+
+@pytest.mark.parametrize("body", ["ends", "raises"])
 @pytest.mark.parametrize("listing", ["held", "failing"])
 async def test_leaving_the_desk_cancels_while_the_listing_hangs_or_fails(
-    sb: Any, user: Any, listing: str
+    sb: Any, user: Any, listing: str, body: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Every order is cancelled on leaving though no listing answers; since none could
+    confirm it, leaving says so: raised after a block that ended, a note on (and an
+    ERROR log of) the block's own exception otherwise. Before, a warning only."""
     async with AsyncClient(**options(sb, user, max_retries=1)) as client:
         desk = Desk(client, user_id=user.user_id, stream_timeout=None, max_error_rate=1.0)
         desk.exit_timeout = 0.5  # the sweep after the cancels cannot list: given up then
-        try:
+        said = r"no listing within exit_timeout \(0.5 s\) showed nothing of the desk resting"
+
+        async def leave() -> None:
             async with desk:
                 await a_desk_whose_listing_fails(sb, desk, listing)
                 assert resting(sb, user, desk) == 12
+                if body == "raises":
+                    raise Strategy("the model diverged")
+
+        wanted = ClobkitError if body == "ends" else Strategy
+        try:
+            with pytest.raises(wanted, match=said if body == "ends" else "diverged") as info:
+                await leave()
             assert resting(sb, user, desk) == 0
+            if body == "raises":
+                (note,) = info.value.__notes__
+                assert note.startswith("leaving the desk: no listing within exit_timeout")
+                assert note in caplog.text
         finally:
             sb.faults.configure(None)
             sb.faults.release()

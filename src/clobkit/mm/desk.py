@@ -24,7 +24,7 @@ from typing import Any
 from ..client import AsyncClient, PreparedRawOrder
 from ..core.select import from_units
 from ..core.spec import RATE_LIMIT_PER_MINUTE
-from ..errors import ValidationError
+from ..errors import ClobkitError, ValidationError
 from ..models import Market, Order, PlacedOrder
 from ..signing.protocol import AsyncSigner
 from .budget import Budget
@@ -42,7 +42,7 @@ from .reads import SharedReads, by_outcome
 from .renewal import Expiry, expiry
 from .risk import DeskLimits, exposure, units
 from .router import Router
-from .tasks import Rerun, each_of
+from .tasks import Rerun, each_of, leaving
 
 __all__ = ["Desk"]
 
@@ -282,6 +282,11 @@ class Desk:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        await leaving(self._leave(), exc, "leaving the desk")
+
+    async def _leave(self) -> None:
+        """Cancel on exit, close the quoters and the desk's parts; ``ClobkitError``
+        (once all is closed) when no listing could confirm that nothing rests."""
         self.router.closing = True  # the streams close next: no unsubscribe per quoter
         if self.execution.renewer is not None:
             await self.execution.renewer.close()  # no successor placed while leaving
@@ -305,6 +310,12 @@ class Desk:
             if self.lifeline is not None:
                 await self.lifeline.close(flat)
             await self.router.close()
+        if flat is False:
+            n = len(self.execution.cache.orders())
+            within = f"within exit_timeout ({self.exit_timeout:g} s)"
+            raise ClobkitError(
+                f"no listing {within} showed nothing of the desk resting ({n} tracked)"
+            )
 
     async def _cancel_on_exit(self, opened: list[Quoter]) -> bool | None:
         """Every order of the quoters that cancel on exit: what the cache knows at once,
@@ -320,14 +331,6 @@ class Desk:
                 return None
             done = await each_of(kill.flatten(owner, self.exit_timeout) for owner in owners)
             flat = all(result is True for result in done)
-        if not flat:
-            left = self.execution.cache.orders()
-            log.warning(
-                "leaving the desk: no listing could confirm that nothing rests "
-                "(%d orders tracked may: %s)",
-                len(left),
-                left,
-            )
         return flat
 
     # -- quoters ----------------------------------------------------------------
