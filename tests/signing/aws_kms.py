@@ -94,6 +94,7 @@ class Misbehaving:
         self.tamper: str | None = None
         self.deny = False
         self.signs = 0  # Sign calls that reached the stand-in
+        self.agents: set[str] = set()  # their User-Agent headers
         self.url = ""
         self._released = asyncio.Event()  # set to answer the calls hung so far
         self._loop = asyncio.new_event_loop()
@@ -122,6 +123,7 @@ class Misbehaving:
         body = await request.read()
         if target.endswith(".Sign"):
             self.signs += 1
+            self.agents.add(request.headers.get("User-Agent", ""))
             if self.deny:
                 return _error("AccessDeniedException", "not authorized to perform: kms:Sign")
             if self.hang:
@@ -146,6 +148,7 @@ class Misbehaving:
 
         def reset() -> None:
             self.throttle, self.hang, self.tamper, self.signs, self.deny = 0, False, None, 0, False
+            self.agents = set()
             self._released.set()
             self._released = asyncio.Event()
             done.set()

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 import pytest
 
+import clobkit
 from clobkit.errors import (
     SignatureMismatch,
     SignerDenied,
@@ -56,6 +57,18 @@ async def test_signatures_recover_to_the_keys_address(
     assert all(recovered(d, s) == signer.address for d, s in zip(DIGESTS, signatures, strict=False))
     assert all(low_s(s) for s in signatures)  # KMS returns high s half of the time
     assert signer.counts()["calls"] == len(DIGESTS)
+
+
+@HOMES
+async def test_the_calls_carry_a_fixed_user_agent(
+    aws_key: str, misbehaving: Any, home: Home
+) -> None:
+    # botocore's default User-Agent costs a quarter of a call's CPU: the signer's own
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, **home) as signer:
+        await signer.sign_digests(DIGESTS[:2])
+    with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
+        signer.sign_many(DIGESTS[:2])
+    assert {a.split()[0] for a in misbehaving.agents} == {f"clobkit/{clobkit.__version__}"}
 
 
 def test_the_sync_twin_signs_alike(aws_url: str, aws_key: str) -> None:

@@ -113,9 +113,12 @@ class AwsKmsSigner(RemoteSigner):
 
     def _options(self) -> dict[str, Any]:
         # one attempt each (the signer retries), a pool as wide as the calls in flight,
-        # botocore's own timeouts inside the signer's
+        # botocore's own timeouts inside the signer's, and a User-Agent of its own: the
+        # default one is rebuilt from a dozen parts twice a request, a quarter of a
+        # ``Sign`` call's CPU (1.43 -> 1.07 ms here; docs/keys-off-host.md)
         return {
             "retries": {"total_max_attempts": 1},
+            "user_agent": user_agent(),
             "connect_timeout": self.timeout,
             "read_timeout": self.timeout,
             "max_pool_connections": self.budget.max_in_flight,
@@ -221,6 +224,13 @@ class AwsKmsSigner(RemoteSigner):
         if isinstance(exc, errors.BotoCoreError):
             return SignerError(self.key, f"{type(exc).__name__}: {exc}")
         return SignerError(self.key, f"{type(exc).__name__}: {exc}")
+
+
+def user_agent() -> str:
+    """The ``User-Agent`` of the signer's KMS calls (aiobotocore adds botocore's)."""
+    from .. import __version__
+
+    return f"clobkit/{__version__}"
 
 
 def _message(exc: Any) -> str:
