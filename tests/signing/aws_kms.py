@@ -84,7 +84,8 @@ def _error(kind: str, message: str) -> web.Response:
 
 class Misbehaving:
     """A KMS stand-in forwarding to ``upstream`` unless told otherwise: ``throttle`` the
-    next N ``Sign`` calls, ``hang`` every call, ``tamper`` (sign with another key id)
+    next N ``Sign`` calls, ``hang`` every call, hold every ``Sign`` past the first
+    ``hold_from`` until ``let_go()`` (or ``reset()``: 503), ``tamper`` (sign with another key id)
     or ``deny`` (AccessDeniedException, as a policy without ``kms:Sign`` answers)."""
 
     def __init__(self, upstream: str) -> None:
@@ -95,6 +96,8 @@ class Misbehaving:
         self.deny = False
         self.signs = 0  # Sign calls that reached the stand-in
         self.agents: set[str] = set()  # their User-Agent headers
+        self.hold_from: int | None = None  # Sign calls past this many wait to be let go
+        self._forward_held = False  # let go by let_go() (forwarded), else by reset() (503)
         self.url = ""
         self._released = asyncio.Event()  # set to answer the calls hung so far
         self._loop = asyncio.new_event_loop()
@@ -129,6 +132,10 @@ class Misbehaving:
             if self.hang:
                 await self._released.wait()  # until the next test, then no answer
                 return web.Response(status=503)
+            if self.hold_from is not None and self.signs > self.hold_from:
+                await self._released.wait()
+                if not self._forward_held:
+                    return web.Response(status=503)
             if self.throttle:
                 self.throttle -= 1
                 return _error("ThrottlingException", "Rate exceeded")
@@ -148,12 +155,25 @@ class Misbehaving:
 
         def reset() -> None:
             self.throttle, self.hang, self.tamper, self.signs, self.deny = 0, False, None, 0, False
-            self.agents = set()
+            self.agents, self.hold_from, self._forward_held = set(), None, False
             self._released.set()
             self._released = asyncio.Event()
             done.set()
 
         self._loop.call_soon_threadsafe(reset)
+        done.wait(10)
+
+    def let_go(self) -> None:
+        """The ``Sign`` calls held (``hold_from``) forwarded now; later ones go at once."""
+        done = threading.Event()
+
+        def let_go() -> None:
+            self.hold_from, self._forward_held = None, True
+            self._released.set()
+            self._released = asyncio.Event()
+            done.set()
+
+        self._loop.call_soon_threadsafe(let_go)
         done.wait(10)
 
     def __enter__(self) -> Misbehaving:

@@ -224,7 +224,7 @@ async def test_a_requotes_cancels_leave_while_its_new_orders_are_signed(
     """The KMS hangs while a requote's new ladder is signed: the orders no longer wanted
     are cancelled meanwhile (stale quotes rest no longer than a cancel takes) and
     nothing new is sent; the signer failing then leaves them cancelled and nothing
-    placed (a ladder is signed whole or not sent). Before, the cancels waited for
+    placed (no order of the ladder was signed). Before, the cancels waited for
     the signatures: a remote signer's tens of ms, here for as long as it hung."""
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=60.0) as signer:
         with sandbox_for(signer.address, 2) as sb:
@@ -258,6 +258,87 @@ async def test_a_requotes_cancels_leave_while_its_new_orders_are_signed(
                     assert q.open_orders == []
                     await q.requote(new)  # signed now: placed whole
                     assert resting() == ["0.05", "0.06", "0.07"]
+
+
+def live_prices(sb: Any, user: str) -> list[str]:
+    """The prices of ``user``'s live orders on the sandbox, sorted."""
+    orders = sb.engine.list_orders(user).items
+    return sorted(str(r.clob_price) for r in orders if r.status == "live")
+
+
+async def until(condition: Any) -> None:
+    for _ in range(3000):  # a hang guard only: the condition comes or the test fails
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("then", ["answered", "failed"])
+async def test_each_new_order_leaves_once_it_is_signed(
+    aws_key: str, misbehaving: Any, then: str
+) -> None:
+    """The KMS answers two of a ladder's three signatures and holds the third: the two
+    signed orders are placed meanwhile (a requote's places do not wait for its slowest
+    signature). Answered, the third is placed too; failed, the requote raises the
+    signer's error once the rest is done, the two placed stay, the third is not sent,
+    and the next requote places it alone. Before, nothing left until all three were
+    signed, and a failure sent none."""
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=60.0) as signer:
+        with sandbox_for(signer.address, 2) as sb:
+            async with AsyncClient(**options(sb)) as client:
+                market, user = pick_market(sb), sb.users[1].user_id
+                ladder = [Quote("BUY", f"0.0{i}", 200) for i in range(1, 4)]
+                async with Quoter(client, market, "a", signer=signer) as q:
+                    misbehaving.hold_from = misbehaving.signs + 2
+                    requote = asyncio.ensure_future(q.requote(ladder))
+                    await until(lambda: len(live_prices(sb, user)) == 2)
+                    assert len(live_prices(sb, user)) == 2  # placed, the third still signing
+                    assert sb.requests.count(*RAW) == 2
+                    assert not requote.done()
+                    if then == "answered":
+                        misbehaving.let_go()
+                        report = await asyncio.wait_for(requote, 30)
+                        assert len(report.placed) == 3
+                    else:
+                        misbehaving.reset()  # the held call answers 503: the signer fails
+                        with pytest.raises(SignerError, match=aws_key):
+                            await asyncio.wait_for(requote, 30)
+                        assert len(live_prices(sb, user)) == 2
+                        assert len(q.open_orders) == 2
+                        assert sb.requests.count(*RAW) == 2
+                        report = await q.requote(ladder)  # the missing level alone
+                        assert len(report.placed) == 1
+                        assert len(report.kept) == 2
+                    assert live_prices(sb, user) == ["0.01", "0.02", "0.03"]
+                    assert sb.requests.count(*RAW) == 3
+
+
+async def test_places_that_wait_for_the_cancels_send_what_was_signed(
+    aws_key: str, misbehaving: Any
+) -> None:
+    """Old and new ladders together would pass ``max_notional``: the new orders wait for
+    the old ones' cancels. The KMS fails one of the three new signatures: the two
+    signed are placed once the cancels are done, the requote raises the signer's
+    error, the third is never sent."""
+    async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url, timeout=60.0) as signer:
+        with sandbox_for(signer.address, 2) as sb:
+            async with AsyncClient(**options(sb)) as client:
+                market, user = pick_market(sb), sb.users[1].user_id
+                old = [Quote("BUY", f"0.0{i}", 200) for i in range(1, 4)]  # 12 USDC
+                new = [Quote("BUY", f"0.0{i}", 200) for i in range(5, 8)]  # 36 USDC
+                async with Quoter(client, market, "a", signer=signer, max_notional=40) as q:
+                    await q.requote(old)
+                    misbehaving.hold_from = misbehaving.signs + 2
+                    requote = asyncio.ensure_future(q.requote(new))
+                    await until(lambda: not live_prices(sb, user) and misbehaving.signs >= 6)
+                    assert live_prices(sb, user) == []  # cancelled; nothing new before all signed
+                    assert sb.requests.count(*RAW) == 3
+                    misbehaving.reset()
+                    with pytest.raises(SignerError, match=aws_key):
+                        await asyncio.wait_for(requote, 30)
+                    assert len(live_prices(sb, user)) == 2
+                    assert sb.requests.count(*RAW) == 5
+                    assert len(q.open_orders) == 2
 
 
 async def test_a_desk_checks_its_signer_on_enter() -> None:

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable
 from decimal import Decimal
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..core.select import from_units, to_units
@@ -37,7 +37,7 @@ from .cache import Holding
 from .execution import Execution
 from .feed import Feed, Streams
 from .gate import Paced
-from .ladder import Level, Live, Quote, diff, read_ladder
+from .ladder import Level, Quote, diff, read_ladder
 from .options import check_quoter
 from .orders import LIVE, Fill, State, TrackedOrder
 from .plan import cancels_first, check_ladders, check_plan, standing, unwanted
@@ -45,11 +45,28 @@ from .reads import SharedReads
 from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
-from .tasks import Rerun, all_of, beside, leaving
+from .tasks import Rerun, all_of, beside, each_of, leaving
 
 __all__ = ["Fill", "Quoter", "RequoteReport", "Seat"]
 
 log = logging.getLogger("clobkit.mm")
+
+
+class Sent:
+    """What a requote's places came to: the orders built and sent, the places refused
+    (with the error), and the first failure to build (sign) one, never sent."""
+
+    __slots__ = ("new", "refused", "unbuilt")
+
+    def __init__(self) -> None:
+        self.new: list[TrackedOrder] = []
+        self.refused: list[tuple[Level, ClobkitError]] = []
+        self.unbuilt: BaseException | None = None
+
+    def add(self, level: Level, t: TrackedOrder, refusal: ClobkitError | None) -> None:
+        self.new.append(t)
+        if refusal is not None:
+            self.refused.append((level, refusal))
 
 
 class Seat(Streams, Protocol):
@@ -381,9 +398,11 @@ class Quoter:
         Quotes breaking a limit or the market minimum raise ``QuoteRefused`` (bad prices
         or sizes the core's ``AmountError``) before anything is sent. A quote the service
         refuses for good raises its ``ApiError`` once everything else is done and the
-        view is consistent; one refused for a reason it may lift (a risk control's rate)
-        is reported (``refused``) and the gate paces the places to come. Returns when
-        every request has ended; an order whose outcome the service leaves unknown is
+        view is consistent, as an order the signer failed to sign raises its
+        ``SignerError`` (the others sent, each once signed); one refused for a reason
+        it may lift (a risk control's rate) is reported (``refused``) and the gate
+        paces the places to come. Returns when every request has ended; an order
+        whose outcome the service leaves unknown is
         reported (``unknown``) and tracked until it is seen or ruled out.
         """
         wanted = list(quotes)
@@ -420,7 +439,7 @@ class Quoter:
         if self._holding.position != position:  # fills meanwhile: the limits again
             check_ladders(self.execution.gate, {self: levels})
         self._wanted = levels
-        cache, sender, renewer = self.execution.cache, self.execution.sender, self.execution.renewer
+        cache, renewer = self.execution.cache, self.execution.renewer
         now = standing(cache.orders(self.owner), self.expiring)
         kept, cancel, place = diff(levels, now.keep)
         cancel += now.replace
@@ -434,51 +453,79 @@ class Quoter:
         live = [*now.keep, *now.replace, *now.retiring]
         # the cancels leave first, while the new orders are signed (a remote signer
         # takes tens of ms): the quotes no longer wanted rest no longer than a cancel
-        # takes. A signer that fails leaves them cancelled, nothing placed (signed whole)
+        # takes. Each new order leaves once signed, unless the cancels must be done first
         async with beside(self._cancel(gone)) as cancels:
             await asyncio.sleep(0)  # a turn: the cancels' requests leave before any build
-            new = await sender.prepare_many(self.owner, place, **kind)
-            try:
-                refused = await self._send(place, gone, cancels, live, new, first)
-            finally:
-                sender.withhold(new)
+            after = first or cancels_first(place, gone, live, self._holding.position)
+            if place and after:
+                sent = await self._after_cancels(place, gone, cancels, kind)
+            else:
+                sent = await self._as_signed(place, kind)
+        new = sent.new
         await self.execution.resolver.settle(cache.orders(self.owner))
         await self.execution.resolver.learn_ids(new, lambda: feed.heard)
         if feed.stale:
             await self._reconcile()
         await self._learn_user(new)
-        return report(wanted, levels, new, gone, kept, refused)
+        if sent.unbuilt is not None:  # a signer's failure: raised once the rest is done
+            raise sent.unbuilt
+        return report(wanted, levels, new, gone, kept, sent.refused)
 
     async def _cancel(self, gone: list[TrackedOrder]) -> None:
         await all_of(self.execution.sender.cancel(t) for t in gone)
 
-    async def _send(
+    async def _as_signed(self, place: list[Level], kind: dict[str, Any]) -> Sent:
+        """Each of ``place`` built (signed) and sent as soon as it is, beside the others
+        and the cancels: the first signatures' places leave while the last are signed."""
+        sender = self.execution.sender
+
+        async def one(level: Level) -> tuple[TrackedOrder, ClobkitError | None]:
+            t = await sender.prepare(self.owner, level, **kind)
+            try:
+                return t, await sender.place(t)
+            finally:
+                sender.withhold([t])  # cut short before it was handed to the gate
+
+        results = await each_of(one(lv) for lv in place)
+        sent = Sent()
+        for level, result in zip(place, results, strict=True):
+            if isinstance(result, BaseException):
+                sent.unbuilt = sent.unbuilt or result
+            else:
+                sent.add(level, *result)
+        return sent
+
+    async def _after_cancels(
         self,
         place: list[Level],
         gone: list[TrackedOrder],
         cancels: asyncio.Future[None],
-        live: list[Live],
-        new: list[TrackedOrder],
-        first: bool,
-    ) -> list[tuple[Level, ClobkitError]]:
-        """Send the places beside the ``cancels`` of ``gone`` under way, or once those
-        are done and read, when the limits hold only without them (``plan``'s
-        ``cancels_first``, or ``first``: the gate said so). The places the service or
-        the gate refused, with the error."""
+        kind: dict[str, Any],
+    ) -> Sent:
+        """``place`` built (signed) beside the ``cancels`` of ``gone``, then sent once
+        those are done and read, and what may rest fits the limits (``plan``'s
+        ``cancels_first``, or the gate's ``first``): they could break one, or trade with
+        an order being cancelled, beside them."""
         sender = self.execution.sender
-        position = self._holding.position
-        if new and (first or cancels_first(place, gone, live, position)):
-            await cancels
-            await self.execution.resolver.settle(gone)
-            try:
-                await self.execution.gate.admit_places(self.owner, self.resting(), position)
-            except BaseException:
-                sender.withhold(new)
-                raise
-        results = await all_of(sender.place(t) for t in new)
-        return [
-            (lv, r) for lv, r in zip(place, results, strict=True) if isinstance(r, ClobkitError)
+        built = await each_of(sender.prepare(self.owner, lv, **kind) for lv in place)
+        sent = Sent()
+        ready = [
+            (lv, t) for lv, t in zip(place, built, strict=True) if not isinstance(t, BaseException)
         ]
+        sent.unbuilt = next((t for t in built if isinstance(t, BaseException)), None)
+        new = [t for _, t in ready]
+        try:
+            if new:
+                await cancels
+                await self.execution.resolver.settle(gone)
+                position = self._holding.position
+                await self.execution.gate.admit_places(self.owner, self.resting(), position)
+            results = await all_of(sender.place(t) for t in new)
+        finally:
+            sender.withhold(new)
+        for (level, t), result in zip(ready, results, strict=True):
+            sent.add(level, t, result)
+        return sent
 
     async def _learn_user(self, new: list[TrackedOrder]) -> None:
         """Subscribe to the user's order topic once the first order names the user."""

@@ -51,19 +51,7 @@ class Sender:
         record is recognised by the key it echoes (``order_source_id``) or, on V1, by
         its precomputed ``clob_order_id``, even when it comes before the POST's answer.
         No request once the client's caches are warm (but the signer's)."""
-        return (await self.prepare_many(owner, [level], order_type, expiration))[0]
-
-    async def prepare_many(
-        self,
-        owner: Owner,
-        levels: list[Level],
-        order_type: str = "GTC",
-        expiration: int | None = None,
-    ) -> list[TrackedOrder]:
-        """``prepare`` of each level, built (and signed) concurrently; tracked only once
-        every one is: a signer that fails leaves nothing tracked, nothing to send."""
-        built = await all_of(self._build(owner, lv, order_type, expiration) for lv in levels)
-        return [self.track(p, owner, lv) for p, lv in zip(built, levels, strict=True)]
+        return self.track(await self._build(owner, level, order_type, expiration), owner, level)
 
     async def presign(
         self,
