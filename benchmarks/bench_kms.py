@@ -16,7 +16,9 @@ answers each ``Sign`` 20 ms late (benchmarks/kms_standin.py, a process of its ow
   ``bench_mm.LATENCY`` ms each way (a network); a ladder moved whole (every level's
   size changed: ten cancels and ten signed places), and how long after the requote
   began its old orders were cancelled (the service's clock); with the client on the signer's own
-  loop (the default), in a process of its own (``process=True``) and in two;
+  loop (the default), in a process of its own (``process=True``) and in two; and the
+  floor, a signer of the protocol with no KMS client (``Asleep``: 20 ms asleep, then
+  signed here), which no KMS signer can beat on the machine;
 * the event loop's lag (p99 of a 1 ms ticker's lateness; target under 5 ms) during
   a 2,000-order ``Desk`` requote signed by the KMS signer (200 markets x 2 outcomes
   x 5 levels), and the requote's wall time (bounded by the signer's default rate,
@@ -44,9 +46,10 @@ from clobkit.mm import Desk, Quoter
 from clobkit.signing import AwsKmsSigner
 
 if __package__:
-    from . import bench_mm
+    from . import bench_mm, kms_standin
 else:  # run as a script
     import bench_mm  # type: ignore[no-redef]
+    import kms_standin  # type: ignore[no-redef]
 
 DESK_MARKETS, LATENCY, USER = bench_mm.DESK_MARKETS, bench_mm.LATENCY, bench_mm.USER
 _quoted_markets, desk_ladder, ladder = (
@@ -187,6 +190,39 @@ HOMES: dict[str, dict[str, Any]] = {
     "own process": {"process": True},
     "two processes": {"process": 2},
 }
+#: The requote rows' floor: no KMS client at all (``Asleep``).
+FLOOR = "no KMS client (20 ms asleep, then signed here)"
+
+
+class Asleep:
+    """The stand-in's key as a signer of the protocol without any KMS client: each batch
+    sleeps ``DELAY_MS`` and is signed here, at once. A requote signed by it costs the
+    KMS's latency and the requote's own work: the floor no KMS signer can beat on the
+    machine (the sandbox's CPU for the places included)."""
+
+    def __init__(self) -> None:
+        from clobkit import OrderSigner
+
+        self._local = OrderSigner("0x" + kms_standin.SECRET.hex())
+
+    @property
+    def address(self) -> str:
+        return self._local.address
+
+    async def sign_digests(self, digests: Any, /) -> list[str]:
+        await asyncio.sleep(DELAY_MS / 1e3)
+        return self._local.sign_many(digests)
+
+    async def __aenter__(self) -> Asleep:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def signer_for(kms_url: str, home: dict[str, Any]) -> Any:
+    """The signer a requote row measures: a KMS signer where ``home`` says, or the floor."""
+    return Asleep() if home.get("floor") else AwsKmsSigner("k", endpoint_url=kms_url, **home)
 
 
 async def requotes(base_url: str, kms_url: str, home: dict[str, Any]) -> dict[str, float]:
@@ -198,7 +234,7 @@ async def requotes(base_url: str, kms_url: str, home: dict[str, Any]) -> dict[st
     moved: list[float] = []  # a ladder moved whole: 10 cancels and 10 places
     stale: list[float] = []  # how long its old orders rested after the requote began
     async with (
-        AwsKmsSigner("k", endpoint_url=kms_url, **home) as signer,
+        signer_for(kms_url, home) as signer,
         AsyncClient(base_url, USER["api_key"], USER["api_secret"], timeout=30.0) as client,
     ):
         market_id = await pick_market(client)
@@ -339,7 +375,8 @@ def loop_figures(kms_url: str, lines: Lines) -> None:
         proxy, delayed = start_proxy(base_url, LATENCY)
         try:
             places = (("loopback", base_url), (f"{LATENCY:g} ms proxy", delayed))
-            for (where, url), (name, home) in itertools.product(places, HOMES.items()):
+            homes = {**HOMES, FLOOR: {"floor": True}}
+            for (where, url), (name, home) in itertools.product(places, homes.items()):
                 f = run(requotes, url, kms_url, home)
                 lines.append(
                     f"  10-level V2 requote, {where}, {name}: raw round trip {f['raw_ms']:.1f} ms, "
