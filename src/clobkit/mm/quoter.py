@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterable
 from decimal import Decimal
 from types import TracebackType
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..client import UNKNOWN_OUTCOME, AsyncClient
 from ..core.select import from_units, to_units
@@ -45,28 +45,11 @@ from .reads import SharedReads
 from .renewal import Expiry, expiry
 from .report import RequoteReport, report
 from .risk import Limits, Number, units
-from .tasks import Rerun, all_of, beside, each_of, leaving
+from .tasks import Rerun, all_of, beside, leaving
 
 __all__ = ["Fill", "Quoter", "RequoteReport", "Seat"]
 
 log = logging.getLogger("clobkit.mm")
-
-
-class Sent:
-    """What a requote's places came to: the orders built and sent, the places refused
-    (with the error), and the first failure to build (sign) one, never sent."""
-
-    __slots__ = ("new", "refused", "unbuilt")
-
-    def __init__(self) -> None:
-        self.new: list[TrackedOrder] = []
-        self.refused: list[tuple[Level, ClobkitError]] = []
-        self.unbuilt: BaseException | None = None
-
-    def add(self, level: Level, t: TrackedOrder, refusal: ClobkitError | None) -> None:
-        self.new.append(t)
-        if refusal is not None:
-            self.refused.append((level, refusal))
 
 
 class Seat(Streams, Protocol):
@@ -439,7 +422,7 @@ class Quoter:
         if self._holding.position != position:  # fills meanwhile: the limits again
             check_ladders(self.execution.gate, {self: levels})
         self._wanted = levels
-        cache, renewer = self.execution.cache, self.execution.renewer
+        cache, sender, renewer = self.execution.cache, self.execution.sender, self.execution.renewer
         now = standing(cache.orders(self.owner), self.expiring)
         kept, cancel, place = diff(levels, now.keep)
         cancel += now.replace
@@ -457,10 +440,12 @@ class Quoter:
         async with beside(self._cancel(gone)) as cancels:
             await asyncio.sleep(0)  # a turn: the cancels' requests leave before any build
             after = first or cancels_first(place, gone, live, self._holding.position)
-            if place and after:
-                sent = await self._after_cancels(place, gone, cancels, kind)
+            if place and after:  # they could break a limit, or trade with one cancelled
+                sent = await sender.send_after(
+                    self.owner, place, kind, lambda: self._room(gone, cancels)
+                )
             else:
-                sent = await self._as_signed(place, kind)
+                sent = await sender.send_as_signed(self.owner, place, kind)
         new = sent.new
         await self.execution.resolver.settle(cache.orders(self.owner))
         await self.execution.resolver.learn_ids(new, lambda: feed.heard)
@@ -474,58 +459,13 @@ class Quoter:
     async def _cancel(self, gone: list[TrackedOrder]) -> None:
         await all_of(self.execution.sender.cancel(t) for t in gone)
 
-    async def _as_signed(self, place: list[Level], kind: dict[str, Any]) -> Sent:
-        """Each of ``place`` built (signed) and sent as soon as it is, beside the others
-        and the cancels: the first signatures' places leave while the last are signed."""
-        sender = self.execution.sender
-
-        async def one(level: Level) -> tuple[TrackedOrder, ClobkitError | None]:
-            t = await sender.prepare(self.owner, level, **kind)
-            try:
-                return t, await sender.place(t)
-            finally:
-                sender.withhold([t])  # cut short before it was handed to the gate
-
-        results = await each_of(one(lv) for lv in place)
-        sent = Sent()
-        for level, result in zip(place, results, strict=True):
-            if isinstance(result, BaseException):
-                sent.unbuilt = sent.unbuilt or result
-            else:
-                sent.add(level, *result)
-        return sent
-
-    async def _after_cancels(
-        self,
-        place: list[Level],
-        gone: list[TrackedOrder],
-        cancels: asyncio.Future[None],
-        kind: dict[str, Any],
-    ) -> Sent:
-        """``place`` built (signed) beside the ``cancels`` of ``gone``, then sent once
-        those are done and read, and what may rest fits the limits (``plan``'s
-        ``cancels_first``, or the gate's ``first``): they could break one, or trade with
-        an order being cancelled, beside them."""
-        sender = self.execution.sender
-        built = await each_of(sender.prepare(self.owner, lv, **kind) for lv in place)
-        sent = Sent()
-        ready = [
-            (lv, t) for lv, t in zip(place, built, strict=True) if not isinstance(t, BaseException)
-        ]
-        sent.unbuilt = next((t for t in built if isinstance(t, BaseException)), None)
-        new = [t for _, t in ready]
-        try:
-            if new:
-                await cancels
-                await self.execution.resolver.settle(gone)
-                position = self._holding.position
-                await self.execution.gate.admit_places(self.owner, self.resting(), position)
-            results = await all_of(sender.place(t) for t in new)
-        finally:
-            sender.withhold(new)
-        for (level, t), result in zip(ready, results, strict=True):
-            sent.add(level, t, result)
-        return sent
+    async def _room(self, gone: list[TrackedOrder], cancels: asyncio.Future[None]) -> None:
+        """The ``cancels`` of ``gone`` done and read, and what may rest then (the new
+        places included) fitting the limits: the places may go."""
+        await cancels
+        await self.execution.resolver.settle(gone)
+        position = self._holding.position
+        await self.execution.gate.admit_places(self.owner, self.resting(), position)
 
     async def _learn_user(self, new: list[TrackedOrder]) -> None:
         """Subscribe to the user's order topic once the first order names the user."""

@@ -7,13 +7,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import msgspec
 
 from ..client import UNKNOWN_OUTCOME, AsyncClient, PreparedRawOrder
 from ..core.select import from_units
 from ..core.spec import CANCELLED, CODE_DUPLICATE, LIVE, SIDES
-from ..errors import ApiError, QuoteRefused, TransportError
+from ..errors import ApiError, ClobkitError, QuoteRefused, TransportError
 from ..models import Order
 from ..signing.protocol import AsyncSigner
 from .cache import ExecutionCache, Owner
@@ -21,11 +23,28 @@ from .gate import CANCEL, PLACE, Gate
 from .ladder import Level
 from .orders import CANCELLABLE, Event, State, TrackedOrder
 from .presign import Presigned
-from .tasks import all_of
+from .tasks import all_of, each_of
 
-__all__ = ["Sender"]
+__all__ = ["Sender", "Sent"]
 
 log = logging.getLogger("clobkit.mm")
+
+
+class Sent:
+    """What a requote's places came to: the orders built and sent, the places refused
+    (with the error), and the first failure to build (sign) one, never sent."""
+
+    __slots__ = ("new", "refused", "unbuilt")
+
+    def __init__(self) -> None:
+        self.new: list[TrackedOrder] = []
+        self.refused: list[tuple[Level, ClobkitError]] = []
+        self.unbuilt: BaseException | None = None
+
+    def add(self, level: Level, t: TrackedOrder, refusal: ClobkitError | None) -> None:
+        self.new.append(t)
+        if refusal is not None:
+            self.refused.append((level, refusal))
 
 
 class Sender:
@@ -185,6 +204,53 @@ class Sender:
             t.record = msgspec.structs.replace(t.record, status=CANCELLED)
         fire(t, Event.CANCELLED)
         return None
+
+    async def send_as_signed(self, owner: Owner, levels: list[Level], kind: dict[str, Any]) -> Sent:
+        """Each of ``levels`` built (signed) and sent as soon as it is, beside the others:
+        the first signatures' places leave while the last are signed (``kind``: the
+        orders' ``order_type`` and ``expiration``)."""
+
+        async def one(level: Level) -> tuple[TrackedOrder, ApiError | QuoteRefused | None]:
+            t = await self.prepare(owner, level, **kind)
+            try:
+                return t, await self.place(t)
+            finally:
+                self.withhold([t])  # cut short before it was handed to the gate
+
+        results = await each_of(one(lv) for lv in levels)
+        sent = Sent()
+        for level, result in zip(levels, results, strict=True):
+            if isinstance(result, BaseException):
+                sent.unbuilt = sent.unbuilt or result
+            else:
+                sent.add(level, *result)
+        return sent
+
+    async def send_after(
+        self,
+        owner: Owner,
+        levels: list[Level],
+        kind: dict[str, Any],
+        ready: Callable[[], Awaitable[None]],
+    ) -> Sent:
+        """``levels`` built (signed) together, then sent together once ``ready()`` is
+        done (called when one was built: it may read them tracked, as resting)."""
+        built = await each_of(self.prepare(owner, lv, **kind) for lv in levels)
+        pairs = [
+            (lv, t) for lv, t in zip(levels, built, strict=True) if not isinstance(t, BaseException)
+        ]
+        sent = Sent()
+        sent.unbuilt = next((t for t in built if isinstance(t, BaseException)), None)
+        new = [t for _, t in pairs]
+        try:
+            if new:
+                await ready()
+            results = await all_of(self.place(t) for t in new)
+        finally:
+            self.withhold(new)
+        for (level, t), result in zip(pairs, results, strict=True):
+            sent.add(level, t, result)
+        return sent
 
     def withhold(self, orders: list[TrackedOrder]) -> None:
         """Orders built but never handed to the gate (the requote failed or was

@@ -227,10 +227,15 @@ class AwsKmsSigner(RemoteSigner):
 
 
 def user_agent() -> str:
-    """The ``User-Agent`` of the signer's KMS calls (aiobotocore adds botocore's)."""
-    from .. import __version__
+    """The ``User-Agent`` of the signer's KMS calls (aiobotocore adds botocore's): the
+    installed distribution's version (``clobkit.__version__`` would be an import of
+    the package from one of its own modules)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return f"clobkit/{__version__}"
+    try:
+        return f"clobkit/{version('clobkit')}"
+    except PackageNotFoundError:  # run from a source tree, not installed
+        return "clobkit"
 
 
 def _message(exc: Any) -> str:
