@@ -157,7 +157,7 @@ async def test_an_expiry_is_published_on_the_stream_when_it_falls_due(fresh: Any
     options = {"clob_url": sb.clob_url, "ws_url": sb.ws_url}
     async with AsyncClient(sb.base_url, user.api_key, user.api_secret, **options) as client:
         async with client.stream([orders_topic(TRADER)]) as stream:
-            expiration = math.ceil(time.time()) + 1
+            expiration = math.ceil(time.time()) + 2  # ahead even on a busy machine
             placed = await client.place_raw_order(
                 market.id, "a", "BUY", "0.05", 100, "GTD", expiration
             )
