@@ -439,8 +439,8 @@ class Quoter:
         # takes. Each new order leaves once signed, unless the cancels must be done first
         async with beside(self._cancel(gone)) as cancels:
             await asyncio.sleep(0)  # a turn: the cancels' requests leave before any build
-            after = first or cancels_first(place, gone, live, self._holding.position)
-            if place and after:  # they could break a limit, or trade with one cancelled
+            if place and (first or cancels_first(place, gone, live, self._holding.position)):
+                # together they could break a limit, or a new one trade with one cancelled
                 sent = await sender.send_after(
                     self.owner, place, kind, lambda: self._room(gone, cancels)
                 )
