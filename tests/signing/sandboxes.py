@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..conftest import import_extra
+from ..mm.conftest import eventually as eventually  # waits on a condition, then fails
 from ..mm.conftest import pick_market as pick_market  # a market with a two-sided book
 
 RAW = ("POST", "/api/ext/v1/orders/raw")

@@ -27,7 +27,7 @@ from clobkit.signing import AwsKmsSigner, sign_order_async, sign_orders_async
 
 from ..core import signing_oracle as oracle
 from .oracle import low_s, recovered
-from .sandboxes import RAW, options, pick_market, sandbox_for
+from .sandboxes import RAW, eventually, options, pick_market, sandbox_for
 from .test_hasher import V3_EXCHANGE, message, wallet
 
 KEY = "0x" + "5a" * 32
@@ -198,6 +198,12 @@ async def test_a_quoter_signs_its_requote(aws_url: str, aws_key: str) -> None:
                     assert sb.requests.count(*RAW) == 6
 
 
+def live_prices(sb: Any, user: str) -> list[str]:
+    """The prices of ``user``'s live orders on the sandbox, sorted."""
+    orders = sb.engine.list_orders(user).items
+    return sorted(str(r.clob_price) for r in orders if r.status == "live")
+
+
 async def test_a_quoter_whose_signer_fails_sends_nothing(aws_key: str, misbehaving: Any) -> None:
     async with AwsKmsSigner(aws_key, endpoint_url=misbehaving.url) as signer:
         with sandbox_for(signer.address, 3) as sb:
@@ -234,43 +240,26 @@ async def test_a_requotes_cancels_leave_while_its_new_orders_are_signed(
                 old = [Quote("BUY", f"0.0{i}", 200) for i in range(1, 4)]
                 new = [Quote("BUY", f"0.0{i}", 200) for i in range(5, 8)]
 
-                def resting() -> list[str]:
-                    orders = sb.engine.list_orders(user).items
-                    return sorted(str(r.clob_price) for r in orders if r.status == "live")
-
                 async with Quoter(client, market, "a", signer=signer) as q:
                     await q.requote(old)
-                    assert resting() == ["0.01", "0.02", "0.03"]
+                    assert live_prices(sb, user) == ["0.01", "0.02", "0.03"]
                     misbehaving.hang = True
                     requote = asyncio.ensure_future(q.requote(new))
-                    for _ in range(3000):  # a hang guard only: the signer hangs until reset
-                        if not resting() and misbehaving.signs >= 6:
-                            break
-                        await asyncio.sleep(0.01)
-                    assert resting() == []  # cancelled while the KMS still hangs
+                    # cancelled while the KMS still hangs (30 s: a hang guard only)
+                    await eventually(
+                        lambda: not live_prices(sb, user) and misbehaving.signs >= 6, 30
+                    )
+                    assert live_prices(sb, user) == []
                     assert not requote.done()
                     assert sb.requests.count(*RAW) == 3  # nothing new sent
                     misbehaving.reset()  # the hung calls answer 503: the signer fails
                     with pytest.raises(SignerError, match=aws_key):
                         await asyncio.wait_for(requote, 30)
-                    assert resting() == []
+                    assert live_prices(sb, user) == []
                     assert sb.requests.count(*RAW) == 3
                     assert q.open_orders == []
                     await q.requote(new)  # signed now: placed whole
-                    assert resting() == ["0.05", "0.06", "0.07"]
-
-
-def live_prices(sb: Any, user: str) -> list[str]:
-    """The prices of ``user``'s live orders on the sandbox, sorted."""
-    orders = sb.engine.list_orders(user).items
-    return sorted(str(r.clob_price) for r in orders if r.status == "live")
-
-
-async def until(condition: Any) -> None:
-    for _ in range(3000):  # a hang guard only: the condition comes or the test fails
-        if condition():
-            return
-        await asyncio.sleep(0.01)
+                    assert live_prices(sb, user) == ["0.05", "0.06", "0.07"]
 
 
 @pytest.mark.parametrize("then", ["answered", "failed"])
@@ -291,8 +280,9 @@ async def test_each_new_order_leaves_once_it_is_signed(
                 async with Quoter(client, market, "a", signer=signer) as q:
                     misbehaving.hold_from = misbehaving.signs + 2
                     requote = asyncio.ensure_future(q.requote(ladder))
-                    await until(lambda: len(live_prices(sb, user)) == 2)
-                    assert len(live_prices(sb, user)) == 2  # placed, the third still signing
+                    # placed, the third still signing (30 s: a hang guard only)
+                    await eventually(lambda: len(live_prices(sb, user)) == 2, 30)
+                    assert len(live_prices(sb, user)) == 2
                     assert sb.requests.count(*RAW) == 2
                     assert not requote.done()
                     if then == "answered":
@@ -330,7 +320,9 @@ async def test_places_that_wait_for_the_cancels_send_what_was_signed(
                     await q.requote(old)
                     misbehaving.hold_from = misbehaving.signs + 2
                     requote = asyncio.ensure_future(q.requote(new))
-                    await until(lambda: not live_prices(sb, user) and misbehaving.signs >= 6)
+                    await eventually(
+                        lambda: not live_prices(sb, user) and misbehaving.signs >= 6, 30
+                    )
                     assert live_prices(sb, user) == []  # cancelled; nothing new before all signed
                     assert sb.requests.count(*RAW) == 3
                     misbehaving.reset()
